@@ -1,0 +1,14 @@
+#include <exception>
+#include <iostream>
+
+#include "fleetscope/cli/command.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return fleetscope::cli::run_cli(args, std::cout, std::cerr);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

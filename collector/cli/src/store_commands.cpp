@@ -1,0 +1,237 @@
+#include "fleetscope/cli/store_commands.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "fleetscope/cli/args.h"
+#include "fleetscope/store/error.h"
+#include "fleetscope/store/reader.h"
+
+namespace fleetscope::cli {
+namespace {
+
+std::string format_duration(int64_t ns) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(3);
+  if (ns >= 1'000'000'000) os << static_cast<double>(ns) / 1e9 << " s";
+  else if (ns >= 1'000'000) os << static_cast<double>(ns) / 1e6 << " ms";
+  else os << static_cast<double>(ns) / 1e3 << " us";
+  return os.str();
+}
+
+std::string format_bytes(int64_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024)
+     << " GiB";
+  return os.str();
+}
+
+// The friendly label of an event table in `info`.
+const std::map<std::string, std::string>& table_labels() {
+  static const std::map<std::string, std::string> labels = {
+      {"CUPTI_ACTIVITY_KIND_KERNEL", "kernels"},
+      {"CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy"},
+      {"CUPTI_ACTIVITY_KIND_MEMSET", "memset"},
+      {"CUPTI_ACTIVITY_KIND_RUNTIME", "cuda_api_calls"},
+      {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "syncs"},
+      {"NVTX_EVENTS", "nvtx_events"},
+      {"cpu_ops", "cpu_ops"},
+      {"iterations", "iterations"},
+      {"memory_events", "memory_events"},
+      {"device_samples", "device_samples"},
+      {"TARGET_INFO_GPU", "gpus"},
+      {"findings", "findings"}};
+  return labels;
+}
+
+nlohmann::json info_json(const store::Reader& reader) {
+  using nlohmann::json;
+  json j;
+  j["schema_version"] = reader.schema_version();
+  json captures = json::array();
+  for (const store::Capture& c : reader.captures()) {
+    json cj = {{"id", c.id},
+               {"kind", store::to_string(c.kind)},
+               {"source", c.source},
+               {"source_path", c.source_path},
+               {"dropped_records", c.dropped_records},
+               {"collector_overhead_ns", c.collector_overhead_ns}};
+    cj["start_ns"] = c.start_ns ? json(*c.start_ns) : json(nullptr);
+    cj["end_ns"] = c.end_ns ? json(*c.end_ns) : json(nullptr);
+    cj["duration_ns"] = c.start_ns && c.end_ns ? json(*c.end_ns - *c.start_ns) : json(nullptr);
+    cj["gpu_vendor"] = c.gpu_vendor ? json(*c.gpu_vendor) : json(nullptr);
+    if (c.note) cj["note"] = *c.note;
+    json counts = json::object();
+    for (const store::TableCount& tc : reader.counts(c.id))
+      counts[table_labels().at(tc.table)] = tc.rows;
+    cj["counts"] = counts;
+    json devices = json::array();
+    for (const store::GpuInfo& g : reader.gpus(c.id)) {
+      json d = {{"id", g.id}, {"name", g.name}, {"vendor", g.vendor}};
+      if (g.smCount) d["sm_count"] = *g.smCount;
+      if (g.totalMemory) d["total_memory_bytes"] = *g.totalMemory;
+      if (g.computeMajor && g.computeMinor)
+        d["compute_capability"] = std::to_string(*g.computeMajor) + "." + std::to_string(*g.computeMinor);
+      devices.push_back(d);
+    }
+    cj["devices"] = devices;
+    json iterations = json::array();
+    for (const store::Iteration& it : reader.iterations(c.id))
+      iterations.push_back({{"step", it.step}, {"start_ns", it.start}, {"end_ns", it.end},
+                            {"duration_ns", it.end - it.start}});
+    cj["iterations"] = iterations;
+    captures.push_back(cj);
+  }
+  j["captures"] = captures;
+  json processes = json::array();
+  for (const store::Process& p : reader.processes()) {
+    json pj = {{"pid", p.pid}};
+    pj["rank"] = p.rank ? json(*p.rank) : json(nullptr);
+    pj["world_size"] = p.world_size ? json(*p.world_size) : json(nullptr);
+    if (p.command) pj["command"] = *p.command;
+    processes.push_back(pj);
+  }
+  j["processes"] = processes;
+  return j;
+}
+
+void print_info_table(const nlohmann::json& j, const std::string& path, std::ostream& out) {
+  out << path << " (schema v" << j["schema_version"].get<int>() << ")\n";
+  for (const auto& p : j["processes"]) {
+    out << "  process " << p["pid"].get<int64_t>();
+    if (!p["rank"].is_null())
+      out << "  rank " << p["rank"].get<int>() << "/" << p["world_size"].get<int>();
+    out << "\n";
+  }
+  for (const auto& c : j["captures"]) {
+    out << "capture " << c["id"].get<int64_t>() << "  " << c["kind"].get<std::string>() << "  "
+        << c["source"].get<std::string>() << "  " << c["source_path"].get<std::string>() << "\n";
+    if (!c["duration_ns"].is_null())
+      out << "  span        " << format_duration(c["duration_ns"].get<int64_t>()) << "  ["
+          << c["start_ns"].get<int64_t>() << ", " << c["end_ns"].get<int64_t>() << "] ns\n";
+    if (c.contains("note")) out << "  note        " << c["note"].get<std::string>() << "\n";
+    for (const auto& d : c["devices"]) {
+      out << "  gpu " << d["id"].get<int>() << "       " << d["name"].get<std::string>();
+      if (d.contains("sm_count")) out << ", " << d["sm_count"].get<int>() << " SMs";
+      if (d.contains("total_memory_bytes"))
+        out << ", " << format_bytes(d["total_memory_bytes"].get<int64_t>());
+      if (d.contains("compute_capability"))
+        out << ", cc " << d["compute_capability"].get<std::string>();
+      if (d["vendor"] != "nvidia") out << " (" << d["vendor"].get<std::string>() << ")";
+      out << "\n";
+    }
+    const auto& its = c["iterations"];
+    if (!its.empty()) {
+      out << "  iterations  " << its.size() << " (steps " << its.front()["step"].get<int64_t>()
+          << ".." << its.back()["step"].get<int64_t>() << ")\n";
+    }
+    out << "  counts     ";
+    for (const auto& [name, rows] : c["counts"].items())
+      if (rows.get<int64_t>() > 0) out << " " << name << "=" << rows.get<int64_t>();
+    out << "\n";
+    if (c["dropped_records"].get<int64_t>() > 0)
+      out << "  dropped     " << c["dropped_records"].get<int64_t>() << " records\n";
+  }
+}
+
+}  // namespace
+
+int run_info_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> files;
+  std::string format = "table";
+  ArgParser parser("fleetscope info [--format table|json] DB...",
+                   "Summarize trace databases: devices, processes and ranks, time span, "
+                   "iterations and counts per event kind, per capture.");
+  parser.option("--format", "FORMAT", "table (default) or json", &format)
+      .positionals("DB", "trace database(s) written by fleetscope", &files, 1);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (format != "table" && format != "json") {
+    err << "error: --format must be table or json, got '" << format << "'\n";
+    return 2;
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (const std::string& file : files) {
+    try {
+      store::Reader reader(file);
+      nlohmann::json j = info_json(reader);
+      j["path"] = file;
+      if (format == "json") all.push_back(j);
+      else print_info_table(j, file, out);
+    } catch (const Error& e) {
+      err << "error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  if (format == "json") out << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+  return 0;
+}
+
+int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> positionals;
+  std::string format = "table";
+  ArgParser parser("fleetscope sql [--format table|json|csv] DB \"SELECT ...\"",
+                   "Run one read-only SQL statement on a trace database. Table and column names "
+                   "follow the Nsight Systems SQLite export (see docs/schema.md).");
+  parser.option("--format", "FORMAT", "table (default), json or csv", &format)
+      .positionals("DB QUERY", "database file and the query", &positionals, 2, 2);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (format != "table" && format != "json" && format != "csv") {
+    err << "error: --format must be table, json or csv, got '" << format << "'\n";
+    return 2;
+  }
+  try {
+    store::Reader reader(positionals[0]);
+    store::QueryResult result = reader.query(positionals[1]);
+    if (format == "json") {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& row : result.rows) {
+        nlohmann::json r = nlohmann::json::object();
+        for (size_t c = 0; c < row.size(); ++c)
+          r[result.columns[c]] = row[c] ? nlohmann::json(*row[c]) : nlohmann::json(nullptr);
+        rows.push_back(r);
+      }
+      out << rows.dump(2) << "\n";
+    } else if (format == "csv") {
+      auto quote = [](const std::string& v) {
+        if (v.find_first_of(",\"\n") == std::string::npos) return v;
+        std::string q = "\"";
+        for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        return q + "\"";
+      };
+      for (size_t c = 0; c < result.columns.size(); ++c)
+        out << (c ? "," : "") << quote(result.columns[c]);
+      out << "\n";
+      for (const auto& row : result.rows) {
+        for (size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << quote(row[c].value_or(""));
+        out << "\n";
+      }
+    } else {
+      std::vector<size_t> width(result.columns.size());
+      for (size_t c = 0; c < width.size(); ++c) width[c] = result.columns[c].size();
+      for (const auto& row : result.rows)
+        for (size_t c = 0; c < row.size(); ++c)
+          width[c] = std::max(width[c], std::min<size_t>(row[c].value_or("NULL").size(), 60));
+      for (size_t c = 0; c < width.size(); ++c)
+        out << std::left << std::setw(static_cast<int>(width[c]) + 2) << result.columns[c];
+      out << "\n";
+      for (const auto& row : result.rows) {
+        for (size_t c = 0; c < row.size(); ++c) {
+          std::string v = row[c].value_or("NULL");
+          if (v.size() > 60) v = v.substr(0, 57) + "...";
+          out << std::left << std::setw(static_cast<int>(width[c]) + 2) << v;
+        }
+        out << "\n";
+      }
+      err << result.rows.size() << " row(s)\n";
+    }
+  } catch (const Error& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace fleetscope::cli

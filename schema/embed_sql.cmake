@@ -1,0 +1,11 @@
+# Writes OUT: a C++ file with each SQL file as a raw string literal.
+set(body "// Generated from schema/*.sql by embed_sql.cmake. Do not edit.\n#include <string>\nnamespace fleetscope::store::embedded {\n")
+foreach(pair "trace_sql:trace.sql" "index_sql:indexes.sql" "v1_sql:migrations/v1.sql" "v1_to_v2_sql:migrations/v1_to_v2.sql")
+  string(REPLACE ":" ";" parts "${pair}")
+  list(GET parts 0 name)
+  list(GET parts 1 file)
+  file(READ ${SRC}/${file} content)
+  string(APPEND body "extern const std::string ${name};\nconst std::string ${name} = R\"fleetscope_sql(${content})fleetscope_sql\";\n")
+endforeach()
+string(APPEND body "}\n")
+file(WRITE ${OUT} "${body}")

@@ -1,0 +1,108 @@
+// Owning handle to one SQLite trace database: create, open, migrate, and the atomic-output
+// protocol (write into a temporary file beside the target, rename on commit, remove on failure).
+// This is the only place that calls sqlite3_open.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace fleetscope::store {
+
+// RAII prepared statement with typed binds; thin on purpose.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql);
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  Statement(Statement&& other) noexcept;
+
+  Statement& bind(int index, int64_t value);
+  Statement& bind(int index, double value);
+  Statement& bind(int index, const std::string& value);
+  Statement& bind_null(int index);
+  template <class T>
+  Statement& bind(int index, const std::optional<T>& value) {
+    return value ? bind(index, static_cast<std::conditional_t<std::is_floating_point_v<T>, double,
+                                   std::conditional_t<std::is_integral_v<T>, int64_t, T>>>(*value))
+                 : bind_null(index);
+  }
+  bool step();    // true while a row is available
+  void execute(); // step to completion, then reset
+  void reset();
+
+  int64_t column_int(int col) const;
+  double column_double(int col) const;
+  std::string column_text(int col) const;
+  bool column_is_null(int col) const;
+  int column_count() const;
+  std::string column_name(int col) const;
+  sqlite3_stmt* raw() const { return stmt_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+enum class OpenMode { read_only, read_write };
+
+class Database {
+ public:
+  // Opens an existing trace database. Read-write opens migrate an older schema in place; a newer
+  // schema_version than this build knows is refused with a message naming both versions.
+  static Database open(const std::string& path, OpenMode mode = OpenMode::read_only);
+  // Creates a new, empty trace database at `path` (which must not exist), schema applied.
+  static Database create(const std::string& path);
+
+  ~Database();
+  Database(Database&& other) noexcept;
+  Database& operator=(Database&& other) noexcept;
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  void exec(const std::string& sql);
+  Statement prepare(const std::string& sql) const { return Statement(db_, sql); }
+  int schema_version() const;
+  const std::string& path() const { return path_; }
+  sqlite3* raw() const { return db_; }
+  void close();
+
+ private:
+  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// The schema DDL (schema/trace.sql) and the post-load indexes (schema/indexes.sql), compiled in.
+const std::string& schema_sql();
+const std::string& index_sql();
+// The historical v1 schema (for migration tests and for reading files written by v1 builds).
+const std::string& schema_v1_sql();
+
+// Atomic output file: hands out a temporary path beside `final_path`; commit() renames it over the
+// final path; destruction without commit() deletes the temporary file (and its -wal/-shm).
+class AtomicOutput {
+ public:
+  explicit AtomicOutput(std::string final_path);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+  const std::string& temp_path() const { return temp_path_; }
+  const std::string& final_path() const { return final_path_; }
+  void commit();
+
+ private:
+  std::string final_path_;
+  std::string temp_path_;
+  bool committed_ = false;
+};
+
+}  // namespace fleetscope::store

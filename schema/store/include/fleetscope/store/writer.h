@@ -1,0 +1,84 @@
+// The single writer of a trace database. Producers append rows; rows are grouped in batches and
+// handed to one background thread that inserts them with prepared statements inside one
+// transaction per batch. Interning of strings happens on that thread. Indexes are created by
+// finish(), after the bulk load (faster than maintaining them row by row).
+//
+// Thread safety: the add_* calls may come from several threads (each takes a short lock to append
+// to the current batch). Synchronous calls (add_capture, update_capture, ...) flush pending rows
+// first so ids and ordering stay consistent.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fleetscope/store/database.h"
+#include "fleetscope/store/rows.h"
+
+namespace fleetscope::store {
+
+struct WriterOptions {
+  size_t batch_rows = 65536;  // rows per transaction
+  size_t max_queued_batches = 8;  // producers block beyond this (bounded memory)
+  int page_size = 8192;  // set before WAL is enabled (SQLite ignores it afterwards)
+  std::string writer_name = "fleetscope";
+  // WAL suits a database that is written while others read it (the daemon's host database). A
+  // finished one-shot file (import, standalone run) is switched back to a rollback journal by
+  // finish(), so it is one self-contained file and read-only readers leave no -wal/-shm beside it.
+  bool keep_wal_after_finish = false;
+};
+
+struct WriterStats {
+  int64_t rows_written = 0;
+  int64_t batches = 0;
+};
+
+class Writer {
+ public:
+  // Takes ownership of a read-write database (see Database::create / open).
+  explicit Writer(Database db, WriterOptions options = {});
+  ~Writer();  // finish() if not done; never throws
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Synchronous: returns the new id.
+  int64_t add_capture(const Capture& capture);
+  void update_capture(const Capture& capture);  // by capture.id
+  int64_t add_host(const Host& host);
+  int64_t add_workflow(const Workflow& workflow);
+  void upsert_process(const Process& process);
+  void add_gpu(const GpuInfo& gpu);
+  int64_t add_finding(const Finding& finding);
+  void delete_findings(int64_t capture_id);
+  int64_t intern(const std::string& text);
+
+  // Queued.
+  void add(Kernel row);
+  void add(Memcpy row);
+  void add(Memset row);
+  void add(RuntimeCall row);
+  void add(Sync row);
+  void add(NvtxEvent row);
+  void add(CpuOp row);
+  void add(Iteration row);
+  void add(MemoryEvent row);
+  void add(DeviceSample row);
+
+  void flush();   // waits until every queued row is in the database
+  // flush, record event extents, create indexes, ANALYZE, checkpoint; returns the database path.
+  void finish();
+  WriterStats stats() const;
+  const std::string& path() const;
+
+ private:
+  struct Batch;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fleetscope::store

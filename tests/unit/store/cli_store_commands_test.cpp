@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "fleetscope/cli/command.h"
+#include "fleetscope/store/writer.h"
+#include "temp_dir.h"
+
+using namespace fleetscope;
+
+namespace {
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+CliRun run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = cli::run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+std::string make_db(const test_support::TempDir& dir) {
+  std::string path = dir.file("t.db");
+  store::Writer w(store::Database::create(path));
+  int64_t cap = w.add_capture({.source = "kineto-json", .source_path = "x.json", .start_ns = 1000,
+                               .end_ns = 2000001000, .gpu_vendor = "nvidia"});
+  w.add_gpu({.id = 0, .captureId = cap, .name = "NVIDIA A100", .smCount = 108});
+  store::Kernel k;
+  k.start = 1000;
+  k.end = 2000;
+  k.demangledName = "k";
+  k.captureId = cap;
+  w.add(k);
+  w.finish();
+  return path;
+}
+}  // namespace
+
+TEST(Cli, VersionHelpAndUsageErrors) {
+  EXPECT_EQ(run({"--version"}).code, 0);
+  EXPECT_NE(run({"--version"}).out.find("fleetscope "), std::string::npos);
+  EXPECT_EQ(run({"--help"}).code, 0);
+  EXPECT_NE(run({"--help"}).out.find("info"), std::string::npos);
+  EXPECT_EQ(run({}).code, 2);
+  EXPECT_EQ(run({"no-such-command"}).code, 2);
+  EXPECT_EQ(run({"info"}).code, 2);
+  EXPECT_EQ(run({"info", "--bogus", "x"}).code, 2);
+  for (const cli::Command& c : cli::commands()) {
+    std::vector<std::string> args;
+    std::stringstream ss(c.name);
+    for (std::string w; ss >> w;) args.push_back(w);
+    args.push_back("--help");
+    CliRun r = run(args);
+    EXPECT_EQ(r.code, 0) << c.name;
+    EXPECT_NE(r.out.find("usage:"), std::string::npos) << c.name;
+  }
+}
+
+TEST(Cli, InfoTableAndJson) {
+  test_support::TempDir dir;
+  std::string db = make_db(dir);
+  CliRun table = run({"info", db});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("NVIDIA A100, 108 SMs"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("kernels=1"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("2.000 s"), std::string::npos) << table.out;
+  CliRun json = run({"info", "--format", "json", db});
+  ASSERT_EQ(json.code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["captures"][0]["counts"]["kernels"], 1);
+  EXPECT_EQ(j["captures"][0]["duration_ns"], 2000000000);
+  EXPECT_EQ(j["captures"][0]["devices"][0]["sm_count"], 108);
+}
+
+TEST(Cli, InfoOnBadFileExitsOne) {
+  test_support::TempDir dir;
+  CliRun r = run({"info", dir.file("missing.db")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("missing.db"), std::string::npos);
+}
+
+TEST(Cli, SqlFormats) {
+  test_support::TempDir dir;
+  std::string db = make_db(dir);
+  CliRun csv = run({"sql", "--format", "csv", db, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"});
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  EXPECT_EQ(csv.out, "start,end\n1000,2000\n");
+  CliRun json = run({"sql", "--format=json", db, "SELECT value FROM StringIds"});
+  EXPECT_EQ(nlohmann::json::parse(json.out)[0]["value"], "k");
+  CliRun bad = run({"sql", db, "DROP TABLE captures"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("read-only"), std::string::npos);
+}
