@@ -116,6 +116,7 @@ void Statement::execute() {
   }
   reset();
 }
+void Statement::reset_keep_bindings() { sqlite3_reset(stmt_); }
 void Statement::reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);

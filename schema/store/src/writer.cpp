@@ -28,42 +28,61 @@ struct Writer::Batch {
 
 namespace {
 
-const char* kInsertKernel =
+// Column lists per table. Rows are inserted kRowsPerStatement at a time with one multi-row
+// INSERT (fewer statement executions per row is where SQLite bulk-load time goes), the remainder
+// one by one.
+constexpr int kRowsPerStatement = 32;
+
+struct TableSpec {
+  const char* head;  // "INSERT INTO T(c1, c2, ...)"
+  int columns;
+};
+const TableSpec kKernelSpec{
     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, contextId, streamId, "
-    "correlationId, globalPid, demangledName, shortName, mangledName, gridX, gridY, gridZ, blockX, "
-    "blockY, blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory, "
-    "localMemoryPerThread, graphId, graphNodeId, launchType, blocksPerSm, warpsPerSm, estOccupancy, "
-    "captureId) VALUES (?,?,?,?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-const char* kInsertMemcpy =
+    "correlationId, globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, "
+    "blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, "
+    "graphId, graphNodeId, launchType, blocksPerSm, warpsPerSm, estOccupancy, captureId)",
+    26};
+const TableSpec kMemcpySpec{
     "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY(start, end, deviceId, contextId, streamId, "
     "correlationId, globalPid, bytes, copyKind, srcKind, dstKind, srcDeviceId, dstDeviceId, "
-    "graphNodeId, captureId) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-const char* kInsertMemset =
+    "graphNodeId, captureId)",
+    15};
+const TableSpec kMemsetSpec{
     "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET(start, end, deviceId, contextId, streamId, "
-    "correlationId, globalPid, value, bytes, memKind, graphNodeId, captureId) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)";
-const char* kInsertRuntime =
+    "correlationId, globalPid, value, bytes, memKind, graphNodeId, captureId)",
+    12};
+const TableSpec kRuntimeSpec{
     "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME(start, end, eventClass, globalTid, correlationId, "
-    "nameId, returnValue, cbid, captureId) VALUES (?,?,?,?,?,?,?,?,?)";
-const char* kInsertSync =
+    "nameId, returnValue, cbid, captureId)",
+    9};
+const TableSpec kSyncSpec{
     "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION(start, end, deviceId, contextId, streamId, "
-    "correlationId, globalPid, globalTid, syncType, eventId, captureId) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?)";
-const char* kInsertNvtx =
+    "correlationId, globalPid, globalTid, syncType, eventId, captureId)",
+    11};
+const TableSpec kNvtxSpec{
     "INSERT INTO NVTX_EVENTS(start, end, eventType, rangeId, text, textId, domainId, globalTid, "
-    "captureId) VALUES (?,?,?,?,?,?,?,?,?)";
-const char* kInsertCpuOp =
-    "INSERT INTO cpu_ops(start, end, globalTid, nameId, category, externalId, captureId) "
-    "VALUES (?,?,?,?,?,?,?)";
-const char* kInsertIteration =
-    "INSERT OR REPLACE INTO iterations(captureId, globalPid, step, start, end, source) "
-    "VALUES (?,?,?,?,?,?)";
-const char* kInsertMemoryEvent =
+    "captureId)",
+    9};
+const TableSpec kCpuOpSpec{
+    "INSERT INTO cpu_ops(start, end, globalTid, nameId, category, externalId, captureId)", 7};
+const TableSpec kIterationSpec{
+    "INSERT OR REPLACE INTO iterations(captureId, globalPid, step, start, end, source)", 6};
+const TableSpec kMemoryEventSpec{
     "INSERT INTO memory_events(ts, captureId, globalPid, deviceId, address, bytes, "
-    "total_allocated, total_reserved) VALUES (?,?,?,?,?,?,?,?)";
-const char* kInsertDeviceSample =
-    "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value, captureId) "
-    "VALUES (?,?,?,?,?,?)";
+    "total_allocated, total_reserved)",
+    8};
+const TableSpec kDeviceSampleSpec{
+    "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value, captureId)", 6};
+
+std::string insert_sql(const TableSpec& spec, int rows) {
+  std::string one = "(";
+  for (int c = 0; c < spec.columns; ++c) one += c ? ",?" : "?";
+  one += ")";
+  std::string sql = std::string(spec.head) + " VALUES ";
+  for (int r = 0; r < rows; ++r) sql += (r ? "," : "") + one;
+  return sql;
+}
 
 }  // namespace
 
@@ -94,8 +113,9 @@ struct Writer::Impl {
   };
   std::unordered_map<std::string, KernelNames> kernel_names;
   std::map<std::pair<std::string, int64_t>, int64_t> extents;  // (table, capture) -> max duration
-  std::optional<Statement> insert_string, kernel, memcpy, memset, runtime, sync, nvtx, cpu_op,
-      iteration, memory_event, device_sample;
+  std::optional<Statement> insert_string;
+  // Prepared statements per table: [0] one row, [1] kRowsPerStatement rows.
+  std::map<const TableSpec*, std::pair<std::optional<Statement>, std::optional<Statement>>> inserts;
 
   std::thread thread;
 
@@ -123,9 +143,27 @@ struct Writer::Impl {
     if (duration > slot) slot = duration;
   }
 
-  Statement& stmt(std::optional<Statement>& slot, const char* sql) {
-    if (!slot) slot.emplace(db.raw(), sql);
-    return *slot;
+  // Inserts `rows` through `bind(statement, first_parameter_index, row)`, which binds one row's
+  // columns starting at that index.
+  template <class Row, class Bind>
+  void insert_rows(const TableSpec& spec, const std::vector<Row>& rows, Bind&& bind) {
+    if (rows.empty()) return;
+    auto& [single, multi] = inserts[&spec];
+    size_t i = 0;
+    if (rows.size() >= static_cast<size_t>(kRowsPerStatement)) {
+      if (!multi) multi.emplace(db.raw(), insert_sql(spec, kRowsPerStatement));
+      for (; i + kRowsPerStatement <= rows.size(); i += kRowsPerStatement) {
+        for (int r = 0; r < kRowsPerStatement; ++r) bind(*multi, 1 + r * spec.columns, rows[i + static_cast<size_t>(r)]);
+        multi->step();
+        multi->reset_keep_bindings();
+      }
+    }
+    if (i < rows.size() && !single) single.emplace(db.raw(), insert_sql(spec, 1));
+    for (; i < rows.size(); ++i) {
+      bind(*single, 1, rows[i]);
+      single->step();
+      single->reset_keep_bindings();
+    }
   }
 
   void write_batch(Batch& b) {
@@ -139,100 +177,92 @@ struct Writer::Impl {
     }
   }
 
+  KernelNames kernel_names_for(const Kernel& k) {
+    if (k.shortName.empty()) {
+      auto it = kernel_names.find(k.demangledName);
+      if (it != kernel_names.end()) return it->second;
+      KernelNames names{intern_locked(k.demangledName), intern_locked(short_kernel_name(k.demangledName))};
+      kernel_names.emplace(k.demangledName, names);
+      return names;
+    }
+    return {intern_locked(k.demangledName), intern_locked(k.shortName)};
+  }
+
   void write_rows(Batch& b) {
-    if (!b.kernels.empty()) {
-      Statement& s = stmt(kernel, kInsertKernel);
-      const Kernel* last_row = nullptr;
-      KernelNames names{};
-      for (const Kernel& k : b.kernels) {
-        // Consecutive kernels very often share a name: skip the hash lookup then.
-        if (!last_row || last_row->demangledName != k.demangledName ||
-            last_row->shortName != k.shortName) {
-          auto it = kernel_names.find(k.demangledName);
-          if (it == kernel_names.end() || !k.shortName.empty()) {
-            names.demangled = intern_locked(k.demangledName);
-            names.short_name = intern_locked(k.shortName.empty() ? short_kernel_name(k.demangledName)
-                                                                 : k.shortName);
-            if (k.shortName.empty()) kernel_names.emplace(k.demangledName, names);
-          } else {
-            names = it->second;
-          }
-          last_row = &k;
-        }
-        s.bind(1, k.start).bind(2, k.end).bind(3, int64_t{k.deviceId}).bind(4, k.contextId);
-        s.bind(5, int64_t{k.streamId}).bind(6, k.correlationId).bind(7, k.globalPid);
-        s.bind(8, names.demangled).bind(9, names.short_name);
-        s.bind(10, int64_t{k.gridX}).bind(11, int64_t{k.gridY}).bind(12, int64_t{k.gridZ});
-        s.bind(13, int64_t{k.blockX}).bind(14, int64_t{k.blockY}).bind(15, int64_t{k.blockZ});
-        s.bind(16, k.registersPerThread).bind(17, k.staticSharedMemory);
-        s.bind(18, k.dynamicSharedMemory).bind(19, k.localMemoryPerThread).bind(20, k.graphId);
-        s.bind(21, k.graphNodeId).bind(22, k.launchType).bind(23, k.blocksPerSm);
-        s.bind(24, k.warpsPerSm).bind(25, k.estOccupancy).bind(26, k.captureId);
-        s.execute();
-        note_extent("CUPTI_ACTIVITY_KIND_KERNEL", k.captureId, k.end - k.start);
-      }
-    }
-    for (const Memcpy& m : b.memcpys) {
-      Statement& s = stmt(memcpy, kInsertMemcpy);
-      s.bind(1, m.start).bind(2, m.end).bind(3, int64_t{m.deviceId}).bind(4, m.contextId);
-      s.bind(5, int64_t{m.streamId}).bind(6, m.correlationId).bind(7, m.globalPid);
-      s.bind(8, m.bytes).bind(9, int64_t{m.copyKind}).bind(10, m.srcKind).bind(11, m.dstKind);
-      s.bind(12, m.srcDeviceId).bind(13, m.dstDeviceId).bind(14, m.graphNodeId);
-      s.bind(15, m.captureId).execute();
+    // Consecutive kernels very often share a name: skip the hash lookup then.
+    const Kernel* previous = nullptr;
+    KernelNames names{};
+    insert_rows(kKernelSpec, b.kernels, [&](Statement& s, int p, const Kernel& k) {
+      if (!previous || previous->demangledName != k.demangledName || previous->shortName != k.shortName)
+        names = kernel_names_for(k);
+      previous = &k;
+      s.bind(p, k.start).bind(p + 1, k.end).bind(p + 2, int64_t{k.deviceId}).bind(p + 3, k.contextId);
+      s.bind(p + 4, int64_t{k.streamId}).bind(p + 5, k.correlationId).bind(p + 6, k.globalPid);
+      s.bind(p + 7, names.demangled).bind(p + 8, names.short_name);
+      s.bind(p + 9, int64_t{k.gridX}).bind(p + 10, int64_t{k.gridY}).bind(p + 11, int64_t{k.gridZ});
+      s.bind(p + 12, int64_t{k.blockX}).bind(p + 13, int64_t{k.blockY}).bind(p + 14, int64_t{k.blockZ});
+      s.bind(p + 15, k.registersPerThread).bind(p + 16, k.staticSharedMemory);
+      s.bind(p + 17, k.dynamicSharedMemory).bind(p + 18, k.localMemoryPerThread);
+      s.bind(p + 19, k.graphId).bind(p + 20, k.graphNodeId).bind(p + 21, k.launchType);
+      s.bind(p + 22, k.blocksPerSm).bind(p + 23, k.warpsPerSm).bind(p + 24, k.estOccupancy);
+      s.bind(p + 25, k.captureId);
+      note_extent("CUPTI_ACTIVITY_KIND_KERNEL", k.captureId, k.end - k.start);
+    });
+    insert_rows(kMemcpySpec, b.memcpys, [&](Statement& s, int p, const Memcpy& m) {
+      s.bind(p, m.start).bind(p + 1, m.end).bind(p + 2, int64_t{m.deviceId}).bind(p + 3, m.contextId);
+      s.bind(p + 4, int64_t{m.streamId}).bind(p + 5, m.correlationId).bind(p + 6, m.globalPid);
+      s.bind(p + 7, m.bytes).bind(p + 8, int64_t{m.copyKind}).bind(p + 9, m.srcKind);
+      s.bind(p + 10, m.dstKind).bind(p + 11, m.srcDeviceId).bind(p + 12, m.dstDeviceId);
+      s.bind(p + 13, m.graphNodeId).bind(p + 14, m.captureId);
       note_extent("CUPTI_ACTIVITY_KIND_MEMCPY", m.captureId, m.end - m.start);
-    }
-    for (const Memset& m : b.memsets) {
-      Statement& s = stmt(memset, kInsertMemset);
-      s.bind(1, m.start).bind(2, m.end).bind(3, int64_t{m.deviceId}).bind(4, m.contextId);
-      s.bind(5, int64_t{m.streamId}).bind(6, m.correlationId).bind(7, m.globalPid);
-      s.bind(8, m.value).bind(9, m.bytes).bind(10, m.memKind).bind(11, m.graphNodeId);
-      s.bind(12, m.captureId).execute();
+    });
+    insert_rows(kMemsetSpec, b.memsets, [&](Statement& s, int p, const Memset& m) {
+      s.bind(p, m.start).bind(p + 1, m.end).bind(p + 2, int64_t{m.deviceId}).bind(p + 3, m.contextId);
+      s.bind(p + 4, int64_t{m.streamId}).bind(p + 5, m.correlationId).bind(p + 6, m.globalPid);
+      s.bind(p + 7, m.value).bind(p + 8, m.bytes).bind(p + 9, m.memKind).bind(p + 10, m.graphNodeId);
+      s.bind(p + 11, m.captureId);
       note_extent("CUPTI_ACTIVITY_KIND_MEMSET", m.captureId, m.end - m.start);
-    }
-    for (const RuntimeCall& r : b.runtime_calls) {
-      Statement& s = stmt(runtime, kInsertRuntime);
-      int64_t name = intern_locked(r.name);
-      s.bind(1, r.start).bind(2, r.end).bind(3, int64_t{static_cast<int32_t>(r.eventClass)});
-      s.bind(4, r.globalTid).bind(5, r.correlationId).bind(6, name).bind(7, r.returnValue);
-      s.bind(8, r.cbid).bind(9, r.captureId).execute();
+    });
+    insert_rows(kRuntimeSpec, b.runtime_calls, [&](Statement& s, int p, const RuntimeCall& r) {
+      s.bind(p, r.start).bind(p + 1, r.end).bind(p + 2, int64_t{static_cast<int32_t>(r.eventClass)});
+      s.bind(p + 3, r.globalTid).bind(p + 4, r.correlationId).bind(p + 5, intern_locked(r.name));
+      s.bind(p + 6, r.returnValue).bind(p + 7, r.cbid).bind(p + 8, r.captureId);
       note_extent("CUPTI_ACTIVITY_KIND_RUNTIME", r.captureId, r.end - r.start);
-    }
-    for (const Sync& y : b.syncs) {
-      Statement& s = stmt(sync, kInsertSync);
-      s.bind(1, y.start).bind(2, y.end).bind(3, y.deviceId).bind(4, y.contextId);
-      s.bind(5, y.streamId).bind(6, y.correlationId).bind(7, y.globalPid).bind(8, y.globalTid);
-      s.bind(9, int64_t{y.syncType}).bind(10, y.eventId).bind(11, y.captureId).execute();
+    });
+    insert_rows(kSyncSpec, b.syncs, [&](Statement& s, int p, const Sync& y) {
+      s.bind(p, y.start).bind(p + 1, y.end).bind(p + 2, y.deviceId).bind(p + 3, y.contextId);
+      s.bind(p + 4, y.streamId).bind(p + 5, y.correlationId).bind(p + 6, y.globalPid);
+      s.bind(p + 7, y.globalTid).bind(p + 8, int64_t{y.syncType}).bind(p + 9, y.eventId);
+      s.bind(p + 10, y.captureId);
       note_extent("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", y.captureId, y.end - y.start);
-    }
-    for (const NvtxEvent& n : b.nvtx) {
-      Statement& s = stmt(nvtx, kInsertNvtx);
-      s.bind(1, n.start).bind(2, n.end).bind(3, int64_t{n.eventType}).bind(4, n.rangeId);
-      s.bind(5, n.text).bind(6, intern_locked(n.text)).bind(7, n.domainId).bind(8, n.globalTid);
-      s.bind(9, n.captureId).execute();
+    });
+    insert_rows(kNvtxSpec, b.nvtx, [&](Statement& s, int p, const NvtxEvent& n) {
+      s.bind(p, n.start).bind(p + 1, n.end).bind(p + 2, int64_t{n.eventType}).bind(p + 3, n.rangeId);
+      s.bind(p + 4, n.text).bind(p + 5, intern_locked(n.text)).bind(p + 6, n.domainId);
+      s.bind(p + 7, n.globalTid).bind(p + 8, n.captureId);
       note_extent("NVTX_EVENTS", n.captureId, n.end ? *n.end - n.start : 0);
-    }
-    for (const CpuOp& c : b.cpu_ops) {
-      Statement& s = stmt(cpu_op, kInsertCpuOp);
-      s.bind(1, c.start).bind(2, c.end).bind(3, c.globalTid).bind(4, intern_locked(c.name));
-      s.bind(5, c.category).bind(6, c.externalId).bind(7, c.captureId).execute();
+    });
+    insert_rows(kCpuOpSpec, b.cpu_ops, [&](Statement& s, int p, const CpuOp& c) {
+      s.bind(p, c.start).bind(p + 1, c.end).bind(p + 2, c.globalTid).bind(p + 3, intern_locked(c.name));
+      s.bind(p + 4, c.category).bind(p + 5, c.externalId).bind(p + 6, c.captureId);
       note_extent("cpu_ops", c.captureId, c.end - c.start);
-    }
+    });
+    // Iterations may repeat a (capture, pid, step) key; one row per statement keeps "last wins".
     for (const Iteration& it : b.iterations) {
-      Statement& s = stmt(iteration, kInsertIteration);
-      s.bind(1, it.captureId).bind(2, it.globalPid).bind(3, it.step).bind(4, it.start);
-      s.bind(5, it.end).bind(6, it.source).execute();
+      insert_rows(kIterationSpec, std::vector<Iteration>{it}, [&](Statement& s, int p, const Iteration& x) {
+        s.bind(p, x.captureId).bind(p + 1, x.globalPid).bind(p + 2, x.step).bind(p + 3, x.start);
+        s.bind(p + 4, x.end).bind(p + 5, x.source);
+      });
     }
-    for (const MemoryEvent& m : b.memory_events) {
-      Statement& s = stmt(memory_event, kInsertMemoryEvent);
-      s.bind(1, m.ts).bind(2, m.captureId).bind(3, m.globalPid).bind(4, int64_t{m.deviceId});
-      s.bind(5, m.address).bind(6, m.bytes).bind(7, m.total_allocated).bind(8, m.total_reserved);
-      s.execute();
-    }
-    for (const DeviceSample& d : b.device_samples) {
-      Statement& s = stmt(device_sample, kInsertDeviceSample);
-      s.bind(1, d.ts).bind(2, d.host_id).bind(3, int64_t{d.deviceId});
-      s.bind(4, intern_locked(d.metric)).bind(5, d.value).bind(6, d.captureId).execute();
-    }
+    insert_rows(kMemoryEventSpec, b.memory_events, [&](Statement& s, int p, const MemoryEvent& m) {
+      s.bind(p, m.ts).bind(p + 1, m.captureId).bind(p + 2, m.globalPid).bind(p + 3, int64_t{m.deviceId});
+      s.bind(p + 4, m.address).bind(p + 5, m.bytes).bind(p + 6, m.total_allocated);
+      s.bind(p + 7, m.total_reserved);
+    });
+    insert_rows(kDeviceSampleSpec, b.device_samples, [&](Statement& s, int p, const DeviceSample& d) {
+      s.bind(p, d.ts).bind(p + 1, d.host_id).bind(p + 2, int64_t{d.deviceId});
+      s.bind(p + 3, intern_locked(d.metric)).bind(p + 4, d.value).bind(p + 5, d.captureId);
+    });
   }
 
   void run() {
@@ -300,22 +330,15 @@ struct Writer::Impl {
 
   void finalize_statements() {
     insert_string.reset();
-    kernel.reset();
-    memcpy.reset();
-    memset.reset();
-    runtime.reset();
-    sync.reset();
-    nvtx.reset();
-    cpu_op.reset();
-    iteration.reset();
-    memory_event.reset();
-    device_sample.reset();
+    inserts.clear();
   }
 };
 
 Writer::Writer(Database db, WriterOptions options)
     : impl_(std::make_unique<Impl>(std::move(db), options)) {
   impl_->path = impl_->db.path();
+  // A 64 MiB page cache keeps a batch's dirty pages in memory until commit (default is 2 MiB).
+  impl_->db.exec("PRAGMA cache_size = -65536");
   impl_->load_strings();
   impl_->thread = std::thread([this] { impl_->run(); });
 }

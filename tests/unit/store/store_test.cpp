@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "fleetscope/store/error.h"
@@ -338,4 +339,26 @@ TEST(Store, FindingsRoundTripSortedByImpact) {
   auto findings = Reader(path).findings();
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].rule, "b");
+}
+
+// The schema is the data contract: every column must say what it holds (docs/schema.md is
+// generated from these comments).
+TEST(Schema, EveryColumnHasADocComment) {
+  std::istringstream in(schema_sql());
+  bool in_table = false;
+  int columns = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("CREATE TABLE", 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (in_table && line.rfind(")", 0) == 0) {
+      in_table = false;
+      continue;
+    }
+    if (!in_table || line.find("PRIMARY KEY (") != std::string::npos) continue;
+    ++columns;
+    EXPECT_NE(line.find("--"), std::string::npos) << "undocumented column: " << line;
+  }
+  EXPECT_GT(columns, 150);
 }

@@ -38,6 +38,7 @@ class Statement {
   bool step();    // true while a row is available
   void execute(); // step to completion, then reset
   void reset();
+  void reset_keep_bindings();  // for hot loops that rebind every parameter anyway
 
   int64_t column_int(int col) const;
   double column_double(int col) const;
