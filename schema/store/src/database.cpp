@@ -1,5 +1,6 @@
 #include "fleetscope/store/database.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -260,7 +261,21 @@ void AtomicOutput::commit() {
   std::error_code ec;
   // A WAL database must be closed (checkpointed) by its owner before commit(); stray side files
   // would otherwise be orphaned by the rename.
+  // Make the content durable before it becomes visible under the final name, then make the
+  // rename itself durable.
+  auto sync_path = [](const std::string& p, int flags) {
+    int fd = ::open(p.c_str(), flags);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  };
+  sync_path(temp_path_, O_RDONLY);
   std::filesystem::rename(temp_path_, final_path_, ec);
+  if (!ec) {
+    std::string dir = std::filesystem::path(final_path_).parent_path().string();
+    sync_path(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
+  }
   if (ec) throw Error(final_path_ + ": cannot move the finished output into place: " + ec.message());
   for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(temp_path_ + suffix, ec);
   committed_ = true;
