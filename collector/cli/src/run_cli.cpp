@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "fleetscope/cli/command.h"
+#include "fleetscope/cli/integrations.h"
 
 namespace fleetscope::cli {
 namespace {
@@ -19,6 +20,7 @@ void print_usage(std::ostream& out) {
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  wire_integrations();
   if (args.empty()) {
     print_usage(err);
     return 2;

@@ -1,0 +1,48 @@
+// Connections between parts that must not depend on each other directly: the sharer's planner
+// reads jobs through a loader hook, and the analyzer provides the jobs.
+#include "fleetscope/cli/integrations.h"
+
+#if HAVE_FLEETSCOPE_ANALYZER && HAVE_FLEETSCOPE_SHARER
+#include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/sharer/commands.h"
+#include "fleetscope/store/reader.h"
+#endif
+
+namespace fleetscope::cli {
+
+#if HAVE_FLEETSCOPE_ANALYZER && HAVE_FLEETSCOPE_SHARER
+std::vector<sharer::JobProfile> job_profiles_from_database(const std::string& db_path) {
+  store::Reader reader(db_path);
+  std::vector<sharer::JobProfile> jobs;
+  for (const analyzer::ConsolidationCandidate& c : analyzer::consolidation_candidates(reader)) {
+    // Without measured memory P = T = 0 would pass any safety check: such jobs cannot be placed.
+    if (!c.memory_measured || c.gpu_memory_bytes <= 0) continue;
+    sharer::JobProfile job;
+    std::string where = db_path + "#capture" + std::to_string(c.capture_id);
+    job.job_id = (c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow) +
+                 "@" + where + "/gpu" + std::to_string(c.device);
+    job.workflow = c.workflow;
+    job.gpu = where + "/gpu" + std::to_string(c.device) + " (" + c.gpu_name + ")";
+    job.persistent_bytes = c.persistent_bytes;
+    job.ephemeral_peak_bytes = c.ephemeral_peak_bytes;
+    job.gpu_capacity_bytes = c.gpu_memory_bytes;
+    job.utilization = c.utilization;
+    job.iteration_ns = c.iteration_ns;
+    job.labels = c.labels;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+#endif
+
+void wire_integrations() {
+#if HAVE_FLEETSCOPE_ANALYZER && HAVE_FLEETSCOPE_SHARER
+  static const bool wired = [] {
+    sharer::set_candidate_loader(job_profiles_from_database);
+    return true;
+  }();
+  (void)wired;
+#endif
+}
+
+}  // namespace fleetscope::cli

@@ -1,0 +1,872 @@
+#include "fleetscope/export/chrome_trace.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+#include "event_builder.h"
+#include "fleetscope/export/json_text.h"
+#include "fleetscope/store/database.h"
+#include "fleetscope/store/error.h"
+
+namespace fleetscope::exporter {
+namespace {
+
+using store::Statement;
+
+// Host events whose process is unknown (NULL globalPid) go to one synthetic process. Linux pids
+// stay below 2^22 (pid_max limit), so the largest 24-bit pid of the nsys encoding never collides.
+constexpr int64_t kUnattributedPid = 0xFFFFFF;
+// Iteration spans get their own track in each process; 0 is never a user thread id on Linux.
+constexpr int64_t kIterationsTid = 0;
+// Kineto names device memory in "[memory]" events with c10::DeviceType values.
+constexpr int64_t kDeviceTypeCpu = 0, kDeviceTypeCuda = 1;
+
+// CUpti_ActivityMemcpyKind / CUpti_ActivityMemoryKind short names as Kineto prints them in
+// "Memcpy HtoD (Pageable -> Device)" (kineto/libkineto/src/output_json.cpp, CuptiActivity.cpp).
+const char* memcpy_kind_short(int32_t kind) {
+  static const char* const names[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                      "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  return kind >= 0 && kind <= 10 ? names[kind] : "Unknown";
+}
+// ENUM_CUDA_MEMCPY_OPER labels (schema/trace.sql).
+const char* memcpy_kind_label(int32_t kind) {
+  static const char* const labels[] = {"Unknown",         "Host-to-Device",  "Device-to-Host",
+                                       "Host-to-Array",   "Array-to-Host",   "Array-to-Array",
+                                       "Array-to-Device", "Device-to-Array", "Device-to-Device",
+                                       "Host-to-Host",    "Peer-to-Peer"};
+  return kind >= 0 && kind <= 10 ? labels[kind] : "Unknown";
+}
+// ENUM_CUDA_MEM_KIND labels (schema/trace.sql), which are also Kineto's memory kind strings.
+const char* memory_kind_label(int32_t kind) {
+  static const char* const labels[] = {"Unknown", "Pageable", "Pinned",        "Device",
+                                       "Array",   "Managed",  "Device Static", "Managed Static"};
+  return kind >= 0 && kind <= 7 ? labels[kind] : "Unknown";
+}
+// ENUM_CUPTI_SYNC_TYPE, named as Kineto names its cuda_sync events.
+const char* sync_name(int32_t type) {
+  switch (type) {
+    case store::kSyncEvent:
+      return "Event Sync";
+    case store::kSyncStreamWaitEvent:
+      return "Stream Wait Event";
+    case store::kSyncStream:
+      return "Stream Sync";
+    case store::kSyncContext:
+      return "Context Sync";
+    default:
+      return "Unknown Sync";
+  }
+}
+
+std::optional<int64_t> optional_int(const Statement& row, int col) {
+  if (row.column_is_null(col)) return std::nullopt;
+  return row.column_int(col);
+}
+
+// The SQL filters for the exported scope: one capture or everything.
+struct Scope {
+  std::optional<int64_t> capture_id;
+  std::optional<store::Capture> capture;
+
+  // " AND <column> = N" (N is our own integer, not user text, so inlining it is safe).
+  std::string and_capture(const char* column = "captureId") const {
+    return capture_id ? std::string(" AND ") + column + " = " + std::to_string(*capture_id) : "";
+  }
+  // device_samples may carry a NULL captureId (continuous sampling): take those inside the window.
+  std::string and_sample_capture() const {
+    if (!capture_id) return "";
+    std::string clause = " AND (captureId = " + std::to_string(*capture_id);
+    if (capture && capture->start_ns && capture->end_ns)
+      clause += " OR (captureId IS NULL AND ts >= " + std::to_string(*capture->start_ns) +
+                " AND ts <= " + std::to_string(*capture->end_ns) + ")";
+    return clause + ")";
+  }
+};
+
+std::string basename_of_command(const std::string& command) {
+  std::string first = command.substr(0, command.find(' '));
+  auto slash = first.rfind('/');
+  return slash == std::string::npos ? first : first.substr(slash + 1);
+}
+
+class ChromeExporter {
+ public:
+  ChromeExporter(const store::Reader& reader, const ChromeExportOptions& options, Scope scope)
+      : reader_(reader),
+        db_(reader.database()),
+        options_(options),
+        scope_(std::move(scope)),
+        strings_(reader.strings()),
+        event_(0) {}
+
+  ChromeExportStats run(ChromeTraceFile& file) {
+    stats_.base_time_ns = compute_base_time();
+    event_ = EventBuilder(stats_.base_time_ns);
+    file_ = &file;
+    next_progress_ = options_.progress_every;
+
+    file.write_raw(header());
+    file.begin_events();
+    write_process_and_thread_names();
+    write_kernels();
+    write_memcpys();
+    write_memsets();
+    write_runtime_calls();
+    write_syncs();
+    write_nvtx_events();
+    write_cpu_ops();
+    if (options_.flows) write_flows();
+    write_device_samples();
+    write_memory_events();
+    write_iterations();
+    if (options_.findings) {
+      stats_.findings = append_findings_events(
+          *this->file_sink(), reader_.findings(scope_.capture_id), stats_.base_time_ns);
+    }
+    write_late_names();
+    stats_.events = file.events_written();
+    file.finish();
+    stats_.bytes = file.bytes_written();
+    if (options_.on_progress) options_.on_progress(stats_.events);
+    return stats_;
+  }
+
+ private:
+  EventSink* file_sink() { return file_; }
+
+  void emit(std::string_view event) {
+    file_->write_event(event);
+    if (options_.on_progress && file_->events_written() >= next_progress_) {
+      options_.on_progress(file_->events_written());
+      next_progress_ += options_.progress_every;
+    }
+  }
+
+  std::string_view text(int64_t string_id) const {
+    auto it = strings_.find(string_id);
+    return it == strings_.end() ? std::string_view("<unknown string>")
+                                : std::string_view(it->second);
+  }
+
+  // The earliest event of the scope; the capture start if it has no events; else 0.
+  int64_t compute_base_time() const {
+    const std::string c = scope_.and_capture();
+    const std::string sql =
+        "SELECT MIN(m) FROM ("
+        "SELECT MIN(start) AS m FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" +
+        c + " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" + c +
+        " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" + c +
+        " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 1" + c +
+        " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE 1" + c +
+        " UNION ALL SELECT MIN(start) FROM NVTX_EVENTS WHERE 1" + c +
+        " UNION ALL SELECT MIN(start) FROM cpu_ops WHERE 1" + c +
+        " UNION ALL SELECT MIN(start) FROM iterations WHERE 1" + c +
+        " UNION ALL SELECT MIN(ts) FROM memory_events WHERE 1" + c +
+        " UNION ALL SELECT MIN(ts) FROM device_samples WHERE 1" + scope_.and_sample_capture() + ")";
+    Statement query = db_.prepare(sql);
+    if (query.step() && !query.column_is_null(0)) return query.column_int(0);
+    if (scope_.capture && scope_.capture->start_ns) return *scope_.capture->start_ns;
+    return 0;
+  }
+
+  std::string header() {
+    std::string h = "{\n\"schemaVersion\": 1,\n\"baseTimeNanoseconds\": ";
+    append_integer(h, stats_.base_time_ns);
+    h += ",\n\"displayTimeUnit\": \"ms\",\n";
+
+    // GPU facts under Kineto's "deviceProperties" keys, so a re-import recovers TARGET_INFO_GPU.
+    h += "\"deviceProperties\": [";
+    std::set<int32_t> seen;
+    for (const store::GpuInfo& gpu : reader_.gpus(scope_.capture_id)) {
+      if (!seen.insert(gpu.id).second) continue;
+      gpu_names_.emplace(gpu.id, gpu.name);
+      h += seen.size() == 1 ? "\n" : ",\n";
+      h += "{\"id\":";
+      append_integer(h, gpu.id);
+      h += ",\"name\":";
+      append_json_string(h, gpu.name);
+      const auto put = [&h](const char* key, const auto& value) {
+        if (!value) return;
+        h += ",\"";
+        h += key;
+        h += "\":";
+        append_integer(h, static_cast<int64_t>(*value));
+      };
+      put("totalGlobalMem", gpu.totalMemory);
+      put("computeMajor", gpu.computeMajor);
+      put("computeMinor", gpu.computeMinor);
+      put("numSms", gpu.smCount);
+      put("maxThreadsPerBlock", gpu.maxThreadsPerBlock);
+      if (gpu.maxWarpsPerSm && gpu.threadsPerWarp)
+        put("maxThreadsPerMultiprocessor",
+            std::optional<int64_t>(int64_t{*gpu.maxWarpsPerSm} * *gpu.threadsPerWarp));
+      put("regsPerMultiprocessor", gpu.maxRegistersPerSm);
+      put("sharedMemPerMultiprocessor", gpu.maxShmemPerSm);
+      put("warpSize", gpu.threadsPerWarp);
+      put("clockRate", gpu.clockRate);
+      if (gpu.uuid) {
+        h += ",\"uuid\":";
+        append_json_string(h, *gpu.uuid);
+      }
+      h += ",\"vendor\":";
+      append_json_string(h, gpu.vendor);
+      h += "}";
+    }
+    h += seen.empty() ? "],\n" : "\n],\n";
+
+    // Kineto's optional "hostname", when the scope comes from one host.
+    const std::vector<store::Host> hosts = reader_.hosts();
+    if (hosts.size() == 1) {
+      h += "\"hostname\": ";
+      append_json_string(h, hosts.front().hostname);
+      h += ",\n";
+    }
+
+    collect_host_processes();
+    // Kineto's distributedInfo, when every traced process agrees on one rank.
+    std::set<std::pair<int32_t, int32_t>> ranks;
+    for (const store::Process& process : reader_.processes())
+      if (host_pids_.count(process.pid) && process.rank)
+        ranks.emplace(*process.rank, process.world_size.value_or(0));
+    if (ranks.size() == 1) {
+      h += "\"distributedInfo\": {\"rank\": ";
+      append_integer(h, ranks.begin()->first);
+      if (ranks.begin()->second > 0) {
+        h += ", \"world_size\": ";
+        append_integer(h, ranks.begin()->second);
+      }
+      h += "},\n";
+    }
+
+    h += "\"metadata\": {\"producer\": \"fleetscope\", \"baseTimeNanoseconds\": ";
+    append_integer(h, stats_.base_time_ns);
+    h += ", \"timeUnit\": \"us relative to baseTimeNanoseconds\"";
+    if (scope_.capture) {
+      h += ", \"captureId\": ";
+      append_integer(h, scope_.capture->id);
+      h += ", \"captureKind\": ";
+      append_json_string(h, store::to_string(scope_.capture->kind));
+      h += ", \"captureSource\": ";
+      append_json_string(h, scope_.capture->source);
+      h += ", \"droppedRecords\": ";
+      append_integer(h, scope_.capture->dropped_records);
+      h += ", \"collectorOverheadNs\": ";
+      append_integer(h, scope_.capture->collector_overhead_ns);
+    }
+    h += "},\n";
+    return h;
+  }
+
+  // Host processes and threads that own events in the scope, from the nsys-encoded ids.
+  void collect_host_processes() {
+    const std::string c = scope_.and_capture();
+    Statement threads = db_.prepare(
+        "SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 1" + c +
+        // gpu_user_annotation rows sit on GPU tracks (their globalTid encodes device and stream).
+        " UNION SELECT globalTid FROM cpu_ops WHERE category != 'gpu_user_annotation'" + c +
+        " UNION SELECT globalTid FROM NVTX_EVENTS WHERE globalTid IS NOT NULL" + c +
+        " UNION SELECT globalTid FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE globalTid IS NOT "
+        "NULL AND streamId IS NULL" +
+        c);
+    while (threads.step()) {
+      const int64_t global_tid = threads.column_int(0);
+      host_threads_.emplace(store::pid_of(global_tid), store::tid_of(global_tid));
+      host_pids_.insert(store::pid_of(global_tid));
+    }
+    Statement owners =
+        db_.prepare("SELECT globalPid FROM iterations WHERE globalPid IS NOT NULL" + c +
+                    " UNION SELECT globalPid FROM memory_events WHERE globalPid IS NOT NULL" + c);
+    while (owners.step()) host_pids_.insert(store::pid_of(owners.column_int(0)));
+  }
+
+  void write_process_and_thread_names() {
+    // GPUs: every device with activity, samples or memory events in scope, plus the known ones.
+    const std::string c = scope_.and_capture();
+    std::set<int32_t> devices;
+    for (const auto& [id, name] : gpu_names_) devices.insert(id);
+    Statement device_query = db_.prepare(
+        "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" + c +
+        " UNION SELECT deviceId FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" + c +
+        " UNION SELECT deviceId FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" + c +
+        " UNION SELECT deviceId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE deviceId IS NOT "
+        "NULL" +
+        c + " UNION SELECT deviceId FROM memory_events WHERE deviceId >= 0" + c +
+        " UNION SELECT deviceId FROM device_samples WHERE 1" + scope_.and_sample_capture());
+    while (device_query.step()) devices.insert(static_cast<int32_t>(device_query.column_int(0)));
+
+    for (int32_t device : devices) {
+      auto name = gpu_names_.find(device);
+      std::string label = "GPU " + std::to_string(device);
+      if (name != gpu_names_.end() && !name->second.empty()) label += ": " + name->second;
+      emit(event_.begin("M")
+               .field("name", "process_name")
+               .field("pid", gpu_pid(device))
+               .field("tid", int64_t{0})
+               .time("ts", stats_.base_time_ns)
+               .arg("name", label)
+               .end());
+      emit(event_.begin("M")
+               .field("name", "process_labels")
+               .field("pid", gpu_pid(device))
+               .field("tid", int64_t{0})
+               .time("ts", stats_.base_time_ns)
+               .arg("labels", "GPU")
+               .end());
+      // Kineto sorts GPU processes after the host ones by a large sort index.
+      emit(event_.begin("M")
+               .field("name", "process_sort_index")
+               .field("pid", gpu_pid(device))
+               .field("tid", int64_t{0})
+               .time("ts", stats_.base_time_ns)
+               .arg("sort_index", int64_t{0x1000000} + device)
+               .end());
+    }
+
+    Statement streams = db_.prepare(
+        "SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" + c +
+        " UNION SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" + c +
+        " UNION SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" + c +
+        " UNION SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE deviceId "
+        "IS NOT NULL AND streamId IS NOT NULL" +
+        c);
+    while (streams.step()) {
+      const auto device = static_cast<int32_t>(streams.column_int(0));
+      const int64_t stream = streams.column_int(1);
+      emit(event_.begin("M")
+               .field("name", "thread_name")
+               .field("pid", gpu_pid(device))
+               .field("tid", stream)
+               .time("ts", stats_.base_time_ns)
+               .arg("name", "stream " + std::to_string(stream))
+               .end());
+      emit(event_.begin("M")
+               .field("name", "thread_sort_index")
+               .field("pid", gpu_pid(device))
+               .field("tid", stream)
+               .time("ts", stats_.base_time_ns)
+               .arg("sort_index", stream)
+               .end());
+    }
+
+    std::unordered_map<int64_t, std::string> commands;
+    for (const store::Process& process : reader_.processes())
+      if (process.command) commands.emplace(process.pid, basename_of_command(*process.command));
+    for (int64_t pid : host_pids_) {
+      auto command = commands.find(pid);
+      std::string label = command != commands.end() && !command->second.empty()
+                              ? command->second + " (pid " + std::to_string(pid) + ")"
+                              : "process " + std::to_string(pid);
+      emit(event_.begin("M")
+               .field("name", "process_name")
+               .field("pid", pid)
+               .field("tid", int64_t{0})
+               .time("ts", stats_.base_time_ns)
+               .arg("name", label)
+               .end());
+    }
+    for (const auto& [pid, tid] : host_threads_) {
+      emit(event_.begin("M")
+               .field("name", "thread_name")
+               .field("pid", pid)
+               .field("tid", tid)
+               .time("ts", stats_.base_time_ns)
+               .arg("name", "thread " + std::to_string(tid))
+               .end());
+    }
+  }
+
+  // Names for tracks that only show up while streaming (iterations, unattributed events).
+  void write_late_names() {
+    for (int64_t pid : iteration_pids_)
+      emit(event_.begin("M")
+               .field("name", "thread_name")
+               .field("pid", pid)
+               .field("tid", kIterationsTid)
+               .time("ts", stats_.base_time_ns)
+               .arg("name", "iterations")
+               .end());
+    if (used_unattributed_pid_)
+      emit(event_.begin("M")
+               .field("name", "process_name")
+               .field("pid", kUnattributedPid)
+               .field("tid", int64_t{0})
+               .time("ts", stats_.base_time_ns)
+               .arg("name", "unattributed (no process recorded)")
+               .end());
+  }
+
+  int64_t host_pid(const std::optional<int64_t>& global_pid) {
+    if (global_pid) return store::pid_of(*global_pid);
+    used_unattributed_pid_ = true;
+    return kUnattributedPid;
+  }
+
+  void write_kernels() {
+    Statement rows = db_.prepare(
+        "SELECT start, end, deviceId, contextId, streamId, correlationId, demangledName, gridX, "
+        "gridY, gridZ, blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
+        "dynamicSharedMemory, localMemoryPerThread, graphId, graphNodeId, blocksPerSm, warpsPerSm, "
+        "estOccupancy, launchType FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" +
+        scope_.and_capture());
+    while (rows.step()) {
+      const int64_t start = rows.column_int(0), end = rows.column_int(1);
+      const auto device = static_cast<int32_t>(rows.column_int(2));
+      event_.begin("X")
+          .field("cat", "kernel")
+          .field("name", text(rows.column_int(6)))
+          .field("pid", gpu_pid(device))
+          .field("tid", rows.column_int(4))
+          .time("ts", start)
+          .duration(start, end);
+      event_.arg("device", int64_t{device});
+      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
+      event_.arg("stream", rows.column_int(4));
+      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
+      const auto static_shared = optional_int(rows, 14), dynamic_shared = optional_int(rows, 15);
+      if (auto registers = optional_int(rows, 13)) event_.arg("registers per thread", *registers);
+      if (static_shared || dynamic_shared)
+        event_.arg("shared memory", static_shared.value_or(0) + dynamic_shared.value_or(0));
+      if (static_shared) event_.arg("static shared memory", *static_shared);
+      if (dynamic_shared) event_.arg("dynamic shared memory", *dynamic_shared);
+      if (auto local = optional_int(rows, 16)) event_.arg("local memory per thread", *local);
+      if (!rows.column_is_null(19)) event_.arg("blocks per SM", rows.column_double(19));
+      if (!rows.column_is_null(20)) event_.arg("warps per SM", rows.column_double(20));
+      event_.arg_dim3("grid", rows.column_int(7), rows.column_int(8), rows.column_int(9));
+      event_.arg_dim3("block", rows.column_int(10), rows.column_int(11), rows.column_int(12));
+      if (!rows.column_is_null(21)) event_.arg("est. achieved occupancy %", rows.column_double(21));
+      if (auto graph = optional_int(rows, 17)) event_.arg("graph id", *graph);
+      if (auto node = optional_int(rows, 18)) event_.arg("graph node id", *node);
+      if (auto launch = optional_int(rows, 22)) event_.arg("launch type", *launch);
+      emit(event_.end());
+      ++stats_.kernels;
+    }
+  }
+
+  void write_memcpys() {
+    Statement rows = db_.prepare(
+        "SELECT start, end, deviceId, contextId, streamId, correlationId, bytes, copyKind, "
+        "srcKind, dstKind, srcDeviceId, dstDeviceId FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" +
+        scope_.and_capture());
+    std::string name;
+    while (rows.step()) {
+      const int64_t start = rows.column_int(0), end = rows.column_int(1);
+      const auto device = static_cast<int32_t>(rows.column_int(2));
+      const int64_t bytes = rows.column_int(6);
+      const auto kind = static_cast<int32_t>(rows.column_int(7));
+      const auto src = static_cast<int32_t>(optional_int(rows, 8).value_or(store::kMemUnknown));
+      const auto dst = static_cast<int32_t>(optional_int(rows, 9).value_or(store::kMemUnknown));
+      name = std::string("Memcpy ") + memcpy_kind_short(kind) + " (" + memory_kind_label(src) +
+             " -> " + memory_kind_label(dst) + ")";
+      event_.begin("X")
+          .field("cat", "gpu_memcpy")
+          .field("name", name)
+          .field("pid", gpu_pid(device))
+          .field("tid", rows.column_int(4))
+          .time("ts", start)
+          .duration(start, end);
+      event_.arg("device", int64_t{device});
+      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
+      event_.arg("stream", rows.column_int(4));
+      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
+      event_.arg("bytes", bytes);
+      // bytes per ns is GB/s, the unit Kineto reports.
+      if (end > start)
+        event_.arg("memory bandwidth (GB/s)",
+                   static_cast<double>(bytes) / static_cast<double>(end - start));
+      event_.arg("copy kind", memcpy_kind_label(kind));
+      event_.arg("src kind", memory_kind_label(src));
+      event_.arg("dst kind", memory_kind_label(dst));
+      if (auto src_device = optional_int(rows, 10)) event_.arg("src device", *src_device);
+      if (auto dst_device = optional_int(rows, 11)) event_.arg("dst device", *dst_device);
+      emit(event_.end());
+      ++stats_.memcpys;
+    }
+  }
+
+  void write_memsets() {
+    Statement rows = db_.prepare(
+        "SELECT start, end, deviceId, contextId, streamId, correlationId, bytes, value, memKind "
+        "FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" +
+        scope_.and_capture());
+    std::string name;
+    while (rows.step()) {
+      const int64_t start = rows.column_int(0), end = rows.column_int(1);
+      const auto device = static_cast<int32_t>(rows.column_int(2));
+      const auto kind = static_cast<int32_t>(optional_int(rows, 8).value_or(store::kMemUnknown));
+      name = std::string("Memset (") + memory_kind_label(kind) + ")";
+      event_.begin("X")
+          .field("cat", "gpu_memset")
+          .field("name", name)
+          .field("pid", gpu_pid(device))
+          .field("tid", rows.column_int(4))
+          .time("ts", start)
+          .duration(start, end);
+      event_.arg("device", int64_t{device});
+      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
+      event_.arg("stream", rows.column_int(4));
+      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
+      event_.arg("bytes", rows.column_int(6));
+      if (auto value = optional_int(rows, 7)) event_.arg("value", *value);
+      event_.arg("memory kind", memory_kind_label(kind));
+      emit(event_.end());
+      ++stats_.memsets;
+    }
+  }
+
+  void write_runtime_calls() {
+    Statement rows = db_.prepare(
+        "SELECT start, end, eventClass, globalTid, correlationId, nameId, returnValue, cbid "
+        "FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 1" +
+        scope_.and_capture());
+    while (rows.step()) {
+      const int64_t start = rows.column_int(0), end = rows.column_int(1);
+      const int64_t global_tid = rows.column_int(3);
+      const bool driver = rows.column_int(2) == static_cast<int64_t>(store::ApiClass::driver);
+      event_.begin("X")
+          .field("cat", driver ? "cuda_driver" : "cuda_runtime")
+          .field("name", text(rows.column_int(5)))
+          .field("pid", store::pid_of(global_tid))
+          .field("tid", store::tid_of(global_tid))
+          .time("ts", start)
+          .duration(start, end);
+      if (auto cbid = optional_int(rows, 7)) event_.arg("cbid", *cbid);
+      if (auto correlation = optional_int(rows, 4)) event_.arg("correlation", *correlation);
+      if (auto result = optional_int(rows, 6)) event_.arg("return value", *result);
+      emit(event_.end());
+      ++stats_.runtime_calls;
+    }
+  }
+
+  void write_syncs() {
+    Statement rows = db_.prepare(
+        "SELECT start, end, deviceId, contextId, streamId, correlationId, globalPid, globalTid, "
+        "syncType, eventId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE 1" +
+        scope_.and_capture());
+    while (rows.step()) {
+      const int64_t start = rows.column_int(0), end = rows.column_int(1);
+      const auto device = optional_int(rows, 2), stream = optional_int(rows, 4);
+      const auto global_tid = optional_int(rows, 7);
+      const auto type = static_cast<int32_t>(rows.column_int(8));
+      // On the stream's track when the wait concerns a stream, else on the waiting thread.
+      int64_t pid = 0, tid = 0;
+      if (device && stream) {
+        pid = gpu_pid(static_cast<int32_t>(*device));
+        tid = *stream;
+      } else if (global_tid) {
+        pid = store::pid_of(*global_tid);
+        tid = store::tid_of(*global_tid);
+      } else if (device) {
+        pid = gpu_pid(static_cast<int32_t>(*device));
+      } else {
+        pid = host_pid(optional_int(rows, 6));
+      }
+      event_.begin("X")
+          .field("cat", "cuda_sync")
+          .field("name", sync_name(type))
+          .field("pid", pid)
+          .field("tid", tid)
+          .time("ts", start)
+          .duration(start, end);
+      if (device) event_.arg("device", *device);
+      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
+      if (stream) event_.arg("stream", *stream);
+      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
+      if (auto event_id = optional_int(rows, 9)) event_.arg("wait_on_cuda_event_id", *event_id);
+      event_.arg("cuda_sync_kind", sync_name(type));
+      emit(event_.end());
+      ++stats_.syncs;
+    }
+  }
+
+  void write_nvtx_events() {
+    Statement rows = db_.prepare(
+        "SELECT n.start, n.end, n.eventType, n.rangeId, COALESCE(n.text, s.value, ''), n.domainId, "
+        "n.globalTid FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE 1" +
+        scope_.and_capture("n.captureId"));
+    while (rows.step()) {
+      const int64_t start = rows.column_int(0);
+      const auto end = optional_int(rows, 1);
+      const auto global_tid = optional_int(rows, 6);
+      const int64_t pid = global_tid ? store::pid_of(*global_tid) : host_pid(std::nullopt);
+      const int64_t tid = global_tid ? store::tid_of(*global_tid) : 0;
+      const std::string label = rows.column_text(4);
+      if (end) {
+        event_.begin("X")
+            .field("cat", "nvtx")
+            .field("name", label)
+            .field("pid", pid)
+            .field("tid", tid)
+            .time("ts", start)
+            .duration(start, *end);
+      } else {
+        event_.begin("i")
+            .field("cat", "nvtx")
+            .field("name", label)
+            .field("s", "t")
+            .field("pid", pid)
+            .field("tid", tid)
+            .time("ts", start);
+      }
+      event_.arg("eventType", rows.column_int(2));
+      if (auto range = optional_int(rows, 3)) event_.arg("rangeId", *range);
+      if (auto domain = optional_int(rows, 5)) event_.arg("domainId", *domain);
+      emit(event_.end());
+      ++stats_.nvtx_events;
+    }
+  }
+
+  void write_cpu_ops() {
+    Statement rows = db_.prepare(
+        "SELECT start, end, globalTid, nameId, category, externalId FROM cpu_ops WHERE 1" +
+        scope_.and_capture());
+    std::string category;
+    while (rows.step()) {
+      const int64_t start = rows.column_int(0), end = rows.column_int(1);
+      const int64_t global_tid = rows.column_int(2);
+      category = rows.column_text(4);
+      event_.begin("X")
+          .field("cat", category)
+          .field("name", text(rows.column_int(3)))
+          .field("pid", store::pid_of(global_tid))
+          .field("tid", store::tid_of(global_tid))
+          .time("ts", start)
+          .duration(start, end);
+      if (auto external = optional_int(rows, 5)) event_.arg("External id", *external);
+      emit(event_.end());
+      ++stats_.cpu_ops;
+    }
+  }
+
+  // One "s"/"f" pair per launch and GPU activity that share a correlation id. The join lets SQLite
+  // pair them (an index or an automatic index), so the exporter keeps no id table in memory.
+  void write_flows() {
+    const bool several_captures = !scope_.capture_id && reader_.captures().size() > 1;
+    for (const char* table : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                              "CUPTI_ACTIVITY_KIND_MEMSET"}) {
+      Statement pairs = db_.prepare(
+          std::string("SELECT r.globalTid, r.start, g.deviceId, g.streamId, g.start, "
+                      "r.correlationId, r.captureId FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN ") +
+          table +
+          " g ON g.correlationId = r.correlationId AND g.captureId = r.captureId "
+          "WHERE r.correlationId IS NOT NULL" +
+          scope_.and_capture("r.captureId"));
+      while (pairs.step()) {
+        const int64_t global_tid = pairs.column_int(0);
+        const int64_t correlation = pairs.column_int(5);
+        // Correlation ids restart in every capture; keep flow ids unique across captures.
+        const int64_t id =
+            several_captures ? (pairs.column_int(6) << 40) + correlation : correlation;
+        emit(event_.begin("s")
+                 .field("id", id)
+                 .field("pid", store::pid_of(global_tid))
+                 .field("tid", store::tid_of(global_tid))
+                 .time("ts", pairs.column_int(1))
+                 .field("cat", "ac2g")
+                 .field("name", "ac2g")
+                 .end());
+        emit(event_.begin("f")
+                 .field("id", id)
+                 .field("pid", gpu_pid(static_cast<int32_t>(pairs.column_int(2))))
+                 .field("tid", pairs.column_int(3))
+                 .time("ts", pairs.column_int(4))
+                 .field("cat", "ac2g")
+                 .field("name", "ac2g")
+                 .field("bp", "e")
+                 .end());
+        ++stats_.flows;
+      }
+    }
+  }
+
+  void write_device_samples() {
+    Statement rows = db_.prepare(
+        "SELECT d.ts, d.deviceId, s.value, d.value FROM device_samples d JOIN StringIds s ON "
+        "s.id = d.metric_id WHERE 1" +
+        scope_.and_sample_capture());
+    std::string metric;
+    while (rows.step()) {
+      metric = rows.column_text(2);
+      const double value = rows.column_double(3);
+      event_.begin("C")
+          .field("cat", "device_sample")
+          .field("name", metric)
+          .field("pid", gpu_pid(static_cast<int32_t>(rows.column_int(1))))
+          .field("tid", int64_t{0})
+          .time("ts", rows.column_int(0))
+          .arg(metric, value);
+      emit(event_.end());
+      ++stats_.device_samples;
+    }
+  }
+
+  // Allocated memory over time as a counter per device, plus Kineto's "[memory]" instants. When
+  // the source gave no running total, the counter is the running sum of the event sizes.
+  void write_memory_events() {
+    Statement rows = db_.prepare(
+        "SELECT ts, globalPid, deviceId, address, bytes, total_allocated, total_reserved FROM "
+        "memory_events WHERE 1" +
+        scope_.and_capture() + " ORDER BY ts");
+    std::map<std::pair<int64_t, int32_t>, int64_t> running;  // (pid, device) -> bytes allocated
+    std::string counter_name;
+    while (rows.step()) {
+      const int64_t ts = rows.column_int(0);
+      const auto global_pid = optional_int(rows, 1);
+      const auto device = static_cast<int32_t>(rows.column_int(2));
+      const int64_t bytes = rows.column_int(4);
+      const auto total_allocated = optional_int(rows, 5), total_reserved = optional_int(rows, 6);
+      const int64_t pid = host_pid(global_pid);
+      int64_t& sum = running[{pid, device}];
+      sum = total_allocated ? *total_allocated : sum + bytes;
+
+      // One counter per allocating process on each GPU's track, so that co-located jobs (the
+      // sharer's lanes) show as separate lines; host memory goes on the process itself.
+      counter_name = device >= 0 ? "Memory allocated by pid " + std::to_string(pid)
+                                 : std::string("Host memory allocated");
+      const int64_t counter_pid = device >= 0 ? gpu_pid(device) : pid;
+      event_.begin("C")
+          .field("cat", "memory")
+          .field("name", counter_name)
+          .field("pid", counter_pid)
+          .field("tid", int64_t{0})
+          .time("ts", ts)
+          .arg("allocated bytes", sum);
+      emit(event_.end());
+      if (options_.memory_instants) {
+        event_.begin("i")
+            .field("cat", "cpu_instant_event")
+            .field("name", "[memory]")
+            .field("s", "t")
+            .field("pid", pid)
+            .field("tid", pid)
+            .time("ts", ts);
+        if (total_reserved) event_.arg("Total Reserved", *total_reserved);
+        // Only what the source recorded, so that a re-import gives back the same row.
+        if (total_allocated) event_.arg("Total Allocated", *total_allocated);
+        event_.arg("Bytes", bytes);
+        if (auto address = optional_int(rows, 3)) event_.arg("Addr", *address);
+        event_.arg("Device Type", device >= 0 ? kDeviceTypeCuda : kDeviceTypeCpu);
+        event_.arg("Device Id", int64_t{device});
+        emit(event_.end());
+      }
+      ++stats_.memory_events;
+    }
+  }
+
+  void write_iterations() {
+    Statement rows =
+        db_.prepare("SELECT globalPid, step, start, end, source FROM iterations WHERE 1" +
+                    scope_.and_capture());
+    while (rows.step()) {
+      const int64_t pid = host_pid(optional_int(rows, 0));
+      iteration_pids_.insert(pid);
+      const int64_t start = rows.column_int(2), end = rows.column_int(3);
+      event_.begin("X")
+          .field("cat", "iteration")
+          .field("name", "Iteration " + std::to_string(rows.column_int(1)))
+          .field("pid", pid)
+          .field("tid", kIterationsTid)
+          .time("ts", start)
+          .duration(start, end)
+          .arg("step", rows.column_int(1))
+          .arg("source", rows.column_text(4));
+      emit(event_.end());
+      ++stats_.iterations;
+    }
+  }
+
+  const store::Reader& reader_;
+  const store::Database& db_;
+  const ChromeExportOptions& options_;
+  Scope scope_;
+  const std::unordered_map<int64_t, std::string>& strings_;
+  EventBuilder event_;
+  ChromeTraceFile* file_ = nullptr;
+  ChromeExportStats stats_;
+  int64_t next_progress_ = 0;
+  std::map<int32_t, std::string> gpu_names_;
+  std::set<int64_t> host_pids_;
+  std::set<std::pair<int64_t, int64_t>> host_threads_;
+  std::set<int64_t> iteration_pids_;
+  bool used_unattributed_pid_ = false;
+};
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::string finding_event_json(const store::Finding& finding, int64_t base_time_ns) {
+  EventBuilder event(base_time_ns);
+  event.begin("i").field("cat", "finding").field("name", finding.severity + ": " + finding.rule);
+  if (finding.deviceId) {
+    event.field("s", "p").field("pid", gpu_pid(*finding.deviceId)).field("tid", int64_t{0});
+  } else {
+    event.field("s", "g").field("pid", int64_t{0}).field("tid", int64_t{0});
+  }
+  event.time("ts", finding.window_start.value_or(base_time_ns));
+  event.arg("finding id", finding.id).arg("capture", finding.captureId);
+  event.arg("rule", finding.rule).arg("severity", finding.severity);
+  event.arg("impact_ns", finding.impact_ns);
+  event.arg("impact (ms)", static_cast<double>(finding.impact_ns) / 1e6);
+  if (finding.deviceId) event.arg("device", int64_t{*finding.deviceId});
+  if (finding.window_start) event.arg("window start ns", *finding.window_start);
+  if (finding.window_end) event.arg("window end ns", *finding.window_end);
+  if (finding.window_start && finding.window_end) {
+    std::string duration;
+    append_microseconds(duration, *finding.window_end - *finding.window_start);
+    event.arg_raw_json("window (us)", duration);
+  }
+  // Evidence is JSON text from the analyzer; embed it as an object when it parses (re-dumped, so
+  // whatever it holds comes out valid), else keep it as a string.
+  nlohmann::json evidence = nlohmann::json::parse(finding.evidence_json, nullptr, false);
+  if (evidence.is_discarded())
+    event.arg("evidence", finding.evidence_json);
+  else
+    event.arg_raw_json("evidence",
+                       evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  event.arg("recommendation", finding.recommendation);
+  return std::string(event.end());
+}
+
+int64_t append_findings_events(EventSink& sink, const std::vector<store::Finding>& findings,
+                               int64_t base_time_ns) {
+  for (const store::Finding& finding : findings)
+    sink.write_event(finding_event_json(finding, base_time_ns));
+  return static_cast<int64_t>(findings.size());
+}
+
+ChromeExportStats export_chrome(const store::Reader& reader, const std::string& out_path,
+                                const ChromeExportOptions& options) {
+  Scope scope;
+  if (options.capture_id) {
+    scope.capture_id = options.capture_id;
+    scope.capture = reader.capture(*options.capture_id);
+    if (!scope.capture) {
+      std::string known;
+      for (const store::Capture& capture : reader.captures())
+        known += (known.empty() ? "" : ", ") + std::to_string(capture.id);
+      throw InputError(reader.database().path(), "table captures",
+                       "no capture with id " + std::to_string(*options.capture_id) +
+                           " (captures in this file: " + (known.empty() ? "none" : known) + ")");
+    }
+  }
+  const bool gzip = options.gzip.value_or(ends_with(out_path, ".gz"));
+
+  store::AtomicOutput output(out_path);
+  ChromeExportStats stats;
+  {
+    ChromeTraceFile file(output.temp_path(), gzip, options.gzip_level);
+    ChromeExporter exporter(reader, options, std::move(scope));
+    stats = exporter.run(file);
+  }
+  output.commit();
+  return stats;
+}
+
+}  // namespace fleetscope::exporter

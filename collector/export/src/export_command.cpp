@@ -1,0 +1,73 @@
+#include "fleetscope/export/export_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "fleetscope/cli/args.h"
+#include "fleetscope/export/chrome_trace.h"
+#include "fleetscope/store/error.h"
+#include "fleetscope/store/reader.h"
+
+namespace fleetscope::exporter {
+
+int run_export_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> positionals;
+  std::string output_path;
+  std::string format = "chrome";
+  int64_t capture_id = -1;
+  bool no_flows = false;
+  bool quiet = false;
+  cli::ArgParser parser(
+      "fleetscope export DB -o FILE [--format chrome] [--capture ID]",
+      "Write a trace database (or one capture) as Chrome-trace JSON for Perfetto, "
+      "chrome://tracing\n"
+      "and the Kineto tool chain (HTA, TensorBoard). FILE ending in .gz is gzip-compressed.\n"
+      "The output appears only when complete (temporary file, then rename).");
+  parser.positionals("DB", "trace database to export", &positionals, 1, 1)
+      .option("-o, --output", "FILE", "output file (.json or .json.gz)", &output_path)
+      .option("--format", "FORMAT", "output format: chrome (default)", &format)
+      .option("--capture", "ID", "export only this capture (default: all)", &capture_id)
+      .flag("--no-flows", "leave out the launch -> kernel flow arrows", &no_flows)
+      .flag("--quiet", "no progress on stderr", &quiet);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (output_path.empty()) {
+    err << "error: missing -o FILE\nusage: fleetscope export DB -o FILE (see --help)\n";
+    return 2;
+  }
+  if (format != "chrome") {
+    err << "error: unknown --format '" << format << "' (supported: chrome)\n";
+    return 2;
+  }
+
+  ChromeExportOptions options;
+  if (capture_id >= 0) options.capture_id = capture_id;
+  options.flows = !no_flows;
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  if (!quiet) {
+    options.on_progress = [&err, tty](int64_t events) {
+      if (tty)
+        err << "\rexporting: " << events << " events" << std::flush;
+      else
+        err << "exporting: " << events << " events\n";
+    };
+  }
+  try {
+    store::Reader reader(positionals[0]);
+    const ChromeExportStats stats = export_chrome(reader, output_path, options);
+    if (!quiet && tty) err << "\n";
+    out << "wrote " << output_path << ": " << stats.events << " events (" << stats.kernels
+        << " kernels, " << stats.memcpys << " memcpys, " << stats.memsets << " memsets, "
+        << stats.runtime_calls << " runtime calls, " << stats.cpu_ops << " cpu ops, " << stats.flows
+        << " flows, " << stats.findings << " findings), base time " << stats.base_time_ns
+        << " ns\n";
+    return 0;
+  } catch (const std::exception& error) {
+    if (!quiet && tty) err << "\n";
+    err << "error: " << error.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace fleetscope::exporter

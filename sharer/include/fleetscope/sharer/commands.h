@@ -1,0 +1,24 @@
+#pragma once
+// Entry points of `fleetscope sim` and `fleetscope share plan` for the CLI. `args` are the
+// arguments after the subcommand. Results go to `out`, diagnostics to `err`. Exit codes:
+// 0 ok, 1 failure (bad input, unreadable file), 2 usage error.
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "fleetscope/sharer/job_profile.h"
+
+namespace fleetscope::sharer {
+
+int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_share_plan_command(const std::vector<std::string>& args, std::ostream& out,
+                           std::ostream& err);
+
+// Reads the consolidation candidates of one analyzer database. The CLI wires the analyzer in;
+// until then `share plan DB` fails with a clear message (use --candidates FILE.json).
+using CandidateLoader = std::function<std::vector<JobProfile>(const std::string& db_path)>;
+void set_candidate_loader(CandidateLoader loader);
+
+}  // namespace fleetscope::sharer

@@ -1,0 +1,66 @@
+#pragma once
+// Consolidation planner: given jobs spread over a fleet (one or more per GPU), decide which jobs
+// share which GPU and lane so that as many GPUs as possible are freed, without ever violating the
+// lane safety condition, without putting a latency/priority job behind a batch job (such jobs get
+// a lane of their own), and keeping every job's predicted slowdown within its bound.
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "fleetscope/sharer/interference.h"
+#include "fleetscope/sharer/job_profile.h"
+#include "fleetscope/sharer/safety.h"
+
+namespace fleetscope::sharer {
+
+struct PlannerOptions {
+  double max_slowdown = 1.2;  // plan-wide bound; a job's "max_slowdown" label overrides it
+  SafetyMargin margin;
+  InterferenceModel interference;
+};
+
+struct PlannedJob {
+  std::string job_id;
+  std::string workflow;
+  std::string from_gpu;
+  std::string to_gpu;  // empty when the job could not be placed (see `reason`)
+  int lane_id = -1;
+  bool moved = false;
+  double predicted_slowdown = 1.0;
+  double max_slowdown = 1.2;
+  std::string reason;
+};
+
+struct PlannedLane {
+  int lane_id = -1;
+  int64_t offset_bytes = 0;
+  int64_t capacity_bytes = 0;
+  bool solo = false;
+  std::vector<std::string> job_ids;
+};
+
+struct PlannedGpu {
+  std::string gpu;
+  int64_t capacity_bytes = 0;
+  int64_t free_bytes = 0;
+  std::vector<PlannedLane> lanes;
+};
+
+struct ConsolidationPlan {
+  std::vector<PlannedGpu> gpus;         // GPUs that keep jobs
+  std::vector<std::string> gpus_freed;  // GPUs left without jobs
+  std::vector<PlannedJob> jobs;         // in input order
+  int gpus_before = 0;
+  int gpus_after = 0;
+};
+
+ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
+                                     const PlannerOptions& options = {});
+
+nlohmann::json plan_to_json(const ConsolidationPlan& plan);
+void write_plan_table(const ConsolidationPlan& plan, std::ostream& out);
+
+}  // namespace fleetscope::sharer

@@ -1,0 +1,239 @@
+#include "fleetscope/sharer/planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "fleetscope/sharer/lane_allocator.h"
+
+namespace fleetscope::sharer {
+
+namespace {
+
+struct OpenGpu {
+  std::string name;
+  LaneAllocator allocator;
+};
+
+double bound_of(const JobProfile& job, const PlannerOptions& options) {
+  auto label = job.labels.find("max_slowdown");
+  if (label != job.labels.end()) {
+    try {
+      return std::stod(label->second);
+    } catch (const std::exception&) {
+      // An unreadable label falls back to the plan-wide bound.
+    }
+  }
+  return options.max_slowdown;
+}
+
+double iteration_s(const JobProfile& job) {
+  // Jobs without a measured iteration time count as one unit so lane shares stay defined.
+  return job.iteration_ns > 0 ? static_cast<double>(job.iteration_ns) * 1e-9 : 1.0;
+}
+
+// Predicted slowdown of every job (by index into `jobs`) placed on one GPU.
+std::map<size_t, double> predict(const LaneAllocator& allocator,
+                                 const std::vector<JobProfile>& jobs,
+                                 const PlannerOptions& options) {
+  std::map<size_t, double> slowdowns;
+  std::vector<double> lane_demand;
+  double gpu_demand = 0;
+  for (const auto& lane : allocator.lanes()) {
+    double demand = 0;
+    for (const auto& member : lane.jobs) demand += jobs[member.job_id].utilization;
+    lane_demand.push_back(std::min(1.0, demand));
+    gpu_demand += lane_demand.back();
+  }
+  for (size_t l = 0; l < allocator.lanes().size(); ++l) {
+    const auto& lane = allocator.lanes()[l];
+    std::vector<LaneMember> members;
+    for (const auto& member : lane.jobs) {
+      members.push_back({jobs[member.job_id].utilization, iteration_s(jobs[member.job_id])});
+    }
+    const double parallel = options.interference.parallel_slowdown(lane_demand[l], gpu_demand);
+    for (size_t m = 0; m < lane.jobs.size(); ++m) {
+      slowdowns[static_cast<size_t>(lane.jobs[m].job_id)] =
+          time_sharing_slowdown(members, m) * parallel;
+    }
+  }
+  return slowdowns;
+}
+
+bool within_bounds(const std::map<size_t, double>& slowdowns, const std::vector<double>& bounds) {
+  for (const auto& [job, slowdown] : slowdowns) {
+    if (slowdown > bounds[job] + 1e-9) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
+                                     const PlannerOptions& options) {
+  ConsolidationPlan plan;
+  std::vector<std::string> gpu_order;  // first-seen order keeps the output stable
+  std::map<std::string, int64_t> gpu_capacity;
+  for (const auto& job : jobs) {
+    auto [it, inserted] = gpu_capacity.emplace(job.gpu, job.gpu_capacity_bytes);
+    if (inserted) gpu_order.push_back(job.gpu);
+    it->second = std::max(it->second, job.gpu_capacity_bytes);
+  }
+  plan.gpus_before = static_cast<int>(gpu_order.size());
+
+  std::vector<double> bounds;
+  for (const auto& job : jobs) bounds.push_back(bound_of(job, options));
+
+  // First-fit decreasing by memory: large jobs first leaves small ones to fill the gaps.
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return jobs[a].persistent_bytes + jobs[a].ephemeral_peak_bytes >
+           jobs[b].persistent_bytes + jobs[b].ephemeral_peak_bytes;
+  });
+
+  std::vector<OpenGpu> open;
+  plan.jobs.resize(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    plan.jobs[i] = PlannedJob{
+        jobs[i].job_id, jobs[i].workflow, jobs[i].gpu, "", -1, false, 1.0, bounds[i], ""};
+  }
+
+  auto try_place = [&](OpenGpu& gpu, size_t job) -> bool {
+    const auto& profile = jobs[job];
+    std::optional<LaneAllocator> best;
+    int64_t best_free = 0;
+    // Own lane (parallel) and shared lane (time-shared): keep the one that uses less memory,
+    // leaving more room for the jobs still to come.
+    for (bool shared : {false, true}) {
+      if (shared && profile.latency_sensitive()) continue;
+      AdmitOptions admit_options;
+      admit_options.allow_shared_lane = shared;
+      admit_options.allow_new_lane = !shared;
+      admit_options.solo = profile.latency_sensitive();
+      LaneAllocator trial = gpu.allocator;
+      if (!trial.admit(static_cast<int64_t>(job), profile.demand(), admit_options)) continue;
+      if (!within_bounds(predict(trial, jobs, options), bounds)) continue;
+      if (!best || trial.free_bytes() > best_free) {
+        best_free = trial.free_bytes();
+        best = std::move(trial);
+      }
+    }
+    if (!best) return false;
+    gpu.allocator = std::move(*best);
+    return true;
+  };
+
+  for (size_t job : order) {
+    bool placed = false;
+    for (auto& gpu : open) {
+      if ((placed = try_place(gpu, job))) break;
+    }
+    if (!placed) {
+      // Open a GPU: the job's own first (no move), then any other idle GPU of the fleet.
+      std::vector<std::string> candidates{jobs[job].gpu};
+      for (const auto& name : gpu_order) candidates.push_back(name);
+      for (const auto& name : candidates) {
+        bool already_open = std::any_of(open.begin(), open.end(),
+                                        [&](const OpenGpu& gpu) { return gpu.name == name; });
+        if (already_open) continue;
+        open.push_back(OpenGpu{name, LaneAllocator(gpu_capacity[name], options.margin)});
+        if ((placed = try_place(open.back(), job))) break;
+        open.pop_back();
+      }
+    }
+    if (!placed) {
+      plan.jobs[job].reason = "does not fit any GPU within the safety condition and slowdown bound";
+    }
+  }
+
+  for (const auto& gpu : open) {
+    PlannedGpu planned{gpu.name, gpu.allocator.capacity_bytes(), gpu.allocator.free_bytes(), {}};
+    const auto slowdowns = predict(gpu.allocator, jobs, options);
+    for (const auto& lane : gpu.allocator.lanes()) {
+      PlannedLane planned_lane{lane.id, lane.offset_bytes, lane.capacity_bytes, lane.solo, {}};
+      for (const auto& member : lane.jobs) {
+        auto& planned_job = plan.jobs[static_cast<size_t>(member.job_id)];
+        planned_job.to_gpu = gpu.name;
+        planned_job.lane_id = lane.id;
+        planned_job.moved = planned_job.to_gpu != planned_job.from_gpu;
+        planned_job.predicted_slowdown = slowdowns.at(static_cast<size_t>(member.job_id));
+        planned_lane.job_ids.push_back(planned_job.job_id);
+      }
+      planned.lanes.push_back(std::move(planned_lane));
+    }
+    plan.gpus.push_back(std::move(planned));
+  }
+  for (const auto& name : gpu_order) {
+    bool kept =
+        std::any_of(open.begin(), open.end(), [&](const OpenGpu& gpu) { return gpu.name == name; });
+    // A GPU holding a job that could not be placed is not free.
+    bool holds_unplaced = std::any_of(plan.jobs.begin(), plan.jobs.end(), [&](const PlannedJob& j) {
+      return j.to_gpu.empty() && j.from_gpu == name;
+    });
+    if (!kept && !holds_unplaced) plan.gpus_freed.push_back(name);
+  }
+  plan.gpus_after = plan.gpus_before - static_cast<int>(plan.gpus_freed.size());
+  return plan;
+}
+
+nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
+  nlohmann::json out;
+  out["gpus_before"] = plan.gpus_before;
+  out["gpus_after"] = plan.gpus_after;
+  out["gpus_freed"] = plan.gpus_freed;
+  out["gpus"] = nlohmann::json::array();
+  for (const auto& gpu : plan.gpus) {
+    nlohmann::json lanes = nlohmann::json::array();
+    for (const auto& lane : gpu.lanes) {
+      lanes.push_back({{"lane_id", lane.lane_id},
+                       {"offset_bytes", lane.offset_bytes},
+                       {"capacity_bytes", lane.capacity_bytes},
+                       {"solo", lane.solo},
+                       {"jobs", lane.job_ids}});
+    }
+    out["gpus"].push_back({{"gpu", gpu.gpu},
+                           {"capacity_bytes", gpu.capacity_bytes},
+                           {"free_bytes", gpu.free_bytes},
+                           {"lanes", lanes}});
+  }
+  out["jobs"] = nlohmann::json::array();
+  for (const auto& job : plan.jobs) {
+    nlohmann::json row{{"job_id", job.job_id},
+                       {"workflow", job.workflow},
+                       {"from_gpu", job.from_gpu},
+                       {"to_gpu", job.to_gpu},
+                       {"lane_id", job.lane_id},
+                       {"moved", job.moved},
+                       {"predicted_slowdown", job.predicted_slowdown},
+                       {"max_slowdown", job.max_slowdown}};
+    if (!job.reason.empty()) row["reason"] = job.reason;
+    out["jobs"].push_back(row);
+  }
+  return out;
+}
+
+void write_plan_table(const ConsolidationPlan& plan, std::ostream& out) {
+  out << "GPUs: " << plan.gpus_before << " -> " << plan.gpus_after << " (" << plan.gpus_freed.size()
+      << " freed)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-24s %-16s %-16s %5s %9s %9s\n", "JOB", "FROM", "TO", "LANE",
+                "SLOWDOWN", "MAX");
+  out << line;
+  for (const auto& job : plan.jobs) {
+    std::snprintf(line, sizeof line, "%-24s %-16s %-16s %5d %9.3f %9.3f\n", job.job_id.c_str(),
+                  job.from_gpu.c_str(), job.to_gpu.empty() ? "-" : job.to_gpu.c_str(), job.lane_id,
+                  job.predicted_slowdown, job.max_slowdown);
+    out << line;
+    if (!job.reason.empty()) out << "  not placed: " << job.reason << "\n";
+  }
+  if (!plan.gpus_freed.empty()) {
+    out << "freed:";
+    for (const auto& gpu : plan.gpus_freed) out << " " << gpu;
+    out << "\n";
+  }
+}
+
+}  // namespace fleetscope::sharer

@@ -1,0 +1,89 @@
+// `fleetscope share plan`: turns the analyzer's consolidation candidates into a plan.
+
+#include <nlohmann/json.hpp>
+
+#include "arguments.h"
+#include "fleetscope/sharer/commands.h"
+#include "fleetscope/sharer/planner.h"
+
+namespace fleetscope::sharer {
+
+namespace {
+
+CandidateLoader& candidate_loader() {
+  static CandidateLoader loader;
+  return loader;
+}
+
+constexpr const char* kPlanUsage =
+    "usage: fleetscope share plan [DB...] [--candidates FILE.json] [--max-slowdown X]\n"
+    "                             [--interference-alpha A] [--margin-sigma Z]\n"
+    "                             [--format table|json]\n"
+    "\n"
+    "Plans which jobs share which GPU and lane so that GPUs are freed, never violating\n"
+    "sum(P) + max(T) + margin <= lane capacity, never putting a latency/priority job behind a "
+    "batch\n"
+    "job, and keeping each job's predicted slowdown within --max-slowdown (default 1.2; a job's\n"
+    "max_slowdown label overrides it). Candidates come from analyzer databases (DB...) or from a\n"
+    "JSON array of job profiles (--candidates).\n";
+
+}  // namespace
+
+void set_candidate_loader(CandidateLoader loader) {
+  candidate_loader() = std::move(loader);
+}
+
+int run_share_plan_command(const std::vector<std::string>& args, std::ostream& out,
+                           std::ostream& err) {
+  try {
+    const Arguments arguments(
+        args,
+        {"--candidates", "--max-slowdown", "--interference-alpha", "--margin-sigma", "--format"},
+        {"--help"});
+    if (arguments.has("--help")) {
+      out << kPlanUsage;
+      return 0;
+    }
+    const std::string format = arguments.get_or("--format", "table");
+    if (format != "table" && format != "json") {
+      throw UsageError("--format expects table|json, got '" + format + "'");
+    }
+    if (arguments.positional().empty() && !arguments.has("--candidates")) {
+      throw UsageError("give at least one DB or --candidates FILE.json");
+    }
+    PlannerOptions options;
+    options.max_slowdown = arguments.number("--max-slowdown", options.max_slowdown);
+    if (options.max_slowdown < 1.0) throw UsageError("--max-slowdown must be >= 1");
+    options.interference.alpha =
+        arguments.number("--interference-alpha", options.interference.alpha);
+    options.margin.z = arguments.number("--margin-sigma", options.margin.z);
+    try {
+      std::vector<JobProfile> jobs;
+      if (auto path = arguments.get("--candidates")) jobs = load_job_profiles(*path);
+      for (const auto& db : arguments.positional()) {
+        if (!candidate_loader()) {
+          err << "share plan: cannot read " << db
+              << ": no analyzer database reader is linked in; use --candidates FILE.json\n";
+          return 1;
+        }
+        auto more = candidate_loader()(db);
+        jobs.insert(jobs.end(), more.begin(), more.end());
+      }
+      const auto plan = plan_consolidation(jobs, options);
+      if (format == "json") {
+        out << plan_to_json(plan).dump(2) << "\n";
+      } else {
+        write_plan_table(plan, out);
+      }
+      return 0;
+    } catch (const std::exception& error) {
+      err << "share plan: " << error.what() << "\n";
+      return 1;
+    }
+  } catch (const UsageError& error) {
+    err << "share plan: " << error.what() << "\n" << kPlanUsage;
+    return 2;
+  }
+}
+
+}  // namespace fleetscope::sharer

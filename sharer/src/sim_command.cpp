@@ -1,0 +1,165 @@
+// `fleetscope sim`: replays a job trace (Tiresias format with Salus profiles) under a policy, or
+// packs the Alibaba 2023 pod list onto its GPU nodes with three placement strategies.
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "arguments.h"
+#include "fleetscope/sharer/commands.h"
+#include "fleetscope/sharer/fleet_packing.h"
+#include "fleetscope/sharer/simulator.h"
+
+namespace fleetscope::sharer {
+
+namespace {
+
+constexpr const char* kSimUsage =
+    "usage: fleetscope sim --jobs FILE [--profiles FILE] --gpus N\n"
+    "                      --policy fifo|srtf|pack|fair|priority [--lanes on|off]\n"
+    "                      [--switch-cost-ms MS] [--gpu-memory-gib GIB] [--margin-sigma Z]\n"
+    "                      [--interference-alpha A] [--single-gpu-jobs] [--nodes FILE]\n"
+    "                      [--format table|json]\n"
+    "\n"
+    "Job traces in Tiresias format "
+    "(job_id,num_gpu,submit_time,iterations,model_name,duration,...)\n"
+    "take iteration time and memory from Salus workload profiles (--profiles, default:\n"
+    "salus_workloads.csv next to the trace). An Alibaba 2023 pod list (name,...,gpu_milli,...)\n"
+    "is packed onto its node list (--nodes, default: the node list next to it, or --gpus GPUs in\n"
+    "8-GPU nodes) with exclusive, first-fit and best-fit lane placement; --policy is not used.\n"
+    "Defaults: --lanes on, --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
+    "--interference-alpha 0.1, --format table. --single-gpu-jobs runs every job on one GPU\n"
+    "(the setting of Salus's experiments).\n";
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string sibling(const std::string& path, const std::string& name) {
+  return (std::filesystem::path(path).parent_path() / name).string();
+}
+
+int run_alibaba(const Arguments& arguments, const std::string& jobs_path, const std::string& format,
+                std::ostream& out, std::ostream& err) {
+  const auto pods = load_alibaba_pods(jobs_path);
+  std::vector<GpuNode> nodes;
+  std::string nodes_path =
+      arguments.get_or("--nodes", sibling(jobs_path, "alibaba2023_openb_node_list_gpu_node.csv"));
+  if (arguments.has("--nodes") ||
+      (!arguments.has("--gpus") && std::filesystem::exists(nodes_path))) {
+    nodes = load_alibaba_nodes(nodes_path);
+  } else if (arguments.has("--gpus")) {
+    const int gpus = static_cast<int>(arguments.number("--gpus", 0));
+    for (int made = 0; made < gpus; made += 8) {
+      nodes.push_back(GpuNode{"node-" + std::to_string(made / 8), std::min(8, gpus - made), ""});
+    }
+  } else {
+    err << "sim: " << jobs_path << " is an Alibaba pod list; give --nodes FILE or --gpus N\n";
+    return 2;
+  }
+  // Three questions: the trace replayed in time on its own nodes; every pod at once on its own
+  // nodes; every pod at once on as many 8-GPU nodes as it takes (GPUs needed).
+  std::vector<PackingResult> results;
+  for (PackingOptions scenario :
+       {PackingOptions{false, 0}, PackingOptions{true, 0}, PackingOptions{true, 8}}) {
+    for (auto strategy :
+         {PackingStrategy::kExclusive, PackingStrategy::kFirstFit, PackingStrategy::kBestFit}) {
+      results.push_back(simulate_packing(
+          pods, scenario.grow_node_gpus > 0 ? std::vector<GpuNode>{} : nodes, strategy, scenario));
+    }
+  }
+  if (format == "json") {
+    nlohmann::json document{
+        {"trace", jobs_path}, {"pods", pods.size()}, {"strategies", packing_to_json(results)}};
+    out << document.dump(2) << "\n";
+  } else {
+    out << pods.size() << " GPU pods; node list: " << results.front().total_gpus << " GPUs\n";
+    write_packing_table(results, out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    const Arguments arguments(
+        args,
+        {"--jobs", "--profiles", "--nodes", "--gpus", "--policy", "--lanes", "--switch-cost-ms",
+         "--gpu-memory-gib", "--margin-sigma", "--interference-alpha", "--format"},
+        {"--help", "--single-gpu-jobs"});
+    if (arguments.has("--help")) {
+      out << kSimUsage;
+      return 0;
+    }
+    if (!arguments.positional().empty()) {
+      throw UsageError("unexpected argument " + arguments.positional().front());
+    }
+    const auto jobs_path = arguments.get("--jobs");
+    if (!jobs_path) throw UsageError("--jobs FILE is required");
+    const std::string format = arguments.get_or("--format", "table");
+    if (format != "table" && format != "json") {
+      throw UsageError("--format expects table|json, got '" + format + "'");
+    }
+    const std::string lanes = arguments.get_or("--lanes", "on");
+    if (lanes != "on" && lanes != "off") {
+      throw UsageError("--lanes expects on|off, got '" + lanes + "'");
+    }
+    try {
+      if (first_line(*jobs_path).find("gpu_milli") != std::string::npos) {
+        return run_alibaba(arguments, *jobs_path, format, out, err);
+      }
+      const auto policy_name = arguments.get("--policy");
+      if (!policy_name) throw UsageError("--policy fifo|srtf|pack|fair|priority is required");
+      if (!arguments.has("--gpus")) throw UsageError("--gpus N is required");
+      std::unique_ptr<Policy> policy;
+      try {
+        policy = make_policy(*policy_name);
+      } catch (const std::invalid_argument& error) {
+        throw UsageError(error.what());
+      }
+      SimConfig config;
+      const double gpus = arguments.number("--gpus", 1);
+      if (gpus < 1 || gpus != std::floor(gpus))
+        throw UsageError("--gpus expects a whole number >= 1");
+      config.gpus = static_cast<int>(gpus);
+      config.lanes = lanes == "on";
+      config.switch_cost_s = arguments.number("--switch-cost-ms", 5) / 1000.0;
+      config.gpu_capacity_bytes = static_cast<int64_t>(arguments.number("--gpu-memory-gib", 16) *
+                                                       static_cast<double>(kGiB));
+      config.margin.z = arguments.number("--margin-sigma", config.margin.z);
+      config.interference.alpha =
+          arguments.number("--interference-alpha", config.interference.alpha);
+      const std::string profiles_path =
+          arguments.get_or("--profiles", sibling(*jobs_path, "salus_workloads.csv"));
+      const auto profiles = load_salus_profiles(profiles_path);
+      auto jobs = load_tiresias_jobs(*jobs_path, profiles);
+      // Salus's own experiments run every job on one GPU; this reproduces that setting.
+      if (arguments.has("--single-gpu-jobs")) {
+        for (auto& job : jobs) job.num_gpu = 1;
+      }
+      const auto result = simulate(jobs, *policy, config);
+      if (format == "json") {
+        out << sim_result_to_json(result).dump(2) << "\n";
+      } else {
+        write_sim_table(result, out);
+      }
+      return 0;
+    } catch (const UsageError&) {
+      throw;
+    } catch (const std::exception& error) {
+      err << "sim: " << error.what() << "\n";
+      return 1;
+    }
+  } catch (const UsageError& error) {
+    err << "sim: " << error.what() << "\n" << kSimUsage;
+    return 2;
+  }
+}
+
+}  // namespace fleetscope::sharer

@@ -1,0 +1,168 @@
+#include "fleetscope/sharer/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "csv.h"
+
+namespace fleetscope::sharer {
+
+namespace {
+
+struct Run {
+  double jct_s;
+  double peak_mb;
+  int64_t iterations;
+};
+
+}  // namespace
+
+const WorkloadProfile* ProfileTable::closest(const std::string& model, double iteration_s) const {
+  const WorkloadProfile* best = nullptr;
+  for (const auto& profile : profiles) {
+    if (profile.model != model) continue;
+    if (!best ||
+        std::abs(profile.iteration_s - iteration_s) < std::abs(best->iteration_s - iteration_s)) {
+      best = &profile;
+    }
+  }
+  return best;
+}
+
+const WorkloadProfile* ProfileTable::find(const std::string& model, int batch_size) const {
+  for (const auto& profile : profiles) {
+    if (profile.model == model && profile.batch_size == batch_size) return &profile;
+  }
+  return nullptr;
+}
+
+ProfileTable load_salus_profiles(const std::string& path) {
+  const auto table = csv::read(path, /*has_header=*/false, /*min_fields=*/4);
+  std::map<std::pair<std::string, int>, std::vector<Run>> runs;
+  for (const auto& row : table.rows) {
+    // name_bs_duration: the duration suffix is not trusted (one row is mislabelled); the
+    // iteration count tells the runs apart.
+    const std::string& name = row.fields[0];
+    const size_t first = name.find('_');
+    const size_t second = first == std::string::npos ? first : name.find('_', first + 1);
+    if (second == std::string::npos) {
+      csv::fail(path, row.line, "a name like model_batchsize_duration, found '" + name + "'");
+    }
+    int batch = 0;
+    try {
+      batch = std::stoi(name.substr(first + 1, second - first - 1));
+    } catch (const std::exception&) {
+      csv::fail(path, row.line, "a numeric batch size in '" + name + "'");
+    }
+    runs[{name.substr(0, first), batch}].push_back(Run{csv::to_double(table, row, 1, "jct_s"),
+                                                       csv::to_double(table, row, 2, "peak_mb"),
+                                                       csv::to_int(table, row, 3, "iterations")});
+  }
+  ProfileTable result;
+  for (const auto& [key, model_runs] : runs) {
+    auto [shortest, longest] =
+        std::minmax_element(model_runs.begin(), model_runs.end(),
+                            [](const Run& a, const Run& b) { return a.iterations < b.iterations; });
+    WorkloadProfile profile;
+    profile.model = key.first;
+    profile.batch_size = key.second;
+    if (longest->iterations > shortest->iterations) {
+      profile.iteration_s = (longest->jct_s - shortest->jct_s) /
+                            static_cast<double>(longest->iterations - shortest->iterations);
+    } else {
+      profile.iteration_s =
+          longest->jct_s / static_cast<double>(std::max<int64_t>(1, longest->iterations));
+    }
+    profile.startup_s = std::max(
+        0.0, shortest->jct_s - profile.iteration_s * static_cast<double>(shortest->iterations));
+    profile.peak_bytes = static_cast<int64_t>(longest->peak_mb * static_cast<double>(kMiB));
+    result.profiles.push_back(profile);
+  }
+  // Split each peak into P and T with a per-model least-squares line over the batch sizes.
+  std::map<std::string, std::vector<WorkloadProfile*>> by_model;
+  for (auto& profile : result.profiles) by_model[profile.model].push_back(&profile);
+  for (auto& [model, members] : by_model) {
+    double intercept = 0;
+    if (members.size() >= 2) {
+      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (const auto* p : members) {
+        const double x = p->batch_size;
+        const double y = static_cast<double>(p->peak_bytes);
+        n += 1;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+      }
+      const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+      intercept = (sy - slope * sx) / n;
+    }
+    for (auto* p : members) {
+      const double persistent = std::clamp(intercept, 0.0, static_cast<double>(p->peak_bytes));
+      p->persistent_bytes = static_cast<int64_t>(persistent);
+      p->ephemeral_bytes = p->peak_bytes - p->persistent_bytes;
+    }
+  }
+  return result;
+}
+
+std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles) {
+  const auto table = csv::read(path, /*has_header=*/true);
+  const size_t id_col = table.column("job_id");
+  const size_t gpus_col = table.column("num_gpu");
+  const size_t submit_col = table.column("submit_time");
+  const size_t iterations_col = table.column("iterations");
+  const size_t model_col = table.column("model_name");
+  const size_t duration_col = table.column("duration");
+  const auto optional = [&](const char* name) {
+    return table.has_column(name) ? table.column(name) : table.header.size();
+  };
+  const size_t batch_col = optional("batch_size");
+  const size_t priority_col = optional("priority");
+  const size_t utilization_col = optional("utilization");
+
+  std::vector<SimJob> jobs;
+  for (const auto& row : table.rows) {
+    SimJob job;
+    job.id = csv::to_int(table, row, id_col, "job_id");
+    job.name = row.fields[id_col];
+    job.num_gpu = static_cast<int>(csv::to_int(table, row, gpus_col, "num_gpu"));
+    job.submit_s = csv::to_double(table, row, submit_col, "submit_time");
+    job.iterations = csv::to_int(table, row, iterations_col, "iterations");
+    job.model = row.fields[model_col];
+    if (job.num_gpu < 1 || job.iterations < 1) {
+      csv::fail(path, row.line, "num_gpu >= 1 and iterations >= 1");
+    }
+    const WorkloadProfile* profile = nullptr;
+    if (batch_col < table.header.size() && !row.fields[batch_col].empty()) {
+      const int batch = static_cast<int>(csv::to_int(table, row, batch_col, "batch_size"));
+      profile = profiles.find(job.model, batch);
+    } else {
+      const double duration = csv::to_double(table, row, duration_col, "duration");
+      profile = profiles.closest(job.model, duration / static_cast<double>(job.iterations));
+    }
+    if (!profile) {
+      csv::fail(
+          path, row.line,
+          "a model (and batch size) present in the workload profiles, found '" + job.model + "'");
+    }
+    job.batch_size = profile->batch_size;
+    job.iteration_s = profile->iteration_s;
+    job.memory = MemoryDemand{profile->persistent_bytes, profile->ephemeral_bytes, -1.0};
+    if (priority_col < table.header.size() && !row.fields[priority_col].empty()) {
+      job.priority = static_cast<int>(csv::to_int(table, row, priority_col, "priority"));
+    }
+    if (utilization_col < table.header.size() && !row.fields[utilization_col].empty()) {
+      job.utilization = csv::to_double(table, row, utilization_col, "utilization");
+      if (job.utilization <= 0 || job.utilization > 1) {
+        csv::fail(path, row.line, "utilization in (0, 1]");
+      }
+    }
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+}  // namespace fleetscope::sharer

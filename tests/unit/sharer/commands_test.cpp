@@ -1,0 +1,154 @@
+// The two command entry points: exit codes, flags, output formats and error messages.
+
+#include "fleetscope/sharer/commands.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_paths.h"
+
+namespace fleetscope::sharer {
+namespace {
+
+using testing::jobs_data;
+using testing::scratch_file;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome sim(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = run_sim_command(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+Outcome plan(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = run_share_plan_command(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+const std::string kCandidates = R"([
+  {"job_id": "a", "workflow": "w", "gpu": "gpu0", "persistent_bytes": 2147483648,
+   "ephemeral_peak_bytes": 2147483648, "gpu_capacity_bytes": 17179869184,
+   "utilization": 0.3, "iteration_ns": 100000000},
+  {"job_id": "b", "workflow": "w", "gpu": "gpu1", "persistent_bytes": 2147483648,
+   "ephemeral_peak_bytes": 2147483648, "gpu_capacity_bytes": 17179869184,
+   "utilization": 0.3, "iteration_ns": 100000000, "labels": {"class": "batch"}}
+])";
+
+TEST(SimCommand, HelpIsNotAnError) {
+  const auto result = sim({"--help"});
+  EXPECT_EQ(result.code, 0);
+  EXPECT_NE(result.out.find("usage: fleetscope sim"), std::string::npos);
+}
+
+TEST(SimCommand, TiresiasJsonHasTheSummaryAndPerJobRows) {
+  const auto result = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "8", "--policy",
+                           "srtf", "--format", "json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  for (const char* key : {"avg_jct_s", "makespan_s", "gpu_utilization", "gpus_used_peak"}) {
+    EXPECT_TRUE(json.contains(key)) << key;
+  }
+  EXPECT_EQ(json.at("jobs").size(), 60u);
+  EXPECT_EQ(json.at("policy"), "srtf");
+}
+
+TEST(SimCommand, TableOutputAndLanesOff) {
+  const auto result = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--profiles",
+                           jobs_data("salus_workloads.csv"), "--gpus=8", "--policy=fair", "--lanes",
+                           "off", "--switch-cost-ms", "10"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  EXPECT_NE(result.out.find("policy fair, lanes off, 8 GPUs"), std::string::npos) << result.out;
+}
+
+TEST(SimCommand, AlibabaPodListComparesPlacements) {
+  const auto result =
+      sim({"--jobs", jobs_data("alibaba2023_openb_pod_list_default.csv"), "--format", "json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  // Replay, all resident on the node list, all resident on an unbounded fleet: 3 strategies each.
+  ASSERT_EQ(json.at("strategies").size(), 9u);
+  EXPECT_EQ(json.at("strategies")[0].at("strategy"), "exclusive");
+  EXPECT_EQ(json.at("strategies")[2].at("strategy"), "best-fit-lanes");
+  EXPECT_EQ(json.at("strategies")[8].at("scenario"), "all-resident-unbounded");
+  EXPECT_LT(json.at("strategies")[8].at("gpus_used_peak").get<int>(),
+            json.at("strategies")[6].at("gpus_used_peak").get<int>());
+}
+
+TEST(SimCommand, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(sim({}).code, 2);
+  const auto unknown =
+      sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "8", "--policy", "lottery"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("unknown policy 'lottery', expected fifo|srtf|pack|fair|priority"),
+            std::string::npos);
+  EXPECT_EQ(sim({"--jobs", "x.csv", "--bogus"}).code, 2);
+  EXPECT_EQ(
+      sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "eight", "--policy", "srtf"}).code,
+      2);
+}
+
+TEST(SimCommand, BadInputExitsWithOneAndNamesTheFileAndLine) {
+  const auto path = scratch_file("jobs.csv",
+                                 "job_id,num_gpu,submit_time,iterations,model_name,duration\n"
+                                 "0,1,0,10,vgg19\n");
+  const auto result = sim({"--jobs", path, "--profiles", jobs_data("salus_workloads.csv"), "--gpus",
+                           "1", "--policy", "fifo"});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.err, "sim: " + path + ":2: expected 6 comma-separated fields, found 5\n");
+  EXPECT_EQ(sim({"--jobs", "/nonexistent.csv", "--gpus", "1", "--policy", "fifo"}).code, 1);
+}
+
+TEST(SharePlanCommand, PlansFromACandidatesFile) {
+  const auto path = scratch_file("candidates.json", kCandidates);
+  const auto json_result = plan({"--candidates", path, "--format", "json"});
+  ASSERT_EQ(json_result.code, 0) << json_result.err;
+  const auto json = nlohmann::json::parse(json_result.out);
+  EXPECT_EQ(json.at("gpus_after"), 1);
+  const auto table = plan({"--candidates", path, "--max-slowdown", "1.5"});
+  ASSERT_EQ(table.code, 0);
+  EXPECT_NE(table.out.find("GPUs: 2 -> 1 (1 freed)"), std::string::npos) << table.out;
+}
+
+TEST(SharePlanCommand, DatabaseWithoutALoaderIsAClearFailure) {
+  set_candidate_loader(nullptr);
+  const auto result = plan({"fleet.db"});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_NE(result.err.find("cannot read fleet.db: no analyzer database reader is linked in"),
+            std::string::npos);
+}
+
+TEST(SharePlanCommand, DatabasesGoThroughTheLoaderHook) {
+  const auto path = scratch_file("candidates.json", kCandidates);
+  std::vector<std::string> asked;
+  set_candidate_loader([&](const std::string& db) {
+    asked.push_back(db);
+    return load_job_profiles(path);
+  });
+  const auto result = plan({"one.db", "--format=json"});
+  set_candidate_loader(nullptr);
+  ASSERT_EQ(result.code, 0) << result.err;
+  EXPECT_EQ(asked, std::vector<std::string>{"one.db"});
+  EXPECT_EQ(nlohmann::json::parse(result.out).at("gpus_before"), 2);
+}
+
+TEST(SharePlanCommand, UsageAndInputErrors) {
+  EXPECT_EQ(plan({"--help"}).code, 0);
+  EXPECT_EQ(plan({}).code, 2);
+  EXPECT_EQ(plan({"--candidates", "x.json", "--max-slowdown", "0.5"}).code, 2);
+  EXPECT_EQ(plan({"--candidates", "x.json", "--format", "csv"}).code, 2);
+  const auto bad = scratch_file("bad.json", R"([{"job_id": "a"}])");
+  const auto result = plan({"--candidates", bad});
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.err, "share plan: " + bad + ": element 0: missing field 'gpu'\n");
+}
+
+}  // namespace
+}  // namespace fleetscope::sharer

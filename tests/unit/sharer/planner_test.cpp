@@ -1,0 +1,174 @@
+#include "fleetscope/sharer/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+namespace fleetscope::sharer {
+namespace {
+
+JobProfile job(std::string id, std::string gpu, int64_t p_gib, int64_t t_gib, double util,
+               std::map<std::string, std::string> labels = {}) {
+  JobProfile profile;
+  profile.job_id = std::move(id);
+  profile.workflow = "wf";
+  profile.gpu = std::move(gpu);
+  profile.persistent_bytes = p_gib * kGiB;
+  profile.ephemeral_peak_bytes = t_gib * kGiB;
+  profile.gpu_capacity_bytes = 16 * kGiB;
+  profile.utilization = util;
+  profile.iteration_ns = 100'000'000;
+  profile.labels = std::move(labels);
+  return profile;
+}
+
+const PlannedJob& find(const ConsolidationPlan& plan, const std::string& id) {
+  for (const auto& planned : plan.jobs) {
+    if (planned.job_id == id) return planned;
+  }
+  throw std::runtime_error("no job " + id);
+}
+
+// Checks the plan's hard constraints against the input.
+void expect_valid(const ConsolidationPlan& plan, const std::vector<JobProfile>& jobs,
+                  const PlannerOptions& options) {
+  std::map<std::string, const JobProfile*> by_id;
+  for (const auto& j : jobs) by_id[j.job_id] = &j;
+  std::set<std::string> seen;
+  for (const auto& gpu : plan.gpus) {
+    int64_t held = gpu.free_bytes;
+    for (const auto& lane : gpu.lanes) {
+      held += lane.capacity_bytes;
+      std::vector<MemoryDemand> demands;
+      bool has_latency = false;
+      for (const auto& id : lane.job_ids) {
+        EXPECT_TRUE(seen.insert(id).second) << id << " placed twice";
+        demands.push_back(by_id.at(id)->demand());
+        has_latency |= by_id.at(id)->latency_sensitive();
+      }
+      EXPECT_TRUE(satisfies_safety(demands, lane.capacity_bytes, options.margin));
+      if (has_latency) {
+        EXPECT_EQ(lane.job_ids.size(), 1u) << "latency job shares a lane";
+      }
+    }
+    EXPECT_EQ(held, gpu.capacity_bytes);
+  }
+  for (const auto& planned : plan.jobs) {
+    if (planned.to_gpu.empty()) continue;
+    EXPECT_LE(planned.predicted_slowdown, planned.max_slowdown + 1e-9) << planned.job_id;
+  }
+}
+
+TEST(Planner, ConsolidatesTwoLightJobsIntoOneLane) {
+  const std::vector<JobProfile> jobs{job("a", "gpu0", 2, 2, 0.3), job("b", "gpu1", 2, 2, 0.3)};
+  const auto plan = plan_consolidation(jobs);
+  EXPECT_EQ(plan.gpus_before, 2);
+  EXPECT_EQ(plan.gpus_after, 1);
+  ASSERT_EQ(plan.gpus_freed.size(), 1u);
+  // Taking turns in one lane: GPU work per round 0.03 + 0.03 s < 0.1 s iteration, no slowdown,
+  // and one lane needs less memory (4 + max(2, 2)) than two (4 + 4).
+  EXPECT_EQ(find(plan, "a").lane_id, find(plan, "b").lane_id);
+  EXPECT_DOUBLE_EQ(find(plan, "a").predicted_slowdown, 1.0);
+  EXPECT_TRUE(find(plan, "a").moved != find(plan, "b").moved);
+  expect_valid(plan, jobs, {});
+}
+
+TEST(Planner, UsesParallelLanesWhenTakingTurnsWouldBeTooSlow) {
+  auto quick = job("quick", "gpu0", 2, 2, 0.3);
+  auto slow = job("slow", "gpu1", 2, 2, 0.3);
+  slow.iteration_ns = 1'000'000'000;  // quick would wait 0.3 s per 0.1 s iteration in one lane
+  const std::vector<JobProfile> jobs{quick, slow};
+  const auto plan = plan_consolidation(jobs);
+  EXPECT_EQ(plan.gpus_after, 1);
+  EXPECT_NE(find(plan, "quick").lane_id, find(plan, "slow").lane_id);
+  // Parallel lanes: max(1, 0.6) * (1 + 0.1 * 0.3) = 1.03.
+  EXPECT_NEAR(find(plan, "quick").predicted_slowdown, 1.03, 1e-9);
+  EXPECT_NEAR(find(plan, "slow").predicted_slowdown, 1.03, 1e-9);
+  expect_valid(plan, jobs, {});
+}
+
+TEST(Planner, KeepsBusyJobsApartWhenTheSlowdownBoundWouldBreak) {
+  const std::vector<JobProfile> jobs{job("a", "gpu0", 2, 2, 0.8), job("b", "gpu1", 2, 2, 0.8)};
+  const auto plan = plan_consolidation(jobs);  // 1.6 * 1.08 > 1.2
+  EXPECT_EQ(plan.gpus_after, 2);
+  EXPECT_TRUE(plan.gpus_freed.empty());
+  EXPECT_FALSE(find(plan, "a").moved);
+  EXPECT_FALSE(find(plan, "b").moved);
+  PlannerOptions relaxed;
+  relaxed.max_slowdown = 2.0;
+  EXPECT_EQ(plan_consolidation(jobs, relaxed).gpus_after, 1);
+}
+
+TEST(Planner, SharesALaneWhenSeparateLanesDoNotFitAndTheMarginAllows) {
+  // Own lanes need 10 + 10 GiB > 16; one lane needs 6 + 6 + max(4, 4) = 16 GiB.
+  const std::vector<JobProfile> jobs{job("a", "gpu0", 6, 4, 0.2), job("b", "gpu1", 6, 4, 0.2)};
+  PlannerOptions no_margin;
+  no_margin.margin.z = 0;
+  const auto plan = plan_consolidation(jobs, no_margin);
+  EXPECT_EQ(plan.gpus_after, 1);
+  EXPECT_EQ(find(plan, "a").lane_id, find(plan, "b").lane_id);
+  expect_valid(plan, jobs, no_margin);
+  // With the 3-sigma margin there is no room left: nothing moves.
+  EXPECT_EQ(plan_consolidation(jobs).gpus_after, 2);
+}
+
+TEST(Planner, LatencyJobsNeverWaitBehindBatchJobs) {
+  const std::vector<JobProfile> jobs{
+      job("serve", "gpu0", 1, 6, 0.1, {{"class", "latency"}}),
+      job("train", "gpu1", 1, 2, 0.1, {{"class", "batch"}}),
+      job("urgent", "gpu2", 1, 2, 0.1, {{"priority", "high"}}),
+  };
+  const auto plan = plan_consolidation(jobs);
+  EXPECT_EQ(plan.gpus_after, 1);  // they share the GPU, in separate lanes
+  EXPECT_NE(find(plan, "serve").lane_id, find(plan, "train").lane_id);
+  EXPECT_NE(find(plan, "urgent").lane_id, find(plan, "train").lane_id);
+  expect_valid(plan, jobs, {});
+}
+
+TEST(Planner, PerJobMaxSlowdownLabelIsRespected) {
+  // Together the best prediction is 1.2 (one lane, 0.06 + 0.06 s of GPU work per 0.1 s).
+  std::vector<JobProfile> jobs{job("strict", "gpu0", 2, 2, 0.6, {{"max_slowdown", "1.0"}}),
+                               job("loose", "gpu1", 2, 2, 0.6)};
+  auto plan = plan_consolidation(jobs);
+  EXPECT_EQ(plan.gpus_after, 2);
+  EXPECT_DOUBLE_EQ(find(plan, "strict").max_slowdown, 1.0);
+  EXPECT_DOUBLE_EQ(find(plan, "strict").predicted_slowdown, 1.0);
+  jobs[0].labels["max_slowdown"] = "1.25";
+  plan = plan_consolidation(jobs);
+  EXPECT_EQ(plan.gpus_after, 1);
+  EXPECT_NEAR(find(plan, "strict").predicted_slowdown, 1.2, 1e-9);
+}
+
+TEST(Planner, RandomFleetsNeverViolateConstraints) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> gib(0, 6);
+  std::uniform_real_distribution<double> util(0.01, 0.9);
+  for (int fleet = 0; fleet < 20; ++fleet) {
+    std::vector<JobProfile> jobs;
+    for (int g = 0; g < 12; ++g) {
+      std::map<std::string, std::string> labels;
+      if (g % 5 == 0) labels["class"] = "latency";
+      jobs.push_back(job("j" + std::to_string(g), "gpu" + std::to_string(g), gib(rng), gib(rng),
+                         util(rng), labels));
+    }
+    const auto plan = plan_consolidation(jobs);
+    expect_valid(plan, jobs, {});
+    for (const auto& planned : plan.jobs) EXPECT_FALSE(planned.to_gpu.empty());
+    EXPECT_LE(plan.gpus_after, plan.gpus_before);
+  }
+}
+
+TEST(Planner, JsonHasTheFreedGpusAndPerJobSlowdowns) {
+  const std::vector<JobProfile> jobs{job("a", "gpu0", 2, 2, 0.3), job("b", "gpu1", 2, 2, 0.3)};
+  const auto json = plan_to_json(plan_consolidation(jobs));
+  EXPECT_EQ(json.at("gpus_after"), 1);
+  EXPECT_EQ(json.at("gpus_freed").size(), 1u);
+  EXPECT_EQ(json.at("jobs").size(), 2u);
+  EXPECT_TRUE(json.at("jobs")[0].contains("predicted_slowdown"));
+}
+
+}  // namespace
+}  // namespace fleetscope::sharer

@@ -1,0 +1,145 @@
+// Each policy on small traces whose schedules are computed by hand. One GPU whose single lane is
+// time-shared (--lanes off), 1 s iterations, no switch cost unless stated, no interference.
+
+#include <gtest/gtest.h>
+
+#include "fleetscope/sharer/policy.h"
+#include "fleetscope/sharer/simulator.h"
+
+namespace fleetscope::sharer {
+namespace {
+
+SimJob make(int64_t id, double submit_s, int64_t iterations, int num_gpu = 1, int priority = 0) {
+  SimJob job;
+  job.id = id;
+  job.name = std::string(1, static_cast<char>('A' + id));
+  job.submit_s = submit_s;
+  job.iterations = iterations;
+  job.iteration_s = 1.0;
+  job.num_gpu = num_gpu;
+  job.memory = MemoryDemand{kGiB, kGiB, -1};
+  job.priority = priority;
+  return job;
+}
+
+SimConfig one_lane(int gpus = 1) {
+  SimConfig config;
+  config.gpus = gpus;
+  config.lanes = false;
+  config.switch_cost_s = 0;
+  config.interference.alpha = 0;
+  return config;
+}
+
+std::vector<double> finishes(const SimResult& result) {
+  std::vector<double> out;
+  for (const auto& job : result.jobs) out.push_back(job.finish_s);
+  return out;
+}
+
+// A: t=0, 4 iterations. B: t=1, 2 iterations. C: t=2, 1 iteration.
+std::vector<SimJob> three_jobs(int priority_a = 0, int priority_c = 0) {
+  return {make(0, 0, 4, 1, priority_a), make(1, 1, 2), make(2, 2, 1, 1, priority_c)};
+}
+
+TEST(PolicySchedule, FifoRunsEachJobAloneInArrivalOrder) {
+  // A 0-4, B 4-6, C 6-7.
+  const auto result = simulate(three_jobs(), FifoExclusivePolicy{}, one_lane());
+  EXPECT_EQ(finishes(result), (std::vector<double>{4, 6, 7}));
+  EXPECT_DOUBLE_EQ(result.avg_jct_s, (4.0 + 5.0 + 5.0) / 3);
+  EXPECT_DOUBLE_EQ(result.makespan_s, 7);
+  EXPECT_EQ(result.gpus_used_peak, 1);
+}
+
+TEST(PolicySchedule, SrtfPreemptsForShorterRemainingTimeAtIterationBoundaries) {
+  // A 0-1; B (2 left < A's 3) 1-3 (at 2, C ties B at 1 left; B arrived first); C 3-4; A 4-7.
+  const auto result = simulate(three_jobs(), SrtfPolicy{}, one_lane());
+  EXPECT_EQ(finishes(result), (std::vector<double>{7, 3, 4}));
+  EXPECT_DOUBLE_EQ(result.avg_jct_s, (7.0 + 2.0 + 2.0) / 3);
+  EXPECT_EQ(result.jobs[0].preemptions, 1);
+}
+
+TEST(PolicySchedule, PackRoundRobinsInsideTheLane) {
+  // A 0-1, B 1-2, C 2-3 (done), A 3-4, B 4-5 (done), A 5-7.
+  const auto result = simulate(three_jobs(), PackPolicy{}, one_lane());
+  EXPECT_EQ(finishes(result), (std::vector<double>{7, 5, 3}));
+  EXPECT_DOUBLE_EQ(result.avg_jct_s, 4.0);
+}
+
+TEST(PolicySchedule, FairServesLeastAttainedServiceFirst) {
+  // Same turns as round robin here: A 0-1, B 1-2, C 2-3, A 3-4 (tie with B, earlier), B 4-5, A 5-7.
+  const auto result = simulate(three_jobs(), FairPolicy{}, one_lane());
+  EXPECT_EQ(finishes(result), (std::vector<double>{7, 5, 3}));
+}
+
+TEST(PolicySchedule, FairDiffersFromRoundRobinAfterUnequalService) {
+  // A alone 0-3 (3 s attained). B arrives at 3: fair gives B turns until it catches up:
+  // B 3-4, 4-5 (B=2 < A=3), at 5 B=2 < 3: B 5-6 done (3 iterations). A 6-7 done.
+  const std::vector<SimJob> jobs{make(0, 0, 4), make(1, 3, 3)};
+  EXPECT_EQ(finishes(simulate(jobs, FairPolicy{}, one_lane())), (std::vector<double>{7, 6}));
+  // Round robin alternates instead: A 3-4, B... A already ran 0-3; at 3 B (never ran) goes first:
+  // B 3-4, A 4-5 (done: 4 iterations), B 5-7.
+  EXPECT_EQ(finishes(simulate(jobs, PackPolicy{}, one_lane())), (std::vector<double>{5, 7}));
+}
+
+TEST(PolicySchedule, PriorityJobTakesTheNextTurn) {
+  // C has priority: A 0-1, B 1-2, C 2-3 (preempts the round robin at the boundary), A 3-4, B 4-5,
+  // A 5-7.
+  const auto with_c = simulate(three_jobs(0, 1), PriorityPolicy{}, one_lane());
+  EXPECT_DOUBLE_EQ(with_c.jobs[2].jct_s, 1.0);
+  // A has priority: it is never preempted (A 0-4); then B 4-5, C 5-6 (done), B 6-7.
+  const auto with_a = simulate(three_jobs(1, 0), PriorityPolicy{}, one_lane());
+  EXPECT_EQ(finishes(with_a), (std::vector<double>{4, 7, 6}));
+  EXPECT_EQ(with_a.jobs[0].preemptions, 0);
+}
+
+TEST(PolicySchedule, SwitchingJobsCostsTheSwitchTime) {
+  // A (2 iterations) and B (1) at t=0, round robin, 0.5 s per switch:
+  // A 0-1, switch + B 1-2.5, switch + A 2.5-4.
+  auto config = one_lane();
+  config.switch_cost_s = 0.5;
+  const auto result = simulate({make(0, 0, 2), make(1, 0, 1)}, PackPolicy{}, config);
+  EXPECT_EQ(finishes(result), (std::vector<double>{4, 2.5}));
+}
+
+TEST(PolicySchedule, FifoHeadOfLineBlocksWhileOthersBackfill) {
+  // 2 GPUs. A: 1 GPU, 10 iterations at 0. B: 2 GPUs, 1 iteration at 1. C: 1 GPU, 1 iteration at 2.
+  const std::vector<SimJob> jobs{make(0, 0, 10), make(1, 1, 1, 2), make(2, 2, 1)};
+  // FIFO: B waits for both GPUs (10-11), C waits behind B (11-12).
+  EXPECT_EQ(finishes(simulate(jobs, FifoExclusivePolicy{}, one_lane(2))),
+            (std::vector<double>{10, 11, 12}));
+  // SRTF backfills C onto the idle GPU at 2 (2-3); B still needs two empty GPUs (10-11).
+  EXPECT_EQ(finishes(simulate(jobs, SrtfPolicy{}, one_lane(2))), (std::vector<double>{10, 11, 3}));
+}
+
+TEST(PolicySchedule, PackUsesFewerGpusThanSpreading) {
+  // Two 1-GPU jobs on a 2-GPU cluster: SRTF spreads them, PACK keeps them on one GPU.
+  const std::vector<SimJob> jobs{make(0, 0, 3), make(1, 0, 3)};
+  auto config = one_lane(2);
+  EXPECT_EQ(simulate(jobs, SrtfPolicy{}, config).gpus_used_peak, 2);
+  EXPECT_EQ(simulate(jobs, PackPolicy{}, config).gpus_used_peak, 1);
+}
+
+TEST(PolicySchedule, ParallelLanesSlowEachOtherByTheInterferenceModel) {
+  // Two compute-bound jobs, each in a lane of its own (free memory allows a new lane, so nobody
+  // has to share), alpha = 0.1: an iteration next to a running one takes 2 * 1.1 = 2.2 s.
+  auto config = one_lane();
+  config.lanes = true;
+  config.interference.alpha = 0.1;
+  config.gpu_capacity_bytes = 16 * kGiB;
+  auto a = make(0, 0, 1);
+  auto b = make(1, 0, 1);
+  a.memory = b.memory = MemoryDemand{kGiB, 6 * kGiB, 0};
+  // A starts first alone (1 s, nothing else running yet), B starts next to it: 2.2 s.
+  const auto result = simulate({a, b}, SrtfPolicy{}, config);
+  EXPECT_DOUBLE_EQ(result.jobs[0].finish_s, 1.0);
+  EXPECT_DOUBLE_EQ(result.jobs[1].finish_s, 2.2);
+}
+
+TEST(PolicySchedule, UnknownPolicyNameIsRejected) {
+  EXPECT_THROW(make_policy("lottery"), std::invalid_argument);
+  for (const auto& name : policy_names()) EXPECT_EQ(make_policy(name)->name(), name);
+}
+
+}  // namespace
+}  // namespace fleetscope::sharer

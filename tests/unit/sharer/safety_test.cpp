@@ -1,0 +1,53 @@
+#include "fleetscope/sharer/safety.h"
+
+#include <gtest/gtest.h>
+
+namespace fleetscope::sharer {
+namespace {
+
+SafetyMargin exact() {
+  SafetyMargin margin;
+  margin.z = 0;
+  margin.granularity_bytes = 1;
+  return margin;
+}
+
+TEST(SafetyCondition, SumOfPersistentPlusLargestEphemeral) {
+  const std::vector<MemoryDemand> jobs{{100, 50, 0}, {200, 80, 0}, {50, 10, 0}};
+  EXPECT_TRUE(satisfies_safety(jobs, 350 + 80, exact()));
+  EXPECT_FALSE(satisfies_safety(jobs, 350 + 80 - 1, exact()));
+}
+
+TEST(SafetyCondition, MarginGrowsWithMeasuredVariationInQuadrature) {
+  SafetyMargin margin = exact();
+  margin.z = 3;
+  // Two jobs with sigma 3 and 4 bytes: z * sqrt(9 + 16) = 15 bytes of margin.
+  const std::vector<MemoryDemand> jobs{{100, 50, 3.0}, {100, 20, 4.0}};
+  EXPECT_TRUE(satisfies_safety(jobs, 200 + 50 + 15, margin));
+  EXPECT_FALSE(satisfies_safety(jobs, 200 + 50 + 14, margin));
+}
+
+TEST(SafetyCondition, UnmeasuredJobsUseTheRelativePrior) {
+  SafetyMargin margin = exact();
+  margin.z = 1;
+  margin.default_relative_stddev = 0.1;
+  EXPECT_DOUBLE_EQ(margin.variance_of({80, 20, -1}), 100.0);  // sigma = 0.1 * (80 + 20)
+}
+
+TEST(SafetyCondition, FastPathMatchesRecomputation) {
+  SafetyMargin margin;
+  LaneLoad load;
+  std::vector<MemoryDemand> jobs;
+  for (int i = 1; i <= 5; ++i) {
+    MemoryDemand demand{i * 100 * kMiB, (7 - i) * 64 * kMiB, -1};
+    const int64_t need = required_bytes_with(load, demand, margin);
+    jobs.push_back(demand);
+    EXPECT_TRUE(satisfies_safety(jobs, need, margin));
+    EXPECT_FALSE(satisfies_safety(jobs, need - margin.granularity_bytes, margin));
+    load.add(demand, margin);
+    EXPECT_EQ(required_bytes(load, margin), need);
+  }
+}
+
+}  // namespace
+}  // namespace fleetscope::sharer
