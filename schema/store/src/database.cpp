@@ -194,6 +194,21 @@ Database Database::open(const std::string& path, OpenMode mode) {
   return db;
 }
 
+Database Database::open_external(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
+  if (std::filesystem::file_size(path, ec) == 0)
+    throw InputError(path, "byte 0", "empty file, expected a SQLite database");
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
+    throw InputError(path, "sqlite open", message);
+  }
+  return Database(raw, path);
+}
+
 Database Database::create(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) throw Error(path + ": already exists, not overwriting");

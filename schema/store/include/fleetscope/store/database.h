@@ -60,6 +60,9 @@ class Database {
   // Opens an existing trace database. Read-write opens migrate an older schema in place; a newer
   // schema_version than this build knows is refused with a message naming both versions.
   static Database open(const std::string& path, OpenMode mode = OpenMode::read_only);
+  // Opens a SQLite file that is not a fleetscope database (e.g. an Nsight Systems export) read-only,
+  // without schema checks or migration. Missing, empty and non-SQLite files are InputErrors.
+  static Database open_external(const std::string& path);
   // Creates a new, empty trace database at `path` (which must not exist), schema applied.
   static Database create(const std::string& path);
 

@@ -1,0 +1,85 @@
+// Translation of CUPTI activity records (CUDA 13 layouts) into store rows. Stateful because some
+// rows need two records: an NVTX range is a START and an END marker with the same id, and a
+// synchronization record names a context whose device only context/kernel records tell.
+#pragma once
+
+#include <cupti_activity.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "fleetscope/agent/row_sink.h"
+#include "fleetscope/agent/step_names.h"
+#include "fleetscope/store/rows.h"
+
+namespace fleetscope::agent {
+
+using ApiNameFn = std::function<std::string(store::ApiClass, uint32_t cbid)>;
+
+struct TranslationContext {
+  int64_t captureId = 0;
+  int64_t pid = 0;  // the traced process (records of kinds without a process id get this one)
+  StepNames step_names;
+  ApiNameFn api_name;  // may be empty: names become "cbid:<N>"
+};
+
+struct TranslationStats {
+  int64_t records = 0;
+  int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, syncs = 0, markers = 0,
+          memory_events = 0, external_correlations = 0, overhead_records = 0, ignored = 0;
+  int64_t overhead_ns = 0;            // sum of CUPTI OVERHEAD record durations
+  int64_t first_ns = 0, last_ns = 0;  // span of GPU/API activity seen (0 when none)
+  int64_t unmatched_markers = 0;      // START without END (or END without START) at finish()
+};
+
+class RecordTranslator {
+ public:
+  RecordTranslator(TranslationContext context, RowSink& sink);
+  // Translates one record; kinds the agent does not store are counted as ignored.
+  void translate(const CUpti_Activity& record);
+  // Ranges still open when the window ends are dropped and counted as unmatched.
+  void finish();
+  const TranslationStats& stats() const { return stats_; }
+
+  // Demangled kernel name (the record carries the mangled one); the input when not mangled.
+  static std::string demangle(const char* name);
+  // CUPTI's callback names carry a version suffix ("cudaLaunchKernel_v7000", "cuMemAlloc_v2");
+  // nsys and users know the plain API name.
+  static std::string plain_api_name(std::string name);
+
+ private:
+  void kernel(const CUpti_ActivityKernel10& r);
+  void memcpy(const CUpti_ActivityMemcpy6& r);
+  void peer_memcpy(const CUpti_ActivityMemcpyPtoP4& r);
+  void memset(const CUpti_ActivityMemset4& r);
+  void api(const CUpti_ActivityAPI& r, store::ApiClass api_class);
+  void sync(const CUpti_ActivitySynchronization2& r);
+  void marker(const CUpti_ActivityMarker2& r);
+  void memory(const CUpti_ActivityMemory4& r);
+  void external(const CUpti_ActivityExternalCorrelation& r);
+  void overhead(const CUpti_ActivityOverhead3& r);
+  void context(const CUpti_ActivityContext3& r);
+  void span(uint64_t start, uint64_t end);
+  int32_t domain_id(const char* domain);
+  void step(const std::string& name, int64_t start, int64_t end);
+
+  struct OpenRange {
+    int64_t start = 0;
+    std::string text;
+    int32_t domainId = 0;
+    std::optional<int64_t> globalTid;
+  };
+
+  TranslationContext context_;
+  RowSink& sink_;
+  TranslationStats stats_;
+  std::unordered_map<uint32_t, OpenRange> open_ranges_;
+  std::unordered_map<uint32_t, int32_t> context_device_;
+  std::map<std::string, int32_t> domains_;
+  int64_t next_unnumbered_step_ = 0;
+};
+
+}  // namespace fleetscope::agent

@@ -1,0 +1,44 @@
+// The trace window's state machine, free of clocks and threads so it can be tested: the agent feeds
+// it the time and the step boundaries it observes and carries out the actions it returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace fleetscope::agent {
+
+enum class WindowAction { none, open, close };
+enum class WindowState { waiting, open, closed };
+
+class TraceWindow {
+ public:
+  TraceWindow(int64_t delay_ns, int64_t duration_ns, int64_t iterations)
+      : delay_ns_(delay_ns), duration_ns_(duration_ns), iterations_(iterations) {}
+
+  // Attach time; a window without delay and without iterations opens right here.
+  WindowAction start(int64_t now_ns);
+  // Time passing: opens after the delay (time windows) or closes after the duration.
+  WindowAction on_time(int64_t now_ns);
+  // NVTX step ranges (only iteration windows react).
+  WindowAction on_step_begin(int64_t now_ns);
+  WindowAction on_step_end(int64_t now_ns);
+  // The process is exiting: an open window closes.
+  WindowAction on_exit();
+
+  // When on_time() next needs to be called; none when only steps or exit can change the state.
+  std::optional<int64_t> next_deadline() const;
+  WindowState state() const { return state_; }
+  int64_t steps_seen() const { return steps_done_; }
+
+ private:
+  WindowAction open(int64_t now_ns);
+  WindowAction close();
+
+  int64_t delay_ns_, duration_ns_, iterations_;
+  int64_t start_ns_ = 0, open_ns_ = 0;
+  int64_t steps_done_ = 0;
+  bool started_ = false;
+  WindowState state_ = WindowState::waiting;
+};
+
+}  // namespace fleetscope::agent

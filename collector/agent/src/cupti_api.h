@@ -1,0 +1,38 @@
+// The CUPTI entry points the agent uses, resolved with dlsym from a libcupti opened with dlopen:
+// the agent must not carry a DT_NEEDED on libcupti (the process would see the dependency and fail
+// to start where CUPTI is missing).
+#pragma once
+
+#include <cupti.h>
+
+#include <string>
+
+namespace fleetscope::agent {
+
+struct CuptiApi {
+  void* handle = nullptr;
+  std::string path;
+  decltype(&cuptiActivityEnable) activityEnable = nullptr;
+  decltype(&cuptiActivityDisable) activityDisable = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) activityRegisterCallbacks = nullptr;
+  decltype(&cuptiActivityFlushAll) activityFlushAll = nullptr;
+  decltype(&cuptiActivityGetNextRecord) activityGetNextRecord = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) activityGetNumDroppedRecords = nullptr;
+  decltype(&cuptiActivityEnableDriverApi) activityEnableDriverApi = nullptr;
+  decltype(&cuptiGetCallbackName) getCallbackName = nullptr;
+  decltype(&cuptiGetResultString) getResultString = nullptr;
+  decltype(&cuptiSetThreadIdType) setThreadIdType = nullptr;
+  decltype(&cuptiGetTimestamp) getTimestamp = nullptr;
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableCallback) enableCallback = nullptr;
+  decltype(&cuptiFinalize) finalize = nullptr;
+  decltype(&cuptiGetVersion) getVersion = nullptr;
+
+  // Loads libcupti (explicit path first, then the toolkit's, then the loader's search). Returns an
+  // empty string on success, otherwise what went wrong.
+  std::string load(const std::string& explicit_path);
+  std::string result_text(CUptiResult result) const;
+};
+
+}  // namespace fleetscope::agent

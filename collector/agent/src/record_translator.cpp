@@ -1,0 +1,330 @@
+#include "fleetscope/agent/record_translator.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace fleetscope::agent {
+namespace {
+
+constexpr int64_t ns(uint64_t t) {
+  return static_cast<int64_t>(t);
+}
+
+// CUPTI marks "not applicable" fields with all-ones.
+std::optional<int32_t> valid_u32(uint32_t v) {
+  if (v == CUPTI_SYNCHRONIZATION_INVALID_VALUE) return std::nullopt;
+  return static_cast<int32_t>(v);
+}
+// Graph ids are 0 for work not launched from a graph.
+std::optional<int64_t> nonzero(uint64_t v) {
+  if (v == 0) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+RecordTranslator::RecordTranslator(TranslationContext context, RowSink& sink)
+    : context_(std::move(context)), sink_(sink) {}
+
+std::string RecordTranslator::demangle(const char* name) {
+  if (!name) return "<unnamed kernel>";
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> out(
+      abi::__cxa_demangle(name, nullptr, nullptr, &status), &std::free);
+  if (status == 0 && out) return out.get();
+  return name;
+}
+
+std::string RecordTranslator::plain_api_name(std::string name) {
+  if (auto pos = name.rfind("_v");
+      pos != std::string::npos && pos + 2 < name.size() &&
+      name.find_first_not_of("0123456789", pos + 2) == std::string::npos)
+    name.erase(pos);
+  return name;
+}
+
+void RecordTranslator::translate(const CUpti_Activity& record) {
+  ++stats_.records;
+  switch (record.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      kernel(reinterpret_cast<const CUpti_ActivityKernel10&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      memcpy(reinterpret_cast<const CUpti_ActivityMemcpy6&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      peer_memcpy(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      memset(reinterpret_cast<const CUpti_ActivityMemset4&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      api(reinterpret_cast<const CUpti_ActivityAPI&>(record), store::ApiClass::runtime);
+      break;
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      api(reinterpret_cast<const CUpti_ActivityAPI&>(record), store::ApiClass::driver);
+      break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      sync(reinterpret_cast<const CUpti_ActivitySynchronization2&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      marker(reinterpret_cast<const CUpti_ActivityMarker2&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      memory(reinterpret_cast<const CUpti_ActivityMemory4&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      external(reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      overhead(reinterpret_cast<const CUpti_ActivityOverhead3&>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_CONTEXT:
+      context(reinterpret_cast<const CUpti_ActivityContext3&>(record));
+      break;
+    default:
+      ++stats_.ignored;
+      break;
+  }
+}
+
+void RecordTranslator::span(uint64_t start, uint64_t end) {
+  if (start == 0) return;
+  if (stats_.first_ns == 0 || ns(start) < stats_.first_ns) stats_.first_ns = ns(start);
+  if (ns(end) > stats_.last_ns) stats_.last_ns = ns(end);
+}
+
+void RecordTranslator::kernel(const CUpti_ActivityKernel10& r) {
+  ++stats_.kernels;
+  context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
+  span(r.start, r.end);
+  store::Kernel k;
+  k.start = ns(r.start);
+  k.end = ns(r.end);
+  k.deviceId = static_cast<int32_t>(r.deviceId);
+  k.contextId = static_cast<int32_t>(r.contextId);
+  k.streamId = static_cast<int32_t>(r.streamId);
+  k.correlationId = r.correlationId;
+  k.globalPid = store::global_pid(context_.pid);
+  k.demangledName = demangle(r.name);
+  k.shortName = "";  // the writer derives it from the demangled name
+  k.gridX = r.gridX;
+  k.gridY = r.gridY;
+  k.gridZ = r.gridZ;
+  k.blockX = r.blockX;
+  k.blockY = r.blockY;
+  k.blockZ = r.blockZ;
+  k.registersPerThread = r.registersPerThread;
+  k.staticSharedMemory = r.staticSharedMemory;
+  k.dynamicSharedMemory = r.dynamicSharedMemory;
+  k.localMemoryPerThread = static_cast<int32_t>(r.localMemoryPerThread);
+  k.graphId = nonzero(r.graphId);
+  k.graphNodeId = nonzero(r.graphNodeId);
+  k.launchType = r.launchType;
+  k.captureId = context_.captureId;
+  sink_.add(std::move(k));
+}
+
+void RecordTranslator::memcpy(const CUpti_ActivityMemcpy6& r) {
+  ++stats_.memcpys;
+  context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
+  span(r.start, r.end);
+  store::Memcpy m;
+  m.start = ns(r.start);
+  m.end = ns(r.end);
+  m.deviceId = static_cast<int32_t>(r.deviceId);
+  m.contextId = static_cast<int32_t>(r.contextId);
+  m.streamId = static_cast<int32_t>(r.streamId);
+  m.correlationId = r.correlationId;
+  m.globalPid = store::global_pid(context_.pid);
+  m.bytes = static_cast<int64_t>(r.bytes);
+  m.copyKind = r.copyKind;
+  m.srcKind = r.srcKind;
+  m.dstKind = r.dstKind;
+  m.graphNodeId = nonzero(r.graphNodeId);
+  m.captureId = context_.captureId;
+  sink_.add(std::move(m));
+}
+
+void RecordTranslator::peer_memcpy(const CUpti_ActivityMemcpyPtoP4& r) {
+  ++stats_.memcpys;
+  span(r.start, r.end);
+  store::Memcpy m;
+  m.start = ns(r.start);
+  m.end = ns(r.end);
+  m.deviceId = static_cast<int32_t>(r.deviceId);
+  m.contextId = static_cast<int32_t>(r.contextId);
+  m.streamId = static_cast<int32_t>(r.streamId);
+  m.correlationId = r.correlationId;
+  m.globalPid = store::global_pid(context_.pid);
+  m.bytes = static_cast<int64_t>(r.bytes);
+  m.copyKind = r.copyKind;
+  m.srcKind = r.srcKind;
+  m.dstKind = r.dstKind;
+  m.srcDeviceId = static_cast<int32_t>(r.srcDeviceId);
+  m.dstDeviceId = static_cast<int32_t>(r.dstDeviceId);
+  m.graphNodeId = nonzero(r.graphNodeId);
+  m.captureId = context_.captureId;
+  sink_.add(std::move(m));
+}
+
+void RecordTranslator::memset(const CUpti_ActivityMemset4& r) {
+  ++stats_.memsets;
+  context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
+  span(r.start, r.end);
+  store::Memset m;
+  m.start = ns(r.start);
+  m.end = ns(r.end);
+  m.deviceId = static_cast<int32_t>(r.deviceId);
+  m.contextId = static_cast<int32_t>(r.contextId);
+  m.streamId = static_cast<int32_t>(r.streamId);
+  m.correlationId = r.correlationId;
+  m.globalPid = store::global_pid(context_.pid);
+  m.value = static_cast<int32_t>(r.value);
+  m.bytes = static_cast<int64_t>(r.bytes);
+  m.memKind = r.memoryKind;
+  m.graphNodeId = nonzero(r.graphNodeId);
+  m.captureId = context_.captureId;
+  sink_.add(std::move(m));
+}
+
+void RecordTranslator::api(const CUpti_ActivityAPI& r, store::ApiClass api_class) {
+  ++stats_.api_calls;
+  span(r.start, r.end);
+  store::RuntimeCall c;
+  c.start = ns(r.start);
+  c.end = ns(r.end);
+  c.eventClass = api_class;
+  c.globalTid = store::global_tid(r.processId, r.threadId);
+  c.correlationId = r.correlationId;
+  std::string name = context_.api_name ? context_.api_name(api_class, r.cbid) : std::string();
+  c.name = name.empty() ? "cbid:" + std::to_string(r.cbid) : std::move(name);
+  c.returnValue = static_cast<int32_t>(r.returnValue);
+  c.cbid = static_cast<int32_t>(r.cbid);
+  c.captureId = context_.captureId;
+  sink_.add(std::move(c));
+}
+
+void RecordTranslator::sync(const CUpti_ActivitySynchronization2& r) {
+  ++stats_.syncs;
+  span(r.start, r.end);
+  store::Sync s;
+  s.start = ns(r.start);
+  s.end = ns(r.end);
+  if (auto it = context_device_.find(r.contextId); it != context_device_.end())
+    s.deviceId = it->second;
+  s.contextId = valid_u32(r.contextId);
+  s.streamId = valid_u32(r.streamId);
+  s.correlationId = r.correlationId;
+  s.globalPid = store::global_pid(context_.pid);
+  s.syncType = static_cast<int32_t>(r.type);
+  if (auto event = valid_u32(r.cudaEventId)) s.eventId = *event;
+  s.captureId = context_.captureId;
+  sink_.add(std::move(s));
+}
+
+int32_t RecordTranslator::domain_id(const char* domain) {
+  if (!domain || !*domain) return 0;
+  auto [it, inserted] = domains_.try_emplace(domain, static_cast<int32_t>(domains_.size() + 1));
+  return it->second;
+}
+
+void RecordTranslator::marker(const CUpti_ActivityMarker2& r) {
+  ++stats_.markers;
+  std::optional<int64_t> tid;
+  if (r.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || r.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
+    tid = store::global_tid(r.objectId.pt.processId, r.objectId.pt.threadId);
+  if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+    store::NvtxEvent e;
+    e.start = ns(r.timestamp);
+    e.eventType = store::kNvtxMark;
+    e.text = r.name ? r.name : "";
+    e.domainId = domain_id(r.domain);
+    e.globalTid = tid;
+    e.captureId = context_.captureId;
+    sink_.add(std::move(e));
+    return;
+  }
+  if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+    open_ranges_[r.id] = OpenRange{ns(r.timestamp), r.name ? r.name : "", domain_id(r.domain), tid};
+    return;
+  }
+  if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+    auto it = open_ranges_.find(r.id);
+    if (it == open_ranges_.end()) {
+      ++stats_.unmatched_markers;
+      return;
+    }
+    OpenRange open = std::move(it->second);
+    open_ranges_.erase(it);
+    store::NvtxEvent e;
+    e.start = open.start;
+    e.end = ns(r.timestamp);
+    // CUPTI reports push/pop and start/end ranges alike; a range that ends on another thread
+    // can only be a start/end range, so only those keep their id.
+    bool same_thread = open.globalTid == tid;
+    e.eventType = same_thread ? store::kNvtxPushPopRange : store::kNvtxStartEndRange;
+    if (!same_thread) e.rangeId = r.id;
+    e.text = open.text;
+    e.domainId = open.domainId;
+    e.globalTid = open.globalTid;
+    e.captureId = context_.captureId;
+    step(e.text, e.start, *e.end);
+    sink_.add(std::move(e));
+  }
+}
+
+void RecordTranslator::step(const std::string& name, int64_t start, int64_t end) {
+  auto match = context_.step_names.match(name);
+  if (!match) return;
+  store::Iteration it;
+  it.captureId = context_.captureId;
+  it.globalPid = store::global_pid(context_.pid);
+  it.step = match->number ? *match->number : next_unnumbered_step_++;
+  it.start = start;
+  it.end = end;
+  it.source = match->numbered_prefix ? "ProfilerStep" : "nvtx";
+  sink_.add(std::move(it));
+}
+
+void RecordTranslator::memory(const CUpti_ActivityMemory4& r) {
+  ++stats_.memory_events;
+  store::MemoryEvent m;
+  m.ts = ns(r.timestamp);
+  m.captureId = context_.captureId;
+  m.globalPid = store::global_pid(r.processId);
+  bool host = r.memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
+              r.memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  m.deviceId = host ? -1 : static_cast<int32_t>(r.deviceId);
+  m.address = static_cast<int64_t>(r.address);
+  int64_t bytes = static_cast<int64_t>(r.bytes);
+  m.bytes = r.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE ? -bytes : bytes;
+  sink_.add(std::move(m));
+}
+
+void RecordTranslator::external(const CUpti_ActivityExternalCorrelation& r) {
+  ++stats_.external_correlations;
+  sink_.add(ExternalCorrelation{context_.captureId, r.correlationId,
+                                static_cast<int32_t>(r.externalKind),
+                                static_cast<int64_t>(r.externalId)});
+}
+
+void RecordTranslator::overhead(const CUpti_ActivityOverhead3& r) {
+  ++stats_.overhead_records;
+  if (r.end > r.start) stats_.overhead_ns += ns(r.end - r.start);
+}
+
+void RecordTranslator::context(const CUpti_ActivityContext3& r) {
+  context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
+}
+
+void RecordTranslator::finish() {
+  stats_.unmatched_markers += static_cast<int64_t>(open_ranges_.size());
+  open_ranges_.clear();
+}
+
+}  // namespace fleetscope::agent

@@ -1,0 +1,60 @@
+#include "fleetscope/agent/trace_window.h"
+
+namespace fleetscope::agent {
+
+WindowAction TraceWindow::open(int64_t now_ns) {
+  state_ = WindowState::open;
+  open_ns_ = now_ns;
+  return WindowAction::open;
+}
+
+WindowAction TraceWindow::close() {
+  state_ = WindowState::closed;
+  return WindowAction::close;
+}
+
+WindowAction TraceWindow::start(int64_t now_ns) {
+  if (started_) return WindowAction::none;
+  started_ = true;
+  start_ns_ = now_ns;
+  if (iterations_ == 0 && delay_ns_ == 0) return open(now_ns);
+  return WindowAction::none;
+}
+
+WindowAction TraceWindow::on_time(int64_t now_ns) {
+  if (!started_) return WindowAction::none;
+  if (state_ == WindowState::waiting && iterations_ == 0 && now_ns >= start_ns_ + delay_ns_)
+    return open(now_ns);
+  if (state_ == WindowState::open && duration_ns_ > 0 && now_ns >= open_ns_ + duration_ns_)
+    return close();
+  return WindowAction::none;
+}
+
+WindowAction TraceWindow::on_step_begin(int64_t now_ns) {
+  if (!started_ || iterations_ == 0) return WindowAction::none;
+  if (state_ == WindowState::waiting && now_ns >= start_ns_ + delay_ns_) return open(now_ns);
+  return WindowAction::none;
+}
+
+WindowAction TraceWindow::on_step_end(int64_t now_ns) {
+  if (iterations_ == 0 || state_ != WindowState::open) return WindowAction::none;
+  // A step that began before the window opened does not count (its start was not traced).
+  if (now_ns <= open_ns_) return WindowAction::none;
+  if (++steps_done_ >= iterations_) return close();
+  return WindowAction::none;
+}
+
+WindowAction TraceWindow::on_exit() {
+  if (state_ == WindowState::open) return close();
+  state_ = WindowState::closed;
+  return WindowAction::none;
+}
+
+std::optional<int64_t> TraceWindow::next_deadline() const {
+  if (!started_) return std::nullopt;
+  if (state_ == WindowState::waiting && iterations_ == 0) return start_ns_ + delay_ns_;
+  if (state_ == WindowState::open && duration_ns_ > 0) return open_ns_ + duration_ns_;
+  return std::nullopt;
+}
+
+}  // namespace fleetscope::agent

@@ -1,0 +1,108 @@
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "fleetscope/importers/importers.h"
+#include "fleetscope/store/database.h"
+
+namespace fleetscope::importers {
+
+const char* to_string(Format format) {
+  switch (format) {
+    case Format::kineto_json:
+      return "kineto-json";
+    case Format::kineto_json_gz:
+      return "kineto-json (gzip)";
+    case Format::nsys_sqlite:
+      return "nsys-sqlite";
+    case Format::unknown:
+      break;
+  }
+  return "unknown";
+}
+
+Format detect_format(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, "", "is a directory, expected a trace file");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
+  unsigned char head[512];
+  size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  if (n == 0)
+    throw InputError(path, "byte 0",
+                     "empty file, expected Kineto JSON (.json/.json.gz) or an nsys SQLite export");
+  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Format::kineto_json_gz;
+  if (n >= 16 && std::memcmp(head, "SQLite format 3\0", 16) == 0) return Format::nsys_sqlite;
+  size_t i = 0;
+  if (n >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF) i = 3;  // UTF-8 BOM
+  while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+  if (i < n && (head[i] == '{' || head[i] == '[')) return Format::kineto_json;
+  return Format::unknown;
+}
+
+ImportResult import_file(const std::string& path, store::Writer& writer,
+                         const ImportOptions& options) {
+  switch (detect_format(path)) {
+    case Format::kineto_json:
+    case Format::kineto_json_gz:
+      return import_kineto(path, writer, options);
+    case Format::nsys_sqlite:
+      return import_nsys_sqlite(path, writer, options);
+    case Format::unknown:
+      break;
+  }
+  throw InputError(
+      path, "byte 0",
+      "unrecognised format: expected Kineto JSON ('{'), gzip-compressed JSON, or an SQLite "
+      "nsys export");
+}
+
+std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
+                                       const std::string& out_db, const ImportOptions& options,
+                                       bool overwrite) {
+  std::error_code ec;
+  if (!overwrite && std::filesystem::exists(out_db, ec))
+    throw Error(out_db + ": already exists (use --force to replace it)");
+  // Check every input is readable and recognisable before building anything.
+  for (const auto& p : paths)
+    if (detect_format(p) == Format::unknown)
+      throw InputError(
+          p, "byte 0",
+          "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
+  store::AtomicOutput output(out_db);
+  std::vector<ImportResult> results;
+  {
+    store::WriterOptions writer_options;
+    writer_options.temporary_output = true;  // the file only becomes visible through commit()
+    store::Writer writer(store::Database::create(output.temp_path()), writer_options);
+    for (const auto& p : paths) results.push_back(import_file(p, writer, options));
+    writer.finish();
+  }
+  output.commit();
+  return results;
+}
+
+std::string summary_line(const ImportResult& r) {
+  std::ostringstream s;
+  s << r.path << ": capture " << r.capture_id << " (" << r.source << "): " << r.kernels
+    << " kernels, " << r.memcpys << " memcpy, " << r.memsets << " memset, " << r.runtime_calls
+    << " runtime/driver calls, " << r.syncs << " syncs, " << r.cpu_ops << " cpu ops, "
+    << r.iterations << " iterations";
+  if (r.nvtx_events) s << ", " << r.nvtx_events << " nvtx";
+  if (r.memory_events) s << ", " << r.memory_events << " memory events";
+  s << ", " << r.gpus << " GPUs";
+  if (r.start_ns && r.end_ns) {
+    char span[64];
+    std::snprintf(span, sizeof span, ", span %.6f s",
+                  static_cast<double>(*r.end_ns - *r.start_ns) / 1e9);
+    s << span;
+  }
+  s << ", vendor " << r.gpu_vendor.value_or("none");
+  if (r.note) s << " (" << *r.note << ")";
+  return s.str();
+}
+
+}  // namespace fleetscope::importers

@@ -1,0 +1,112 @@
+// Kineto / PyTorch-profiler Chrome-trace JSON → trace store: tokenizer → parser → tracker.
+#include <simdjson.h>
+
+#include <filesystem>
+
+#include "fleetscope/importers/importers.h"
+#include "import_util.h"
+#include "kineto_parser.h"
+#include "kineto_tokenizer.h"
+#include "kineto_tracker.h"
+
+namespace fleetscope::importers {
+
+std::string file_stem(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  for (const char* ext : {".gz", ".json", ".sqlite", ".db"}) {
+    std::string e(ext);
+    if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0)
+      name.resize(name.size() - e.size());
+  }
+  return name;
+}
+
+static ImportResult import_kineto_unchecked(const std::string& path, store::Writer& writer,
+                                            const ImportOptions& options);
+
+ImportResult import_kineto(const std::string& path, store::Writer& writer,
+                           const ImportOptions& options) {
+  try {
+    return import_kineto_unchecked(path, writer, options);
+  } catch (const simdjson::simdjson_error& e) {
+    // Every simdjson call checks its error code; this is a safety net so that no malformed
+    // input can surface as anything but an InputError.
+    throw InputError(path, "", std::string("invalid JSON: ") + e.what());
+  }
+}
+
+static ImportResult import_kineto_unchecked(const std::string& path, store::Writer& writer,
+                                            const ImportOptions& options) {
+  using namespace kineto;
+  ImportResult result;
+  result.path = path;
+  result.source = "kineto-json";
+  InputBuffer input = read_input(path);
+  result.input_bytes = static_cast<int64_t>(input.size);
+  Tokenizer tokenizer(path, input);
+  TraceMeta meta = tokenizer.read_metadata();
+
+  store::Capture capture;
+  capture.kind = store::CaptureKind::imported;
+  capture.source = result.source;
+  capture.source_path = path;
+  capture.id = writer.add_capture(capture);
+  result.capture_id = capture.id;
+
+  Parser parser(tokenizer, meta.base_time_ns);
+  Tracker tracker(writer, capture.id, meta, result);
+  const int64_t every = std::max<int64_t>(1, options.progress_every_events);
+  tokenizer.for_each_event([&](const RawEvent& ev) {
+    ++result.events_seen;
+    if (options.progress && result.events_seen % every == 0)
+      options.progress(
+          {path, static_cast<int64_t>(ev.offset), result.input_bytes, result.events_seen, false});
+    const char* category = nullptr;
+    switch (classify(ev, &category)) {
+      case EventKind::kernel:
+        tracker.add_kernel(parser.kernel(ev));
+        break;
+      case EventKind::memcpy:
+        tracker.add_memcpy(parser.memcpy(ev));
+        break;
+      case EventKind::memset:
+        tracker.add_memset(parser.memset(ev));
+        break;
+      case EventKind::runtime:
+        tracker.add_runtime(parser.runtime(ev, false), ev);
+        break;
+      case EventKind::driver:
+        tracker.add_runtime(parser.runtime(ev, true), ev);
+        break;
+      case EventKind::sync:
+        tracker.add_sync(parser.sync(ev));
+        break;
+      case EventKind::cpu_op:
+        tracker.add_cpu_op(parser.cpu_op(ev, category), ev);
+        break;
+      case EventKind::memory:
+        tracker.add_memory(parser.memory(ev), ev);
+        break;
+      case EventKind::metadata:
+        tracker.on_metadata(ev);
+        ++result.events_skipped;
+        break;
+      case EventKind::ignored:
+        if (ev.ph.empty()) parser.missing(ev, "ph");
+        ++result.events_skipped;
+        break;
+    }
+  });
+  tracker.finish(options.workflow_name.empty() ? file_stem(path) : options.workflow_name);
+
+  capture.start_ns = result.start_ns;
+  capture.end_ns = result.end_ns;
+  capture.gpu_vendor = result.gpu_vendor;
+  capture.note = result.note;
+  writer.update_capture(capture);
+  if (options.progress)
+    options.progress({path, result.input_bytes, result.input_bytes, result.events_seen, true});
+  return result;
+}
+
+}  // namespace fleetscope::importers

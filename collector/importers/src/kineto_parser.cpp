@@ -1,0 +1,310 @@
+#include "kineto_parser.h"
+
+#include <charconv>
+
+namespace fleetscope::importers::kineto {
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+EventKind classify(const RawEvent& ev, const char** cpu_category) {
+  if (ev.ph == "M") return EventKind::metadata;
+  if (ev.ph == "i" || ev.ph == "I")
+    return ev.name == "[memory]" ? EventKind::memory : EventKind::ignored;
+  if (ev.ph != "X") return EventKind::ignored;  // flows (s/f: ac2g, fwdbwd), counters, B/E
+  const std::string_view c = ev.cat;
+  auto cpu = [&](const char* category) {
+    if (cpu_category) *cpu_category = category;
+    return EventKind::cpu_op;
+  };
+  if (iequals(c, "kernel")) return EventKind::kernel;
+  if (iequals(c, "gpu_memcpy") || iequals(c, "memcpy")) return EventKind::memcpy;
+  if (iequals(c, "gpu_memset") || iequals(c, "memset")) return EventKind::memset;
+  if (iequals(c, "cuda_runtime") || iequals(c, "runtime")) {
+    // Old TensorBoard-era traces filed driver calls under "Runtime" too.
+    bool driver =
+        ev.name.size() > 2 && ev.name.substr(0, 2) == "cu" && ev.name.substr(0, 4) != "cuda";
+    return driver ? EventKind::driver : EventKind::runtime;
+  }
+  if (iequals(c, "cuda_driver") || iequals(c, "driver")) return EventKind::driver;
+  if (iequals(c, "cuda_sync")) return EventKind::sync;
+  if (iequals(c, "cpu_op") || iequals(c, "operator")) return cpu("cpu_op");
+  if (iequals(c, "user_annotation")) return cpu("user_annotation");
+  if (iequals(c, "gpu_user_annotation")) return cpu("gpu_user_annotation");
+  if (iequals(c, "python_function")) return cpu("python_function");
+  return EventKind::ignored;  // Trace spans, cuda_profiler_range, overhead, ...
+}
+
+std::optional<int32_t> parse_memory_kind(std::string_view w) {
+  w = trim(w);
+  if (iequals(w, "Pageable")) return store::kMemPageable;
+  if (iequals(w, "Pinned")) return store::kMemPinned;
+  if (iequals(w, "Device")) return store::kMemDevice;
+  if (iequals(w, "Array")) return store::kMemArray;
+  if (iequals(w, "Managed")) return store::kMemManaged;
+  if (iequals(w, "Device Static")) return store::kMemDeviceStatic;
+  if (iequals(w, "Managed Static")) return store::kMemManagedStatic;
+  if (iequals(w, "Unknown")) return store::kMemUnknown;
+  return std::nullopt;  // e.g. ROCm's "Host": pageable or pinned is not said
+}
+
+MemcpyName parse_memcpy_name(std::string_view name) {
+  MemcpyName out;
+  std::string_view rest = name;
+  if (rest.substr(0, 7) == "Memcpy ") rest.remove_prefix(7);
+  std::string_view kind = rest.substr(0, rest.find(' '));
+  static const struct {
+    const char* text;
+    int32_t value;
+  } kinds[] = {{"HtoD", store::kMemcpyHtoD}, {"DtoH", store::kMemcpyDtoH},
+               {"HtoA", store::kMemcpyHtoA}, {"AtoH", store::kMemcpyAtoH},
+               {"AtoA", store::kMemcpyAtoA}, {"AtoD", store::kMemcpyAtoD},
+               {"DtoA", store::kMemcpyDtoA}, {"DtoD", store::kMemcpyDtoD},
+               {"HtoH", store::kMemcpyHtoH}, {"PtoP", store::kMemcpyPtoP}};
+  for (const auto& k : kinds)
+    if (kind == k.text) out.copyKind = k.value;
+  auto open = name.find('(');
+  auto arrow = name.find("->");
+  auto close = name.rfind(')');
+  if (open != std::string_view::npos && arrow != std::string_view::npos &&
+      close != std::string_view::npos && open < arrow && arrow < close) {
+    out.srcKind = parse_memory_kind(name.substr(open + 1, arrow - open - 1));
+    out.dstKind = parse_memory_kind(name.substr(arrow + 2, close - arrow - 2));
+  }
+  return out;
+}
+
+std::optional<int32_t> parse_memset_kind(std::string_view name) {
+  auto open = name.find('(');
+  auto close = name.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+    return std::nullopt;
+  return parse_memory_kind(name.substr(open + 1, close - open - 1));
+}
+
+int32_t parse_sync_kind(std::string_view t) {
+  t = trim(t);
+  if (iequals(t, "Event Sync")) return store::kSyncEvent;
+  if (iequals(t, "Stream Wait Event")) return store::kSyncStreamWaitEvent;
+  if (iequals(t, "Stream Sync")) return store::kSyncStream;
+  if (iequals(t, "Context Sync")) return store::kSyncContext;
+  return store::kSyncUnknown;
+}
+
+std::optional<int64_t> profiler_step(std::string_view name) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::string_view digits = name.substr(prefix.size());
+  int64_t n = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc() || p != digits.data() + digits.size()) return std::nullopt;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Parser::missing(const RawEvent& ev, const char* field) const {
+  tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                           std::string(ev.cat) + "\"): missing required field \"" + field + "\"");
+}
+
+void Parser::wrong(const RawEvent& ev, const char* field, const char* expected) const {
+  tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                           std::string(ev.cat) + "\"): field \"" + field +
+                           "\" has the wrong type, expected " + expected);
+}
+
+void Parser::span(const RawEvent& ev, int64_t& start, int64_t& end) const {
+  if (!ev.ts_ns) missing(ev, "ts");
+  if (!ev.dur_ns) missing(ev, "dur");
+  start = base_ns_ + *ev.ts_ns;
+  end = start + std::max<int64_t>(0, *ev.dur_ns);
+}
+
+int64_t Parser::instant(const RawEvent& ev) const {
+  if (!ev.ts_ns) missing(ev, "ts");
+  return base_ns_ + *ev.ts_ns;
+}
+
+void Parser::require_name(const RawEvent& ev) const {
+  if (!ev.has_name) missing(ev, "name");
+}
+
+std::optional<int64_t> Parser::int_arg(const RawEvent& ev, const ArgValue& v,
+                                       const char* field) const {
+  if (!v.present()) return std::nullopt;
+  if (v.is_number()) return v.as_int();
+  if (v.kind == ArgValue::Kind::string) {  // ROCm writes some numbers as strings ("2560")
+    int64_t n = 0;
+    auto [p, ec] = std::from_chars(v.s.data(), v.s.data() + v.s.size(), n);
+    if (ec == std::errc() && p == v.s.data() + v.s.size()) return n;
+  }
+  wrong(ev, field, "an integer");
+}
+
+int32_t Parser::device_of(const RawEvent& ev) const {
+  if (auto d = int_arg(ev, ev.args.device, "args.device")) return static_cast<int32_t>(*d);
+  if (ev.pid.present && ev.pid.is_int) return static_cast<int32_t>(ev.pid.value);
+  missing(ev, "args.device");
+}
+
+int32_t Parser::stream_of(const RawEvent& ev) const {
+  if (auto s = int_arg(ev, ev.args.stream, "args.stream")) return static_cast<int32_t>(*s);
+  if (ev.tid.present && ev.tid.is_int) return static_cast<int32_t>(ev.tid.value);
+  // "stream 7" thread names of old traces.
+  if (ev.tid.present && ev.tid.text.substr(0, 7) == "stream ") {
+    int64_t n = 0;
+    auto t = ev.tid.text.substr(7);
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+    if (ec == std::errc()) return static_cast<int32_t>(n);
+  }
+  missing(ev, "args.stream");
+}
+
+store::Kernel Parser::kernel(const RawEvent& ev) const {
+  require_name(ev);
+  store::Kernel k;
+  span(ev, k.start, k.end);
+  k.deviceId = device_of(ev);
+  k.streamId = stream_of(ev);
+  if (auto c = int_arg(ev, ev.args.context, "args.context")) k.contextId = static_cast<int32_t>(*c);
+  k.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
+  k.demangledName = std::string(ev.name);
+  const auto& a = ev.args;
+  if (a.grid.kind == ArgValue::Kind::triple) {
+    k.gridX = static_cast<int32_t>(a.grid.v[0]);
+    k.gridY = static_cast<int32_t>(a.grid.v[1]);
+    k.gridZ = static_cast<int32_t>(a.grid.v[2]);
+  } else if (a.grid.present()) {
+    wrong(ev, "args.grid", "an array of 3 integers");
+  }
+  if (a.block.kind == ArgValue::Kind::triple) {
+    k.blockX = static_cast<int32_t>(a.block.v[0]);
+    k.blockY = static_cast<int32_t>(a.block.v[1]);
+    k.blockZ = static_cast<int32_t>(a.block.v[2]);
+  } else if (a.block.present()) {
+    wrong(ev, "args.block", "an array of 3 integers");
+  }
+  if (auto r = int_arg(ev, a.registers, "args.registers per thread"))
+    k.registersPerThread = static_cast<int32_t>(*r);
+  // Kineto reports static + dynamic shared memory as one number; it is kept as the static part.
+  if (auto s = int_arg(ev, a.shared_memory, "args.shared memory"))
+    k.staticSharedMemory = static_cast<int32_t>(*s);
+  auto real = [&](const ArgValue& v, const char* field) -> std::optional<double> {
+    if (!v.present()) return std::nullopt;
+    if (!v.is_number()) wrong(ev, field, "a number");
+    return v.as_real();
+  };
+  k.blocksPerSm = real(a.blocks_per_sm, "args.blocks per SM");
+  k.warpsPerSm = real(a.warps_per_sm, "args.warps per SM");
+  k.estOccupancy = real(a.est_occupancy, "args.est. achieved occupancy %");
+  return k;
+}
+
+store::Memcpy Parser::memcpy(const RawEvent& ev) const {
+  require_name(ev);
+  store::Memcpy m;
+  span(ev, m.start, m.end);
+  m.deviceId = device_of(ev);
+  m.streamId = stream_of(ev);
+  if (auto c = int_arg(ev, ev.args.context, "args.context")) m.contextId = static_cast<int32_t>(*c);
+  m.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
+  m.bytes = int_arg(ev, ev.args.bytes, "args.bytes").value_or(0);
+  MemcpyName parsed = parse_memcpy_name(ev.name);
+  m.copyKind = parsed.copyKind;
+  m.srcKind = parsed.srcKind;
+  m.dstKind = parsed.dstKind;
+  if (m.copyKind == store::kMemcpyUnknown && ev.args.kind.kind == ArgValue::Kind::string) {
+    // ROCm: args.kind "HtoD"
+    m.copyKind = parse_memcpy_name("Memcpy " + std::string(ev.args.kind.s)).copyKind;
+  }
+  return m;
+}
+
+store::Memset Parser::memset(const RawEvent& ev) const {
+  require_name(ev);
+  store::Memset m;
+  span(ev, m.start, m.end);
+  m.deviceId = device_of(ev);
+  m.streamId = stream_of(ev);
+  if (auto c = int_arg(ev, ev.args.context, "args.context")) m.contextId = static_cast<int32_t>(*c);
+  m.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
+  m.bytes = int_arg(ev, ev.args.bytes, "args.bytes").value_or(0);
+  m.memKind = parse_memset_kind(ev.name);
+  return m;
+}
+
+store::RuntimeCall Parser::runtime(const RawEvent& ev, bool driver) const {
+  require_name(ev);
+  store::RuntimeCall r;
+  span(ev, r.start, r.end);
+  r.eventClass = driver ? store::ApiClass::driver : store::ApiClass::runtime;
+  r.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
+  if (auto c = int_arg(ev, ev.args.cbid, "args.cbid")) r.cbid = static_cast<int32_t>(*c);
+  r.name = std::string(ev.name);
+  return r;
+}
+
+store::Sync Parser::sync(const RawEvent& ev) const {
+  require_name(ev);
+  store::Sync s;
+  span(ev, s.start, s.end);
+  if (auto d = int_arg(ev, ev.args.device, "args.device"))
+    s.deviceId = static_cast<int32_t>(*d);
+  else if (ev.pid.present && ev.pid.is_int)
+    s.deviceId = static_cast<int32_t>(ev.pid.value);
+  if (auto c = int_arg(ev, ev.args.context, "args.context")) s.contextId = static_cast<int32_t>(*c);
+  if (auto st = int_arg(ev, ev.args.stream, "args.stream"); st && *st >= 0)
+    s.streamId = static_cast<int32_t>(*st);
+  s.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
+  s.syncType = parse_sync_kind(
+      ev.args.sync_kind.kind == ArgValue::Kind::string ? ev.args.sync_kind.s : ev.name);
+  if (auto e = int_arg(ev, ev.args.wait_event_id, "args.wait_on_cuda_event_id"); e && *e >= 0)
+    s.eventId = *e;
+  return s;
+}
+
+store::CpuOp Parser::cpu_op(const RawEvent& ev, const char* category) const {
+  require_name(ev);
+  store::CpuOp op;
+  span(ev, op.start, op.end);
+  op.name = std::string(ev.name);
+  op.category = category;
+  op.externalId = int_arg(ev, ev.args.external_id, "args.External id");
+  return op;
+}
+
+store::MemoryEvent Parser::memory(const RawEvent& ev) const {
+  store::MemoryEvent m;
+  m.ts = instant(ev);
+  auto type = int_arg(ev, ev.args.device_type, "args.Device Type").value_or(1);
+  auto id = int_arg(ev, ev.args.device_id, "args.Device Id").value_or(-1);
+  m.deviceId = type == 0 ? -1 : static_cast<int32_t>(id);  // c10 DeviceType 0 = CPU
+  m.address = int_arg(ev, ev.args.addr, "args.Addr");
+  auto bytes = int_arg(ev, ev.args.bytes, "args.Bytes");
+  if (!bytes) missing(ev, "args.Bytes");
+  m.bytes = *bytes;
+  m.total_allocated = int_arg(ev, ev.args.total_allocated, "args.Total Allocated");
+  m.total_reserved = int_arg(ev, ev.args.total_reserved, "args.Total Reserved");
+  return m;
+}
+
+}  // namespace fleetscope::importers::kineto

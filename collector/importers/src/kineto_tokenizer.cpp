@@ -1,0 +1,611 @@
+#include "kineto_tokenizer.h"
+
+#include <zlib.h>
+
+#include <simdjson.h>
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "fleetscope/store/error.h"
+
+namespace fleetscope::importers::kineto {
+
+namespace od = simdjson::ondemand;
+
+// ---------------------------------------------------------------------------------------------
+// Input: whole file, gunzipped when needed, into a buffer with simdjson padding.
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
+  std::string data;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    if (size > 0) data.reserve(static_cast<size_t>(size) + simdjson::SIMDJSON_PADDING);
+    std::fseek(f, 0, SEEK_SET);
+  }
+  char chunk[1 << 16];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) data.append(chunk, n);
+  bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw InputError(path, "", "read error");
+  return data;
+}
+
+}  // namespace
+
+InputBuffer read_input(const std::string& path) {
+  InputBuffer in;
+  std::string raw = read_file(path);
+  in.file_bytes = static_cast<int64_t>(raw.size());
+  if (raw.empty())
+    throw InputError(path, "byte 0", "empty file, expected a Kineto trace (JSON or gzip)");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+  if (raw.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
+    in.gzip = true;
+    // ISIZE (last 4 bytes, mod 2^32) is a good first guess of the decompressed size.
+    size_t guess = raw.size() * 8;
+    if (raw.size() >= 18) {
+      const unsigned char* t = bytes + raw.size() - 4;
+      size_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
+      // Only trust it when plausible (a truncated file ends in arbitrary bytes): deflate expands
+      // at most ~1032:1, and the first allocation is capped; the buffer grows as needed anyway.
+      if (isize >= raw.size() && isize <= raw.size() * 1032)
+        guess = std::min<size_t>(isize + 1, size_t{1} << 30);
+    }
+    std::string out;
+    out.resize(guess + simdjson::SIMDJSON_PADDING);
+    z_stream zs{};
+    if (inflateInit2(&zs, 15 + 32) != Z_OK) throw Error("zlib: inflateInit2 failed");
+    zs.next_in = const_cast<Bytef*>(bytes);
+    zs.avail_in = static_cast<uInt>(raw.size());
+    size_t produced = 0;
+    for (;;) {
+      if (out.size() - produced < simdjson::SIMDJSON_PADDING + 65536) out.resize(out.size() * 2);
+      size_t room = out.size() - produced - simdjson::SIMDJSON_PADDING;
+      zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+      zs.avail_out = static_cast<uInt>(std::min<size_t>(room, 1u << 30));
+      uInt before = zs.avail_out;
+      int rc = inflate(&zs, Z_NO_FLUSH);
+      produced += before - zs.avail_out;
+      if (rc == Z_STREAM_END) {
+        // Concatenated gzip members are one stream (gzip -c a b > c); anything else after the
+        // end is ignored like gzip itself does with trailing zeros.
+        if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
+          inflateReset(&zs);
+          continue;
+        }
+        break;
+      }
+      if (rc == Z_OK) continue;
+      if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
+        std::string where = "byte " + std::to_string(zs.total_in) + " of compressed input";
+        inflateEnd(&zs);
+        throw InputError(path, where,
+                         "truncated gzip stream (input ended after " + std::to_string(produced) +
+                             " decompressed bytes, expected more data and the gzip trailer)");
+      }
+      if (rc == Z_BUF_ERROR) continue;  // needs more output room
+      std::string where = "byte " + std::to_string(zs.total_in) + " of compressed input";
+      std::string msg = zs.msg ? zs.msg : "error " + std::to_string(rc);
+      inflateEnd(&zs);
+      throw InputError(path, where, "corrupt gzip data (" + msg + ")");
+    }
+    inflateEnd(&zs);
+    out.resize(produced + simdjson::SIMDJSON_PADDING);
+    std::memset(out.data() + produced, 0, simdjson::SIMDJSON_PADDING);
+    in.data = std::move(out);
+    in.size = produced;
+    if (produced == 0) throw InputError(path, "byte 0", "gzip stream decompresses to nothing");
+  } else {
+    in.size = raw.size();
+    raw.resize(raw.size() + simdjson::SIMDJSON_PADDING, '\0');
+    in.data = std::move(raw);
+  }
+  return in;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers.
+
+std::optional<int64_t> micros_text_to_ns(std::string_view text) {
+  size_t i = 0, n = text.size();
+  while (n > 0 &&
+         (text[n - 1] == ' ' || text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == '\t'))
+    --n;
+  bool neg = false;
+  if (i < n && text[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  if (i >= n || text[i] < '0' || text[i] > '9') return std::nullopt;
+  constexpr uint64_t kMaxWhole = (static_cast<uint64_t>(INT64_MAX) - 1000) / 1000;
+  uint64_t whole = 0;
+  for (; i < n && text[i] >= '0' && text[i] <= '9'; ++i) {
+    whole = whole * 10 + static_cast<uint64_t>(text[i] - '0');
+    if (whole > kMaxWhole) return std::nullopt;
+  }
+  int64_t frac = 0;
+  int taken = 0;
+  bool round_up = false, rounding_seen = false;
+  if (i < n && text[i] == '.') {
+    ++i;
+    for (; i < n && text[i] >= '0' && text[i] <= '9'; ++i) {
+      if (taken < 3) {
+        frac = frac * 10 + (text[i] - '0');
+        ++taken;
+      } else if (!rounding_seen) {
+        round_up = text[i] >= '5';
+        rounding_seen = true;
+      }
+    }
+  }
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    // Exponent form: rare in traces; go through a double.
+    std::string copy(text.substr(0, n));
+    char* end = nullptr;
+    double v = std::strtod(copy.c_str(), &end);
+    if (!end || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+    double ns = v * 1000.0;
+    if (std::fabs(ns) > 9.2e18) return std::nullopt;
+    return static_cast<int64_t>(std::llround(ns));
+  }
+  if (i != n) return std::nullopt;
+  for (; taken < 3; ++taken) frac *= 10;
+  int64_t ns = static_cast<int64_t>(whole) * 1000 + frac + (round_up ? 1 : 0);
+  return neg ? -ns : ns;
+}
+
+namespace {
+
+bool parse_number_text(std::string_view t, ArgValue& out) {
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
+  bool real = t.find_first_of(".eE") != std::string_view::npos;
+  if (!real) {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec == std::errc() && p == t.data() + t.size()) {
+      out.kind = ArgValue::Kind::integer;
+      out.i = v;
+      return true;
+    }
+  }
+  double d = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
+  if (ec != std::errc() || p != t.data() + t.size()) return false;
+  out.kind = ArgValue::Kind::real;
+  out.d = d;
+  return true;
+}
+
+const char* type_name(od::json_type t) {
+  switch (t) {
+    case od::json_type::array:
+      return "an array";
+    case od::json_type::object:
+      return "an object";
+    case od::json_type::number:
+      return "a number";
+    case od::json_type::string:
+      return "a string";
+    case od::json_type::boolean:
+      return "a boolean";
+    case od::json_type::null:
+      return "null";
+  }
+  return "a value";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Tokenizer.
+
+struct Tokenizer::Impl {
+  od::parser parser;
+  const char* base = nullptr;
+};
+
+Tokenizer::Tokenizer(std::string path, const InputBuffer& input)
+    : path_(std::move(path)), input_(input), impl_(new Impl) {
+  impl_->base = input_.data.data();
+}
+
+Tokenizer::~Tokenizer() {
+  delete impl_;
+}
+
+std::string Tokenizer::position(size_t offset) const {
+  offset = std::min(offset, input_.size);
+  size_t line =
+      1 + static_cast<size_t>(std::count(input_.data.data(), input_.data.data() + offset, '\n'));
+  return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+}
+
+void Tokenizer::fail(size_t offset, const std::string& what) const {
+  throw InputError(path_, position(offset), what);
+}
+
+namespace {
+
+// Where the iterator stands, for error messages (end of input when the iterator is past it).
+template <class T>
+size_t location_of(T& iterable, const char* base, size_t size) {
+  const char* loc = nullptr;
+  if (iterable.current_location().get(loc) == simdjson::SUCCESS && loc)
+    return static_cast<size_t>(loc - base);
+  return size;
+}
+
+}  // namespace
+
+#define FS_JSON_FAIL(where, err) \
+  fail(where, std::string("invalid JSON: ") + simdjson::error_message(err))
+
+TraceMeta Tokenizer::read_metadata() {
+  TraceMeta meta;
+  const size_t size = input_.size;
+  od::document doc;
+  auto err =
+      impl_->parser
+          .iterate(simdjson::padded_string_view(input_.data.data(), size, input_.data.size()))
+          .get(doc);
+  if (err) FS_JSON_FAIL(0, err);
+  od::json_type root_type;
+  if ((err = doc.type().get(root_type))) FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+  if (root_type == od::json_type::array) {
+    meta.events_is_root_array = true;
+    return meta;
+  }
+  if (root_type != od::json_type::object)
+    fail(0, std::string("the document is ") + type_name(root_type) +
+                ", expected a JSON object with a \"traceEvents\" array");
+  od::object root;
+  if ((err = doc.get_object().get(root))) FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+  bool saw_events = false;
+  auto expect = [&](od::value& v, od::json_type want, std::string_view key) {
+    od::json_type t;
+    if (auto e = v.type().get(t)) FS_JSON_FAIL(location_of(v, impl_->base, size), e);
+    if (t != want)
+      fail(location_of(v, impl_->base, size), "field \"" + std::string(key) + "\" is " +
+                                                  type_name(t) + ", expected " + type_name(want));
+  };
+  auto read_int = [&](od::value& v, std::string_view key) -> std::optional<int64_t> {
+    od::json_type t;
+    if (auto e = v.type().get(t)) FS_JSON_FAIL(location_of(v, impl_->base, size), e);
+    if (t == od::json_type::null) return std::nullopt;
+    if (t != od::json_type::number)
+      fail(location_of(v, impl_->base, size),
+           "field \"" + std::string(key) + "\" is " + type_name(t) + ", expected a number");
+    std::string_view tok;
+    tok = v.raw_json_token();
+    ArgValue a;
+    if (!parse_number_text(tok, a))
+      fail(location_of(v, impl_->base, size), "bad number in \"" + std::string(key) + "\"");
+    return a.as_int();
+  };
+  for (auto field_res : root) {
+    od::field field;
+    if ((err = std::move(field_res).get(field)))
+      FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+    std::string_view key;
+    key = field.unescaped_key();
+    od::value v = field.value();
+    if (key == "traceEvents") {
+      expect(v, od::json_type::array, key);
+      saw_events = true;  // walked in pass 2; skipped here
+    } else if (key == "deviceProperties" || key == "computeProperties") {
+      meta.has_device_properties = true;
+      expect(v, od::json_type::array, key);
+      od::array arr;
+      if ((err = v.get_array().get(arr))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      for (auto dev_res : arr) {
+        od::value dv;
+        if ((err = std::move(dev_res).get(dv)))
+          FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+        expect(dv, od::json_type::object, std::string(key) + "[]");
+        od::object dobj;
+        if ((err = dv.get_object().get(dobj)))
+          FS_JSON_FAIL(location_of(dv, impl_->base, size), err);
+        store::GpuInfo gpu;
+        std::optional<int64_t> threads_per_sm;
+        for (auto df_res : dobj) {
+          od::field df;
+          if ((err = std::move(df_res).get(df)))
+            FS_JSON_FAIL(location_of(dv, impl_->base, size), err);
+          std::string_view dk;
+          dk = df.unescaped_key();
+          od::value x = df.value();
+          if (dk == "name") {
+            std::string_view s;
+            if (x.get_string().get(s) == simdjson::SUCCESS) gpu.name = std::string(s);
+            continue;
+          }
+          od::json_type t;
+          if ((err = x.type().get(t))) FS_JSON_FAIL(location_of(x, impl_->base, size), err);
+          if (t != od::json_type::number) continue;  // unknown extras are tolerated
+          auto val = read_int(x, dk);
+          if (!val) continue;
+          int64_t n = *val;
+          if (dk == "id")
+            gpu.id = static_cast<int32_t>(n);
+          else if (dk == "totalGlobalMem")
+            gpu.totalMemory = n;
+          else if (dk == "computeMajor" || dk == "major")
+            gpu.computeMajor = static_cast<int32_t>(n);
+          else if (dk == "computeMinor" || dk == "minor")
+            gpu.computeMinor = static_cast<int32_t>(n);
+          else if (dk == "maxThreadsPerBlock")
+            gpu.maxThreadsPerBlock = static_cast<int32_t>(n);
+          else if (dk == "maxThreadsPerMultiprocessor" || dk == "maxThreadsPerMultiProcessor")
+            threads_per_sm = n;
+          else if (dk == "regsPerMultiprocessor")
+            gpu.maxRegistersPerSm = static_cast<int32_t>(n);
+          else if (dk == "warpSize")
+            gpu.threadsPerWarp = static_cast<int32_t>(n);
+          else if (dk == "sharedMemPerMultiprocessor" || dk == "maxSharedMemoryPerMultiProcessor")
+            gpu.maxShmemPerSm = n;
+          else if (dk == "numSms" || dk == "multiProcessorCount")
+            gpu.smCount = static_cast<int32_t>(n);
+          else if (dk == "clockRate")
+            gpu.clockRate = n * 1000;  // cudaDeviceProp.clockRate is kHz
+        }
+        if (threads_per_sm && gpu.threadsPerWarp && *gpu.threadsPerWarp > 0)
+          gpu.maxWarpsPerSm = static_cast<int32_t>(*threads_per_sm / *gpu.threadsPerWarp);
+        meta.devices.push_back(std::move(gpu));
+      }
+    } else if (key == "distributedInfo") {
+      od::json_type t;
+      if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if (t != od::json_type::object) continue;
+      od::object dobj;
+      if ((err = v.get_object().get(dobj))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      for (auto df_res : dobj) {
+        od::field df;
+        if ((err = std::move(df_res).get(df))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+        std::string_view dk;
+        dk = df.unescaped_key();
+        od::value x = df.value();
+        if (dk == "rank") {
+          if (auto r = read_int(x, "distributedInfo.rank")) meta.rank = static_cast<int32_t>(*r);
+        } else if (dk == "world_size") {
+          if (auto r = read_int(x, "distributedInfo.world_size"))
+            meta.world_size = static_cast<int32_t>(*r);
+        }
+      }
+    } else if (key == "baseTimeNanoseconds") {
+      if (auto b = read_int(v, key)) meta.base_time_ns = *b;
+    } else if (key == "displayTimeUnit" || key == "host_name" || key == "hostname" ||
+               key == "username") {
+      od::json_type t;
+      if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if (t != od::json_type::string) continue;
+      std::string_view s;
+      if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if (key == "displayTimeUnit")
+        meta.display_time_unit = std::string(s);
+      else if (key == "username")
+        meta.user = std::string(s);
+      else
+        meta.host_name = std::string(s);
+    }
+  }
+  if (!saw_events)
+    fail(0, "missing required field \"traceEvents\" (not a Chrome-trace / Kineto JSON file)");
+  return meta;
+}
+
+namespace {
+
+ArgValue* arg_slot(RawArgs& a, std::string_view k) {
+  switch (k.size()) {
+    case 4:
+      if (k == "grid") return &a.grid;
+      if (k == "kind") return &a.kind;
+      if (k == "size") return &a.size;
+      if (k == "Addr") return &a.addr;
+      if (k == "name") return &a.meta_name;
+      break;
+    case 5:
+      if (k == "block") return &a.block;
+      if (k == "bytes" || k == "Bytes") return &a.bytes;
+      break;
+    case 6:
+      if (k == "device") return &a.device;
+      if (k == "stream") return &a.stream;
+      if (k == "labels") return &a.labels;
+      break;
+    case 7:
+      if (k == "context") return &a.context;
+      break;
+    default:
+      break;
+  }
+  if (k == "cbid") return &a.cbid;
+  if (k == "correlation") return &a.correlation;
+  if (k == "External id" || k == "external id") return &a.external_id;
+  if (k == "registers per thread") return &a.registers;
+  if (k == "shared memory") return &a.shared_memory;
+  if (k == "blocks per SM") return &a.blocks_per_sm;
+  if (k == "warps per SM") return &a.warps_per_sm;
+  if (k == "est. achieved occupancy %") return &a.est_occupancy;
+  if (k == "cuda_sync_kind") return &a.sync_kind;
+  if (k == "wait_on_cuda_event_id") return &a.wait_event_id;
+  if (k == "Device Type") return &a.device_type;
+  if (k == "Device Id") return &a.device_id;
+  if (k == "Total Allocated") return &a.total_allocated;
+  if (k == "Total Reserved") return &a.total_reserved;
+  return nullptr;
+}
+
+}  // namespace
+
+void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
+  const size_t size = input_.size;
+  const char* base = impl_->base;
+  od::document doc;
+  auto err =
+      impl_->parser
+          .iterate(simdjson::padded_string_view(input_.data.data(), size, input_.data.size()))
+          .get(doc);
+  if (err) FS_JSON_FAIL(0, err);
+  od::array events;
+  od::json_type root_type;
+  if ((err = doc.type().get(root_type))) FS_JSON_FAIL(location_of(doc, base, size), err);
+  if (root_type == od::json_type::array) {
+    if ((err = doc.get_array().get(events))) FS_JSON_FAIL(location_of(doc, base, size), err);
+  } else {
+    od::object root;
+    if ((err = doc.get_object().get(root))) FS_JSON_FAIL(location_of(doc, base, size), err);
+    od::value ev_value;
+    if ((err = root.find_field_unordered("traceEvents").get(ev_value)))
+      fail(location_of(doc, base, size), "missing required field \"traceEvents\"");
+    if ((err = ev_value.get_array().get(events)))
+      FS_JSON_FAIL(location_of(ev_value, base, size), err);
+  }
+  size_t index = 0;
+  RawEvent raw;
+  for (auto ev_res : events) {
+    od::value ev;
+    if ((err = std::move(ev_res).get(ev))) FS_JSON_FAIL(location_of(doc, base, size), err);
+    size_t offset = location_of(ev, base, size);
+    auto bad_type = [&](std::string_view key, od::json_type t, const char* want) {
+      fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + std::string(key) +
+                       "\" is " + type_name(t) + ", expected " + want);
+    };
+    od::json_type t;
+    if ((err = ev.type().get(t))) FS_JSON_FAIL(offset, err);
+    if (t != od::json_type::object)
+      fail(offset, "traceEvents[" + std::to_string(index) + "] is " + type_name(t) +
+                       ", expected an event object");
+    od::object obj;
+    if ((err = ev.get_object().get(obj))) FS_JSON_FAIL(offset, err);
+    raw = RawEvent{};
+    raw.index = index;
+    raw.offset = offset;
+    for (auto f_res : obj) {
+      od::field f;
+      if ((err = std::move(f_res).get(f))) FS_JSON_FAIL(location_of(ev, base, size), err);
+      std::string_view key;
+      key = f.unescaped_key();
+      od::value v = f.value();
+      if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, base, size), err);
+      if (key == "ph" || key == "cat" || key == "name") {
+        if (t != od::json_type::string) {
+          if (key == "cat" && t == od::json_type::null) continue;
+          bad_type(key, t, "a string");
+        }
+        std::string_view s;
+        if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
+        if (key == "ph")
+          raw.ph = s;
+        else if (key == "cat")
+          raw.cat = s;
+        else {
+          raw.name = s;
+          raw.has_name = true;
+        }
+      } else if (key == "ts" || key == "dur") {
+        if (t != od::json_type::number) bad_type(key, t, "a number (microseconds)");
+        std::string_view tok;
+        tok = v.raw_json_token();
+        auto ns = micros_text_to_ns(tok);
+        if (!ns)
+          fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + std::string(key) +
+                           "\" is out of range");
+        (key == "ts" ? raw.ts_ns : raw.dur_ns) = ns;
+      } else if (key == "pid" || key == "tid") {
+        RawId& id = key == "pid" ? raw.pid : raw.tid;
+        if (t == od::json_type::number) {
+          std::string_view tok;
+          tok = v.raw_json_token();
+          ArgValue a;
+          if (!parse_number_text(tok, a)) bad_type(key, t, "an integer or a string");
+          id.present = true;
+          id.is_int = true;
+          id.value = a.as_int();
+        } else if (t == od::json_type::string) {
+          std::string_view s;
+          if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
+          id.present = true;
+          id.text = s;
+          // "24572" is a number written as a string (older Kineto).
+          int64_t n = 0;
+          auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+          if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) {
+            id.is_int = true;
+            id.value = n;
+          }
+        } else if (t != od::json_type::null) {
+          bad_type(key, t, "an integer or a string");
+        }
+      } else if (key == "args") {
+        if (t != od::json_type::object) {
+          if (t == od::json_type::null) continue;
+          bad_type(key, t, "an object");
+        }
+        od::object args;
+        if ((err = v.get_object().get(args))) FS_JSON_FAIL(location_of(v, base, size), err);
+        for (auto a_res : args) {
+          od::field af;
+          if ((err = std::move(a_res).get(af))) FS_JSON_FAIL(location_of(v, base, size), err);
+          std::string_view ak;
+          ak = af.unescaped_key();
+          ArgValue* slot = arg_slot(raw.args, ak);
+          if (!slot) continue;  // skipped by the iterator
+          od::value av = af.value();
+          od::json_type at;
+          if ((err = av.type().get(at))) FS_JSON_FAIL(location_of(av, base, size), err);
+          switch (at) {
+            case od::json_type::number: {
+              std::string_view tok;
+              tok = av.raw_json_token();
+              if (!parse_number_text(tok, *slot)) slot->kind = ArgValue::Kind::other;
+              break;
+            }
+            case od::json_type::string:
+              if ((err = av.get_string().get(slot->s)))
+                FS_JSON_FAIL(location_of(av, base, size), err);
+              slot->kind = ArgValue::Kind::string;
+              break;
+            case od::json_type::array: {
+              od::array arr;
+              if ((err = av.get_array().get(arr))) FS_JSON_FAIL(location_of(av, base, size), err);
+              int n = 0;
+              bool ok = true;
+              for (auto x_res : arr) {
+                od::value x;
+                if ((err = std::move(x_res).get(x))) FS_JSON_FAIL(location_of(av, base, size), err);
+                int64_t iv = 0;
+                if (n < 3 && x.get_int64().get(iv) == simdjson::SUCCESS)
+                  slot->v[n] = iv;
+                else
+                  ok = false;
+                ++n;
+              }
+              slot->kind = ok && n == 3 ? ArgValue::Kind::triple : ArgValue::Kind::other;
+              break;
+            }
+            default:
+              slot->kind = ArgValue::Kind::other;
+              break;
+          }
+        }
+      }
+      // other keys ("id", "bp", "s", ...) are skipped by the iterator
+    }
+    fn(raw);
+    ++index;
+  }
+}
+
+}  // namespace fleetscope::importers::kineto

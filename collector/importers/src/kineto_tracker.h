@@ -1,0 +1,76 @@
+// Kineto importer, stage 3 of 3: the tracker. Holds what spans events: processes and threads
+// (string tids get stable synthetic ids), launch → GPU-work correlation (runtime call thread and
+// process for each correlation id), ProfilerStep#N iterations, devices seen, the capture's time
+// span and vendor. GPU-side rows are kept until finish() so their globalPid can be resolved from
+// the launching call whatever the order in the file; CPU-side rows go to the writer at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fleetscope/importers/importers.h"
+#include "fleetscope/store/writer.h"
+#include "kineto_tokenizer.h"
+
+namespace fleetscope::importers::kineto {
+
+class Tracker {
+ public:
+  Tracker(store::Writer& writer, int64_t capture_id, const TraceMeta& meta, ImportResult& result);
+
+  // Thread id of an event: numeric tids as they are, string tids mapped to synthetic ids.
+  int64_t tid_of(const RawId& tid);
+  int64_t pid_of(const RawId& pid) const { return pid.is_int ? pid.value : 0; }
+
+  void on_metadata(const RawEvent& ev);
+  void add_runtime(store::RuntimeCall row, const RawEvent& ev);
+  void add_cpu_op(store::CpuOp row, const RawEvent& ev);
+  void add_memory(store::MemoryEvent row, const RawEvent& ev);
+  void add_kernel(store::Kernel row);
+  void add_memcpy(store::Memcpy row);
+  void add_memset(store::Memset row);
+  void add_sync(store::Sync row);
+
+  // Emits GPU rows, iterations, processes, GPUs; fills the result (span, vendor, note).
+  void finish(const std::string& workflow_name);
+
+ private:
+  struct Launch {
+    int64_t globalTid = 0;
+    int64_t bytes = -1;  // ROCm hipMemcpy* 'size' arg
+  };
+  struct ProcessInfo {
+    std::string name;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+  };
+  struct Step {
+    int64_t start = 0, end = 0;
+  };
+  void see(int64_t start, int64_t end);
+  void see_process(int64_t pid, int64_t start, int64_t end);
+  std::optional<int64_t> launcher_pid(const std::optional<int64_t>& correlation) const;
+
+  store::Writer& writer_;
+  int64_t capture_id_;
+  const TraceMeta& meta_;
+  ImportResult& result_;
+
+  std::unordered_map<std::string, int64_t> string_tids_;
+  std::unordered_map<int64_t, Launch> launches_;
+  std::map<int64_t, ProcessInfo> processes_;
+  std::unordered_map<int64_t, std::string> process_names_;
+  std::map<std::pair<int64_t, int64_t>, Step> steps_;  // (pid, N)
+  std::set<int32_t> devices_;
+  std::vector<store::Kernel> kernels_;
+  std::vector<store::Memcpy> memcpys_;
+  std::vector<store::Memset> memsets_;
+  std::vector<store::Sync> syncs_;
+  bool hip_api_ = false;
+  int64_t start_ = INT64_MAX, end_ = INT64_MIN;
+};
+
+}  // namespace fleetscope::importers::kineto

@@ -1,0 +1,467 @@
+// Nsight Systems SQLite export (`nsys export --type sqlite`) → trace store. Our core tables carry
+// the nsys table and column names, so this is mostly a copy with StringIds ids resolved to text
+// (the writer re-interns them) and a captureId added. Tables nsys leaves out when empty are
+// optional; StringIds and at least one activity table are required. Columns are looked up by
+// name (nsys versions add and drop columns), required ones are checked with a clear error.
+//
+// The export is a foreign, read-only input, not a fleetscope trace database, so it is opened here
+// with sqlite3 directly (read-only, no migration) rather than through store::Database.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "fleetscope/importers/importers.h"
+#include "import_util.h"
+
+namespace fleetscope::importers {
+
+namespace {
+
+class NsysFile {
+ public:
+  // The store opens the file (it is the only code that opens databases); this class only reads.
+  explicit NsysFile(const std::string& path)
+      : path_(path), database_(store::Database::open_external(path)), db_(database_.raw()) {
+    // Reading the schema is the first access that touches the file's pages: a corrupt file fails
+    // here.
+    for_each("SELECT name FROM sqlite_master WHERE type IN ('table','view')", "sqlite_master",
+             [&](sqlite3_stmt* st) { tables_.insert(text(st, 0)); });
+  }
+  NsysFile(const NsysFile&) = delete;
+  NsysFile& operator=(const NsysFile&) = delete;
+
+  bool has_table(const std::string& t) const { return tables_.count(t) > 0; }
+  const std::string& path() const { return path_; }
+
+  std::set<std::string> columns(const std::string& table) {
+    std::set<std::string> cols;
+    for_each("PRAGMA table_info(\"" + table + "\")", table,
+             [&](sqlite3_stmt* st) { cols.insert(text(st, 1)); });
+    return cols;
+  }
+
+  template <class Fn>
+  void for_each(const std::string& sql, const std::string& table, Fn&& fn) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) fail(table);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      try {
+        fn(st);
+      } catch (...) {
+        sqlite3_finalize(st);
+        throw;
+      }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) fail(table);
+  }
+
+  [[noreturn]] void fail(const std::string& table) const {
+    throw InputError(path_, "table " + table, std::string("cannot read: ") + sqlite3_errmsg(db_));
+  }
+
+  static std::string text(sqlite3_stmt* st, int col) {
+    const unsigned char* t = sqlite3_column_text(st, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+
+ private:
+  std::string path_;
+  store::Database database_;
+  sqlite3* db_ = nullptr;
+  std::set<std::string> tables_;
+};
+
+// A SELECT over the columns a table has; missing optional columns read as NULL.
+struct Query {
+  std::string sql;
+  std::map<std::string, int> index;
+};
+
+Query build_query(NsysFile& f, const std::string& table, const std::vector<std::string>& required,
+                  const std::vector<std::string>& optional) {
+  std::set<std::string> have = f.columns(table);
+  Query q;
+  q.sql = "SELECT rowid";
+  int col = 1;
+  for (const auto& c : required) {
+    if (!have.count(c))
+      throw InputError(f.path(), "table " + table, "missing required column '" + c + "'");
+    q.sql += ", \"" + c + "\"";
+    q.index[c] = col++;
+  }
+  for (const auto& c : optional) {
+    q.sql += have.count(c) ? ", \"" + c + "\"" : ", NULL";
+    q.index[c] = col++;
+  }
+  q.sql += " FROM \"" + table + "\"";
+  if (have.count("start")) q.sql += " ORDER BY start";
+  return q;
+}
+
+class Row {
+ public:
+  Row(sqlite3_stmt* st, const Query& q, const NsysFile& f, const char* table)
+      : st_(st), q_(q), f_(f), table_(table) {}
+  bool null(const char* c) const { return sqlite3_column_type(st_, q_.index.at(c)) == SQLITE_NULL; }
+  std::optional<int64_t> opt(const char* c) const {
+    int i = q_.index.at(c);
+    int type = sqlite3_column_type(st_, i);
+    if (type == SQLITE_NULL) return std::nullopt;
+    if (type != SQLITE_INTEGER && type != SQLITE_FLOAT)
+      throw InputError(f_.path(), where(), std::string("column '") + c + "' is not a number");
+    return sqlite3_column_int64(st_, i);
+  }
+  template <class T = int32_t>
+  std::optional<T> opt_as(const char* c) const {
+    auto v = opt(c);
+    return v ? std::optional<T>(static_cast<T>(*v)) : std::nullopt;
+  }
+  int64_t req(const char* c) const {
+    auto v = opt(c);
+    if (!v)
+      throw InputError(f_.path(), where(), std::string("required column '") + c + "' is NULL");
+    return *v;
+  }
+  std::optional<double> real(const char* c) const {
+    int i = q_.index.at(c);
+    if (sqlite3_column_type(st_, i) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(st_, i);
+  }
+  std::optional<std::string> text(const char* c) const {
+    int i = q_.index.at(c);
+    if (sqlite3_column_type(st_, i) == SQLITE_NULL) return std::nullopt;
+    return NsysFile::text(st_, i);
+  }
+  std::string where() const {
+    return std::string("table ") + table_ + " row " + std::to_string(sqlite3_column_int64(st_, 0));
+  }
+
+ private:
+  sqlite3_stmt* st_;
+  const Query& q_;
+  const NsysFile& f_;
+  const char* table_;
+};
+
+constexpr const char* kKernel = "CUPTI_ACTIVITY_KIND_KERNEL";
+constexpr const char* kMemcpy = "CUPTI_ACTIVITY_KIND_MEMCPY";
+constexpr const char* kMemset = "CUPTI_ACTIVITY_KIND_MEMSET";
+constexpr const char* kRuntime = "CUPTI_ACTIVITY_KIND_RUNTIME";
+constexpr const char* kSync = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+constexpr const char* kNvtx = "NVTX_EVENTS";
+constexpr const char* kGpu = "TARGET_INFO_GPU";
+
+}  // namespace
+
+ImportResult import_nsys_sqlite(const std::string& path, store::Writer& writer,
+                                const ImportOptions& options) {
+  ImportResult result;
+  result.path = path;
+  result.source = "nsys-sqlite";
+  NsysFile f(path);
+  if (!f.has_table("StringIds"))
+    throw InputError(
+        path, "table StringIds",
+        "missing table; not an Nsight Systems SQLite export (nsys export --type sqlite)");
+  bool any = false;
+  for (const char* t : {kKernel, kMemcpy, kMemset, kRuntime, kSync, kNvtx, kGpu})
+    any = any || f.has_table(t);
+  if (!any)
+    throw InputError(
+        path, "table CUPTI_ACTIVITY_KIND_KERNEL",
+        "missing table; the export has none of CUPTI_ACTIVITY_KIND_KERNEL/MEMCPY/MEMSET/RUNTIME/"
+        "SYNCHRONIZATION, NVTX_EVENTS, TARGET_INFO_GPU");
+
+  std::unordered_map<int64_t, std::string> strings;
+  {
+    Query q = build_query(f, "StringIds", {"id", "value"}, {});
+    f.for_each(q.sql, "StringIds", [&](sqlite3_stmt* st) {
+      strings.emplace(sqlite3_column_int64(st, 1), NsysFile::text(st, 2));
+    });
+  }
+  auto str = [&](const Row& r, const char* col) -> std::string {
+    int64_t id = r.req(col);
+    auto it = strings.find(id);
+    if (it == strings.end())
+      throw InputError(path, r.where(),
+                       std::string("column '") + col + "' refers to string id " +
+                           std::to_string(id) + ", which is not in StringIds");
+    return it->second;
+  };
+
+  store::Capture capture;
+  capture.kind = store::CaptureKind::imported;
+  capture.source = result.source;
+  capture.source_path = path;
+  capture.id = writer.add_capture(capture);
+  result.capture_id = capture.id;
+
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  auto see = [&](int64_t s, int64_t e) {
+    lo = std::min(lo, s);
+    hi = std::max(hi, e);
+  };
+  const int64_t every = std::max<int64_t>(1, options.progress_every_events);
+  auto tick = [&] {
+    ++result.events_seen;
+    if (options.progress && result.events_seen % every == 0)
+      options.progress({path, 0, 0, result.events_seen, false});
+  };
+  std::set<int32_t> devices;
+
+  if (f.has_table(kKernel)) {
+    Query q = build_query(
+        f, kKernel, {"start", "end", "deviceId", "streamId", "demangledName"},
+        {"contextId", "correlationId", "globalPid", "shortName", "mangledName", "gridX", "gridY",
+         "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+         "dynamicSharedMemory", "localMemoryPerThread", "graphId", "graphNodeId", "launchType"});
+    f.for_each(q.sql, kKernel, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, kKernel);
+      store::Kernel k;
+      k.start = r.req("start");
+      k.end = r.req("end");
+      k.deviceId = static_cast<int32_t>(r.req("deviceId"));
+      k.streamId = static_cast<int32_t>(r.req("streamId"));
+      k.demangledName = str(r, "demangledName");
+      if (!r.null("shortName")) k.shortName = str(r, "shortName");
+      k.contextId = r.opt_as("contextId");
+      k.correlationId = r.opt("correlationId");
+      k.globalPid = r.opt("globalPid");
+      k.gridX = r.opt_as("gridX").value_or(0);
+      k.gridY = r.opt_as("gridY").value_or(0);
+      k.gridZ = r.opt_as("gridZ").value_or(0);
+      k.blockX = r.opt_as("blockX").value_or(0);
+      k.blockY = r.opt_as("blockY").value_or(0);
+      k.blockZ = r.opt_as("blockZ").value_or(0);
+      k.registersPerThread = r.opt_as("registersPerThread");
+      k.staticSharedMemory = r.opt_as("staticSharedMemory");
+      k.dynamicSharedMemory = r.opt_as("dynamicSharedMemory");
+      k.localMemoryPerThread = r.opt_as("localMemoryPerThread");
+      k.graphId = r.opt("graphId");
+      k.graphNodeId = r.opt("graphNodeId");
+      k.launchType = r.opt_as("launchType");
+      k.captureId = capture.id;
+      see(k.start, k.end);
+      devices.insert(k.deviceId);
+      ++result.kernels;
+      tick();
+      writer.add(std::move(k));
+    });
+  }
+  if (f.has_table(kMemcpy)) {
+    Query q = build_query(f, kMemcpy, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"},
+                          {"contextId", "correlationId", "globalPid", "srcKind", "dstKind",
+                           "srcDeviceId", "dstDeviceId", "graphNodeId"});
+    f.for_each(q.sql, kMemcpy, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, kMemcpy);
+      store::Memcpy m;
+      m.start = r.req("start");
+      m.end = r.req("end");
+      m.deviceId = static_cast<int32_t>(r.req("deviceId"));
+      m.streamId = static_cast<int32_t>(r.req("streamId"));
+      m.bytes = r.req("bytes");
+      m.copyKind = static_cast<int32_t>(r.req("copyKind"));
+      m.contextId = r.opt_as("contextId");
+      m.correlationId = r.opt("correlationId");
+      m.globalPid = r.opt("globalPid");
+      m.srcKind = r.opt_as("srcKind");
+      m.dstKind = r.opt_as("dstKind");
+      m.srcDeviceId = r.opt_as("srcDeviceId");
+      m.dstDeviceId = r.opt_as("dstDeviceId");
+      m.graphNodeId = r.opt("graphNodeId");
+      m.captureId = capture.id;
+      see(m.start, m.end);
+      devices.insert(m.deviceId);
+      ++result.memcpys;
+      tick();
+      writer.add(std::move(m));
+    });
+  }
+  if (f.has_table(kMemset)) {
+    Query q =
+        build_query(f, kMemset, {"start", "end", "deviceId", "streamId", "bytes"},
+                    {"contextId", "correlationId", "globalPid", "value", "memKind", "graphNodeId"});
+    f.for_each(q.sql, kMemset, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, kMemset);
+      store::Memset m;
+      m.start = r.req("start");
+      m.end = r.req("end");
+      m.deviceId = static_cast<int32_t>(r.req("deviceId"));
+      m.streamId = static_cast<int32_t>(r.req("streamId"));
+      m.bytes = r.req("bytes");
+      m.contextId = r.opt_as("contextId");
+      m.correlationId = r.opt("correlationId");
+      m.globalPid = r.opt("globalPid");
+      m.value = r.opt_as("value");
+      m.memKind = r.opt_as("memKind");
+      m.graphNodeId = r.opt("graphNodeId");
+      m.captureId = capture.id;
+      see(m.start, m.end);
+      devices.insert(m.deviceId);
+      ++result.memsets;
+      tick();
+      writer.add(std::move(m));
+    });
+  }
+  std::set<int64_t> pids;
+  if (f.has_table(kRuntime)) {
+    Query q = build_query(f, kRuntime, {"start", "end", "globalTid", "nameId"},
+                          {"correlationId", "returnValue", "cbid"});
+    f.for_each(q.sql, kRuntime, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, kRuntime);
+      store::RuntimeCall c;
+      c.start = r.req("start");
+      c.end = r.req("end");
+      c.globalTid = r.req("globalTid");
+      c.name = str(r, "nameId");
+      // nsys files runtime and driver calls in one table; the name tells them apart.
+      bool driver = c.name.rfind("cu", 0) == 0 && c.name.rfind("cuda", 0) != 0;
+      c.eventClass = driver ? store::ApiClass::driver : store::ApiClass::runtime;
+      c.correlationId = r.opt("correlationId");
+      c.returnValue = r.opt_as("returnValue");
+      c.cbid = r.opt_as("cbid");
+      c.captureId = capture.id;
+      see(c.start, c.end);
+      pids.insert(store::pid_of(c.globalTid));
+      ++result.runtime_calls;
+      tick();
+      writer.add(std::move(c));
+    });
+  }
+  if (f.has_table(kSync)) {
+    Query q = build_query(f, kSync, {"start", "end", "syncType"},
+                          {"deviceId", "contextId", "streamId", "correlationId", "globalPid",
+                           "globalTid", "eventId"});
+    f.for_each(q.sql, kSync, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, kSync);
+      store::Sync s;
+      s.start = r.req("start");
+      s.end = r.req("end");
+      s.syncType = static_cast<int32_t>(r.req("syncType"));
+      s.deviceId = r.opt_as("deviceId");
+      s.contextId = r.opt_as("contextId");
+      s.streamId = r.opt_as("streamId");
+      s.correlationId = r.opt("correlationId");
+      s.globalPid = r.opt("globalPid");
+      s.globalTid = r.opt("globalTid");
+      s.eventId = r.opt("eventId");
+      s.captureId = capture.id;
+      see(s.start, s.end);
+      if (s.deviceId) devices.insert(*s.deviceId);
+      ++result.syncs;
+      tick();
+      writer.add(std::move(s));
+    });
+  }
+  if (f.has_table(kNvtx)) {
+    Query q = build_query(f, kNvtx, {"start", "eventType"},
+                          {"end", "rangeId", "text", "textId", "domainId", "globalTid"});
+    f.for_each(q.sql, kNvtx, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, kNvtx);
+      store::NvtxEvent e;
+      e.start = r.req("start");
+      e.end = r.opt("end");
+      e.eventType = static_cast<int32_t>(r.req("eventType"));
+      e.rangeId = r.opt("rangeId");
+      if (auto t = r.text("text"))
+        e.text = *t;
+      else if (!r.null("textId"))
+        e.text = str(r, "textId");
+      e.domainId = r.opt_as("domainId");
+      e.globalTid = r.opt("globalTid");
+      e.captureId = capture.id;
+      see(e.start, e.end.value_or(e.start));
+      ++result.nvtx_events;
+      tick();
+      writer.add(std::move(e));
+    });
+  }
+
+  const bool gpu_activity =
+      result.kernels + result.memcpys + result.memsets + result.syncs + result.runtime_calls > 0;
+  std::set<int32_t> written;
+  if (f.has_table(kGpu)) {
+    Query q = build_query(
+        f, kGpu, {"id"},
+        {"name", "uuid", "busLocation", "totalMemory", "smCount", "computeMajor", "computeMinor",
+         "clockRate", "memoryBandwidth", "maxThreadsPerBlock", "maxWarpsPerSm", "maxBlocksPerSm",
+         "maxRegistersPerSm", "maxShmemPerSm", "threadsPerWarp", "vendor"});
+    f.for_each(q.sql, kGpu, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, kGpu);
+      store::GpuInfo g;
+      g.id = static_cast<int32_t>(r.req("id"));
+      g.captureId = capture.id;
+      g.name = r.text("name").value_or("");
+      g.uuid = r.text("uuid");
+      g.busLocation = r.text("busLocation");
+      g.totalMemory = r.opt("totalMemory");
+      g.smCount = r.opt_as("smCount");
+      g.computeMajor = r.opt_as("computeMajor");
+      g.computeMinor = r.opt_as("computeMinor");
+      g.clockRate = r.opt("clockRate");
+      g.memoryBandwidth = r.opt("memoryBandwidth");
+      g.maxThreadsPerBlock = r.opt_as("maxThreadsPerBlock");
+      g.maxWarpsPerSm = r.opt_as("maxWarpsPerSm");
+      g.maxBlocksPerSm = r.opt_as("maxBlocksPerSm");
+      g.maxRegistersPerSm = r.opt_as("maxRegistersPerSm");
+      g.maxShmemPerSm = r.opt("maxShmemPerSm");
+      g.threadsPerWarp = r.opt_as("threadsPerWarp");
+      g.vendor = "nvidia";  // nsys CUDA traces are NVIDIA's; its 'vendor' column is free text
+      if (!written.insert(g.id).second) return;
+      writer.add_gpu(g);
+    });
+  }
+  for (int32_t d : devices) {
+    if (!written.insert(d).second) continue;
+    store::GpuInfo g;
+    g.id = d;
+    g.captureId = capture.id;
+    writer.add_gpu(g);
+  }
+  result.gpus = static_cast<int64_t>(written.size());
+
+  store::Workflow wf;
+  wf.name = options.workflow_name.empty() ? file_stem(path) : options.workflow_name;
+  int64_t workflow_id = writer.add_workflow(wf);
+  std::map<int64_t, std::string> names;
+  if (f.has_table("PROCESSES")) {
+    Query q = build_query(f, "PROCESSES", {"globalPid"}, {"pid", "name"});
+    f.for_each(q.sql, "PROCESSES", [&](sqlite3_stmt* st) {
+      Row r(st, q, f, "PROCESSES");
+      int64_t gp = r.req("globalPid");
+      pids.insert(store::pid_of(gp));
+      names[store::pid_of(gp)] = r.text("name").value_or("");
+    });
+  }
+  for (int64_t pid : pids) {
+    store::Process p;
+    p.globalPid = store::global_pid(pid);
+    p.pid = pid;
+    p.workflow_id = workflow_id;
+    if (auto it = names.find(pid); it != names.end() && !it->second.empty()) p.command = it->second;
+    writer.upsert_process(p);
+  }
+
+  if (lo != INT64_MAX) {
+    result.start_ns = lo;
+    result.end_ns = hi;
+  }
+  if (gpu_activity)
+    result.gpu_vendor = "nvidia";
+  else
+    result.note = "no GPU activity in this trace";
+  capture.start_ns = result.start_ns;
+  capture.end_ns = result.end_ns;
+  capture.gpu_vendor = result.gpu_vendor;
+  capture.note = result.note;
+  writer.update_capture(capture);
+  if (options.progress) options.progress({path, 0, 0, result.events_seen, true});
+  return result;
+}
+
+}  // namespace fleetscope::importers

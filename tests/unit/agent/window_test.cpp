@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include "fleetscope/agent/trace_window.h"
+
+namespace fleetscope::agent {
+namespace {
+
+constexpr int64_t ms = 1'000'000;
+
+TEST(TraceWindow, FromStartUntilExit) {
+  TraceWindow w(0, 0, 0);
+  EXPECT_EQ(w.start(100), WindowAction::open);
+  EXPECT_EQ(w.state(), WindowState::open);
+  EXPECT_FALSE(w.next_deadline().has_value());
+  EXPECT_EQ(w.on_time(100 + 3600'000 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_exit(), WindowAction::close);
+  EXPECT_EQ(w.state(), WindowState::closed);
+}
+
+TEST(TraceWindow, DelayThenDuration) {
+  TraceWindow w(500 * ms, 2000 * ms, 0);
+  EXPECT_EQ(w.start(0), WindowAction::none);
+  EXPECT_EQ(w.next_deadline(), 500 * ms);
+  EXPECT_EQ(w.on_time(499 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_time(501 * ms), WindowAction::open);
+  EXPECT_EQ(w.next_deadline(), 2501 * ms);
+  EXPECT_EQ(w.on_time(2500 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_time(2501 * ms), WindowAction::close);
+  EXPECT_EQ(w.on_time(9000 * ms), WindowAction::none);  // never reopens
+  EXPECT_EQ(w.on_exit(), WindowAction::none);
+}
+
+TEST(TraceWindow, IterationsOpenAtAStepAndCloseAfterN) {
+  TraceWindow w(0, 0, 3);
+  EXPECT_EQ(w.start(0), WindowAction::none);
+  EXPECT_EQ(w.on_time(1000 * ms), WindowAction::none);  // time alone never opens it
+  EXPECT_EQ(w.on_step_end(5), WindowAction::none);      // not open yet
+  EXPECT_EQ(w.on_step_begin(10), WindowAction::open);
+  EXPECT_EQ(w.on_step_end(20), WindowAction::none);
+  EXPECT_EQ(w.on_step_begin(21), WindowAction::none);
+  EXPECT_EQ(w.on_step_end(30), WindowAction::none);
+  EXPECT_EQ(w.on_step_begin(31), WindowAction::none);
+  EXPECT_EQ(w.on_step_end(40), WindowAction::close);
+  EXPECT_EQ(w.steps_seen(), 3);
+  EXPECT_EQ(w.on_step_begin(41), WindowAction::none);
+}
+
+TEST(TraceWindow, IterationsAfterDelayIgnoreEarlySteps) {
+  TraceWindow w(100 * ms, 0, 1);
+  w.start(0);
+  EXPECT_EQ(w.on_step_begin(50 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_step_end(60 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_step_begin(150 * ms), WindowAction::open);
+  EXPECT_EQ(w.on_step_end(160 * ms), WindowAction::close);
+}
+
+TEST(TraceWindow, DurationCapsAnIterationWindow) {
+  TraceWindow w(0, 10 * ms, 1000);
+  w.start(0);
+  EXPECT_EQ(w.on_step_begin(1 * ms), WindowAction::open);
+  EXPECT_EQ(w.on_time(11 * ms), WindowAction::close);
+}
+
+}  // namespace
+}  // namespace fleetscope::agent

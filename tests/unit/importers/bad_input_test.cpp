@@ -1,0 +1,313 @@
+// Bad input: every case gets a one-line InputError naming the file and the position (byte / line /
+// event index) or the table, and leaves no output database and no temporary file behind.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <sstream>
+
+#include "fleetscope/importers/import_command.h"
+#include "fleetscope/importers/importers.h"
+#include "importer_test_util.h"
+
+namespace fleetscope::importers::test {
+namespace {
+
+// Runs import_files on `input` into dir/out.db; expects InputError whose message contains the file
+// name and every `needles` entry; then checks that only the inputs remain in the folder.
+void expect_rejected(const ScratchDir& dir, const std::string& input,
+                     const std::vector<std::string>& needles) {
+  auto before = dir.entries();
+  const std::string out = dir.file("out.db");
+  try {
+    import_files({input}, out);
+    ADD_FAILURE() << "no error for " << input;
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_EQ(msg.rfind(input, 0), 0u) << "message does not start with the file: " << msg;
+    for (const auto& n : needles)
+      EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(dir.entries(), before) << "something was left behind";
+}
+
+TEST(BadInput, TruncatedGzip) {
+  ScratchDir dir;
+  std::string json = R"({"traceEvents": [)";
+  for (int i = 0; i < 2000; ++i)
+    json += std::string(i ? "," : "") +
+            R"({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": )" +
+            std::to_string(i * 7) + R"(, "dur": 3})";
+  json += "]}";
+  std::string gz = gzip_bytes(json);
+  const std::string in = dir.write("trunc.json.gz", gz.substr(0, gz.size() / 2));
+  expect_rejected(dir, in, {"truncated gzip", "byte "});
+}
+
+TEST(BadInput, TruncatedRealTrace) {
+  const std::string real = kineto_dir() + "/hta-critical_path_alexnet_trace.json.gz";
+  if (!fs::exists(real)) GTEST_SKIP();
+  ScratchDir dir;
+  std::string gz = read_bytes(real);
+  const std::string in = dir.write("alexnet.json.gz", gz.substr(0, gz.size() - 100));
+  expect_rejected(dir, in, {"truncated gzip", "of compressed input"});
+}
+
+TEST(BadInput, CorruptGzip) {
+  ScratchDir dir;
+  std::string gz = gzip_bytes(std::string(5000, ' ') + "{\"traceEvents\": []}");
+  for (size_t i = 20; i < 40 && i < gz.size(); ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);
+  const std::string in = dir.write("corrupt.json.gz", gz);
+  expect_rejected(dir, in, {"gzip", "byte "});
+}
+
+TEST(BadInput, InvalidJson) {
+  ScratchDir dir;
+  const std::string in = dir.write("bad.json",
+                                   "{\"traceEvents\": [\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", "
+                                   "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1},\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"b\", "
+                                   "\"pid\": 1, \"tid\": 1, \"ts\": 2, \"dur\": 1,,}\n"
+                                   "]}");
+  expect_rejected(dir, in, {"invalid JSON", "byte ", "line "});
+}
+
+TEST(BadInput, TruncatedJson) {
+  ScratchDir dir;
+  const std::string in = dir.write("cut.json",
+                                   "{\"traceEvents\": [\n {\"ph\": \"X\", \"cat\": \"cpu_op\", "
+                                   "\"name\": \"a\", \"pid\": 1, \"ts\": 1");
+  expect_rejected(dir, in, {"byte "});
+}
+
+TEST(BadInput, NotJsonAtAll) {
+  ScratchDir dir;
+  const std::string in = dir.write("notes.txt", "hello, this is not a trace\n");
+  expect_rejected(dir, in, {"unrecognised format", "byte 0"});
+}
+
+TEST(BadInput, WrongFieldTypes) {
+  ScratchDir dir;
+  const std::string in = dir.write("types.json",
+                                   "{\"traceEvents\": [\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", "
+                                   "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1},\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+                                   "\"pid\": 0, \"tid\": 7, \"ts\": \"soon\", \"dur\": 1}\n"
+                                   "]}");
+  expect_rejected(dir, in, {"traceEvents[1]", "\"ts\"", "a string", "line 3"});
+}
+
+TEST(BadInput, WrongArgTypes) {
+  ScratchDir dir;
+  const std::string in = dir.write(
+      "args.json",
+      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+      "\"tid\": 7, \"ts\": 1, \"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, "
+      "\"grid\": \"big\"}}]}");
+  expect_rejected(dir, in, {"traceEvents[0]", "args.grid", "byte "});
+}
+
+TEST(BadInput, TraceEventsNotAnArray) {
+  ScratchDir dir;
+  const std::string in = dir.write("shape.json", "{\"traceEvents\": {\"ph\": \"X\"}}");
+  expect_rejected(dir, in, {"traceEvents", "an object, expected an array", "byte "});
+}
+
+TEST(BadInput, MissingRequiredFields) {
+  ScratchDir dir;
+  {
+    const std::string in = dir.write(
+        "nots.json",
+        "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+        "\"pid\": 0, \"tid\": 7, \"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7}}]}");
+    expect_rejected(dir, in, {"traceEvents[0]", "missing required field \"ts\"", "byte "});
+  }
+  {
+    const std::string in =
+        dir.write("nostream.json",
+                  "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+                  "\"pid\": \"gpu\", \"ts\": 1, \"dur\": 1}]}");
+    expect_rejected(dir, in, {"traceEvents[0]", "missing required field", "byte "});
+  }
+  {
+    const std::string in =
+        dir.write("noph.json", "{\"traceEvents\": [{\"cat\": \"kernel\", \"ts\": 1}]}");
+    expect_rejected(dir, in, {"traceEvents[0]", "\"ph\""});
+  }
+  {
+    const std::string in =
+        dir.write("noevents.json", "{\"schemaVersion\": 1, \"deviceProperties\": []}");
+    expect_rejected(dir, in, {"missing required field \"traceEvents\""});
+  }
+}
+
+TEST(BadInput, EmptyFile) {
+  ScratchDir dir;
+  const std::string in = dir.write("empty.json", "");
+  expect_rejected(dir, in, {"empty file", "byte 0"});
+}
+
+TEST(BadInput, CorruptSqlite) {
+  ScratchDir dir;
+  std::string bytes = std::string("SQLite format 3") + '\0' + std::string(4080, '\x7f');
+  const std::string in = dir.write("corrupt.sqlite", bytes);
+  expect_rejected(dir, in, {"sqlite"});
+}
+
+TEST(BadInput, NsysFileMissingTables) {
+  ScratchDir dir;
+  const std::string in = dir.file("other.sqlite");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(in.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES ('hi');", nullptr, nullptr,
+               nullptr);
+  sqlite3_close(db);
+  expect_rejected(dir, in, {"table StringIds", "missing table"});
+
+  const std::string in2 = dir.file("strings-only.sqlite");
+  ASSERT_EQ(sqlite3_open(in2.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT);", nullptr, nullptr,
+               nullptr);
+  sqlite3_close(db);
+  expect_rejected(dir, in2, {"table CUPTI_ACTIVITY_KIND_KERNEL", "missing table"});
+}
+
+TEST(BadInput, NsysTableMissingColumnOrDanglingString) {
+  ScratchDir dir;
+  const std::string in = dir.file("cols.sqlite");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(in.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(
+      db,
+      "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER);",
+      nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  expect_rejected(dir, in,
+                  {"table CUPTI_ACTIVITY_KIND_KERNEL", "missing required column 'streamId'"});
+
+  const std::string in2 = dir.file("dangling.sqlite");
+  ASSERT_EQ(sqlite3_open(in2.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db,
+               "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT);"
+               "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER, end INTEGER, globalTid "
+               "INTEGER, nameId INTEGER);"
+               "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1, 2, 3, 99);",
+               nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  expect_rejected(dir, in2, {"table CUPTI_ACTIVITY_KIND_RUNTIME row 1", "string id 99"});
+}
+
+TEST(BadInput, SecondFileBadLeavesNothingFromTheFirst) {
+  ScratchDir dir;
+  const std::string good = dir.write("good.json", "{\"traceEvents\": []}");
+  const std::string bad = dir.write("bad.json", "{\"traceEvents\": [");
+  auto before = dir.entries();
+  EXPECT_THROW(import_files({good, bad}, dir.file("out.db")), InputError);
+  EXPECT_EQ(dir.entries(), before);
+}
+
+// The CLI: exit codes, stdout/stderr split, --force, and no output on failure.
+TEST(ImportCommand, SummaryProgressAndForce) {
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]})");
+  const std::string out_db = dir.file("out.db");
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({in, "-o", out_db}, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), out_db + "\n");
+  EXPECT_NE(err.str().find(in + ": capture 1 (kineto-json): 1 kernels"), std::string::npos)
+      << err.str();
+  EXPECT_TRUE(fs::exists(out_db));
+
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_import_command({in, "-o", out_db}, out2, err2), 1);
+  EXPECT_NE(err2.str().find("already exists"), std::string::npos);
+  EXPECT_EQ(out2.str(), "");
+
+  std::ostringstream out3, err3;
+  EXPECT_EQ(run_import_command({in, in, "-o", out_db, "--force"}, out3, err3), 0) << err3.str();
+  store::Reader db(out_db);
+  EXPECT_EQ(db.captures().size(), 2u);
+}
+
+TEST(ImportCommand, BadInputExitsOneWithNoOutput) {
+  ScratchDir dir;
+  const std::string in = dir.write("empty.json.gz", "");
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({in, "-o", dir.file("out.db")}, out, err), 1);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_NE(err.str().find("error: " + in + ": byte 0: empty file"), std::string::npos)
+      << err.str();
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"empty.json.gz"});
+  // Existing output is kept untouched when --force is given but the import fails.
+  const std::string keep = dir.write("keep.db", "old");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_import_command({in, "-o", keep, "--force"}, out2, err2), 1);
+  EXPECT_EQ(read_bytes(keep), "old");
+}
+
+TEST(ImportCommand, UsageErrors) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({}, out, err), 2);
+  EXPECT_EQ(run_import_command({"x.json"}, out, err), 2);
+  EXPECT_EQ(run_import_command({"--help"}, out, err), 0);
+}
+
+}  // namespace
+}  // namespace fleetscope::importers::test
+
+namespace fleetscope::importers::test {
+namespace {
+
+// Random corruptions of a valid trace (byte changes, truncations) either import or raise
+// InputError; never another exception, never a crash, never a leftover file.
+TEST(BadInput, RandomCorruptionsOnlyRaiseInputError) {
+  ScratchDir dir;
+  const std::string valid = R"JSON({"deviceProperties": [{"id": 0, "name": "GPU", "numSms": 4}],
+ "distributedInfo": {"rank": 1, "world_size": 2},
+ "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2.25,
+   "args": {"device": 0, "stream": 7, "correlation": 4, "grid": [1, 2, 3], "block": [4, 5, 6]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 9, "dur": 1,
+   "args": {"correlation": 4}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7, "ts": 11,
+   "dur": 1, "args": {"device": 0, "stream": 7, "bytes": 8}},
+  {"ph": "i", "name": "[memory]", "pid": 9, "tid": 9, "ts": 12, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 8}},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 9, "tid": 9, "ts": 8, "dur": 9}
+ ], "baseTimeNanoseconds": 1000})JSON";
+  std::mt19937 rng(1234);
+  const std::string alphabet = "{}[]\",:.-0123456789eE \\azX";
+  int imported = 0, rejected = 0;
+  for (int i = 0; i < 160; ++i) {
+    std::string bytes = valid;
+    if (i % 5 == 0) {
+      bytes.resize(rng() % bytes.size());
+    } else {
+      for (int k = 0; k < 1 + i % 3; ++k)
+        bytes[rng() % bytes.size()] = alphabet[rng() % alphabet.size()];
+    }
+    const std::string in = dir.write("m.json", i % 2 ? bytes : gzip_bytes(bytes));
+    const std::string out = dir.file("m.db");
+    try {
+      import_files({in}, out);
+      ++imported;
+      fs::remove(out);
+    } catch (const InputError& e) {
+      ++rejected;
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+      EXPECT_EQ(std::string(e.what()).rfind(in, 0), 0u) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "case " << i << ": not an InputError: " << e.what();
+    }
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"m.json"}) << "case " << i;
+  }
+  EXPECT_GT(rejected, 30);
+  EXPECT_GT(imported, 0);
+}
+
+}  // namespace
+}  // namespace fleetscope::importers::test
