@@ -15,4 +15,5 @@ CREATE INDEX IF NOT EXISTS nvtx_by_start ON NVTX_EVENTS(captureId, start);
 CREATE INDEX IF NOT EXISTS cpu_ops_by_start ON cpu_ops(captureId, start);
 CREATE INDEX IF NOT EXISTS memory_events_by_ts ON memory_events(captureId, ts);
 CREATE INDEX IF NOT EXISTS device_samples_by_ts ON device_samples(deviceId, ts);
+CREATE INDEX IF NOT EXISTS external_correlation_by_id ON external_correlation(captureId, correlationId);
 CREATE INDEX IF NOT EXISTS findings_by_capture ON findings(captureId);

@@ -209,6 +209,15 @@ CREATE TABLE IF NOT EXISTS cpu_ops (
   captureId   INTEGER NOT NULL   -- capture this row belongs to
 );
 
+-- CUPTI external correlations: which framework-level id (e.g. a PyTorch op id pushed with
+-- cuptiActivityPushExternalCorrelationId) issued which CUDA API call.
+CREATE TABLE IF NOT EXISTS external_correlation (
+  captureId     INTEGER NOT NULL,  -- capture this row belongs to
+  correlationId INTEGER NOT NULL,  -- CUPTI correlation id of the runtime/driver call
+  externalKind  INTEGER NOT NULL,  -- CUpti_ExternalCorrelationKind (1 unknown, 2 OpenACC, 3 custom0 = PyTorch, ...)
+  externalId    INTEGER NOT NULL   -- the id the framework pushed
+);
+
 -- Step boundaries: ProfilerStep#N, NVTX ranges, or the step API.
 CREATE TABLE IF NOT EXISTS iterations (
   captureId   INTEGER NOT NULL,  -- capture the step was seen in

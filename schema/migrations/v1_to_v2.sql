@@ -1,6 +1,12 @@
--- v1 → v2: captures gained a human-readable note; event_extent stores per-table maximum durations
+-- v1 → v2: captures gained a human-readable note; external_correlation was added; event_extent stores per-table maximum durations
 -- for overlap queries. Existing rows get their extents computed here.
 ALTER TABLE captures ADD COLUMN note TEXT;
+CREATE TABLE IF NOT EXISTS external_correlation (
+  captureId     INTEGER NOT NULL,
+  correlationId INTEGER NOT NULL,
+  externalKind  INTEGER NOT NULL,
+  externalId    INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS event_extent (
   tbl          TEXT NOT NULL,
   captureId    INTEGER NOT NULL,

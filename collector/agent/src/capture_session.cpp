@@ -116,17 +116,10 @@ CaptureSummary CaptureSession::close(int64_t now_ns) {
     process_.end_ns = now_ns;
     writer_->upsert_process(process_);
 
-    std::vector<ExternalCorrelation> external =
-        static_cast<WriterSink&>(*sink_).external_correlations();
     translator_.reset();
     sink_.reset();
     writer_->finish();
     writer_.reset();  // closes the connection so the WAL is folded into the file before rename
-    if (!external.empty()) {
-      store::Database db = store::Database::open(output_->temp_path(), store::OpenMode::read_write);
-      write_external_correlations(db, external);
-      db.close();
-    }
     output_->commit();
     summary.written = true;
   } catch (const std::exception& e) {

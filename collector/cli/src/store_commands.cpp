@@ -42,6 +42,7 @@ const std::map<std::string, std::string>& table_labels() {
       {"iterations", "iterations"},
       {"memory_events", "memory_events"},
       {"device_samples", "device_samples"},
+      {"external_correlation", "external_correlations"},
       {"TARGET_INFO_GPU", "gpus"},
       {"findings", "findings"}};
   return labels;

@@ -10,54 +10,12 @@
 namespace fleetscope::launcher {
 namespace {
 
-// The agent keeps CUPTI external correlations in a table of its own (not in trace.sql yet).
-constexpr const char* kExternalTable = "agent_external_correlation";
-
-struct ExternalRow {
-  int64_t captureId, correlationId, externalKind, externalId;
-};
-
-bool has_table(const store::Database& db, const std::string& name) {
-  store::Statement s =
-      db.prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
-  s.bind(1, name);
-  return s.step() && s.column_int(0) > 0;
-}
-
-std::vector<ExternalRow> read_external(const store::Database& db) {
-  std::vector<ExternalRow> rows;
-  if (!has_table(db, kExternalTable)) return rows;
-  store::Statement s = db.prepare(std::string("SELECT captureId, correlationId, externalKind, "
-                                              "externalId FROM ") +
-                                  kExternalTable);
-  while (s.step())
-    rows.push_back({s.column_int(0), s.column_int(1), s.column_int(2), s.column_int(3)});
-  return rows;
-}
-
-void write_external(store::Database& db, const std::vector<ExternalRow>& rows) {
-  db.exec(std::string("CREATE TABLE IF NOT EXISTS ") + kExternalTable +
-          " (captureId INTEGER NOT NULL, correlationId INTEGER NOT NULL,"
-          " externalKind INTEGER NOT NULL, externalId INTEGER NOT NULL)");
-  db.exec("BEGIN");
-  store::Statement insert =
-      db.prepare(std::string("INSERT INTO ") + kExternalTable + " VALUES (?, ?, ?, ?)");
-  for (const ExternalRow& r : rows) {
-    insert.bind(1, r.captureId)
-        .bind(2, r.correlationId)
-        .bind(3, r.externalKind)
-        .bind(4, r.externalId);
-    insert.execute();
-  }
-  db.exec("COMMIT");
-}
 
 }  // namespace
 
 MergeResult merge_parts(const std::vector<std::string>& parts, const std::string& output) {
   MergeResult result;
   store::AtomicOutput atomic(output);
-  std::vector<ExternalRow> external;
   {
     store::WriterOptions options;
     options.writer_name = "fleetscope-run";
@@ -124,19 +82,13 @@ MergeResult merge_parts(const std::vector<std::string>& parts, const std::string
           m.captureId = id;
           writer.add(std::move(m));
         }
-        for (ExternalRow row : read_external(reader.database())) {
-          if (row.captureId != old_id) continue;
+        for (store::ExternalCorrelation row : reader.external_correlations(old_id)) {
           row.captureId = id;
-          external.push_back(row);
+          writer.add(row);
         }
       }
     }
     writer.finish();
-  }
-  if (!external.empty()) {
-    store::Database db = store::Database::open(atomic.temp_path(), store::OpenMode::read_write);
-    write_external(db, external);
-    db.close();
   }
   atomic.commit();
   return result;

@@ -136,6 +136,7 @@ const char* kEventTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
                               "iterations",
                               "memory_events",
                               "device_samples",
+                              "external_correlation",
                               "TARGET_INFO_GPU",
                               "findings"};
 
@@ -461,6 +462,20 @@ std::vector<DeviceSample> Reader::device_samples(const EventFilter& filter) cons
     d.metric = s.column_text(6);
     out.push_back(std::move(d));
   }
+  return out;
+}
+
+std::vector<ExternalCorrelation> Reader::external_correlations(
+    std::optional<int64_t> capture_id) const {
+  std::vector<ExternalCorrelation> out;
+  Statement s = db_.prepare(
+      std::string("SELECT captureId, correlationId, externalKind, externalId FROM "
+                  "external_correlation") +
+      (capture_id ? " WHERE captureId = ?" : "") + " ORDER BY rowid");
+  if (capture_id) s.bind(1, *capture_id);
+  while (s.step())
+    out.push_back({s.column_int(0), s.column_int(1), static_cast<int32_t>(s.column_int(2)),
+                   s.column_int(3)});
   return out;
 }
 

@@ -23,6 +23,7 @@ struct Writer::Batch {
   std::vector<Iteration> iterations;
   std::vector<MemoryEvent> memory_events;
   std::vector<DeviceSample> device_samples;
+  std::vector<ExternalCorrelation> external_correlations;
   size_t rows = 0;
 };
 
@@ -72,6 +73,8 @@ const TableSpec kMemoryEventSpec{
     "INSERT INTO memory_events(ts, captureId, globalPid, deviceId, address, bytes, "
     "total_allocated, total_reserved)",
     8};
+const TableSpec kExternalCorrelationSpec{
+    "INSERT INTO external_correlation(captureId, correlationId, externalKind, externalId)", 4};
 const TableSpec kDeviceSampleSpec{
     "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value, captureId)", 6};
 
@@ -263,6 +266,11 @@ struct Writer::Impl {
       s.bind(p, d.ts).bind(p + 1, d.host_id).bind(p + 2, int64_t{d.deviceId});
       s.bind(p + 3, intern_locked(d.metric)).bind(p + 4, d.value).bind(p + 5, d.captureId);
     });
+    insert_rows(kExternalCorrelationSpec, b.external_correlations,
+                [&](Statement& s, int p, const ExternalCorrelation& x) {
+                  s.bind(p, x.captureId).bind(p + 1, x.correlationId);
+                  s.bind(p + 2, int64_t{x.externalKind}).bind(p + 3, x.externalId);
+                });
   }
 
   void run() {
@@ -457,6 +465,9 @@ void Writer::add(CpuOp row) { impl_->add(&Batch::cpu_ops, std::move(row)); }
 void Writer::add(Iteration row) { impl_->add(&Batch::iterations, std::move(row)); }
 void Writer::add(MemoryEvent row) { impl_->add(&Batch::memory_events, std::move(row)); }
 void Writer::add(DeviceSample row) { impl_->add(&Batch::device_samples, std::move(row)); }
+void Writer::add(ExternalCorrelation row) {
+  impl_->add(&Batch::external_correlations, std::move(row));
+}
 
 void Writer::flush() { impl_->flush(); }
 

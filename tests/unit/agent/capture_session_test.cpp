@@ -171,7 +171,7 @@ TEST_F(CaptureSessionTest, RecordSequenceLandsInTheDatabaseWithExpectedCounts) {
   EXPECT_EQ(iterations[2].start, 2001);
   EXPECT_EQ(iterations[2].end, 2900);
 
-  auto external = read_external_correlations(reader.database());
+  auto external = reader.external_correlations();
   ASSERT_EQ(external.size(), 1u);
   EXPECT_EQ(external[0].correlationId, 1000);
   EXPECT_EQ(external[0].externalId, 31);

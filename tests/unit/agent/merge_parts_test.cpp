@@ -85,7 +85,7 @@ TEST_F(MergePartsTest, MergesCapturesProcessesAndEvents) {
   EXPECT_EQ(reader.string(kernels[0].demangledNameId), "kernelB()");
   EXPECT_EQ(kernels[0].globalPid, 200LL << 24);
 
-  auto external = read_external_correlations(reader.database());
+  auto external = reader.external_correlations();
   ASSERT_EQ(external.size(), 2u);
   std::map<int64_t, int64_t> capture_of_external;
   for (const auto& row : external) capture_of_external[row.externalId] = row.captureId;

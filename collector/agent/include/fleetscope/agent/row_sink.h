@@ -10,15 +10,8 @@
 
 namespace fleetscope::agent {
 
-// CUPTI external correlation (e.g. a PyTorch op id pushed with
-// cuptiActivityPushExternalCorrelationId). The trace schema has no table for it yet, so the agent
-// keeps it in `agent_external_correlation`.
-struct ExternalCorrelation {
-  int64_t captureId = 0;
-  int64_t correlationId = 0;
-  int32_t externalKind = 0;  // CUpti_ExternalCorrelationKind
-  int64_t externalId = 0;
-};
+// CUPTI external correlation (table external_correlation).
+using ExternalCorrelation = store::ExternalCorrelation;
 
 class RowSink {
  public:
@@ -57,8 +50,7 @@ struct VectorSink final : RowSink {
   void add(ExternalCorrelation row) override { external_correlations.push_back(row); }
 };
 
-// Forwards event rows to the store's writer queue; external correlations are kept until
-// write_external_correlations() because the writer has no table for them.
+// Forwards every row to the store's writer queue.
 class WriterSink final : public RowSink {
  public:
   explicit WriterSink(store::Writer& writer) : writer_(writer) {}
@@ -70,17 +62,11 @@ class WriterSink final : public RowSink {
   void add(store::NvtxEvent row) override { writer_.add(std::move(row)); }
   void add(store::Iteration row) override { writer_.add(std::move(row)); }
   void add(store::MemoryEvent row) override { writer_.add(std::move(row)); }
-  void add(ExternalCorrelation row) override { external_.push_back(row); }
-  const std::vector<ExternalCorrelation>& external_correlations() const { return external_; }
+  void add(ExternalCorrelation row) override { writer_.add(row); }
 
  private:
   store::Writer& writer_;
-  std::vector<ExternalCorrelation> external_;
 };
 
-// Creates `agent_external_correlation` if missing and appends the rows (one transaction).
-void write_external_correlations(store::Database& db, const std::vector<ExternalCorrelation>& rows);
-// Reads them back (empty when the table does not exist).
-std::vector<ExternalCorrelation> read_external_correlations(const store::Database& db);
 
 }  // namespace fleetscope::agent

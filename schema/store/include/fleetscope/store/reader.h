@@ -59,6 +59,7 @@ class Reader {
   std::vector<Iteration> iterations(std::optional<int64_t> capture_id = {}) const;
   std::vector<MemoryEvent> memory_events(const EventFilter& filter = {}) const;
   std::vector<DeviceSample> device_samples(const EventFilter& filter = {}) const;
+  std::vector<ExternalCorrelation> external_correlations(std::optional<int64_t> capture_id = {}) const;
   std::vector<Finding> findings(std::optional<int64_t> capture_id = {}) const;
 
   // Streaming variant for large captures: calls `fn` per kernel in start order.

@@ -205,6 +205,14 @@ struct CpuOp {
   int64_t captureId = 0;
 };
 
+// CUPTI external correlation (table external_correlation).
+struct ExternalCorrelation {
+  int64_t captureId = 0;
+  int64_t correlationId = 0;
+  int32_t externalKind = 0;  // CUpti_ExternalCorrelationKind
+  int64_t externalId = 0;
+};
+
 struct Iteration {
   int64_t captureId = 0;
   std::optional<int64_t> globalPid;

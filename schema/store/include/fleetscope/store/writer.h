@@ -72,6 +72,7 @@ class Writer {
   void add(Iteration row);
   void add(MemoryEvent row);
   void add(DeviceSample row);
+  void add(ExternalCorrelation row);
 
   void flush();   // waits until every queued row is in the database
   // flush, record event extents, create indexes, ANALYZE, checkpoint; returns the database path.
