@@ -25,42 +25,12 @@ constexpr int64_t kIterationsTid = 0;
 // Kineto names device memory in "[memory]" events with c10::DeviceType values.
 constexpr int64_t kDeviceTypeCpu = 0, kDeviceTypeCuda = 1;
 
-// CUpti_ActivityMemcpyKind / CUpti_ActivityMemoryKind short names as Kineto prints them in
-// "Memcpy HtoD (Pageable -> Device)" (kineto/libkineto/src/output_json.cpp, CuptiActivity.cpp).
-const char* memcpy_kind_short(int32_t kind) {
-  static const char* const names[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                      "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
-  return kind >= 0 && kind <= 10 ? names[kind] : "Unknown";
-}
-// ENUM_CUDA_MEMCPY_OPER labels (schema/trace.sql).
-const char* memcpy_kind_label(int32_t kind) {
-  static const char* const labels[] = {"Unknown",         "Host-to-Device",  "Device-to-Host",
-                                       "Host-to-Array",   "Array-to-Host",   "Array-to-Array",
-                                       "Array-to-Device", "Device-to-Array", "Device-to-Device",
-                                       "Host-to-Host",    "Peer-to-Peer"};
-  return kind >= 0 && kind <= 10 ? labels[kind] : "Unknown";
-}
-// ENUM_CUDA_MEM_KIND labels (schema/trace.sql), which are also Kineto's memory kind strings.
-const char* memory_kind_label(int32_t kind) {
-  static const char* const labels[] = {"Unknown", "Pageable", "Pinned",        "Device",
-                                       "Array",   "Managed",  "Device Static", "Managed Static"};
-  return kind >= 0 && kind <= 7 ? labels[kind] : "Unknown";
-}
-// ENUM_CUPTI_SYNC_TYPE, named as Kineto names its cuda_sync events.
-const char* sync_name(int32_t type) {
-  switch (type) {
-    case store::kSyncEvent:
-      return "Event Sync";
-    case store::kSyncStreamWaitEvent:
-      return "Stream Wait Event";
-    case store::kSyncStream:
-      return "Stream Sync";
-    case store::kSyncContext:
-      return "Context Sync";
-    default:
-      return "Unknown Sync";
-  }
-}
+// Enum labels come from the store (rows.h), so the exporter, analyzer and reports agree; they
+// match Kineto's spellings (kineto/libkineto/src/output_json.cpp), which the importer reads back.
+using store::memcpy_kind_label;
+using store::memcpy_kind_short;
+using store::memory_kind_label;
+const char* sync_name(int32_t type) { return store::sync_type_label(type); }
 
 std::optional<int64_t> optional_int(const Statement& row, int col) {
   if (row.column_is_null(col)) return std::nullopt;

@@ -347,7 +347,12 @@ Writer::Writer(Database db, WriterOptions options)
   impl_->path = impl_->db.path();
   // A 64 MiB page cache keeps a batch's dirty pages in memory until commit (default is 2 MiB).
   impl_->db.exec("PRAGMA cache_size = -65536");
-  if (options.temporary_output) impl_->db.exec("PRAGMA synchronous = OFF");
+  if (options.temporary_output) {
+    // No reader can see the file before AtomicOutput renames it, and a failed write discards the
+    // whole file: WAL (every page written twice: WAL, then checkpoint) and syncs protect nothing.
+    impl_->db.exec("PRAGMA journal_mode = OFF");
+    impl_->db.exec("PRAGMA synchronous = OFF");
+  }
   impl_->load_strings();
   impl_->thread = std::thread([this] { impl_->run(); });
 }

@@ -123,6 +123,12 @@ enum SyncType : int32_t {
   kSyncUnknown = 0, kSyncEvent = 1, kSyncStreamWaitEvent = 2, kSyncStream = 3, kSyncContext = 4
 };
 
+// Labels of the enums above, one spelling for every part (exporter, analyzer, reports).
+const char* memcpy_kind_short(int32_t kind);  // "HtoD", as in Kineto's "Memcpy HtoD (...)"
+const char* memcpy_kind_label(int32_t kind);  // ENUM_CUDA_MEMCPY_OPER.label, "Host-to-Device"
+const char* memory_kind_label(int32_t kind);  // ENUM_CUDA_MEM_KIND.label, "Pageable" (also Kineto's)
+const char* sync_type_label(int32_t type);    // Kineto's cuda_sync names, "Stream Sync"
+
 struct Memcpy {
   int64_t start = 0, end = 0;
   int32_t deviceId = 0;

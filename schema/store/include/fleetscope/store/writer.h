@@ -31,9 +31,10 @@ struct WriterOptions {
   // finished one-shot file (import, standalone run) is switched back to a rollback journal by
   // finish(), so it is one self-contained file and read-only readers leave no -wal/-shm beside it.
   bool keep_wal_after_finish = false;
-  // For a file written under store::AtomicOutput: nothing is synced while writing (a crash leaves
-  // only a temporary file that is never renamed into place); AtomicOutput::commit() syncs the
-  // finished file once before the rename. Live databases keep synchronous=NORMAL.
+  // For a file written under store::AtomicOutput: no journal and no syncs while writing (a crash
+  // or an error leaves only a temporary file that is never renamed into place);
+  // AtomicOutput::commit() syncs the finished file once before the rename. Live databases keep
+  // WAL + synchronous=NORMAL.
   bool temporary_output = false;
 };
 

@@ -1,0 +1,30 @@
+// Runs a set of rules on one capture and (optionally) stores the findings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fleetscope/analyzer/capture_data.h"
+#include "fleetscope/analyzer/rules.h"
+#include "fleetscope/store/rows.h"
+
+namespace fleetscope::store {
+class Writer;
+}
+
+namespace fleetscope::analyzer {
+
+struct AnalyzeOptions {
+  std::vector<std::string> rules;  // empty = all built-in rules
+  ThresholdOverrides thresholds;
+};
+
+// Findings sorted by impact (largest first). Throws std::invalid_argument for an unknown rule id
+// or an override naming no threshold of a selected rule.
+std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOptions& options = {});
+
+// Replaces the capture's findings in the database with `findings`; returns their new ids.
+std::vector<int64_t> store_findings(store::Writer& writer, int64_t capture_id,
+                                    std::vector<store::Finding>& findings);
+
+}  // namespace fleetscope::analyzer

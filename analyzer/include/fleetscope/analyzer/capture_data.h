@@ -1,0 +1,133 @@
+// One capture loaded into columnar, sorted, in-memory arrays: the input of every metric and rule.
+// The arrays are filled either by the loader (from a trace database) or directly (tests, the
+// 10-million-event benchmark), then `finalize()` sorts them and builds the per-device and
+// per-stream indexes that the metrics walk.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fleetscope/analyzer/intervals.h"
+#include "fleetscope/store/rows.h"
+
+namespace fleetscope::analyzer {
+
+enum class GpuEventKind : uint8_t { kernel, memcpy, memset };
+
+// What a GPU activity does. `computation` is exactly HTA's is_compute_kernel (hta/utils/utils.py,
+// holistictraceanalysis 0.5.0): a name is NOT compute when it matches
+// (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync) with re.match — starts with "nccl" and contains
+// "Kernel" later (communication), contains "Memcpy" or starts with "Memset" (memory), or contains
+// "Sync" (synchronization). Memcpy/memset rows are always memory.
+enum class WorkClass : uint8_t { computation, communication, memory, synchronization };
+const char* to_string(WorkClass work_class);
+WorkClass classify_gpu_work(GpuEventKind kind, const std::string& name);
+
+// Every GPU-side activity (kernels, memcpys, memsets) in one struct of arrays, sorted by start.
+struct GpuEvents {
+  std::vector<int64_t> start, end;
+  std::vector<int32_t> device, stream;
+  std::vector<int64_t> correlation;  // -1 when the source has none
+  std::vector<int64_t> global_pid;   // -1 when unknown
+  std::vector<int64_t> name_id;      // CaptureData::name() key
+  std::vector<GpuEventKind> kind;
+  std::vector<WorkClass> work_class;
+  std::vector<int64_t> bytes;     // memcpy/memset bytes, 0 for kernels
+  std::vector<int8_t> copy_kind;  // CUpti_ActivityMemcpyKind, -1 unless memcpy
+  std::vector<int8_t> src_kind;   // CUpti_ActivityMemoryKind, -1 when unknown
+  std::vector<int8_t> dst_kind;
+
+  size_t size() const { return start.size(); }
+  int64_t duration(size_t i) const { return end[i] - start[i]; }
+  void reserve(size_t n);
+};
+
+// Host-side CUDA API calls, sorted by start.
+struct RuntimeCalls {
+  std::vector<int64_t> start, end;
+  std::vector<int64_t> correlation;  // -1 when none
+  std::vector<int64_t> name_id;
+  std::vector<int64_t> global_tid;
+  size_t size() const { return start.size(); }
+  void reserve(size_t n);
+};
+
+// A named host-side range (DataLoader ops, synchronization calls) used by rules.
+struct HostRange {
+  int64_t start = 0, end = 0;
+  int64_t name_id = 0;
+  int64_t global_tid = 0;
+};
+
+// GPU-side synchronization waits that carry a stream (Kineto cuda_sync "Stream Sync", "Stream Wait
+// Event", and "Event Sync"/"Context Sync" written with the wrapped stream -1). HTA counts them as
+// GPU events in its temporal breakdown, so temporal_breakdown() does; nothing else here does (a
+// wait is not GPU work).
+struct GpuSyncs {
+  std::vector<int64_t> start, end;
+  std::vector<int32_t> device, stream;
+  std::vector<int64_t> name_id;
+  std::vector<WorkClass> work_class;
+  std::vector<int64_t> correlation;  // the waiting runtime call's correlation id, -1 when none
+  std::vector<int64_t> call_of;      // built by finalize(): runtime-call index, or -1
+  size_t size() const { return start.size(); }
+};
+
+// Kineto's name of a CUpti_ActivitySynchronizationType ("Stream Sync", ...).
+const char* sync_label(int32_t sync_type);
+
+struct CaptureData {
+  store::Capture capture;
+  std::vector<store::GpuInfo> gpus;
+  std::vector<store::Process> processes;
+  std::vector<store::Workflow> workflows;
+  std::vector<store::Iteration> iterations;  // sorted by start
+  std::vector<store::MemoryEvent> memory;    // sorted by ts
+  std::vector<HostRange> dataloader_ops;     // cpu_ops named enumerate(DataLoader)...
+  GpuEvents gpu;
+  GpuSyncs gpu_syncs;
+  RuntimeCalls runtime;
+
+  // Names (kernel names, API names). Ids are the store's StringIds ids; the analyzer adds its own
+  // names (e.g. "Memcpy HtoD (Pageable -> Device)") under negative ids via intern().
+  std::unordered_map<int64_t, std::string> names;
+  const std::string& name(int64_t id) const;
+  int64_t intern(const std::string& text);  // finds or adds (negative id for new text)
+  std::optional<int64_t> find_name(const std::string& text) const;
+
+  // Sorts the event arrays and builds the indexes below. Call after filling the arrays.
+  void finalize();
+
+  // Built by finalize(): indexes into `gpu`, each in start order.
+  std::map<int32_t, std::vector<uint32_t>> events_by_device;
+  std::map<std::pair<int32_t, int32_t>, std::vector<uint32_t>> events_by_stream;
+  // Runtime-call index of each GPU event's launching call (same correlation id), or -1.
+  std::vector<int64_t> launch_call_of;
+
+  // Union of GPU activity per device (all event kinds). Built by finalize().
+  std::map<int32_t, IntervalSet> busy_by_device;
+  // First GPU event start to last GPU event end, per device (HTA's denominator).
+  std::optional<Interval> device_span(int32_t device) const;
+  // The capture-wide span of GPU activity, if any.
+  std::optional<Interval> gpu_span() const;
+  // [first step start, last step end] when steps exist (the profiler plugin's denominator).
+  std::optional<Interval> step_span() const;
+
+ private:
+  int64_t next_local_id_ = -1;
+  std::unordered_map<std::string, int64_t> ids_by_name_;
+  bool reverse_index_built_ = false;
+  void build_reverse_index();
+};
+
+// Short kernel-like label for a memcpy, in Kineto's spelling ("Memcpy HtoD (Pageable -> Device)"),
+// so HTA's name-based classification sees the same text.
+std::string memcpy_label(int32_t copy_kind, std::optional<int32_t> src_kind,
+                         std::optional<int32_t> dst_kind);
+
+}  // namespace fleetscope::analyzer

@@ -1,0 +1,73 @@
+// Consolidation inputs for the sharer: per job and GPU, how busy the job keeps the GPU and how
+// much memory it needs, split the way Salus's lane safety condition uses it
+// (sum_i P_i + max_i T_i <= C_lane):
+//   P (persistent bytes): device memory the job holds across iterations (weights, optimizer
+//     state, allocator cache) — the largest allocated level seen at an iteration boundary;
+//   T (ephemeral peak bytes): the most memory one iteration allocates on top of what it started
+//     with — max over iterations of (peak level inside the iteration − level at its start).
+// Both are upper-bound estimates (the safe side for the safety condition). Without iterations,
+// P is the level at the end of the capture and T the capture peak above it. The allocated level
+// is memory_events.total_allocated when the source reports it, else the running sum of bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleetscope/analyzer/capture_data.h"
+#include "fleetscope/store/reader.h"
+
+namespace fleetscope::analyzer {
+
+struct ConsolidationCandidate {
+  int64_t capture_id = 0;
+  int64_t workflow_id = -1;
+  std::string workflow;  // job name
+  std::string user;
+  std::string labels_json = "{}";             // the workflow's labels (JSON object text)
+  std::map<std::string, std::string> labels;  // the same, flattened to strings
+  int32_t device = 0;
+  std::string gpu_name;
+  std::string gpu_uuid;              // TARGET_INFO_GPU.uuid when known (unique across a fleet)
+  int64_t gpu_memory_bytes = 0;      // device capacity C (TARGET_INFO_GPU.totalMemory), 0 unknown
+  int64_t persistent_bytes = 0;      // P
+  int64_t ephemeral_peak_bytes = 0;  // T
+  // Standard deviation of the per-iteration ephemeral peak (the sharer's peak_stddev_bytes); -1
+  // when fewer than two iterations were measured.
+  double ephemeral_peak_stddev_bytes = -1.0;
+  bool memory_measured = false;  // false: no memory events for this job/device (P = T = 0)
+  double utilization = 0;        // GPU busy fraction (step span, else first-to-last event)
+  int64_t busy_ns = 0;
+  int64_t window_ns = 0;
+  int64_t iteration_ns = 0;  // median iteration time, 0 without iterations
+  int64_t iterations = 0;
+  // The analyzer's verdict: utilization below the threshold and memory measured and P + T below
+  // the GPU's capacity (the job could share the GPU).
+  bool co_location_candidate = false;
+  std::string reason;
+};
+
+struct ConsolidationOptions {
+  double max_utilization = 0.5;  // PyTorch profiler's low-utilization line (50 %)
+};
+
+std::vector<ConsolidationCandidate> consolidation_candidates(
+    const CaptureData& data, const ConsolidationOptions& options = {});
+
+// Every capture in the database.
+std::vector<ConsolidationCandidate> consolidation_candidates(
+    const store::Reader& reader, const ConsolidationOptions& options = {});
+
+// P and T from one job's memory events on one device (sorted by ts) and its iterations.
+struct MemoryFootprint {
+  int64_t persistent_bytes = 0;
+  int64_t ephemeral_peak_bytes = 0;
+  int64_t peak_bytes = 0;
+  double ephemeral_peak_stddev_bytes = -1.0;  // over iterations; -1 with fewer than two
+};
+MemoryFootprint memory_footprint(const std::vector<store::MemoryEvent>& events,
+                                 const std::vector<Interval>& iterations);
+
+}  // namespace fleetscope::analyzer

@@ -1,0 +1,46 @@
+#include "fleetscope/analyzer/attribution.h"
+
+#include <set>
+
+namespace fleetscope::analyzer {
+
+int64_t workflow_of_process(const CaptureData& data, int64_t global_pid) {
+  for (const auto& p : data.processes)
+    if (p.globalPid == global_pid && p.workflow_id) return *p.workflow_id;
+  // nsys-encoded pids may arrive with a thread part; compare the pid alone.
+  for (const auto& p : data.processes)
+    if (global_pid >= 0 && p.pid == store::pid_of(global_pid) && p.workflow_id)
+      return *p.workflow_id;
+  if (data.workflows.size() == 1) return data.workflows.front().id;
+  return kUnknownWorkflow;
+}
+
+std::map<std::pair<int64_t, int32_t>, std::vector<uint32_t>> events_by_workflow_device(
+    const CaptureData& data) {
+  std::map<int64_t, int64_t> cache;  // globalPid → workflow
+  std::map<std::pair<int64_t, int32_t>, std::vector<uint32_t>> out;
+  for (uint32_t i = 0; i < data.gpu.size(); ++i) {
+    const int64_t pid = data.gpu.global_pid[i];
+    auto it = cache.find(pid);
+    if (it == cache.end()) it = cache.emplace(pid, workflow_of_process(data, pid)).first;
+    out[{it->second, data.gpu.device[i]}].push_back(i);
+  }
+  return out;
+}
+
+WorkflowInfo workflow_info(const CaptureData& data, int64_t workflow_id) {
+  WorkflowInfo info;
+  for (const auto& w : data.workflows)
+    if (w.id == workflow_id) {
+      info.id = w.id;
+      info.name = w.name;
+      info.user = w.user.value_or("");
+      info.labels_json = w.labels_json.empty() ? "{}" : w.labels_json;
+      return info;
+    }
+  info.name = data.capture.source_path.empty() ? "capture " + std::to_string(data.capture.id)
+                                               : data.capture.source_path;
+  return info;
+}
+
+}  // namespace fleetscope::analyzer

@@ -1,0 +1,413 @@
+#include "fleetscope/analyzer/commands.h"
+
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/diff.h"
+#include "fleetscope/analyzer/fleet.h"
+#include "fleetscope/analyzer/loader.h"
+#include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/analyzer/report.h"
+#include "fleetscope/cli/args.h"
+#include "fleetscope/store/database.h"
+#include "fleetscope/store/error.h"
+#include "fleetscope/store/writer.h"
+
+namespace fleetscope::analyzer {
+
+namespace {
+
+using nlohmann::json;
+
+struct UsageError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Runs `body`, mapping errors to exit codes with one `error: ...` line.
+int guarded(std::ostream& err, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+std::optional<int64_t> optional_id(int64_t value) {
+  return value >= 0 ? std::optional<int64_t>(value) : std::nullopt;
+}
+
+// Writes to `path` atomically (temporary file, rename), or to `out` when path is empty.
+void emit(const std::string& path, std::ostream& out,
+          const std::function<void(std::ostream&)>& fn) {
+  if (path.empty()) {
+    fn(out);
+    return;
+  }
+  store::AtomicOutput output(path);
+  {
+    std::ofstream file(output.temp_path());
+    if (!file) throw InputError(path, "", "cannot open for writing");
+    fn(file);
+    file.flush();
+    if (!file) throw InputError(path, "", "write failed");
+  }
+  output.commit();
+}
+
+ReportFormat parse_format(const std::string& text) {
+  auto format = report_format_from_string(text);
+  if (!format)
+    throw UsageError("--format must be table, markdown, json or chrome-trace, got '" + text + "'");
+  return *format;
+}
+
+ThresholdOverrides parse_overrides(const std::vector<std::string>& items) {
+  ThresholdOverrides out;
+  for (const std::string& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || item.find('.') > eq)
+      throw UsageError("--set expects RULE.THRESHOLD=VALUE, got '" + item + "'");
+    char* end = nullptr;
+    const std::string value = item.substr(eq + 1);
+    double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0')
+      throw UsageError("--set value is not a number: '" + item + "'");
+    out[item.substr(0, eq)] = v;
+  }
+  return out;
+}
+
+std::string pct(double fraction) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << fraction * 100.0 << " %";
+  return s.str();
+}
+
+// HTA's three analyses as HTA computes them (including its last-step filter), for the header.
+std::vector<std::string> summary_lines(const CaptureData& data) {
+  std::vector<std::string> lines;
+  if (HtaStepFilter::for_capture(data).active)
+    lines.push_back(
+        "HTA view: GPU work launched in the last ProfilerStep is left out, as HTA does");
+  auto idle = idle_time_breakdown(data);
+  for (const auto& t : temporal_breakdown(data)) {
+    int64_t host = 0, kernel = 0, other = 0;
+    for (const auto& s : idle)
+      if (s.device == t.device)
+        host += s.host_wait_ns, kernel += s.kernel_wait_ns, other += s.other_ns;
+    lines.push_back("GPU " + std::to_string(t.device) + ": span " + format_duration(t.span_ns) +
+                    ", idle " + pct(t.idle_fraction()) + ", compute " + pct(t.compute_fraction()) +
+                    ", non-compute " + pct(t.non_compute_fraction()) +
+                    " (HTA temporal breakdown); idle summed over streams: host wait " +
+                    format_duration(host) + ", kernel wait " + format_duration(kernel) +
+                    ", other " + format_duration(other));
+  }
+  auto launches = launch_statistics(data);
+  if (!launches.launches.empty())
+    lines.push_back("launches: " + std::to_string(launches.launches.size()) + ", short kernels " +
+                    std::to_string(launches.short_kernels) + ", launch delay p50 " +
+                    format_duration(launches.launch_delay_p50_ns) + " / p95 " +
+                    format_duration(launches.launch_delay_p95_ns));
+  auto steps = step_stats(data);
+  if (steps.count)
+    lines.push_back("steps: " + std::to_string(steps.count) + ", median " +
+                    format_duration(steps.median_ns));
+  if (data.gpu.size() == 0) lines.push_back("no GPU activity in this capture");
+  return lines;
+}
+
+void list_rules(std::ostream& out) {
+  for (const auto& rule : RuleRegistry::builtin().rules()) {
+    out << rule->id() << "  " << rule->title() << "\n";
+    for (const auto& t : rule->thresholds())
+      out << "    " << rule->id() << "." << t.name << " = " << t.value << "  (" << t.source
+          << ")\n";
+  }
+}
+
+}  // namespace
+
+int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
+  std::vector<std::string> positionals, rules, sets;
+  int64_t capture = -1;
+  std::string format = "table", output;
+  bool no_store = false, show_rules = false;
+  cli::ArgParser parser(
+      "fleetscope analyze DB [--capture ID] [--rules LIST] [--set RULE.THRESHOLD=VALUE] "
+      "[--format table|markdown|json|chrome-trace] [-o FILE] [--no-store]",
+      "Runs the antipattern rules on one capture, stores the findings in the database's "
+      "findings table (replacing earlier ones for that capture) and prints them.");
+  parser.positionals("DB", "trace database (fleetscope import / run / daemon)", &positionals, 0, 1)
+      .option("--capture", "ID", "capture to analyse (default: the newest)", &capture)
+      .list("--rules", "LIST", "comma-separated rule ids (default: all; see --list-rules)", &rules)
+      .list("--set", "RULE.THRESHOLD=VALUE", "override a threshold (repeatable)", &sets)
+      .option("--format", "FORMAT", "table (default), markdown, json or chrome-trace", &format)
+      .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
+      .flag("--no-store", "do not write findings into the database", &no_store)
+      .flag("--list-rules", "list the rules and their thresholds, then exit", &show_rules);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (show_rules) {
+    list_rules(out);
+    return 0;
+  }
+  if (positionals.empty()) {
+    err << "error: missing DB\nusage: fleetscope analyze DB ... (see --help)\n";
+    return 2;
+  }
+  return guarded(err, [&] {
+    const ReportFormat fmt = parse_format(format);
+    AnalyzeOptions options;
+    options.rules = rules;
+    options.thresholds = parse_overrides(sets);
+    const std::string& db = positionals[0];
+    std::vector<store::Finding> findings;
+    ReportHeader header;
+    {
+      store::Reader reader(db);
+      const int64_t id = resolve_capture_id(reader, optional_id(capture));
+      CaptureData data = load_capture(reader, id, [&](const std::string& stage, int64_t rows) {
+        err << "analyze: " << stage << ": " << rows << " rows\n";
+      });
+      findings = analyze(data, options);
+      header.capture_id = id;
+      header.source = data.capture.source_path;
+      header.summary_lines = summary_lines(data);
+    }
+    err << "analyze: " << findings.size() << " finding(s)\n";
+    if (!no_store) {
+      store::Writer writer(store::Database::open(db, store::OpenMode::read_write));
+      store_findings(writer, header.capture_id, findings);
+      writer.finish();
+    }
+    emit(output, out, [&](std::ostream& os) { render_findings(findings, fmt, header, os); });
+    return 0;
+  });
+}
+
+int run_report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> positionals;
+  int64_t capture = -1;
+  std::string format = "table", output;
+  cli::ArgParser parser(
+      "fleetscope report DB [--capture ID] [--format table|markdown|json|chrome-trace] [-o FILE]",
+      "Prints the findings stored by `fleetscope analyze` for one capture.");
+  parser.positionals("DB", "trace database", &positionals, 1, 1)
+      .option("--capture", "ID", "capture (default: the newest)", &capture)
+      .option("--format", "FORMAT", "table (default), markdown, json or chrome-trace", &format)
+      .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  return guarded(err, [&] {
+    const ReportFormat fmt = parse_format(format);
+    store::Reader reader(positionals[0]);
+    ReportHeader header;
+    header.capture_id = resolve_capture_id(reader, optional_id(capture));
+    if (auto c = reader.capture(header.capture_id)) header.source = c->source_path;
+    auto findings = reader.findings(header.capture_id);
+    std::stable_sort(findings.begin(), findings.end(),
+                     [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
+    if (findings.empty())
+      err << "report: no stored findings for capture " << header.capture_id
+          << " (run `fleetscope analyze` first)\n";
+    emit(output, out, [&](std::ostream& os) { render_findings(findings, fmt, header, os); });
+    return 0;
+  });
+}
+
+int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> positionals;
+  std::string format = "table";
+  int64_t top = 20;
+  cli::ArgParser parser("fleetscope fleet DB... [--format table|json|csv] [--top N]",
+                        "Ranks jobs across trace databases by wasted GPU-hours (GPU idle time "
+                        "inside each job's first-to-last GPU-event span, per GPU).");
+  parser.positionals("DB...", "trace databases (one per host or capture)", &positionals, 1)
+      .option("--format", "FORMAT", "table (default), json or csv", &format)
+      .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (format != "table" && format != "json" && format != "csv") {
+    err << "error: --format must be table, json or csv\n";
+    return 2;
+  }
+  return guarded(err, [&] {
+    auto ranking = rank_workflows(positionals, [&](const std::string& db, size_t i, size_t n) {
+      err << "fleet: [" << i + 1 << "/" << n << "] " << db << "\n";
+    });
+    if (top > 0 && ranking.size() > static_cast<size_t>(top))
+      ranking.resize(static_cast<size_t>(top));
+    if (format == "json") {
+      json list = json::array();
+      for (const auto& w : ranking)
+        list.push_back({{"workflow", w.workflow},
+                        {"user", w.user},
+                        {"captures", w.captures},
+                        {"devices", w.devices},
+                        {"gpu_hours", w.gpu_hours()},
+                        {"wasted_gpu_hours", w.wasted_gpu_hours()},
+                        {"utilization", w.utilization()},
+                        {"idle_ns", w.idle_ns},
+                        {"span_ns", w.span_ns},
+                        {"findings_impact_ns", w.findings_impact_ns},
+                        {"top_rule", w.top_rule}});
+      out << list.dump(2) << "\n";
+    } else if (format == "csv") {
+      out << "workflow,user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
+             "findings_impact_ns,top_rule\n";
+      for (const auto& w : ranking)
+        out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
+            << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
+            << w.findings_impact_ns << "," << w.top_rule << "\n";
+    } else {
+      out << std::left << std::setw(32) << "WORKFLOW" << std::setw(14) << "WASTED GPU-H"
+          << std::setw(12) << "GPU-H" << std::setw(8) << "UTIL" << std::setw(10) << "CAPTURES"
+          << "TOP FINDING\n";
+      for (const auto& w : ranking) {
+        std::ostringstream wasted, held;
+        wasted << std::setprecision(4) << w.wasted_gpu_hours();
+        held << std::setprecision(4) << w.gpu_hours();
+        out << std::left << std::setw(32) << w.workflow << std::setw(14) << wasted.str()
+            << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization()) << std::setw(10)
+            << w.captures << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
+      }
+    }
+    return 0;
+  });
+}
+
+int run_diff_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> positionals;
+  int64_t before_capture = -1, after_capture = -1;
+  std::string format = "table";
+  cli::ArgParser parser(
+      "fleetscope diff BEFORE.db AFTER.db [--before-capture ID] [--after-capture ID] "
+      "[--format table|json]",
+      "Compares the metrics of two captures (e.g. before and after a fix). With one database "
+      "given twice, pick the captures with --before-capture / --after-capture.");
+  parser.positionals("BEFORE AFTER", "trace databases", &positionals, 2, 2)
+      .option("--before-capture", "ID", "capture in BEFORE (default: newest)", &before_capture)
+      .option("--after-capture", "ID", "capture in AFTER (default: newest)", &after_capture)
+      .option("--format", "FORMAT", "table (default) or json", &format);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (format != "table" && format != "json") {
+    err << "error: --format must be table or json\n";
+    return 2;
+  }
+  return guarded(err, [&] {
+    auto load = [&](const std::string& path, int64_t requested) {
+      store::Reader reader(path);
+      return load_capture(reader, resolve_capture_id(reader, optional_id(requested)));
+    };
+    CaptureData before = load(positionals[0], before_capture);
+    CaptureData after = load(positionals[1], after_capture);
+    CaptureDiff d = diff_captures(before, after);
+    if (format == "json") {
+      json metrics = json::array(), kernels = json::array();
+      for (const auto& m : d.metrics)
+        metrics.push_back({{"metric", m.metric},
+                           {"before", m.before},
+                           {"after", m.after},
+                           {"delta", m.delta()},
+                           {"ratio", m.ratio()}});
+      for (const auto& k : d.kernels)
+        kernels.push_back({{"name", k.name},
+                           {"count_before", k.count_before},
+                           {"count_after", k.count_after},
+                           {"total_ns_before", k.total_ns_before},
+                           {"total_ns_after", k.total_ns_after}});
+      out << json{{"metrics", metrics}, {"kernels", kernels}}.dump(2) << "\n";
+      return 0;
+    }
+    out << std::left << std::setw(24) << "METRIC" << std::setw(18) << "BEFORE" << std::setw(18)
+        << "AFTER"
+        << "RATIO\n";
+    for (const auto& m : d.metrics) {
+      std::ostringstream ratio;
+      ratio << std::fixed << std::setprecision(3) << m.ratio();
+      out << std::left << std::setw(24) << m.metric << std::setw(18) << m.before << std::setw(18)
+          << m.after << (m.before != 0 ? ratio.str() : "-") << "\n";
+    }
+    out << "\nkernels with the largest change in total time:\n";
+    for (const auto& k : d.kernels)
+      out << "  " << format_duration(k.total_ns_before) << " -> "
+          << format_duration(k.total_ns_after) << "  (" << k.count_before << " -> " << k.count_after
+          << ")  " << k.name.substr(0, 100) << "\n";
+    return 0;
+  });
+}
+
+int run_candidates_command(const std::vector<std::string>& args, std::ostream& out,
+                           std::ostream& err) {
+  std::vector<std::string> positionals;
+  std::string format = "table";
+  double max_util = 0.5;
+  cli::ArgParser parser(
+      "fleetscope candidates DB [--max-utilization F] [--format table|json]",
+      "Lists jobs per GPU with utilization, persistent memory P and ephemeral peak T per "
+      "iteration (Salus's lane inputs), marking those that could share a GPU.");
+  parser.positionals("DB", "trace database", &positionals, 1, 1)
+      .option("--max-utilization", "F", "utilization below which a job is a candidate (0.5)",
+              &max_util)
+      .option("--format", "FORMAT", "table (default) or json", &format);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (format != "table" && format != "json") {
+    err << "error: --format must be table or json\n";
+    return 2;
+  }
+  return guarded(err, [&] {
+    store::Reader reader(positionals[0]);
+    ConsolidationOptions options;
+    options.max_utilization = max_util;
+    auto list = consolidation_candidates(reader, options);
+    if (format == "json") {
+      json rows = json::array();
+      for (const auto& c : list)
+        rows.push_back({{"capture_id", c.capture_id},
+                        {"workflow_id", c.workflow_id},
+                        {"workflow", c.workflow},
+                        {"user", c.user},
+                        {"labels", c.labels},
+                        {"device", c.device},
+                        {"gpu_name", c.gpu_name},
+                        {"gpu_memory_bytes", c.gpu_memory_bytes},
+                        {"persistent_bytes", c.persistent_bytes},
+                        {"ephemeral_peak_bytes", c.ephemeral_peak_bytes},
+                        {"ephemeral_peak_stddev_bytes", c.ephemeral_peak_stddev_bytes},
+                        {"gpu_uuid", c.gpu_uuid},
+                        {"memory_measured", c.memory_measured},
+                        {"utilization", c.utilization},
+                        {"iteration_ns", c.iteration_ns},
+                        {"iterations", c.iterations},
+                        {"candidate", c.co_location_candidate},
+                        {"reason", c.reason}});
+      out << rows.dump(2) << "\n";
+      return 0;
+    }
+    out << std::left << std::setw(28) << "WORKFLOW" << std::setw(5) << "GPU" << std::setw(9)
+        << "UTIL" << std::setw(12) << "P (MiB)" << std::setw(12) << "T (MiB)" << std::setw(12)
+        << "ITER"
+        << "VERDICT\n";
+    for (const auto& c : list)
+      out << std::left << std::setw(28) << c.workflow.substr(0, 27) << std::setw(5) << c.device
+          << std::setw(9) << pct(c.utilization) << std::setw(12) << (c.persistent_bytes >> 20)
+          << std::setw(12) << (c.ephemeral_peak_bytes >> 20) << std::setw(12)
+          << format_duration(c.iteration_ns) << (c.co_location_candidate ? "candidate" : "keep")
+          << " (" << c.reason << ")\n";
+    return 0;
+  });
+}
+
+}  // namespace fleetscope::analyzer

@@ -1,0 +1,155 @@
+#include "fleetscope/analyzer/consolidation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "fleetscope/analyzer/attribution.h"
+#include "fleetscope/analyzer/loader.h"
+#include "fleetscope/analyzer/metrics.h"
+
+namespace fleetscope::analyzer {
+
+MemoryFootprint memory_footprint(const std::vector<store::MemoryEvent>& events,
+                                 const std::vector<Interval>& iterations) {
+  MemoryFootprint fp;
+  if (events.empty()) return fp;
+  // Allocated level after each event.
+  std::vector<int64_t> level(events.size());
+  const auto& first = events.front();
+  int64_t running = first.total_allocated ? *first.total_allocated - first.bytes : 0;
+  const int64_t initial = running;
+  for (size_t i = 0; i < events.size(); ++i) {
+    running += events[i].bytes;
+    level[i] = events[i].total_allocated ? *events[i].total_allocated : running;
+    running = level[i];
+    fp.peak_bytes = std::max(fp.peak_bytes, level[i]);
+  }
+  auto level_before = [&](int64_t t) {  // level just before time t
+    auto it = std::lower_bound(events.begin(), events.end(), t,
+                               [](const store::MemoryEvent& e, int64_t v) { return e.ts < v; });
+    return it == events.begin() ? initial : level[static_cast<size_t>(it - events.begin()) - 1];
+  };
+  if (iterations.empty()) {
+    fp.persistent_bytes = level.back();
+    fp.ephemeral_peak_bytes = std::max<int64_t>(0, fp.peak_bytes - fp.persistent_bytes);
+    return fp;
+  }
+  std::vector<double> peaks;
+  for (const Interval& step : iterations) {
+    const int64_t start_level = level_before(step.begin);
+    int64_t peak = start_level;
+    auto it = std::lower_bound(events.begin(), events.end(), step.begin,
+                               [](const store::MemoryEvent& e, int64_t v) { return e.ts < v; });
+    for (; it != events.end() && it->ts < step.end; ++it)
+      peak = std::max(peak, level[static_cast<size_t>(it - events.begin())]);
+    fp.persistent_bytes = std::max(fp.persistent_bytes, start_level);
+    fp.ephemeral_peak_bytes = std::max(fp.ephemeral_peak_bytes, peak - start_level);
+    peaks.push_back(double(peak - start_level));
+  }
+  if (peaks.size() >= 2) {
+    double mean = 0, var = 0;
+    for (double p : peaks) mean += p;
+    mean /= double(peaks.size());
+    for (double p : peaks) var += (p - mean) * (p - mean);
+    fp.ephemeral_peak_stddev_bytes = std::sqrt(var / double(peaks.size()));
+  }
+  return fp;
+}
+
+namespace {
+
+std::map<std::string, std::string> flatten_labels(const std::string& labels_json) {
+  std::map<std::string, std::string> out;
+  auto parsed = nlohmann::json::parse(labels_json, nullptr, false);
+  if (!parsed.is_object()) return out;
+  for (auto it = parsed.begin(); it != parsed.end(); ++it)
+    out[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+  return out;
+}
+
+}  // namespace
+
+std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& data,
+                                                             const ConsolidationOptions& options) {
+  std::vector<ConsolidationCandidate> out;
+  for (const auto& [key, members] : events_by_workflow_device(data)) {
+    const auto [workflow_id, device] = key;
+    ConsolidationCandidate c;
+    c.capture_id = data.capture.id;
+    c.workflow_id = workflow_id;
+    WorkflowInfo info = workflow_info(data, workflow_id);
+    c.workflow = info.name;
+    c.user = info.user;
+    c.labels_json = info.labels_json;
+    c.labels = flatten_labels(info.labels_json);
+    c.device = device;
+    for (const auto& g : data.gpus)
+      if (g.id == device) {
+        c.gpu_name = g.name;
+        c.gpu_memory_bytes = g.totalMemory.value_or(0);
+        c.gpu_uuid = g.uuid.value_or("");
+      }
+
+    // The job's iterations: those of its processes (or unattributed ones).
+    std::vector<Interval> steps;
+    std::vector<int64_t> step_ns;
+    for (const auto& it : data.iterations) {
+      if (it.globalPid && workflow_of_process(data, *it.globalPid) != workflow_id) continue;
+      steps.push_back({it.start, it.end});
+      step_ns.push_back(it.end - it.start);
+    }
+    c.iterations = static_cast<int64_t>(steps.size());
+    c.iteration_ns = quantile(step_ns, 0.5);
+
+    std::vector<Interval> spans;
+    for (uint32_t i : members) spans.push_back({data.gpu.start[i], data.gpu.end[i]});
+    const IntervalSet busy = unite_sorted(spans);
+    Interval window = steps.empty() ? Interval{busy.front().begin, busy.back().end}
+                                    : Interval{steps.front().begin, steps.back().end};
+    for (const Interval& s : steps) window.end = std::max(window.end, s.end);
+    c.window_ns = window.length();
+    c.busy_ns = covered_length(busy, window);
+    c.utilization = c.window_ns ? double(c.busy_ns) / double(c.window_ns) : 0.0;
+
+    std::vector<store::MemoryEvent> memory;
+    for (const auto& e : data.memory)
+      if (e.deviceId == device &&
+          (!e.globalPid || workflow_of_process(data, *e.globalPid) == workflow_id))
+        memory.push_back(e);
+    c.memory_measured = !memory.empty();
+    MemoryFootprint fp = memory_footprint(memory, steps);
+    c.persistent_bytes = fp.persistent_bytes;
+    c.ephemeral_peak_bytes = fp.ephemeral_peak_bytes;
+    c.ephemeral_peak_stddev_bytes = fp.ephemeral_peak_stddev_bytes;
+
+    if (c.utilization >= options.max_utilization) {
+      c.reason = "busy " + std::to_string(int(c.utilization * 100)) + " % of its window";
+    } else if (!c.memory_measured) {
+      c.reason = "no memory events: P and T unknown";
+    } else if (c.gpu_memory_bytes > 0 &&
+               c.persistent_bytes + c.ephemeral_peak_bytes > c.gpu_memory_bytes) {
+      c.reason = "P + T exceed the GPU's memory";
+    } else {
+      c.co_location_candidate = true;
+      c.reason = "low utilization; P + T measured";
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<ConsolidationCandidate> consolidation_candidates(const store::Reader& reader,
+                                                             const ConsolidationOptions& options) {
+  std::vector<ConsolidationCandidate> out;
+  for (const auto& capture : reader.captures()) {
+    CaptureData data = load_capture(reader, capture.id);
+    auto part = consolidation_candidates(data, options);
+    out.insert(out.end(), std::make_move_iterator(part.begin()),
+               std::make_move_iterator(part.end()));
+  }
+  return out;
+}
+
+}  // namespace fleetscope::analyzer

@@ -1,0 +1,199 @@
+#include "fleetscope/analyzer/loader.h"
+
+#include <algorithm>
+
+#include "fleetscope/store/error.h"
+
+namespace fleetscope::analyzer {
+
+namespace {
+
+int64_t int_or(const store::Statement& s, int col, int64_t fallback) {
+  return s.column_is_null(col) ? fallback : s.column_int(col);
+}
+
+void report(const LoadProgress& progress, const std::string& stage, int64_t rows) {
+  if (progress) progress(stage, rows);
+}
+
+void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  auto stmt = reader.database().prepare(
+      "SELECT start, end, deviceId, streamId, correlationId, globalPid, demangledName "
+      "FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?1");
+  stmt.bind(1, capture_id);
+  std::unordered_map<int64_t, WorkClass> class_by_name;
+  while (stmt.step()) {
+    int64_t name_id = stmt.column_int(6);
+    auto cls = class_by_name.find(name_id);
+    if (cls == class_by_name.end())
+      cls = class_by_name
+                .emplace(name_id, classify_gpu_work(GpuEventKind::kernel, data.name(name_id)))
+                .first;
+    auto& g = data.gpu;
+    g.start.push_back(stmt.column_int(0));
+    g.end.push_back(stmt.column_int(1));
+    g.device.push_back(static_cast<int32_t>(stmt.column_int(2)));
+    g.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
+    g.correlation.push_back(int_or(stmt, 4, -1));
+    g.global_pid.push_back(int_or(stmt, 5, -1));
+    g.name_id.push_back(name_id);
+    g.kind.push_back(GpuEventKind::kernel);
+    g.work_class.push_back(cls->second);
+    g.bytes.push_back(0);
+    g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
+  }
+}
+
+void load_memcpys(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  auto stmt = reader.database().prepare(
+      "SELECT start, end, deviceId, streamId, correlationId, globalPid, bytes, copyKind, srcKind, "
+      "dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE captureId = ?1");
+  stmt.bind(1, capture_id);
+  while (stmt.step()) {
+    auto& g = data.gpu;
+    std::optional<int32_t> src, dst;
+    if (!stmt.column_is_null(8)) src = static_cast<int32_t>(stmt.column_int(8));
+    if (!stmt.column_is_null(9)) dst = static_cast<int32_t>(stmt.column_int(9));
+    int32_t copy_kind = static_cast<int32_t>(stmt.column_int(7));
+    g.start.push_back(stmt.column_int(0));
+    g.end.push_back(stmt.column_int(1));
+    g.device.push_back(static_cast<int32_t>(stmt.column_int(2)));
+    g.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
+    g.correlation.push_back(int_or(stmt, 4, -1));
+    g.global_pid.push_back(int_or(stmt, 5, -1));
+    g.name_id.push_back(data.intern(memcpy_label(copy_kind, src, dst)));
+    g.kind.push_back(GpuEventKind::memcpy);
+    g.work_class.push_back(WorkClass::memory);
+    g.bytes.push_back(stmt.column_int(6));
+    g.copy_kind.push_back(static_cast<int8_t>(copy_kind));
+    g.src_kind.push_back(static_cast<int8_t>(src.value_or(-1)));
+    g.dst_kind.push_back(static_cast<int8_t>(dst.value_or(-1)));
+  }
+}
+
+void load_memsets(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  auto stmt = reader.database().prepare(
+      "SELECT start, end, deviceId, streamId, correlationId, globalPid, bytes, memKind "
+      "FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE captureId = ?1");
+  stmt.bind(1, capture_id);
+  const int64_t name_id = data.intern("Memset (Device)");
+  while (stmt.step()) {
+    auto& g = data.gpu;
+    g.start.push_back(stmt.column_int(0));
+    g.end.push_back(stmt.column_int(1));
+    g.device.push_back(static_cast<int32_t>(stmt.column_int(2)));
+    g.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
+    g.correlation.push_back(int_or(stmt, 4, -1));
+    g.global_pid.push_back(int_or(stmt, 5, -1));
+    g.name_id.push_back(name_id);
+    g.kind.push_back(GpuEventKind::memset);
+    g.work_class.push_back(WorkClass::memory);
+    g.bytes.push_back(stmt.column_int(6));
+    g.copy_kind.push_back(-1), g.src_kind.push_back(-1);
+    g.dst_kind.push_back(static_cast<int8_t>(int_or(stmt, 7, -1)));
+  }
+}
+
+void load_runtime(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  auto stmt = reader.database().prepare(
+      "SELECT start, end, correlationId, nameId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+      "WHERE captureId = ?1");
+  stmt.bind(1, capture_id);
+  auto& r = data.runtime;
+  while (stmt.step()) {
+    r.start.push_back(stmt.column_int(0));
+    r.end.push_back(stmt.column_int(1));
+    r.correlation.push_back(int_or(stmt, 2, -1));
+    r.name_id.push_back(stmt.column_int(3));
+    r.global_tid.push_back(stmt.column_int(4));
+  }
+}
+
+// Sync rows with a stream (see GpuSyncs). A row without a device goes to the capture's only GPU.
+void load_gpu_syncs(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  std::optional<int32_t> only_device;
+  if (!data.gpu.device.empty() &&
+      std::all_of(data.gpu.device.begin(), data.gpu.device.end(),
+                  [&](int32_t d) { return d == data.gpu.device.front(); }))
+    only_device = data.gpu.device.front();
+  auto stmt = reader.database().prepare(
+      "SELECT start, end, deviceId, streamId, syncType, correlationId "
+      "FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
+      "WHERE captureId = ?1 AND streamId IS NOT NULL");
+  stmt.bind(1, capture_id);
+  auto& s = data.gpu_syncs;
+  while (stmt.step()) {
+    std::optional<int32_t> device = only_device;
+    if (!stmt.column_is_null(2)) device = static_cast<int32_t>(stmt.column_int(2));
+    if (!device) continue;
+    const std::string name = sync_label(static_cast<int32_t>(stmt.column_int(4)));
+    s.start.push_back(stmt.column_int(0));
+    s.end.push_back(stmt.column_int(1));
+    s.device.push_back(*device);
+    s.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
+    s.name_id.push_back(data.intern(name));
+    s.work_class.push_back(classify_gpu_work(GpuEventKind::kernel, name));
+    s.correlation.push_back(int_or(stmt, 5, -1));
+  }
+}
+
+// The PyTorch profiler names the DataLoader fetch "enumerate(DataLoader)#<iterator>.__next__";
+// the TensorBoard plugin counts those ops as DataLoader time.
+void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  auto stmt = reader.database().prepare(
+      "SELECT c.start, c.end, c.nameId, c.globalTid FROM cpu_ops c JOIN StringIds s ON "
+      "s.id = c.nameId WHERE c.captureId = ?1 AND s.value LIKE 'enumerate(DataLoader)%'");
+  stmt.bind(1, capture_id);
+  while (stmt.step())
+    data.dataloader_ops.push_back(
+        {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3)});
+}
+
+}  // namespace
+
+int64_t resolve_capture_id(const store::Reader& reader, std::optional<int64_t> requested) {
+  const std::string& path = reader.database().path();
+  if (requested) {
+    if (!reader.capture(*requested))
+      throw InputError(path, "table captures", "no capture with id " + std::to_string(*requested));
+    return *requested;
+  }
+  auto all = reader.captures();
+  if (all.empty()) throw InputError(path, "table captures", "no capture in this database");
+  int64_t best = all.front().id;
+  for (const auto& c : all) best = std::max(best, c.id);
+  return best;
+}
+
+CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
+                         const LoadProgress& progress) {
+  CaptureData data;
+  auto capture = reader.capture(capture_id);
+  if (!capture)
+    throw InputError(reader.database().path(), "table captures",
+                     "no capture with id " + std::to_string(capture_id));
+  data.capture = *capture;
+  data.names = reader.strings();
+  data.gpus = reader.gpus(capture_id);
+  data.processes = reader.processes();
+  data.workflows = reader.workflows();
+  data.iterations = reader.iterations(capture_id);
+  store::EventFilter filter;
+  filter.captureId = capture_id;
+  data.memory = reader.memory_events(filter);
+
+  load_kernels(reader, capture_id, data);
+  report(progress, "kernels", static_cast<int64_t>(data.gpu.size()));
+  load_memcpys(reader, capture_id, data);
+  load_memsets(reader, capture_id, data);
+  report(progress, "gpu events", static_cast<int64_t>(data.gpu.size()));
+  load_gpu_syncs(reader, capture_id, data);
+  load_runtime(reader, capture_id, data);
+  report(progress, "runtime calls", static_cast<int64_t>(data.runtime.size()));
+  load_dataloader_ops(reader, capture_id, data);
+  data.finalize();
+  report(progress, "indexed", static_cast<int64_t>(data.gpu.size() + data.runtime.size()));
+  return data;
+}
+
+}  // namespace fleetscope::analyzer

@@ -1,0 +1,483 @@
+// The built-in rule catalogue. Defaults cite where they come from; "fleetscope" marks our own
+// choices where the reference tools report a metric without a firing threshold.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "fleetscope/analyzer/rules.h"
+
+namespace fleetscope::analyzer {
+
+namespace {
+
+using nlohmann::json;
+
+std::string ms(int64_t ns) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(ns >= 10'000'000 ? 0 : 2);
+  s << double(ns) / 1e6 << " ms";
+  return s.str();
+}
+
+std::string percent(double fraction) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << fraction * 100.0 << " %";
+  return s.str();
+}
+
+json thresholds_json(const Rule& rule, const AnalysisContext& context) {
+  json t = json::object();
+  for (const Threshold& th : rule.thresholds()) t[th.name] = context.threshold(rule.id(), th);
+  return t;
+}
+
+json windows_json(const IntervalSet& windows, size_t limit) {
+  json out = json::array();
+  for (size_t i = 0; i < windows.size() && i < limit; ++i)
+    out.push_back({windows[i].begin, windows[i].end});
+  return out;
+}
+
+// Longest first, for evidence.
+IntervalSet longest(IntervalSet set, size_t limit) {
+  std::sort(set.begin(), set.end(),
+            [](const Interval& a, const Interval& b) { return a.length() > b.length(); });
+  if (set.size() > limit) set.resize(limit);
+  return set;
+}
+
+store::Finding make_finding(const Rule& rule, const AnalysisContext& context,
+                            std::optional<int32_t> device, Interval window, int64_t impact_ns,
+                            int64_t denominator_ns, json evidence, std::string recommendation) {
+  store::Finding f;
+  f.captureId = context.data().capture.id;
+  f.rule = rule.id();
+  f.severity = severity_for(impact_ns, denominator_ns);
+  f.deviceId = device;
+  f.window_start = window.begin;
+  f.window_end = window.end;
+  f.impact_ns = impact_ns;
+  evidence["thresholds"] = thresholds_json(rule, context);
+  evidence["denominator_ns"] = denominator_ns;
+  f.evidence_json = evidence.dump();
+  f.recommendation = std::move(recommendation);
+  f.created_ns = context.now_ns();
+  return f;
+}
+
+// Top offenders by name: count and summed time.
+struct Offender {
+  int64_t name_id = 0;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+json offenders_json(const CaptureData& data, const std::unordered_map<int64_t, Offender>& by_name,
+                    size_t limit) {
+  std::vector<Offender> list;
+  for (const auto& [id, o] : by_name) list.push_back(o);
+  std::sort(list.begin(), list.end(), [](const Offender& a, const Offender& b) {
+    return a.count != b.count ? a.count > b.count : a.total_ns > b.total_ns;
+  });
+  json out = json::array();
+  for (size_t i = 0; i < list.size() && i < limit; ++i)
+    out.push_back({{"name", data.name(list[i].name_id)},
+                   {"count", list[i].count},
+                   {"total_ns", list[i].total_ns}});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+class GpuIdleGaps : public Rule {
+ public:
+  std::string id() const override { return "gpu_idle_gaps"; }
+  std::string title() const override { return "GPU idle for long stretches inside the capture"; }
+  std::vector<Threshold> thresholds() const override {
+    return {{"min_gap_ns", 500e6, "nsys analyze gpu_gaps: gaps longer than 500 ms"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const auto min_gap = static_cast<int64_t>(threshold(context, "min_gap_ns"));
+    std::vector<store::Finding> out;
+    const CaptureData& data = context.data();
+    for (const auto& [device, busy] : data.busy_by_device) {
+      auto span = data.device_span(device);
+      if (!span) continue;
+      IntervalSet long_gaps;
+      for (const Interval& gap : gaps(busy, *span))
+        if (gap.length() > min_gap) long_gaps.push_back(gap);
+      if (long_gaps.empty()) continue;
+      const int64_t impact = total_length(long_gaps);
+      json evidence = {{"gap_count", long_gaps.size()},
+                       {"gap_total_ns", impact},
+                       {"longest_gaps", windows_json(longest(long_gaps, 10), 10)}};
+      std::string advice = std::to_string(long_gaps.size()) + " gap(s) longer than " + ms(min_gap) +
+                           " leave GPU " + std::to_string(device) + " idle for " + ms(impact) +
+                           " (" + percent(double(impact) / double(span->length())) +
+                           " of its active span). Look at what the host does in these windows "
+                           "(data loading, checkpointing, evaluation, host synchronization) and "
+                           "overlap it with GPU work: prefetch batches, write checkpoints "
+                           "asynchronously, avoid blocking .item()/.cpu() calls.";
+      out.push_back(make_finding(*this, context, device,
+                                 {long_gaps.front().begin, long_gaps.back().end}, impact,
+                                 span->length(), std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class LowGpuUtilization : public Rule {
+ public:
+  std::string id() const override { return "low_gpu_utilization"; }
+  std::string title() const override {
+    return "GPU busy for less than half of the step time (profiler-plugin utilization)";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"min_utilization", 0.5,
+             "PyTorch profiler (TensorBoard plugin) low GPU utilization advice: below 50 %"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double min_util = threshold(context, "min_utilization");
+    std::vector<store::Finding> out;
+    for (const GpuUtilization& u : context.utilization()) {
+      if (u.window.length() <= 0 || u.utilization() >= min_util) continue;
+      const int64_t idle = u.window.length() - u.busy_ns;
+      json evidence = {{"utilization", u.utilization()},
+                       {"busy_ns", u.busy_ns},
+                       {"window_ns", u.window.length()},
+                       {"window_is_steps", u.window_is_steps}};
+      std::string advice = "GPU " + std::to_string(u.device) + " is busy " +
+                           percent(u.utilization()) + " of the " +
+                           (u.window_is_steps ? "profiled steps" : "capture") + "; " + ms(idle) +
+                           " of GPU time is idle. Check the other findings for the cause (input "
+                           "pipeline, launch overhead, synchronization); if the job is small for "
+                           "this GPU, raise the batch size or share the GPU with other jobs "
+                           "(fleetscope share plan).";
+      out.push_back(make_finding(*this, context, u.device, u.window, idle, u.window.length(),
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class LaunchBoundSmallKernels : public Rule {
+ public:
+  std::string id() const override { return "launch_bound_small_kernels"; }
+  std::string title() const override {
+    return "Kernels shorter than their launch call keep the GPU waiting on the CPU";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"runtime_cutoff_ns", 50e3, "HTA cuda_kernel_launch_stats runtime_cutoff (50 us)"},
+            {"kernel_wait_ns", 30e3, "HTA idle time breakdown consecutive_kernel_delay (30 us)"},
+            {"min_short_kernel_share", 0.3, "fleetscope: at least 30 % of launches are short"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const auto cutoff = static_cast<int64_t>(threshold(context, "runtime_cutoff_ns"));
+    const auto wait = static_cast<int64_t>(threshold(context, "kernel_wait_ns"));
+    const double min_share = threshold(context, "min_short_kernel_share");
+    const CaptureData& data = context.data();
+    const LaunchStatistics& stats = context.launches(cutoff, 100'000);
+    if (stats.launches.empty()) return {};
+    const double share = double(stats.short_kernels) / double(stats.launches.size());
+    if (share < min_share) return {};
+
+    // Stream idle time per HTA category, summed over streams (evidence and impact below).
+    int64_t host_wait = 0, kernel_wait = 0;
+    for (const IdleTimeBreakdown& s : context.idle(wait)) {
+      host_wait += std::max<int64_t>(0, s.host_wait_ns);
+      kernel_wait += std::max<int64_t>(0, s.kernel_wait_ns);
+    }
+    int64_t span_total = 0, idle_total = 0;
+    for (const TemporalBreakdown& t : context.temporal())
+      span_total += t.span_ns, idle_total += t.idle_ns;
+    // Two lower-bound estimates of the same loss, the larger taken: the launch-gap idle time
+    // (HTA kernel wait), and the launch time the short kernels' own work does not cover.
+    // Host wait is reported but not counted: it has causes other than launch cost.
+    const int64_t uncovered = stats.short_kernel_cpu_ns - stats.short_kernel_gpu_ns;
+    const int64_t impact = std::min(std::max(kernel_wait, uncovered), idle_total);
+
+    std::unordered_map<int64_t, Offender> by_name;
+    for (const LaunchRecord& r : stats.launches) {
+      if (!(r.cpu_duration_ns <= cutoff && r.gpu_duration_ns < r.cpu_duration_ns)) continue;
+      Offender& o = by_name[data.gpu.name_id[r.gpu_index]];
+      o.name_id = data.gpu.name_id[r.gpu_index];
+      ++o.count;
+      o.total_ns += r.gpu_duration_ns;
+    }
+    json evidence = {{"launches", stats.launches.size()},
+                     {"short_kernels", stats.short_kernels},
+                     {"short_kernel_share", share},
+                     {"short_kernel_gpu_ns", stats.short_kernel_gpu_ns},
+                     {"short_kernel_launch_ns", stats.short_kernel_cpu_ns},
+                     {"host_wait_ns", host_wait},
+                     {"kernel_wait_ns", kernel_wait},
+                     {"top_offenders", offenders_json(data, by_name, 10)}};
+    auto span = data.gpu_span().value_or(Interval{});
+    std::string advice = std::to_string(stats.short_kernels) + " of " +
+                         std::to_string(stats.launches.size()) + " launches (" + percent(share) +
+                         ") run shorter on the GPU than their launch call takes on the CPU; an "
+                         "estimated " +
+                         ms(impact) + " of GPU time is lost to launch overhead" +
+                         ". Reduce per-kernel launch cost: capture the step in a CUDA graph "
+                         "(torch.cuda.CUDAGraph or torch.compile(mode=\"reduce-overhead\")), fuse "
+                         "small element-wise kernels (torch.compile), or give each kernel more "
+                         "work (larger batch).";
+    return {make_finding(*this, context, std::nullopt, span, impact, span_total,
+                         std::move(evidence), std::move(advice))};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class LongLaunchDelay : public Rule {
+ public:
+  std::string id() const override { return "long_launch_delay"; }
+  std::string title() const override {
+    return "Kernels start long after their launch call returned";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"launch_delay_cutoff_ns", 100e3,
+             "HTA cuda_kernel_launch_stats launch_delay_cutoff (100 us)"},
+            {"min_outlier_share", 0.05, "fleetscope: at least 5 % of launches are delayed"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const auto cutoff = static_cast<int64_t>(threshold(context, "launch_delay_cutoff_ns"));
+    const double min_share = threshold(context, "min_outlier_share");
+    const CaptureData& data = context.data();
+    const LaunchStatistics& stats = context.launches(50'000, cutoff);
+    if (stats.launches.empty()) return {};
+    const double share = double(stats.launch_delay_outliers) / double(stats.launches.size());
+    if (stats.launch_delay_outliers == 0 || share < min_share) return {};
+
+    // Impact: the part of each delayed kernel's wait (launch-call end → kernel start) during
+    // which its device did nothing; queueing behind busy work costs no GPU time.
+    std::map<int32_t, std::vector<Interval>> waits;
+    std::unordered_map<int64_t, Offender> by_name;
+    for (const LaunchRecord& r : stats.launches) {
+      if (r.launch_delay_ns() <= cutoff) continue;
+      waits[r.device].push_back({r.cpu_start + r.cpu_duration_ns, r.gpu_start});
+      Offender& o = by_name[data.gpu.name_id[r.gpu_index]];
+      o.name_id = data.gpu.name_id[r.gpu_index];
+      ++o.count;
+      o.total_ns += r.launch_delay_ns();
+    }
+    int64_t impact = 0;
+    IntervalSet all_waits;
+    for (auto& [device, list] : waits) {
+      IntervalSet united = unite(std::move(list));
+      auto span = data.device_span(device).value_or(Interval{});
+      impact += total_length(intersect(united, gaps(data.busy_by_device.at(device), span)));
+      all_waits = unite(all_waits, united);
+    }
+    int64_t span_total = 0;
+    for (const TemporalBreakdown& t : context.temporal()) span_total += t.span_ns;
+    json evidence = {{"launches", stats.launches.size()},
+                     {"delayed_launches", stats.launch_delay_outliers},
+                     {"delayed_share", share},
+                     {"launch_delay_p50_ns", stats.launch_delay_p50_ns},
+                     {"launch_delay_p95_ns", stats.launch_delay_p95_ns},
+                     {"launch_delay_max_ns", stats.launch_delay_max_ns},
+                     {"idle_while_delayed_ns", impact},
+                     {"longest_waits", windows_json(longest(all_waits, 10), 10)},
+                     {"top_offenders", offenders_json(data, by_name, 10)}};
+    std::string advice =
+        std::to_string(stats.launch_delay_outliers) + " launches (" + percent(share) +
+        ") started more than " + ms(cutoff) + " after their launch call returned (p95 " +
+        ms(stats.launch_delay_p95_ns) +
+        "). Where the GPU was busy this is a deep queue (fine); "
+        "the GPU was idle for " +
+        ms(impact) +
+        " of these waits, which points at cross-stream dependencies (cudaStreamWaitEvent), "
+        "implicit synchronization of the default stream, or pageable copies serializing the "
+        "stream: use non-default streams and pinned memory, and remove needless event waits.";
+    auto window =
+        all_waits.empty() ? Interval{} : Interval{all_waits.front().begin, all_waits.back().end};
+    return {make_finding(*this, context, std::nullopt, window, impact, span_total,
+                         std::move(evidence), std::move(advice))};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class DataLoaderBottleneck : public Rule {
+ public:
+  std::string id() const override { return "dataloader_bottleneck"; }
+  std::string title() const override { return "Input pipeline takes a large share of each step"; }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_step_share", 0.05,
+             "PyTorch profiler (TensorBoard plugin) DataLoader advice: above 5 % of step time"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_share = threshold(context, "max_step_share");
+    const CaptureData& data = context.data();
+    if (data.iterations.empty() || data.dataloader_ops.empty()) return {};
+    std::vector<Interval> ops;
+    for (const HostRange& r : data.dataloader_ops) ops.push_back({r.start, r.end});
+    const IntervalSet loading = unite(std::move(ops));
+    std::vector<Interval> step_list;
+    for (const auto& it : data.iterations) step_list.push_back({it.start, it.end});
+    const IntervalSet steps = unite(std::move(step_list));
+    const int64_t step_ns = total_length(steps);
+    const IntervalSet loading_in_steps = intersect(loading, steps);
+    const int64_t loading_ns = total_length(loading_in_steps);
+    if (step_ns <= 0) return {};
+    const double share = double(loading_ns) / double(step_ns);
+    if (share <= max_share) return {};
+
+    // Impact: DataLoader time during which no GPU had work.
+    IntervalSet any_busy;
+    for (const auto& [device, busy] : data.busy_by_device) any_busy = unite(any_busy, busy);
+    const int64_t impact = total_length(subtract(loading_in_steps, any_busy));
+    json evidence = {{"steps", data.iterations.size()},
+                     {"step_ns", step_ns},
+                     {"dataloader_ns", loading_ns},
+                     {"dataloader_share", share},
+                     {"gpu_idle_during_dataloader_ns", impact},
+                     {"longest_fetches", windows_json(longest(loading_in_steps, 10), 10)}};
+    std::string advice =
+        "The DataLoader takes " + percent(share) + " of step time (" + ms(loading_ns) + " over " +
+        std::to_string(data.iterations.size()) + " steps), " + ms(impact) +
+        " of it with the GPU idle. Load data in parallel and ahead of time: DataLoader("
+        "num_workers=N>0, pin_memory=True, persistent_workers=True, prefetch_factor=2+), and move "
+        "heavy preprocessing off the training process.";
+    return {make_finding(*this, context, std::nullopt, *data.step_span(), impact, step_ns,
+                         std::move(evidence), std::move(advice))};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class PageableMemcpy : public Rule {
+ public:
+  std::string id() const override { return "pageable_memcpy"; }
+  std::string title() const override { return "Host-device copies use pageable host memory"; }
+  std::vector<Threshold> thresholds() const override {
+    return {{"min_count", 1, "nsys analyze cuda_memcpy_async: any copy with pageable memory"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const auto min_count = static_cast<int64_t>(threshold(context, "min_count"));
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    std::map<int32_t, std::vector<uint32_t>> by_device;
+    for (uint32_t i = 0; i < g.size(); ++i)
+      if (g.kind[i] == GpuEventKind::memcpy &&
+          (g.src_kind[i] == store::kMemPageable || g.dst_kind[i] == store::kMemPageable))
+        by_device[g.device[i]].push_back(i);
+    std::vector<store::Finding> out;
+    for (const auto& [device, list] : by_device) {
+      if (static_cast<int64_t>(list.size()) < min_count) continue;
+      int64_t total = 0, bytes = 0;
+      std::unordered_map<int64_t, Offender> by_name;
+      for (uint32_t i : list) {
+        total += g.duration(i), bytes += g.bytes[i];
+        Offender& o = by_name[g.name_id[i]];
+        o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
+      }
+      auto span = data.device_span(device).value_or(Interval{});
+      json evidence = {{"copies", list.size()},
+                       {"bytes", bytes},
+                       {"copy_ns", total},
+                       {"top_offenders", offenders_json(data, by_name, 10)}};
+      std::string advice =
+          std::to_string(list.size()) + " copies on GPU " + std::to_string(device) + " (" +
+          std::to_string(bytes) + " bytes, " + ms(total) +
+          ") move pageable host memory: the driver stages them through a bounce buffer and they "
+          "cannot overlap with compute. Allocate the host buffers pinned (DataLoader(pin_memory="
+          "True), tensor.pin_memory(), cudaHostAlloc) and copy with non_blocking=True. The impact "
+          "is an upper bound: the whole copy time.";
+      out.push_back(make_finding(*this, context, device,
+                                 {g.start[list.front()], g.end[list.back()]}, total, span.length(),
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class SynchronousMemcpy : public Rule {
+ public:
+  std::string id() const override { return "synchronous_memcpy"; }
+  std::string title() const override {
+    return "Synchronous memcpy/memset calls block the host and drain the GPU queue";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"min_count", 1, "nsys analyze cuda_memcpy_sync / cuda_memset_sync: any call"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const auto min_count = static_cast<int64_t>(threshold(context, "min_count"));
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    std::unordered_map<int64_t, bool> is_sync_api;
+    auto sync_api = [&](int64_t name_id) {
+      auto it = is_sync_api.find(name_id);
+      if (it != is_sync_api.end()) return it->second;
+      const std::string& n = data.name(name_id);
+      bool sync = (n.rfind("cudaMemcpy", 0) == 0 || n.rfind("cudaMemset", 0) == 0 ||
+                   n.rfind("cuMemcpy", 0) == 0 || n.rfind("cuMemset", 0) == 0) &&
+                  n.find("Async") == std::string::npos;
+      return is_sync_api[name_id] = sync;
+    };
+    std::map<int32_t, std::vector<uint32_t>> by_device;
+    for (uint32_t i = 0; i < g.size(); ++i) {
+      if (g.kind[i] == GpuEventKind::kernel) continue;
+      const int64_t call = data.launch_call_of[i];
+      if (call >= 0 && sync_api(data.runtime.name_id[call])) by_device[g.device[i]].push_back(i);
+    }
+    std::vector<store::Finding> out;
+    for (const auto& [device, list] : by_device) {
+      if (static_cast<int64_t>(list.size()) < min_count) continue;
+      // Impact: the idle gap that follows each synchronous copy on its device, until the host
+      // has issued the next GPU work.
+      const IntervalSet& busy = data.busy_by_device.at(device);
+      auto span = data.device_span(device).value_or(Interval{});
+      const IntervalSet idle = gaps(busy, span);
+      IntervalSet after;
+      std::unordered_map<int64_t, Offender> by_name;
+      for (uint32_t i : list) {
+        auto it = std::lower_bound(idle.begin(), idle.end(), g.end[i],
+                                   [](const Interval& iv, int64_t t) { return iv.begin < t; });
+        if (it != idle.end() && it->begin == g.end[i]) after.push_back(*it);
+        const int64_t api = data.runtime.name_id[data.launch_call_of[i]];
+        Offender& o = by_name[api];
+        o.name_id = api, ++o.count, o.total_ns += g.duration(i);
+      }
+      after = unite(std::move(after));
+      const int64_t impact = total_length(after);
+      json evidence = {{"calls", list.size()},
+                       {"idle_after_ns", impact},
+                       {"longest_idle_after", windows_json(longest(after, 10), 10)},
+                       {"top_offenders", offenders_json(data, by_name, 10)}};
+      std::string advice =
+          std::to_string(list.size()) + " synchronous copy/memset calls on GPU " +
+          std::to_string(device) + " block the host until the GPU finishes; the GPU then idles " +
+          ms(impact) +
+          " until the host issues more work. Use the Async variants on a "
+          "non-default stream with pinned host memory (tensor.to(device, non_blocking=True)), "
+          "and avoid .item()/.cpu() inside the training step.";
+      out.push_back(make_finding(*this, context, device,
+                                 {g.start[list.front()], g.end[list.back()]}, impact, span.length(),
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Rule>> make_builtin_rules() {
+  std::vector<std::unique_ptr<Rule>> rules;
+  rules.push_back(std::make_unique<GpuIdleGaps>());
+  rules.push_back(std::make_unique<LowGpuUtilization>());
+  rules.push_back(std::make_unique<LaunchBoundSmallKernels>());
+  rules.push_back(std::make_unique<LongLaunchDelay>());
+  rules.push_back(std::make_unique<DataLoaderBottleneck>());
+  rules.push_back(std::make_unique<PageableMemcpy>());
+  rules.push_back(std::make_unique<SynchronousMemcpy>());
+  return rules;
+}
+
+}  // namespace fleetscope::analyzer

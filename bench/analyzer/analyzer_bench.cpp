@@ -1,0 +1,102 @@
+// Full analyzer rule set on a synthetic capture of FLEETSCOPE_BENCH_EVENTS GPU events (default
+// 10,000,000; as many runtime calls again), built straight into the columnar arrays (see
+// synthetic_capture.h). References measured in the same run on the same arrays:
+//   - OneScanReference: one pass summing end - start over every GPU event (what `nsys analyze`
+//     style summing costs; the floor for any analysis that touches each event once);
+//   - SortStartsReference: std::sort of a copy of the 10M start times.
+// Report: FullRuleSet time / each reference time.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/metrics.h"
+#include "synthetic_capture.h"
+
+namespace {
+
+using namespace fleetscope::analyzer;
+
+size_t event_count() {
+  const char* env = std::getenv("FLEETSCOPE_BENCH_EVENTS");
+  return env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : 10'000'000;
+}
+
+const CaptureData& capture() {
+  static const CaptureData data = bench::synthetic_capture(event_count());
+  return data;
+}
+
+void FullRuleSet(benchmark::State& state) {
+  const CaptureData& data = capture();
+  size_t findings = 0;
+  for (auto _ : state) {
+    auto result = analyze(data);
+    findings = result.size();
+    benchmark::DoNotOptimize(result.data());
+  }
+  state.counters["gpu_events"] = static_cast<double>(data.gpu.size());
+  state.counters["runtime_calls"] = static_cast<double>(data.runtime.size());
+  state.counters["findings"] = static_cast<double>(findings);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(data.gpu.size()));
+}
+
+void TemporalBreakdownOnly(benchmark::State& state) {
+  const CaptureData& data = capture();
+  for (auto _ : state) benchmark::DoNotOptimize(temporal_breakdown(data).size());
+}
+
+void IdleTimeBreakdownOnly(benchmark::State& state) {
+  const CaptureData& data = capture();
+  for (auto _ : state) benchmark::DoNotOptimize(idle_time_breakdown(data).size());
+}
+
+void LaunchStatisticsOnly(benchmark::State& state) {
+  const CaptureData& data = capture();
+  for (auto _ : state) benchmark::DoNotOptimize(launch_statistics(data).launches.size());
+}
+
+void Finalize(benchmark::State& state) {
+  // Sorting check, per-device/stream indexes, correlation join, busy unions.
+  for (auto _ : state) {
+    state.PauseTiming();
+    CaptureData copy = capture();
+    state.ResumeTiming();
+    copy.finalize();
+    benchmark::DoNotOptimize(copy.busy_by_device.size());
+  }
+}
+
+void OneScanReference(benchmark::State& state) {
+  const CaptureData& data = capture();
+  for (auto _ : state) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < data.gpu.size(); ++i) sum += data.gpu.end[i] - data.gpu.start[i];
+    benchmark::DoNotOptimize(sum);
+  }
+}
+
+void SortStartsReference(benchmark::State& state) {
+  const CaptureData& data = capture();
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<int64_t> starts = data.gpu.start;
+    std::reverse(starts.begin(), starts.end());
+    state.ResumeTiming();
+    std::sort(starts.begin(), starts.end());
+    benchmark::DoNotOptimize(starts.data());
+  }
+}
+
+BENCHMARK(OneScanReference)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(SortStartsReference)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(FullRuleSet)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(TemporalBreakdownOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(IdleTimeBreakdownOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(LaunchStatisticsOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(Finalize)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,98 @@
+// fleetscope's side of the HTA comparison: per shared trace, the work HTA does for
+// `TraceAnalysis(trace_dir)` + `get_temporal_breakdown()` + `get_idle_time_breakdown()`, i.e.
+// import the Kineto JSON into a trace database, load the capture, compute both breakdowns.
+// compare.py times HTA on the same files in the same run and prints the ratios.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fleetscope/analyzer/loader.h"
+#include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/importers/importers.h"
+#include "fleetscope/store/reader.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The traces of tests/data/hta_reference/hta_reference.json that HTA can analyse.
+const std::vector<std::string> kTraces = {
+    "hta-ns_resolution_trace_rank-0.json.gz",
+    "hta-critical_path_alexnet_trace.json.gz",
+    "hta-critical_path_simple_add_trace.json.gz",
+    "hta-nccl_parser_config_nccl_data.json.gz",
+    "hta-timeline_analysis_sampled_rank-0.json.gz",
+    "hta-trace_filter_sampled_rank-1.json.gz",
+    "hta-triton_example_triton_example.json.gz",
+    "hta-critical_path_cuda_event_sync_event_sync_trace.json.gz",
+    "hta-critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz",
+};
+
+void import_and_analyze(benchmark::State& state, const std::string& trace) {
+  const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
+  const fs::path db = fs::temp_directory_path() / ("fleetscope-hta-bench-" + trace + ".db");
+  int64_t gpu_events = 0;
+  for (auto _ : state) {
+    fleetscope::importers::import_files({input}, db.string(), {}, /*overwrite=*/true);
+    fleetscope::store::Reader reader(db.string());
+    const auto data = fleetscope::analyzer::load_capture(
+        reader, fleetscope::analyzer::resolve_capture_id(reader, std::nullopt));
+    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
+    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
+    benchmark::DoNotOptimize(temporal.data());
+    benchmark::DoNotOptimize(idle.data());
+    gpu_events = static_cast<int64_t>(data.gpu.size());
+  }
+  state.counters["gpu_events"] = static_cast<double>(gpu_events);
+  std::error_code ignored;
+  fs::remove(db, ignored);
+}
+
+// The two halves of the above, to see where the time goes.
+void import_only(benchmark::State& state, const std::string& trace) {
+  const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
+  const fs::path db = fs::temp_directory_path() / ("fleetscope-hta-bench-import-" + trace + ".db");
+  for (auto _ : state)
+    fleetscope::importers::import_files({input}, db.string(), {}, /*overwrite=*/true);
+  std::error_code ignored;
+  fs::remove(db, ignored);
+}
+
+void load_and_breakdowns(benchmark::State& state, const std::string& trace) {
+  const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
+  const fs::path db = fs::temp_directory_path() / ("fleetscope-hta-bench-load-" + trace + ".db");
+  fleetscope::importers::import_files({input}, db.string(), {}, /*overwrite=*/true);
+  for (auto _ : state) {
+    fleetscope::store::Reader reader(db.string());
+    const auto data = fleetscope::analyzer::load_capture(
+        reader, fleetscope::analyzer::resolve_capture_id(reader, std::nullopt));
+    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
+    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
+    benchmark::DoNotOptimize(temporal.data());
+    benchmark::DoNotOptimize(idle.data());
+  }
+  std::error_code ignored;
+  fs::remove(db, ignored);
+}
+
+const bool kRegistered = [] {
+  for (const auto& trace : kTraces) {
+    benchmark::RegisterBenchmark(("ImportAndBreakdowns/" + trace).c_str(), import_and_analyze,
+                                 trace)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("ImportOnly/" + trace).c_str(), import_only, trace)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("LoadAndBreakdowns/" + trace).c_str(), load_and_breakdowns, trace)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();

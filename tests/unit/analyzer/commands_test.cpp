@@ -1,0 +1,126 @@
+#include "fleetscope/analyzer/commands.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "db_fixture.h"
+#include "fleetscope/store/reader.h"
+
+namespace fleetscope::analyzer {
+namespace {
+
+using nlohmann::json;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+template <class Fn>
+Result call(Fn fn, std::vector<std::string> args) {
+  std::ostringstream out, err;
+  int code = fn(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+class Commands : public ::testing::Test {
+ protected:
+  void SetUp() override { ids = testing::write_shared_case(db); }
+  testing::TempDir dir;
+  std::string db = dir.file("t.db");
+  testing::FixtureIds ids;
+};
+
+TEST_F(Commands, AnalyzePrintsAndStoresFindings) {
+  auto r = call(run_analyze_command, {db});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("long_launch_delay"), std::string::npos);
+  EXPECT_NE(r.out.find("pageable_memcpy"), std::string::npos);
+  EXPECT_NE(r.out.find("HTA temporal breakdown"), std::string::npos);
+  EXPECT_NE(r.err.find("analyze: 2 finding(s)"), std::string::npos);  // progress on stderr
+  store::Reader reader(db);
+  EXPECT_EQ(reader.findings(ids.capture).size(), 2u);
+}
+
+TEST_F(Commands, AnalyzeJsonNoStoreAndRuleSelection) {
+  auto r = call(run_analyze_command,
+                {db, "--format", "json", "--no-store", "--rules", "pageable_memcpy"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  json doc = json::parse(r.out);
+  ASSERT_EQ(doc["findings"].size(), 1u);
+  EXPECT_EQ(doc["findings"][0]["rule"], "pageable_memcpy");
+  store::Reader reader(db);
+  EXPECT_TRUE(reader.findings(ids.capture).empty());
+}
+
+TEST_F(Commands, AnalyzeThresholdOverrideAndOutputFile) {
+  const std::string file = dir.file("findings.trace.json");
+  auto r = call(run_analyze_command, {db, "--set", "low_gpu_utilization.min_utilization=0.9",
+                                      "--format", "chrome-trace", "-o", file});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  std::ifstream in(file);
+  json doc = json::parse(in);
+  bool low_util = false;
+  for (const auto& e : doc["traceEvents"]) low_util |= e["name"] == "low_gpu_utilization";
+  EXPECT_TRUE(low_util);
+}
+
+TEST_F(Commands, AnalyzeErrors) {
+  auto missing = call(run_analyze_command, {dir.file("missing.db")});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.err.rfind("error: ", 0), 0u) << missing.err;
+  EXPECT_EQ(call(run_analyze_command, {db, "--rules", "nope"}).code, 2);
+  EXPECT_EQ(call(run_analyze_command, {db, "--format", "xml"}).code, 2);
+  EXPECT_EQ(call(run_analyze_command, {db, "--set", "garbage"}).code, 2);
+  EXPECT_EQ(call(run_analyze_command, {db, "--capture", "99"}).code, 1);
+  EXPECT_EQ(call(run_analyze_command, {}).code, 2);
+  auto help = call(run_analyze_command, {"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("usage: fleetscope analyze"), std::string::npos);
+  auto rules = call(run_analyze_command, {"--list-rules"});
+  EXPECT_EQ(rules.code, 0);
+  EXPECT_NE(rules.out.find("gpu_idle_gaps.min_gap_ns = 5e+08"), std::string::npos);
+}
+
+TEST_F(Commands, ReportShowsStoredFindings) {
+  ASSERT_EQ(call(run_analyze_command, {db}).code, 0);
+  auto r = call(run_report_command, {db, "--format", "markdown"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("## long_launch_delay"), std::string::npos);
+  auto none = call(run_report_command, {db, "--format", "json", "--capture", "1"});
+  EXPECT_EQ(none.code, 0);
+}
+
+TEST_F(Commands, FleetDiffCandidates) {
+  auto fleet = call(run_fleet_command, {db, "--format", "json"});
+  ASSERT_EQ(fleet.code, 0) << fleet.err;
+  json ranking = json::parse(fleet.out);
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_EQ(ranking[0]["workflow"], "resnet-train");
+  EXPECT_EQ(ranking[0]["idle_ns"], 120'000);
+
+  auto diff = call(run_diff_command, {db, db, "--format", "json"});
+  ASSERT_EQ(diff.code, 0) << diff.err;
+  json d = json::parse(diff.out);
+  for (const auto& m : d["metrics"]) EXPECT_EQ(m["delta"], 0.0) << m["metric"];
+
+  auto cand = call(run_candidates_command, {db, "--format", "json", "--max-utilization", "0.9"});
+  ASSERT_EQ(cand.code, 0) << cand.err;
+  json c = json::parse(cand.out);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]["persistent_bytes"], int64_t{1} << 30);
+  EXPECT_EQ(c[0]["candidate"], true);
+  auto table = call(run_candidates_command, {db});
+  EXPECT_NE(table.out.find("resnet-train"), std::string::npos);
+  EXPECT_EQ(call(run_fleet_command, {}).code, 2);
+  EXPECT_EQ(call(run_diff_command, {db}).code, 2);
+}
+
+}  // namespace
+}  // namespace fleetscope::analyzer

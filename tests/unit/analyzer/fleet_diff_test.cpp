@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include "db_fixture.h"
+#include "fleetscope/analyzer/diff.h"
+#include "fleetscope/analyzer/fleet.h"
+#include "shared_case.h"
+
+namespace fleetscope::analyzer {
+namespace {
+
+using testing::us;
+
+// A job with two 100 µs kernels 900 µs apart on GPU 0.
+void write_gappy_job(const std::string& path, const std::string& name) {
+  store::Writer writer(store::Database::create(path));
+  store::Capture c;
+  c.source = "test";
+  const int64_t capture = writer.add_capture(c);
+  store::Workflow wf;
+  wf.name = name;
+  const int64_t workflow = writer.add_workflow(wf);
+  store::Process p;
+  p.globalPid = store::global_pid(77), p.pid = 77, p.workflow_id = workflow;
+  writer.upsert_process(p);
+  for (int64_t start : {0, 1000}) {
+    store::Kernel k;
+    k.start = us(start), k.end = us(start + 100), k.streamId = 7, k.demangledName = "conv";
+    k.globalPid = store::global_pid(77), k.captureId = capture;
+    writer.add(k);
+  }
+  writer.finish();
+}
+
+TEST(Fleet, RanksJobsByWastedGpuTime) {
+  testing::TempDir dir;
+  testing::write_shared_case(dir.file("a.db"), "resnet-train");
+  write_gappy_job(dir.file("b.db"), "bert-eval");
+  std::vector<std::string> seen;
+  auto ranking = rank_workflows({dir.file("a.db"), dir.file("b.db")},
+                                [&](const std::string& db, size_t, size_t) { seen.push_back(db); });
+  EXPECT_EQ(seen.size(), 2u);
+  ASSERT_EQ(ranking.size(), 2u);
+  EXPECT_EQ(ranking[0].workflow, "bert-eval");
+  EXPECT_EQ(ranking[0].idle_ns, us(900));
+  EXPECT_EQ(ranking[0].span_ns, us(1100));
+  EXPECT_EQ(ranking[1].workflow, "resnet-train");
+  EXPECT_EQ(ranking[1].idle_ns, us(120));
+  EXPECT_EQ(ranking[1].user, "alice");
+  EXPECT_DOUBLE_EQ(ranking[1].utilization(), 0.76);
+  EXPECT_DOUBLE_EQ(ranking[0].wasted_gpu_hours(), 900e3 / 3.6e12);
+}
+
+TEST(Fleet, SameJobAcrossDatabasesIsMerged) {
+  testing::TempDir dir;
+  write_gappy_job(dir.file("a.db"), "bert-eval");
+  write_gappy_job(dir.file("b.db"), "bert-eval");
+  auto ranking = rank_workflows({dir.file("a.db"), dir.file("b.db")});
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_EQ(ranking[0].captures, 2);
+  EXPECT_EQ(ranking[0].idle_ns, us(1800));
+}
+
+TEST(Diff, ReportsMetricDeltasAndKernelChanges) {
+  CaptureData before = testing::shared_case();
+  testing::CaptureBuilder b;
+  b.kernel(0, us(100), 7, "gemm").kernel(us(100), us(150), 7, "gemm");
+  CaptureData after = b.build();
+  CaptureDiff d = diff_captures(before, after);
+  EXPECT_EQ(d.before.idle_ns, us(120));
+  EXPECT_EQ(d.after.idle_ns, 0);
+  EXPECT_EQ(d.before.kernels, 5);
+  EXPECT_EQ(d.after.kernels, 2);
+  const MetricDelta* idle = nullptr;
+  for (const auto& m : d.metrics)
+    if (m.metric == "idle_ns") idle = &m;
+  ASSERT_NE(idle, nullptr);
+  EXPECT_DOUBLE_EQ(idle->delta(), -120e3);
+  EXPECT_DOUBLE_EQ(idle->ratio(), 0.0);
+  ASSERT_FALSE(d.kernels.empty());
+  EXPECT_EQ(d.kernels[0].name, "gemm");  // 300 µs → 150 µs, the largest change
+  EXPECT_EQ(d.kernels[0].count_before, 3);
+  EXPECT_EQ(d.kernels[0].count_after, 2);
+}
+
+}  // namespace
+}  // namespace fleetscope::analyzer

@@ -1,0 +1,195 @@
+// Each built-in rule on a capture built so that it must fire (or must not), with the impact
+// computed by hand.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "db_fixture.h"
+#include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/loader.h"
+#include "fleetscope/store/reader.h"
+#include "shared_case.h"
+
+namespace fleetscope::analyzer {
+namespace {
+
+using nlohmann::json;
+using testing::us;
+constexpr int64_t kMs = 1'000'000;
+
+std::vector<store::Finding> run(const CaptureData& data, const std::string& rule,
+                                ThresholdOverrides overrides = {}) {
+  AnalyzeOptions options;
+  options.rules = {rule};
+  options.thresholds = std::move(overrides);
+  return analyze(data, options);
+}
+
+TEST(RuleRegistry, BuiltinRulesHaveIdsThresholdsAndSources) {
+  const auto& rules = RuleRegistry::builtin().rules();
+  EXPECT_EQ(rules.size(), 7u);
+  for (const auto& rule : rules) {
+    EXPECT_FALSE(rule->id().empty());
+    EXPECT_FALSE(rule->thresholds().empty()) << rule->id();
+    for (const auto& t : rule->thresholds()) EXPECT_FALSE(t.source.empty()) << rule->id();
+  }
+  ASSERT_NE(RuleRegistry::builtin().find("gpu_idle_gaps"), nullptr);
+  EXPECT_EQ(RuleRegistry::builtin().find("gpu_idle_gaps")->thresholds()[0].value, 500e6);
+  EXPECT_EQ(RuleRegistry::builtin().find("no_such_rule"), nullptr);
+}
+
+TEST(SeverityFor, SharesOfTheDenominator) {
+  EXPECT_EQ(severity_for(60, 100), "critical");
+  EXPECT_EQ(severity_for(30, 100), "high");
+  EXPECT_EQ(severity_for(10, 100), "medium");
+  EXPECT_EQ(severity_for(2, 100), "low");
+  EXPECT_EQ(severity_for(1, 100), "info");
+  EXPECT_EQ(severity_for(5, 0), "info");
+}
+
+TEST(GpuIdleGaps, FiresAboveHalfASecondOnly) {
+  testing::CaptureBuilder b;
+  b.kernel(0, 1 * kMs).kernel(600 * kMs, 601 * kMs).kernel(1000 * kMs, 1001 * kMs);
+  auto findings = run(b.build(), "gpu_idle_gaps");
+  ASSERT_EQ(findings.size(), 1u);
+  const auto& f = findings[0];
+  EXPECT_EQ(f.rule, "gpu_idle_gaps");
+  EXPECT_EQ(f.impact_ns, 599 * kMs);  // the 399 ms gap is below 500 ms
+  EXPECT_EQ(*f.window_start, 1 * kMs);
+  EXPECT_EQ(*f.window_end, 600 * kMs);
+  EXPECT_EQ(f.severity, "critical");  // 599 of 1001 ms
+  auto evidence = json::parse(f.evidence_json);
+  EXPECT_EQ(evidence["gap_count"], 1);
+  EXPECT_EQ(evidence["thresholds"]["min_gap_ns"], 500e6);
+  // Lower the threshold: both gaps count.
+  findings = run(b.build(), "gpu_idle_gaps", {{"gpu_idle_gaps.min_gap_ns", 100e6}});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 998 * kMs);
+}
+
+TEST(LowGpuUtilization, ThresholdDecides) {
+  EXPECT_TRUE(run(testing::shared_case(), "low_gpu_utilization").empty());  // 76 % busy
+  auto findings = run(testing::shared_case(), "low_gpu_utilization",
+                      {{"low_gpu_utilization.min_utilization", 0.8}});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(120));
+  EXPECT_EQ(findings[0].deviceId, 0);
+}
+
+TEST(LaunchBoundSmallKernels, BackToBackTinyKernels) {
+  // 100 kernels of 5 µs, each launched by a 10 µs call; call i = [12i, 12i+10], kernel i =
+  // [12i+12, 12i+17): every gap is 7 µs of kernel wait.
+  testing::CaptureBuilder b;
+  for (int64_t i = 0; i < 100; ++i)
+    b.kernel(us(12 * i + 12), us(12 * i + 17), 7, "elementwise", 0,
+             std::make_pair(us(12 * i), us(12 * i + 10)));
+  auto findings = run(b.build(), "launch_bound_small_kernels");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(99 * 7));
+  EXPECT_EQ(findings[0].severity, "critical");  // 693 of 1193 µs
+  auto evidence = json::parse(findings[0].evidence_json);
+  EXPECT_EQ(evidence["short_kernels"], 100);
+  EXPECT_EQ(evidence["top_offenders"][0]["name"], "elementwise");
+  EXPECT_EQ(evidence["top_offenders"][0]["count"], 100);
+  // The shared case has 1 short kernel of 5 launches: below the 30 % share.
+  EXPECT_TRUE(run(testing::shared_case(), "launch_bound_small_kernels").empty());
+}
+
+TEST(LongLaunchDelay, ImpactIsIdleTimeWhileDelayed) {
+  auto findings = run(testing::shared_case(), "long_launch_delay");
+  ASSERT_EQ(findings.size(), 1u);
+  // K3 waited [255, 400) µs; the device was idle in [320, 400) of that.
+  EXPECT_EQ(findings[0].impact_ns, us(80));
+  auto evidence = json::parse(findings[0].evidence_json);
+  EXPECT_EQ(evidence["delayed_launches"], 1);
+  EXPECT_EQ(evidence["launch_delay_max_ns"], us(145));
+  EXPECT_TRUE(run(testing::shared_case(), "long_launch_delay",
+                  {{"long_launch_delay.launch_delay_cutoff_ns", 200e3}})
+                  .empty());
+}
+
+TEST(DataLoaderBottleneck, ShareOfStepsAndIdleOverlap) {
+  testing::CaptureBuilder b;
+  b.step(1, 0, 100 * kMs).step(2, 100 * kMs, 200 * kMs);
+  b.dataloader(0, 20 * kMs).dataloader(100 * kMs, 130 * kMs);
+  b.kernel(20 * kMs, 100 * kMs).kernel(125 * kMs, 200 * kMs);
+  auto findings = run(b.build(), "dataloader_bottleneck");
+  ASSERT_EQ(findings.size(), 1u);
+  // DataLoader 50 of 200 ms; GPU idle during [0,20) and [100,125) → 45 ms.
+  EXPECT_EQ(findings[0].impact_ns, 45 * kMs);
+  auto evidence = json::parse(findings[0].evidence_json);
+  EXPECT_DOUBLE_EQ(evidence["dataloader_share"].get<double>(), 0.25);
+  EXPECT_TRUE(
+      run(b.build(), "dataloader_bottleneck", {{"dataloader_bottleneck.max_step_share", 0.3}})
+          .empty());
+}
+
+TEST(PageableMemcpy, FlagsPageableCopiesOnly) {
+  auto findings = run(testing::shared_case(), "pageable_memcpy");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(30));
+  auto evidence = json::parse(findings[0].evidence_json);
+  EXPECT_EQ(evidence["copies"], 1);
+  EXPECT_EQ(evidence["bytes"], 4096);
+  testing::CaptureBuilder pinned;
+  pinned.memcpy(0, 100, 7, store::kMemcpyHtoD, store::kMemPinned, store::kMemDevice, 64);
+  EXPECT_TRUE(run(pinned.build(), "pageable_memcpy").empty());
+}
+
+TEST(SynchronousMemcpy, ImpactIsTheIdleGapAfterTheCopy) {
+  testing::CaptureBuilder b;
+  b.kernel(0, 10);
+  b.memcpy(10, 20, 7, store::kMemcpyDtoH, store::kMemDevice, store::kMemPinned, 8,
+           std::make_pair(5, 21), "cudaMemcpy");
+  b.kernel(50, 60);
+  b.memcpy(70, 80, 7, store::kMemcpyHtoD, store::kMemPinned, store::kMemDevice, 8,
+           std::make_pair(60, 65), "cudaMemcpyAsync");
+  auto findings = run(b.build(), "synchronous_memcpy");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 30);
+  auto evidence = json::parse(findings[0].evidence_json);
+  EXPECT_EQ(evidence["calls"], 1);
+  EXPECT_EQ(evidence["top_offenders"][0]["name"], "cudaMemcpy");
+}
+
+TEST(Analyze, AllRulesSortedByImpactAndValidated) {
+  auto findings = analyze(testing::shared_case());
+  ASSERT_EQ(findings.size(), 2u);  // long_launch_delay (80 µs) then pageable_memcpy (30 µs)
+  EXPECT_EQ(findings[0].rule, "long_launch_delay");
+  EXPECT_EQ(findings[1].rule, "pageable_memcpy");
+  EXPECT_EQ(findings[0].captureId, 1);
+  EXPECT_GT(findings[0].created_ns, 0);
+  AnalyzeOptions bad_rule;
+  bad_rule.rules = {"nope"};
+  EXPECT_THROW(analyze(testing::shared_case(), bad_rule), std::invalid_argument);
+  AnalyzeOptions bad_threshold;
+  bad_threshold.thresholds = {{"gpu_idle_gaps.nope", 1}};
+  EXPECT_THROW(analyze(testing::shared_case(), bad_threshold), std::invalid_argument);
+}
+
+TEST(Analyze, StoredFindingsReplaceEarlierOnes) {
+  testing::TempDir dir;
+  const std::string db = dir.file("t.db");
+  auto ids = testing::write_shared_case(db);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<store::Finding> findings;
+    {
+      store::Reader reader(db);
+      findings = analyze(load_capture(reader, ids.capture));
+    }
+    store::Writer writer(store::Database::open(db, store::OpenMode::read_write));
+    auto new_ids = store_findings(writer, ids.capture, findings);
+    EXPECT_EQ(new_ids.size(), findings.size());
+    writer.finish();
+  }
+  store::Reader reader(db);
+  auto stored = reader.findings(ids.capture);
+  ASSERT_EQ(stored.size(), 2u);  // not 4: the second run replaced the first
+  std::set<std::string> rules;
+  for (const auto& f : stored) rules.insert(f.rule);
+  EXPECT_TRUE(rules.count("long_launch_delay"));
+  EXPECT_TRUE(rules.count("pageable_memcpy"));
+}
+
+}  // namespace
+}  // namespace fleetscope::analyzer
