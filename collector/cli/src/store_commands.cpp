@@ -103,8 +103,10 @@ void print_info_table(const nlohmann::json& j, const std::string& path, std::ost
   out << path << " (schema v" << j["schema_version"].get<int>() << ")\n";
   for (const auto& p : j["processes"]) {
     out << "  process " << p["pid"].get<int64_t>();
-    if (!p["rank"].is_null())
-      out << "  rank " << p["rank"].get<int>() << "/" << p["world_size"].get<int>();
+    if (!p["rank"].is_null()) {
+      out << "  rank " << p["rank"].get<int>();
+      if (!p["world_size"].is_null()) out << " of " << p["world_size"].get<int>();
+    }
     out << "\n";
   }
   for (const auto& c : j["captures"]) {

@@ -25,6 +25,8 @@ std::string make_db(const test_support::TempDir& dir) {
   int64_t cap = w.add_capture({.source = "kineto-json", .source_path = "x.json", .start_ns = 1000,
                                .end_ns = 2000001000, .gpu_vendor = "nvidia"});
   w.add_gpu({.id = 0, .captureId = cap, .name = "NVIDIA A100", .smCount = 108});
+  // A rank without a world size (seen in real Kineto traces) must print, not fail.
+  w.upsert_process({.globalPid = store::global_pid(7), .pid = 7, .rank = 3});
   store::Kernel k;
   k.start = 1000;
   k.end = 2000;
@@ -63,6 +65,7 @@ TEST(Cli, InfoTableAndJson) {
   ASSERT_EQ(table.code, 0) << table.err;
   EXPECT_NE(table.out.find("NVIDIA A100, 108 SMs"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("kernels=1"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("process 7  rank 3\n"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("2.000 s"), std::string::npos) << table.out;
   CliRun json = run({"info", "--format", "json", db});
   ASSERT_EQ(json.code, 0) << json.err;
