@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fleetscope/analyzer/consolidation.h"
 #include "fleetscope/analyzer/rules.h"
 
 namespace fleetscope::analyzer {
@@ -235,9 +236,9 @@ class LaunchBoundSmallKernels : public Rule {
 };
 
 // ---------------------------------------------------------------------------------------------
-class LongLaunchDelay : public Rule {
+class LaunchDelayOutliers : public Rule {
  public:
-  std::string id() const override { return "long_launch_delay"; }
+  std::string id() const override { return "launch_delay_outliers"; }
   std::string title() const override {
     return "Kernels start long after their launch call returned";
   }
@@ -398,14 +399,19 @@ class PageableMemcpy : public Rule {
 };
 
 // ---------------------------------------------------------------------------------------------
-class SynchronousMemcpy : public Rule {
+// sync_memcpy and sync_memset: one class, two ids (nsys has one rule for each).
+class SynchronousMemoryCall : public Rule {
  public:
-  std::string id() const override { return "synchronous_memcpy"; }
+  explicit SynchronousMemoryCall(bool memset) : memset_(memset) {}
+  std::string id() const override { return memset_ ? "sync_memset" : "sync_memcpy"; }
   std::string title() const override {
-    return "Synchronous memcpy/memset calls block the host and drain the GPU queue";
+    return memset_ ? "Synchronous memset calls block the host and drain the GPU queue"
+                   : "Synchronous memcpy calls block the host and drain the GPU queue";
   }
   std::vector<Threshold> thresholds() const override {
-    return {{"min_count", 1, "nsys analyze cuda_memcpy_sync / cuda_memset_sync: any call"}};
+    return {{"min_count", 1,
+             memset_ ? "nsys analyze cuda_memset_sync: any call"
+                     : "nsys analyze cuda_memcpy_sync: any call"}};
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const auto min_count = static_cast<int64_t>(threshold(context, "min_count"));
@@ -416,9 +422,9 @@ class SynchronousMemcpy : public Rule {
       auto it = is_sync_api.find(name_id);
       if (it != is_sync_api.end()) return it->second;
       const std::string& n = data.name(name_id);
-      bool sync = (n.rfind("cudaMemcpy", 0) == 0 || n.rfind("cudaMemset", 0) == 0 ||
-                   n.rfind("cuMemcpy", 0) == 0 || n.rfind("cuMemset", 0) == 0) &&
-                  n.find("Async") == std::string::npos;
+      const bool memcpy_api = n.rfind("cudaMemcpy", 0) == 0 || n.rfind("cuMemcpy", 0) == 0;
+      const bool memset_api = n.rfind("cudaMemset", 0) == 0 || n.rfind("cuMemset", 0) == 0;
+      bool sync = (memset_ ? memset_api : memcpy_api) && n.find("Async") == std::string::npos;
       return is_sync_api[name_id] = sync;
     };
     std::map<int32_t, std::vector<uint32_t>> by_device;
@@ -452,14 +458,228 @@ class SynchronousMemcpy : public Rule {
                        {"longest_idle_after", windows_json(longest(after, 10), 10)},
                        {"top_offenders", offenders_json(data, by_name, 10)}};
       std::string advice =
-          std::to_string(list.size()) + " synchronous copy/memset calls on GPU " +
-          std::to_string(device) + " block the host until the GPU finishes; the GPU then idles " +
-          ms(impact) +
+          std::to_string(list.size()) + (memset_ ? " synchronous memset" : " synchronous copy") +
+          " calls on GPU " + std::to_string(device) +
+          " block the host until the GPU finishes; the GPU then idles " + ms(impact) +
           " until the host issues more work. Use the Async variants on a "
           "non-default stream with pinned host memory (tensor.to(device, non_blocking=True)), "
           "and avoid .item()/.cpu() inside the training step.";
       out.push_back(make_finding(*this, context, device,
                                  {g.start[list.front()], g.end[list.back()]}, impact, span.length(),
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+
+ private:
+  bool memset_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class ExcessiveSync : public Rule {
+ public:
+  std::string id() const override { return "excessive_sync"; }
+  std::string title() const override {
+    return "Many host synchronization calls per step drain the GPU queue";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_calls_per_step", 2,
+             "fleetscope: nsys analyze cuda_api_sync lists every sync call; a step needs at most "
+             "one or two"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_per_step = threshold(context, "max_calls_per_step");
+    const CaptureData& data = context.data();
+    const auto& rt = data.runtime;
+    std::unordered_map<int64_t, bool> is_sync_api;
+    std::vector<uint32_t> calls;
+    for (uint32_t i = 0; i < rt.size(); ++i) {
+      auto it = is_sync_api.find(rt.name_id[i]);
+      if (it == is_sync_api.end()) {
+        const std::string& n = data.name(rt.name_id[i]);
+        const bool sync = n.find("Synchronize") != std::string::npos &&
+                          (n.rfind("cuda", 0) == 0 || n.rfind("cu", 0) == 0);
+        it = is_sync_api.emplace(rt.name_id[i], sync).first;
+      }
+      if (it->second) calls.push_back(i);
+    }
+    if (calls.empty()) return {};
+    const int64_t steps = std::max<int64_t>(1, static_cast<int64_t>(data.iterations.size()));
+    const double per_step = double(calls.size()) / double(steps);
+    if (per_step <= max_per_step) return {};
+
+    // Impact: the GPU idle time right after each sync call returns, until the host issues work.
+    IntervalSet any_busy;
+    for (const auto& [device, busy] : data.busy_by_device) any_busy = unite(any_busy, busy);
+    auto span = data.gpu_span().value_or(Interval{});
+    const IntervalSet idle = gaps(any_busy, span);
+    std::vector<Interval> after;
+    std::unordered_map<int64_t, Offender> by_name;
+    for (uint32_t i : calls) {
+      auto it = std::upper_bound(idle.begin(), idle.end(), rt.end[i],
+                                 [](int64_t t, const Interval& iv) { return t < iv.end; });
+      if (it != idle.end() && it->begin <= rt.end[i]) after.push_back({rt.end[i], it->end});
+      Offender& o = by_name[rt.name_id[i]];
+      o.name_id = rt.name_id[i], ++o.count, o.total_ns += rt.end[i] - rt.start[i];
+    }
+    const IntervalSet idle_after = unite(std::move(after));
+    const int64_t impact = total_length(idle_after);
+    json evidence = {{"calls", calls.size()},
+                     {"steps", data.iterations.size()},
+                     {"calls_per_step", per_step},
+                     {"idle_after_ns", impact},
+                     {"longest_idle_after", windows_json(longest(idle_after, 10), 10)},
+                     {"top_offenders", offenders_json(data, by_name, 10)}};
+    std::string advice =
+        std::to_string(calls.size()) + " synchronization calls (" + std::to_string(per_step) +
+        " per step) make the host wait for the GPU; the GPU then idles " + ms(impact) +
+        " until the host issues more work. Remove explicit torch.cuda.synchronize() and "
+        "implicit ones (.item(), .cpu(), printing tensors, data-dependent shapes) from the step; "
+        "synchronize on events only where a result is really needed.";
+    return {make_finding(*this, context, std::nullopt,
+                         {rt.start[calls.front()], rt.end[calls.back()]}, impact, span.length(),
+                         std::move(evidence), std::move(advice))};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class MemoryNearCapacity : public Rule {
+ public:
+  std::string id() const override { return "memory_near_capacity"; }
+  std::string title() const override {
+    return "Peak device memory close to the GPU's capacity (OOM and allocator-retry risk)";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_capacity_share", 0.9, "fleetscope: peak above 90 % of TARGET_INFO totalMemory"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_share = threshold(context, "max_capacity_share");
+    const CaptureData& data = context.data();
+    std::vector<Interval> steps;
+    for (const auto& it : data.iterations) steps.push_back({it.start, it.end});
+    std::vector<store::Finding> out;
+    for (const store::GpuInfo& gpu : data.gpus) {
+      // Not evaluated without the capacity (TARGET_INFO_GPU.totalMemory) or memory events.
+      if (!gpu.totalMemory || *gpu.totalMemory <= 0) continue;
+      std::vector<store::MemoryEvent> events;
+      for (const auto& e : data.memory)
+        if (e.deviceId == gpu.id) events.push_back(e);
+      if (events.empty()) continue;
+      const MemoryFootprint footprint = memory_footprint(events, steps);
+      const double share = double(footprint.peak_bytes) / double(*gpu.totalMemory);
+      if (share <= max_share) continue;
+      auto span = data.device_span(gpu.id).value_or(Interval{events.front().ts, events.back().ts});
+      json evidence = {{"peak_bytes", footprint.peak_bytes},
+                       {"capacity_bytes", *gpu.totalMemory},
+                       {"peak_share", share},
+                       {"persistent_bytes", footprint.persistent_bytes},
+                       {"ephemeral_peak_bytes", footprint.ephemeral_peak_bytes}};
+      std::string advice =
+          "Peak allocated memory on GPU " + std::to_string(gpu.id) + " reaches " + percent(share) +
+          " of its " + std::to_string(*gpu.totalMemory) +
+          " bytes: allocation spikes can run out of memory or force allocator cache flushes "
+          "(cudaFree + retry, slow). Lower the peak: activation checkpointing, smaller micro-"
+          "batches with gradient accumulation, mixed precision, or free temporaries earlier. "
+          "No GPU time is counted as impact (a risk, not a measured loss).";
+      out.push_back(make_finding(*this, context, gpu.id, span, 0, span.length(),
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class ConsolidationCandidateRule : public Rule {
+ public:
+  std::string id() const override { return "consolidation_candidate"; }
+  std::string title() const override {
+    return "Job uses little of its GPU and fits beside another job (consolidation.h verdict)";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_utilization", ConsolidationOptions{}.max_utilization,
+             "PyTorch profiler (TensorBoard plugin) low GPU utilization advice: below 50 %"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    ConsolidationOptions options;
+    options.max_utilization = threshold(context, "max_utilization");
+    const CaptureData& data = context.data();
+    std::vector<store::Finding> out;
+    for (const ConsolidationCandidate& c : consolidation_candidates(data, options)) {
+      if (!c.co_location_candidate) continue;
+      const int64_t idle = std::max<int64_t>(0, c.window_ns - c.busy_ns);
+      auto span = data.step_span().value_or(data.device_span(c.device).value_or(Interval{}));
+      json evidence = {{"workflow", c.workflow},
+                       {"utilization", c.utilization},
+                       {"busy_ns", c.busy_ns},
+                       {"window_ns", c.window_ns},
+                       {"persistent_bytes", c.persistent_bytes},
+                       {"ephemeral_peak_bytes", c.ephemeral_peak_bytes},
+                       {"gpu_memory_bytes", c.gpu_memory_bytes},
+                       {"reason", c.reason}};
+      std::string advice =
+          "The job keeps GPU " + std::to_string(c.device) + " busy " + percent(c.utilization) +
+          " of the time and needs " + std::to_string(c.persistent_bytes + c.ephemeral_peak_bytes) +
+          " bytes (P + T) of its " + std::to_string(c.gpu_memory_bytes) +
+          ": it can share the GPU with another job (MPS, time-slicing or MIG). Run `fleetscope "
+          "share plan` to pair it; " +
+          ms(idle) + " of idle GPU time would be reused.";
+      out.push_back(make_finding(*this, context, c.device, span, idle, c.window_ns,
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class CommHeavy : public Rule {
+ public:
+  std::string id() const override { return "comm_heavy"; }
+  std::string title() const override {
+    return "Communication kernels take a large share of GPU time";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_comm_share", 0.3,
+             "fleetscope: HTA temporal/comm-comp breakdown reports the share without a limit; "
+             "above 30 % of busy time"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_share = threshold(context, "max_comm_share");
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    std::vector<store::Finding> out;
+    for (const auto& [device, indexes] : data.events_by_device) {
+      std::vector<Interval> comm;
+      std::unordered_map<int64_t, Offender> by_name;
+      for (uint32_t i : indexes) {
+        if (g.work_class[i] != WorkClass::communication) continue;
+        comm.push_back({g.start[i], g.end[i]});
+        Offender& o = by_name[g.name_id[i]];
+        o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
+      }
+      if (comm.empty()) continue;
+      const IntervalSet comm_set = unite(std::move(comm));
+      const int64_t busy = total_length(data.busy_by_device.at(device));
+      const int64_t comm_ns = total_length(comm_set);
+      const double share = busy > 0 ? double(comm_ns) / double(busy) : 0.0;
+      if (share <= max_share) continue;
+      // Impact: communication time not hidden behind computation on the same device.
+      std::vector<Interval> compute;
+      for (uint32_t i : indexes)
+        if (g.work_class[i] == WorkClass::computation) compute.push_back({g.start[i], g.end[i]});
+      const int64_t exposed = total_length(subtract(comm_set, unite(std::move(compute))));
+      json evidence = {{"comm_ns", comm_ns},
+                       {"busy_ns", busy},
+                       {"comm_share", share},
+                       {"exposed_comm_ns", exposed},
+                       {"top_offenders", offenders_json(data, by_name, 10)}};
+      std::string advice =
+          "Communication kernels take " + percent(share) + " of GPU " + std::to_string(device) +
+          "'s busy time (" + ms(comm_ns) + ", " + ms(exposed) +
+          " not overlapped with compute). Reduce or hide it: larger DDP buckets "
+          "(bucket_cap_mb), gradient accumulation with no_sync(), FSDP prefetching, compressed "
+          "or lower-precision gradients, or fewer GPUs per job if it scales poorly.";
+      auto span = data.device_span(device).value_or(Interval{});
+      out.push_back(make_finding(*this, context, device, span, exposed, span.length(),
                                  std::move(evidence), std::move(advice)));
     }
     return out;
@@ -473,10 +693,15 @@ std::vector<std::unique_ptr<Rule>> make_builtin_rules() {
   rules.push_back(std::make_unique<GpuIdleGaps>());
   rules.push_back(std::make_unique<LowGpuUtilization>());
   rules.push_back(std::make_unique<LaunchBoundSmallKernels>());
-  rules.push_back(std::make_unique<LongLaunchDelay>());
+  rules.push_back(std::make_unique<LaunchDelayOutliers>());
   rules.push_back(std::make_unique<DataLoaderBottleneck>());
   rules.push_back(std::make_unique<PageableMemcpy>());
-  rules.push_back(std::make_unique<SynchronousMemcpy>());
+  rules.push_back(std::make_unique<SynchronousMemoryCall>(false));
+  rules.push_back(std::make_unique<SynchronousMemoryCall>(true));
+  rules.push_back(std::make_unique<ExcessiveSync>());
+  rules.push_back(std::make_unique<MemoryNearCapacity>());
+  rules.push_back(std::make_unique<ConsolidationCandidateRule>());
+  rules.push_back(std::make_unique<CommHeavy>());
   return rules;
 }
 

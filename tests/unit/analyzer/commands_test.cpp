@@ -39,7 +39,7 @@ class Commands : public ::testing::Test {
 TEST_F(Commands, AnalyzePrintsAndStoresFindings) {
   auto r = call(run_analyze_command, {db});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("long_launch_delay"), std::string::npos);
+  EXPECT_NE(r.out.find("launch_delay_outliers"), std::string::npos);
   EXPECT_NE(r.out.find("pageable_memcpy"), std::string::npos);
   EXPECT_NE(r.out.find("HTA temporal breakdown"), std::string::npos);
   EXPECT_NE(r.err.find("analyze: 2 finding(s)"), std::string::npos);  // progress on stderr
@@ -92,7 +92,7 @@ TEST_F(Commands, ReportShowsStoredFindings) {
   ASSERT_EQ(call(run_analyze_command, {db}).code, 0);
   auto r = call(run_report_command, {db, "--format", "markdown"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("## long_launch_delay"), std::string::npos);
+  EXPECT_NE(r.out.find("## launch_delay_outliers"), std::string::npos);
   auto none = call(run_report_command, {db, "--format", "json", "--capture", "1"});
   EXPECT_EQ(none.code, 0);
 }

@@ -37,7 +37,7 @@ TEST(Report, TableListsFindingsByImpactWithAdvice) {
   std::string text = render(ReportFormat::table);
   EXPECT_NE(text.find("capture 1 (hand.json)"), std::string::npos);
   EXPECT_NE(text.find("GPU 0: span 500 us"), std::string::npos);
-  auto delay = text.find("long_launch_delay");
+  auto delay = text.find("launch_delay_outliers");
   auto pageable = text.find("pageable_memcpy");
   ASSERT_NE(delay, std::string::npos);
   ASSERT_NE(pageable, std::string::npos);
@@ -49,7 +49,7 @@ TEST(Report, TableListsFindingsByImpactWithAdvice) {
 TEST(Report, MarkdownHasTableAndEvidence) {
   std::string text = render(ReportFormat::markdown);
   EXPECT_NE(text.find("| Severity | Rule | GPU | Impact | Window |"), std::string::npos);
-  EXPECT_NE(text.find("## long_launch_delay"), std::string::npos);
+  EXPECT_NE(text.find("## launch_delay_outliers"), std::string::npos);
   EXPECT_NE(text.find("```json"), std::string::npos);
 }
 
@@ -57,7 +57,7 @@ TEST(Report, JsonCarriesParsedEvidence) {
   json doc = json::parse(render(ReportFormat::json));
   EXPECT_EQ(doc["capture_id"], 1);
   ASSERT_EQ(doc["findings"].size(), 2u);
-  EXPECT_EQ(doc["findings"][0]["rule"], "long_launch_delay");
+  EXPECT_EQ(doc["findings"][0]["rule"], "launch_delay_outliers");
   EXPECT_EQ(doc["findings"][0]["impact_ns"], 80'000);
   EXPECT_EQ(doc["findings"][0]["evidence"]["delayed_launches"], 1);
   EXPECT_TRUE(doc["findings"][0]["device"].is_null());

@@ -27,7 +27,7 @@ std::vector<store::Finding> run(const CaptureData& data, const std::string& rule
 
 TEST(RuleRegistry, BuiltinRulesHaveIdsThresholdsAndSources) {
   const auto& rules = RuleRegistry::builtin().rules();
-  EXPECT_EQ(rules.size(), 7u);
+  EXPECT_EQ(rules.size(), 12u);
   for (const auto& rule : rules) {
     EXPECT_FALSE(rule->id().empty());
     EXPECT_FALSE(rule->thresholds().empty()) << rule->id();
@@ -96,15 +96,15 @@ TEST(LaunchBoundSmallKernels, BackToBackTinyKernels) {
 }
 
 TEST(LongLaunchDelay, ImpactIsIdleTimeWhileDelayed) {
-  auto findings = run(testing::shared_case(), "long_launch_delay");
+  auto findings = run(testing::shared_case(), "launch_delay_outliers");
   ASSERT_EQ(findings.size(), 1u);
   // K3 waited [255, 400) µs; the device was idle in [320, 400) of that.
   EXPECT_EQ(findings[0].impact_ns, us(80));
   auto evidence = json::parse(findings[0].evidence_json);
   EXPECT_EQ(evidence["delayed_launches"], 1);
   EXPECT_EQ(evidence["launch_delay_max_ns"], us(145));
-  EXPECT_TRUE(run(testing::shared_case(), "long_launch_delay",
-                  {{"long_launch_delay.launch_delay_cutoff_ns", 200e3}})
+  EXPECT_TRUE(run(testing::shared_case(), "launch_delay_outliers",
+                  {{"launch_delay_outliers.launch_delay_cutoff_ns", 200e3}})
                   .empty());
 }
 
@@ -136,7 +136,7 @@ TEST(PageableMemcpy, FlagsPageableCopiesOnly) {
   EXPECT_TRUE(run(pinned.build(), "pageable_memcpy").empty());
 }
 
-TEST(SynchronousMemcpy, ImpactIsTheIdleGapAfterTheCopy) {
+TEST(SyncMemcpy, ImpactIsTheIdleGapAfterTheCopy) {
   testing::CaptureBuilder b;
   b.kernel(0, 10);
   b.memcpy(10, 20, 7, store::kMemcpyDtoH, store::kMemDevice, store::kMemPinned, 8,
@@ -144,7 +144,7 @@ TEST(SynchronousMemcpy, ImpactIsTheIdleGapAfterTheCopy) {
   b.kernel(50, 60);
   b.memcpy(70, 80, 7, store::kMemcpyHtoD, store::kMemPinned, store::kMemDevice, 8,
            std::make_pair(60, 65), "cudaMemcpyAsync");
-  auto findings = run(b.build(), "synchronous_memcpy");
+  auto findings = run(b.build(), "sync_memcpy");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].impact_ns, 30);
   auto evidence = json::parse(findings[0].evidence_json);
@@ -152,10 +152,90 @@ TEST(SynchronousMemcpy, ImpactIsTheIdleGapAfterTheCopy) {
   EXPECT_EQ(evidence["top_offenders"][0]["name"], "cudaMemcpy");
 }
 
+TEST(SyncMemset, FiresOnCudaMemsetOnly) {
+  testing::CaptureBuilder b;
+  b.kernel(0, 10);
+  b.memcpy(10, 20, 7, store::kMemcpyDtoH, store::kMemDevice, store::kMemPinned, 8,
+           std::make_pair(5, 21), "cudaMemset");
+  b.raw().gpu.kind.back() = GpuEventKind::memset;
+  b.kernel(50, 60);
+  auto findings = run(b.build(), "sync_memset");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 30);
+  EXPECT_TRUE(run(b.build(), "sync_memcpy").empty());
+}
+
+TEST(ExcessiveSync, ManySyncCallsPerStep) {
+  testing::CaptureBuilder b;
+  b.step(0, 0, us(100));
+  // Three cudaDeviceSynchronize calls in one step; after each the GPU idles 10 µs.
+  for (int i = 0; i < 3; ++i) {
+    b.kernel(us(30 * i), us(30 * i + 20));
+    b.runtime(us(30 * i + 5), us(30 * i + 20), "cudaDeviceSynchronize", -1);
+  }
+  b.kernel(us(90), us(100));
+  auto findings = run(b.build(), "excessive_sync");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(30));
+  EXPECT_EQ(json::parse(findings[0].evidence_json)["calls"], 3);
+  // One call per step is fine.
+  testing::CaptureBuilder clean;
+  clean.step(0, 0, us(100)).kernel(0, us(100));
+  clean.runtime(us(90), us(100), "cudaStreamSynchronize", -1);
+  EXPECT_TRUE(run(clean.build(), "excessive_sync").empty());
+}
+
+namespace {
+CaptureData with_memory(int64_t capacity, std::vector<int64_t> levels, bool busy) {
+  testing::CaptureBuilder b;
+  b.step(0, 0, us(100));
+  b.kernel(0, busy ? us(100) : us(10));
+  CaptureData& d = b.raw();
+  store::GpuInfo gpu;
+  gpu.id = 0, gpu.captureId = 1, gpu.name = "H100", gpu.totalMemory = capacity;
+  d.gpus.push_back(gpu);
+  int64_t ts = 0, previous = 0;
+  for (int64_t level : levels) {
+    store::MemoryEvent e;
+    e.ts = ts, e.captureId = 1, e.deviceId = 0, e.bytes = level - previous;
+    e.total_allocated = level;
+    previous = level, ts += us(10);
+    d.memory.push_back(e);
+  }
+  return b.build();
+}
+}  // namespace
+
+TEST(MemoryNearCapacity, PeakAboveNinetyPercent) {
+  auto findings = run(with_memory(1000, {500, 950, 600}, true), "memory_near_capacity");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(json::parse(findings[0].evidence_json)["peak_bytes"], 950);
+  EXPECT_TRUE(run(with_memory(1000, {500, 800, 600}, true), "memory_near_capacity").empty());
+  EXPECT_TRUE(run(testing::shared_case(), "memory_near_capacity").empty());  // no data
+}
+
+TEST(ConsolidationCandidate, LowUtilizationAndMemoryFits) {
+  auto findings = run(with_memory(1000, {100, 200}, false), "consolidation_candidate");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(90));  // busy 10 of 100 µs
+  EXPECT_TRUE(run(with_memory(1000, {100, 200}, true), "consolidation_candidate").empty());
+}
+
+TEST(CommHeavy, ExposedNcclTime) {
+  testing::CaptureBuilder b;
+  b.kernel(0, us(40), 7, "gemm").kernel(us(20), us(100), 9, "ncclKernel_AllReduce_RING_LL_Sum");
+  auto findings = run(b.build(), "comm_heavy");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(60));  // 80 µs of NCCL, 20 of it under the GEMM
+  testing::CaptureBuilder clean;
+  clean.kernel(0, us(100), 7, "gemm").kernel(us(10), us(20), 9, "ncclKernel_AllReduce");
+  EXPECT_TRUE(run(clean.build(), "comm_heavy").empty());
+}
+
 TEST(Analyze, AllRulesSortedByImpactAndValidated) {
   auto findings = analyze(testing::shared_case());
-  ASSERT_EQ(findings.size(), 2u);  // long_launch_delay (80 µs) then pageable_memcpy (30 µs)
-  EXPECT_EQ(findings[0].rule, "long_launch_delay");
+  ASSERT_EQ(findings.size(), 2u);  // launch_delay_outliers (80 µs) then pageable_memcpy (30 µs)
+  EXPECT_EQ(findings[0].rule, "launch_delay_outliers");
   EXPECT_EQ(findings[1].rule, "pageable_memcpy");
   EXPECT_EQ(findings[0].captureId, 1);
   EXPECT_GT(findings[0].created_ns, 0);
@@ -187,7 +267,7 @@ TEST(Analyze, StoredFindingsReplaceEarlierOnes) {
   ASSERT_EQ(stored.size(), 2u);  // not 4: the second run replaced the first
   std::set<std::string> rules;
   for (const auto& f : stored) rules.insert(f.rule);
-  EXPECT_TRUE(rules.count("long_launch_delay"));
+  EXPECT_TRUE(rules.count("launch_delay_outliers"));
   EXPECT_TRUE(rules.count("pageable_memcpy"));
 }
 
