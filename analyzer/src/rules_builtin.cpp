@@ -1,7 +1,9 @@
 // The built-in rule catalogue. Defaults cite where they come from; "fleetscope" marks our own
 // choices where the reference tools report a metric without a firing threshold.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -92,6 +94,43 @@ json offenders_json(const CaptureData& data, const std::unordered_map<int64_t, O
                    {"count", list[i].count},
                    {"total_ns", list[i].total_ns}});
   return out;
+}
+
+// Communication vs. computation on one device (HTA get_comm_comp_overlap): the union of
+// communication kernels, the part not covered by computation kernels, and offenders by name.
+struct CommOverlap {
+  int64_t comm_ns = 0;
+  int64_t exposed_ns = 0;
+  std::unordered_map<int64_t, Offender> by_name;
+  double overlap() const { return comm_ns > 0 ? 1.0 - double(exposed_ns) / double(comm_ns) : 1.0; }
+};
+CommOverlap comm_overlap(const CaptureData& data, const std::vector<uint32_t>& indexes) {
+  const auto& g = data.gpu;
+  CommOverlap out;
+  std::vector<Interval> comm, compute;
+  for (uint32_t i : indexes) {
+    if (g.work_class[i] == WorkClass::computation) compute.push_back({g.start[i], g.end[i]});
+    if (g.work_class[i] != WorkClass::communication) continue;
+    comm.push_back({g.start[i], g.end[i]});
+    Offender& o = out.by_name[g.name_id[i]];
+    o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
+  }
+  if (comm.empty()) return out;
+  const IntervalSet comm_set = unite(std::move(comm));
+  out.comm_ns = total_length(comm_set);
+  out.exposed_ns = total_length(subtract(comm_set, unite(std::move(compute))));
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains_any(const std::string& haystack, std::initializer_list<const char*> needles) {
+  for (const char* n : needles)
+    if (haystack.find(n) != std::string::npos) return true;
+  return false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -645,28 +684,17 @@ class CommHeavy : public Rule {
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_share = threshold(context, "max_comm_share");
     const CaptureData& data = context.data();
-    const auto& g = data.gpu;
     std::vector<store::Finding> out;
     for (const auto& [device, indexes] : data.events_by_device) {
-      std::vector<Interval> comm;
-      std::unordered_map<int64_t, Offender> by_name;
-      for (uint32_t i : indexes) {
-        if (g.work_class[i] != WorkClass::communication) continue;
-        comm.push_back({g.start[i], g.end[i]});
-        Offender& o = by_name[g.name_id[i]];
-        o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
-      }
-      if (comm.empty()) continue;
-      const IntervalSet comm_set = unite(std::move(comm));
+      const CommOverlap c = comm_overlap(data, indexes);
+      if (c.comm_ns == 0) continue;
       const int64_t busy = total_length(data.busy_by_device.at(device));
-      const int64_t comm_ns = total_length(comm_set);
+      const int64_t comm_ns = c.comm_ns;
       const double share = busy > 0 ? double(comm_ns) / double(busy) : 0.0;
       if (share <= max_share) continue;
       // Impact: communication time not hidden behind computation on the same device.
-      std::vector<Interval> compute;
-      for (uint32_t i : indexes)
-        if (g.work_class[i] == WorkClass::computation) compute.push_back({g.start[i], g.end[i]});
-      const int64_t exposed = total_length(subtract(comm_set, unite(std::move(compute))));
+      const int64_t exposed = c.exposed_ns;
+      const auto& by_name = c.by_name;
       json evidence = {{"comm_ns", comm_ns},
                        {"busy_ns", busy},
                        {"comm_share", share},
@@ -680,6 +708,238 @@ class CommHeavy : public Rule {
           "or lower-precision gradients, or fewer GPUs per job if it scales poorly.";
       auto span = data.device_span(device).value_or(Interval{});
       out.push_back(make_finding(*this, context, device, span, exposed, span.length(),
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class TensorCoresUnused : public Rule {
+ public:
+  std::string id() const override { return "tensor_cores_unused"; }
+  std::string title() const override {
+    return "GEMM/convolution kernels run without tensor cores";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_non_tc_share", 0.2,
+             "fleetscope: HTA kernel breakdown reports GEMM time without a limit; non-tensor-core "
+             "GEMM/conv above 20 % of busy kernel time"},
+            {"min_non_tc_ns", 1e6, "fleetscope: ignore less than 1 ms of such kernels (noise)"}};
+  }
+  static bool gemm_like(const std::string& n) {
+    return contains_any(n, {"gemm", "conv", "matmul"});
+  }
+  static bool tensor_core(const std::string& n) {
+    return contains_any(n, {"h884", "h1688", "s1688", "s16816", "i8816", "xmma", "hmma", "wmma",
+                            "tensorop", "tf32", "bf16", "fp16"});
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_share = threshold(context, "max_non_tc_share");
+    const auto min_ns = static_cast<int64_t>(threshold(context, "min_non_tc_ns"));
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    std::vector<store::Finding> out;
+    for (const auto& [device, indexes] : data.events_by_device) {
+      std::vector<Interval> kernels, plain;
+      std::unordered_map<int64_t, Offender> by_name;
+      for (uint32_t i : indexes) {
+        if (g.kind[i] != GpuEventKind::kernel) continue;
+        kernels.push_back({g.start[i], g.end[i]});
+        const std::string name = lower(data.name(g.name_id[i]));
+        if (!gemm_like(name) || tensor_core(name)) continue;
+        plain.push_back({g.start[i], g.end[i]});
+        Offender& o = by_name[g.name_id[i]];
+        o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
+      }
+      if (plain.empty()) continue;
+      const int64_t kernel_ns = total_length(unite(std::move(kernels)));
+      const IntervalSet plain_set = unite(std::move(plain));
+      const int64_t plain_ns = total_length(plain_set);
+      const double share = kernel_ns > 0 ? double(plain_ns) / double(kernel_ns) : 0.0;
+      if (share <= max_share || plain_ns < min_ns) continue;
+      json evidence = {{"non_tc_gemm_ns", plain_ns},
+                       {"kernel_busy_ns", kernel_ns},
+                       {"non_tc_share", share},
+                       {"top_offenders", offenders_json(data, by_name, 10)}};
+      std::string advice =
+          "GEMM/convolution kernels without a tensor-core marker in their name take " +
+          percent(share) + " of GPU " + std::to_string(device) + "'s kernel time (" +
+          ms(plain_ns) +
+          "). Run them on tensor cores: torch.autocast (bf16/fp16) or "
+          "torch.backends.cuda.matmul.allow_tf32 = True / torch.set_float32_matmul_precision("
+          "'high'), and keep matrix dimensions multiples of 8 (16 for int8). Impact is the "
+          "kernels' time (upper bound).";
+      out.push_back(make_finding(*this, context, device, {plain_set.front().begin,
+                                 plain_set.back().end}, plain_ns, kernel_ns, std::move(evidence),
+                                 std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class FusionCandidates : public Rule {
+ public:
+  std::string id() const override { return "fusion_candidates"; }
+  std::string title() const override {
+    return "Long runs of tiny back-to-back kernels on one stream (fusion candidates)";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_kernel_ns", 10e3,
+             "fleetscope: elementwise-like kernels shorter than 10 us (below HTA's 30 us "
+             "consecutive_kernel_delay)"},
+            {"min_run_length", 8, "fleetscope: at least 8 consecutive short kernels"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const auto max_ns = static_cast<int64_t>(threshold(context, "max_kernel_ns"));
+    const auto min_run = static_cast<size_t>(threshold(context, "min_run_length"));
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    struct PerDevice {
+      int64_t runs = 0, kernels = 0, gap_ns = 0;
+      IntervalSet windows;
+      std::unordered_map<int64_t, Offender> by_name;
+    };
+    std::map<int32_t, PerDevice> devices;
+    for (const auto& [key, indexes] : data.events_by_stream) {
+      std::vector<uint32_t> run;
+      auto flush = [&]() {
+        if (run.size() >= min_run) {
+          PerDevice& d = devices[key.first];
+          ++d.runs, d.kernels += static_cast<int64_t>(run.size());
+          for (size_t k = 1; k < run.size(); ++k)
+            d.gap_ns += std::max<int64_t>(0, g.start[run[k]] - g.end[run[k - 1]]);
+          d.windows.push_back({g.start[run.front()], g.end[run.back()]});
+          for (uint32_t i : run) {
+            Offender& o = d.by_name[g.name_id[i]];
+            o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
+          }
+        }
+        run.clear();
+      };
+      for (uint32_t i : indexes) {
+        if (g.kind[i] == GpuEventKind::kernel && g.duration(i) < max_ns) {
+          run.push_back(i);
+        } else {
+          flush();
+        }
+      }
+      flush();
+    }
+    std::vector<store::Finding> out;
+    for (auto& [device, d] : devices) {
+      auto span = data.device_span(device).value_or(Interval{});
+      std::sort(d.windows.begin(), d.windows.end(),
+                [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+      const Interval window{d.windows.front().begin, d.windows.back().end};
+      json evidence = {{"run_count", d.runs},
+                       {"kernel_count", d.kernels},
+                       {"gap_total_ns", d.gap_ns},
+                       {"longest_runs", windows_json(longest(d.windows, 10), 10)},
+                       {"top_offenders", offenders_json(data, d.by_name, 10)}};
+      std::string advice =
+          std::to_string(d.runs) + " run(s) of " + std::to_string(min_run) +
+          "+ consecutive kernels shorter than " + ms(max_ns) + " on GPU " +
+          std::to_string(device) + " (" + std::to_string(d.kernels) + " kernels, " +
+          ms(d.gap_ns) +
+          " of gaps between them). Fuse them: torch.compile, fused optimizers (foreach/fused=True), "
+          "fused layers (apex/TE LayerNorm, fused bias+activation), or capture the sequence in a "
+          "CUDA graph.";
+      out.push_back(make_finding(*this, context, device, window, d.gap_ns, span.length(),
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class ExposedTransfers : public Rule {
+ public:
+  std::string id() const override { return "exposed_transfers"; }
+  std::string title() const override {
+    return "Memory copies not overlapped by any kernel on their device";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_exposed_share", 0.05,
+             "fleetscope: HTA memory-copy/compute overlap reports the share without a limit; "
+             "above 5 % of the device span"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_share = threshold(context, "max_exposed_share");
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    std::vector<store::Finding> out;
+    for (const auto& [device, indexes] : data.events_by_device) {
+      std::vector<Interval> copies, kernels;
+      std::unordered_map<int64_t, Offender> by_name;
+      for (uint32_t i : indexes) {
+        if (g.kind[i] == GpuEventKind::kernel) kernels.push_back({g.start[i], g.end[i]});
+        if (g.kind[i] != GpuEventKind::memcpy) continue;
+        copies.push_back({g.start[i], g.end[i]});
+        Offender& o = by_name[g.name_id[i]];
+        o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
+      }
+      auto span = data.device_span(device);
+      if (copies.empty() || !span || span->length() <= 0) continue;
+      const IntervalSet copy_set = unite(std::move(copies));
+      const IntervalSet exposed = subtract(copy_set, unite(std::move(kernels)));
+      const int64_t exposed_ns = total_length(exposed);
+      const double share = double(exposed_ns) / double(span->length());
+      if (share <= max_share) continue;
+      json evidence = {{"memcpy_ns", total_length(copy_set)},
+                       {"exposed_ns", exposed_ns},
+                       {"exposed_share", share},
+                       {"longest_exposed", windows_json(longest(exposed, 10), 10)},
+                       {"top_offenders", offenders_json(data, by_name, 10)}};
+      std::string advice =
+          ms(exposed_ns) + " of memory copies on GPU " + std::to_string(device) + " (" +
+          percent(share) +
+          " of its span) run while no kernel does. Overlap them with compute: pinned host memory "
+          "(DataLoader pin_memory=True) with .to(non_blocking=True) on a side stream, prefetch "
+          "the next batch during the current step, and avoid device-to-host copies in the loop.";
+      out.push_back(make_finding(*this, context, device,
+                                 {exposed.front().begin, exposed.back().end}, exposed_ns,
+                                 span->length(), std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class LowCommOverlap : public Rule {
+ public:
+  std::string id() const override { return "low_comm_overlap"; }
+  std::string title() const override {
+    return "Communication kernels mostly not overlapped by computation";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"min_overlap", 0.5,
+             "fleetscope: HTA get_comm_comp_overlap reports the ratio without a limit; below "
+             "50 %"},
+            {"min_exposed_ns", 1e6, "fleetscope: ignore less than 1 ms of exposed communication"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double min_overlap = threshold(context, "min_overlap");
+    const auto min_exposed = static_cast<int64_t>(threshold(context, "min_exposed_ns"));
+    const CaptureData& data = context.data();
+    std::vector<store::Finding> out;
+    for (const auto& [device, indexes] : data.events_by_device) {
+      const CommOverlap c = comm_overlap(data, indexes);
+      if (c.comm_ns == 0 || c.overlap() >= min_overlap || c.exposed_ns < min_exposed) continue;
+      json evidence = {{"comm_ns", c.comm_ns},
+                       {"exposed_comm_ns", c.exposed_ns},
+                       {"overlap", c.overlap()},
+                       {"top_offenders", offenders_json(data, c.by_name, 10)}};
+      std::string advice =
+          "Only " + percent(c.overlap()) + " of communication time on GPU " +
+          std::to_string(device) + " overlaps computation (" + ms(c.exposed_ns) + " of " +
+          ms(c.comm_ns) +
+          " exposed). Overlap gradient reduction with the backward pass: DDP with smaller "
+          "buckets (bucket_cap_mb) so all-reduce starts earlier, FSDP backward/forward prefetch, "
+          "and avoid synchronizing the comm stream right after each collective.";
+      auto span = data.device_span(device).value_or(Interval{});
+      out.push_back(make_finding(*this, context, device, span, c.exposed_ns, span.length(),
                                  std::move(evidence), std::move(advice)));
     }
     return out;
@@ -702,6 +962,10 @@ std::vector<std::unique_ptr<Rule>> make_builtin_rules() {
   rules.push_back(std::make_unique<MemoryNearCapacity>());
   rules.push_back(std::make_unique<ConsolidationCandidateRule>());
   rules.push_back(std::make_unique<CommHeavy>());
+  rules.push_back(std::make_unique<TensorCoresUnused>());
+  rules.push_back(std::make_unique<FusionCandidates>());
+  rules.push_back(std::make_unique<ExposedTransfers>());
+  rules.push_back(std::make_unique<LowCommOverlap>());
   return rules;
 }
 

@@ -27,7 +27,7 @@ std::vector<store::Finding> run(const CaptureData& data, const std::string& rule
 
 TEST(RuleRegistry, BuiltinRulesHaveIdsThresholdsAndSources) {
   const auto& rules = RuleRegistry::builtin().rules();
-  EXPECT_EQ(rules.size(), 12u);
+  EXPECT_EQ(rules.size(), 16u);
   for (const auto& rule : rules) {
     EXPECT_FALSE(rule->id().empty());
     EXPECT_FALSE(rule->thresholds().empty()) << rule->id();
@@ -230,6 +230,55 @@ TEST(CommHeavy, ExposedNcclTime) {
   testing::CaptureBuilder clean;
   clean.kernel(0, us(100), 7, "gemm").kernel(us(10), us(20), 9, "ncclKernel_AllReduce");
   EXPECT_TRUE(run(clean.build(), "comm_heavy").empty());
+}
+
+TEST(TensorCoresUnused, PlainSgemmAboveTwentyPercent) {
+  testing::CaptureBuilder b;
+  b.kernel(0, 3 * kMs, 7, "volta_sgemm_128x64_nn").kernel(3 * kMs, 4 * kMs, 7, "elementwise");
+  auto findings = run(b.build(), "tensor_cores_unused");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 3 * kMs);
+  EXPECT_EQ(json::parse(findings[0].evidence_json)["top_offenders"][0]["count"], 1);
+  testing::CaptureBuilder clean;
+  clean.kernel(0, 3 * kMs, 7, "volta_h884gemm_128x64_nn").kernel(3 * kMs, 4 * kMs, 7, "add");
+  EXPECT_TRUE(run(clean.build(), "tensor_cores_unused").empty());
+}
+
+TEST(FusionCandidates, RunOfTinyKernelsImpactIsTheGaps) {
+  testing::CaptureBuilder b;
+  for (int k = 0; k < 10; ++k) b.kernel(us(10 * k), us(10 * k + 5), 7, "add");  // 9 gaps of 5 µs
+  auto findings = run(b.build(), "fusion_candidates");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(45));
+  EXPECT_EQ(json::parse(findings[0].evidence_json)["kernel_count"], 10);
+  testing::CaptureBuilder clean;  // a long kernel breaks the run into 5 + 4
+  for (int k = 0; k < 10; ++k) clean.kernel(us(100 * k), us(100 * k + (k == 5 ? 50 : 5)), 7, "add");
+  EXPECT_TRUE(run(clean.build(), "fusion_candidates").empty());
+}
+
+TEST(ExposedTransfers, CopyTimeWithoutKernels) {
+  testing::CaptureBuilder b;
+  b.kernel(0, us(50), 7, "gemm")
+      .memcpy(us(40), us(70), 8, store::kMemcpyHtoD, store::kMemPinned, store::kMemDevice, 4096)
+      .kernel(us(70), us(100), 7, "gemm");
+  auto findings = run(b.build(), "exposed_transfers");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, us(20));  // 30 µs copy, 10 under the first kernel
+  testing::CaptureBuilder clean;
+  clean.kernel(0, us(100), 7, "gemm")
+      .memcpy(us(40), us(70), 8, store::kMemcpyHtoD, store::kMemPinned, store::kMemDevice, 4096);
+  EXPECT_TRUE(run(clean.build(), "exposed_transfers").empty());
+}
+
+TEST(LowCommOverlap, NcclMostlyExposed) {
+  testing::CaptureBuilder b;
+  b.kernel(0, 4 * kMs, 7, "gemm").kernel(3 * kMs, 7 * kMs, 9, "ncclKernel_AllReduce_RING_LL");
+  auto findings = run(b.build(), "low_comm_overlap");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 3 * kMs);  // 1 of 4 ms overlapped: 25 %
+  testing::CaptureBuilder clean;
+  clean.kernel(0, 8 * kMs, 7, "gemm").kernel(3 * kMs, 7 * kMs, 9, "ncclKernel_AllReduce");
+  EXPECT_TRUE(run(clean.build(), "low_comm_overlap").empty());
 }
 
 TEST(Analyze, AllRulesSortedByImpactAndValidated) {
