@@ -91,6 +91,8 @@ void sort_gpu(GpuEvents& g) {
   apply_permutation(g.work_class, order), apply_permutation(g.bytes, order);
   apply_permutation(g.copy_kind, order), apply_permutation(g.src_kind, order);
   apply_permutation(g.dst_kind, order);
+  if (g.grid_blocks.size() == order.size()) apply_permutation(g.grid_blocks, order);
+  if (g.est_occupancy.size() == order.size()) apply_permutation(g.est_occupancy, order);
 }
 
 void sort_runtime(RuntimeCalls& r) {

@@ -1,6 +1,7 @@
 #include "fleetscope/analyzer/loader.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "fleetscope/store/error.h"
 
@@ -18,8 +19,8 @@ void report(const LoadProgress& progress, const std::string& stage, int64_t rows
 
 void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
-      "SELECT start, end, deviceId, streamId, correlationId, globalPid, demangledName "
-      "FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?1");
+      "SELECT start, end, deviceId, streamId, correlationId, globalPid, demangledName, "
+      "gridX, gridY, gridZ, estOccupancy FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?1");
   stmt.bind(1, capture_id);
   std::unordered_map<int64_t, WorkClass> class_by_name;
   while (stmt.step()) {
@@ -41,6 +42,8 @@ void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& 
     g.work_class.push_back(cls->second);
     g.bytes.push_back(0);
     g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
+    g.grid_blocks.push_back(int_or(stmt, 7, 0) * int_or(stmt, 8, 0) * int_or(stmt, 9, 0));
+    g.est_occupancy.push_back(stmt.column_is_null(10) ? std::nan("") : stmt.column_double(10));
   }
 }
 
@@ -149,6 +152,16 @@ void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, Captur
         {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3)});
 }
 
+// All cpu_ops, as host activity for host_bound.
+void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  auto stmt = reader.database().prepare(
+      "SELECT start, end, nameId, globalTid FROM cpu_ops WHERE captureId = ?1");
+  stmt.bind(1, capture_id);
+  while (stmt.step())
+    data.cpu_ops.push_back(
+        {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), int_or(stmt, 3, 0)});
+}
+
 }  // namespace
 
 int64_t resolve_capture_id(const store::Reader& reader, std::optional<int64_t> requested) {
@@ -186,11 +199,14 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   report(progress, "kernels", static_cast<int64_t>(data.gpu.size()));
   load_memcpys(reader, capture_id, data);
   load_memsets(reader, capture_id, data);
+  data.gpu.grid_blocks.resize(data.gpu.size(), 0);  // memcpys/memsets: no launch shape
+  data.gpu.est_occupancy.resize(data.gpu.size(), std::nan(""));
   report(progress, "gpu events", static_cast<int64_t>(data.gpu.size()));
   load_gpu_syncs(reader, capture_id, data);
   load_runtime(reader, capture_id, data);
   report(progress, "runtime calls", static_cast<int64_t>(data.runtime.size()));
   load_dataloader_ops(reader, capture_id, data);
+  load_cpu_ops(reader, capture_id, data);
   data.finalize();
   report(progress, "indexed", static_cast<int64_t>(data.gpu.size() + data.runtime.size()));
   return data;

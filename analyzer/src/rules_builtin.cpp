@@ -946,6 +946,189 @@ class LowCommOverlap : public Rule {
   }
 };
 
+// ---------------------------------------------------------------------------------------------
+class HostBound : public Rule {
+ public:
+  std::string id() const override { return "host_bound"; }
+  std::string title() const override { return "GPU waits on the CPU (host-bound steps)"; }
+  std::vector<Threshold> thresholds() const override {
+    return {{"min_idle_share", 0.5,
+             "HTA idle time / PyTorch profiler advice: GPU idle above 50 % of step time"},
+            {"min_cpu_cover", 0.5,
+             "fleetscope: CPU ops cover most (> 50 %) of that idle time, so the host is the cause"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double min_idle = threshold(context, "min_idle_share");
+    const double min_cover = threshold(context, "min_cpu_cover");
+    const CaptureData& data = context.data();
+    if (data.busy_by_device.empty()) return {};
+    std::vector<Interval> window_list;
+    for (const auto& it : data.iterations) window_list.push_back({it.start, it.end});
+    if (window_list.empty()) {
+      if (auto span = data.gpu_span()) window_list.push_back(*span);
+    }
+    const IntervalSet windows = unite(std::move(window_list));
+    const int64_t window_ns = total_length(windows);
+    if (window_ns <= 0) return {};
+    IntervalSet any_busy;
+    for (const auto& [device, busy] : data.busy_by_device) any_busy = unite(any_busy, busy);
+    const IntervalSet idle = subtract(windows, any_busy);
+    const int64_t idle_ns = total_length(idle);
+    const double idle_share = double(idle_ns) / double(window_ns);
+    if (idle_share <= min_idle) return {};
+    std::vector<Interval> host;
+    std::unordered_map<int64_t, Offender> by_name;
+    for (const HostRange& r : data.cpu_ops) {
+      host.push_back({r.start, r.end});
+      Offender& o = by_name[r.name_id];
+      o.name_id = r.name_id, ++o.count, o.total_ns += r.end - r.start;
+    }
+    for (const HostRange& r : data.dataloader_ops) host.push_back({r.start, r.end});
+    for (size_t i = 0; i < data.runtime.size(); ++i)
+      host.push_back({data.runtime.start[i], data.runtime.end[i]});
+    const IntervalSet covered = intersect(idle, unite(std::move(host)));
+    const int64_t impact = total_length(covered);
+    const double cover = idle_ns > 0 ? double(impact) / double(idle_ns) : 0.0;
+    if (cover <= min_cover) return {};
+    json evidence = {{"window_ns", window_ns},
+                     {"gpu_idle_ns", idle_ns},
+                     {"gpu_idle_share", idle_share},
+                     {"idle_covered_by_cpu_ns", impact},
+                     {"cpu_cover_share", cover},
+                     {"steps", data.iterations.size()},
+                     {"longest_idle_windows", windows_json(longest(covered, 10), 10)},
+                     {"top_offenders", offenders_json(data, by_name, 10)}};
+    std::string advice =
+        "The GPU is idle " + percent(idle_share) + " of " +
+        (data.iterations.empty() ? std::string("the capture") : std::string("step time")) +
+        " and the CPU is busy during " + percent(cover) + " of that idle time (" + ms(impact) +
+        "): the host cannot feed the GPU. Cut per-step Python/CPU work: capture the step with "
+        "CUDA graphs (torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), "
+        "raise the batch size, move preprocessing to DataLoader workers, and avoid .item()/"
+        "host round-trips inside the step.";
+    return {make_finding(*this, context, std::nullopt, {windows.front().begin,
+                         windows.back().end}, impact, window_ns, std::move(evidence),
+                         std::move(advice))};
+  }
+};
+
+// Kernels selected by a per-kernel predicate on launch shape, taking more than a share of a
+// device's kernel time. Shared by few_blocks and low_occupancy.
+struct ShapeShare {
+  int64_t kernel_ns = 0, flagged_ns = 0;
+  IntervalSet flagged;
+  std::unordered_map<int64_t, Offender> by_name;
+};
+template <class Pred>
+ShapeShare shape_share(const CaptureData& data, const std::vector<uint32_t>& indexes, Pred pred) {
+  const auto& g = data.gpu;
+  ShapeShare out;
+  std::vector<Interval> kernels, flagged;
+  for (uint32_t i : indexes) {
+    if (g.kind[i] != GpuEventKind::kernel) continue;
+    kernels.push_back({g.start[i], g.end[i]});
+    if (!pred(i)) continue;
+    flagged.push_back({g.start[i], g.end[i]});
+    Offender& o = out.by_name[g.name_id[i]];
+    o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
+  }
+  out.kernel_ns = total_length(unite(std::move(kernels)));
+  out.flagged = unite(std::move(flagged));
+  out.flagged_ns = total_length(out.flagged);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+class FewBlocks : public Rule {
+ public:
+  std::string id() const override { return "few_blocks"; }
+  std::string title() const override { return "Kernels launch fewer blocks than the GPU has SMs"; }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_share", 0.1,
+             "nsys / Nsight Compute 'grid too small' advice (grid blocks < SM count); "
+             "fleetscope: such kernels above 10 % of kernel time"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_share = threshold(context, "max_share");
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    if (g.grid_blocks.size() != g.size()) return {};
+    std::vector<store::Finding> out;
+    for (const auto& [device, indexes] : data.events_by_device) {
+      int64_t sm_count = 0;
+      for (const auto& gpu : data.gpus)
+        if (gpu.id == device && gpu.smCount) sm_count = *gpu.smCount;
+      if (sm_count <= 0) continue;
+      ShapeShare s = shape_share(data, indexes, [&](uint32_t i) {
+        return g.grid_blocks[i] > 0 && g.grid_blocks[i] < sm_count;
+      });
+      if (s.flagged_ns <= 0 || s.kernel_ns <= 0) continue;
+      const double share = double(s.flagged_ns) / double(s.kernel_ns);
+      if (share <= max_share) continue;
+      json evidence = {{"sm_count", sm_count},
+                       {"few_block_kernel_ns", s.flagged_ns},
+                       {"kernel_busy_ns", s.kernel_ns},
+                       {"few_block_share", share},
+                       {"top_offenders", offenders_json(data, s.by_name, 10)}};
+      std::string advice =
+          "Kernels with fewer grid blocks than GPU " + std::to_string(device) + "'s " +
+          std::to_string(sm_count) + " SMs take " + percent(share) + " of its kernel time (" +
+          ms(s.flagged_ns) +
+          "), leaving SMs empty. Give each launch more parallel work: raise the batch size, batch "
+          "small ops together (torch.compile / horizontal fusion, torch._foreach_*), or split "
+          "the reduction dimension (split-K). Impact is the kernels' time (upper bound).";
+      out.push_back(make_finding(*this, context, device, {s.flagged.front().begin,
+                                 s.flagged.back().end}, s.flagged_ns, s.kernel_ns,
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+class LowOccupancy : public Rule {
+ public:
+  std::string id() const override { return "low_occupancy"; }
+  std::string title() const override { return "Kernels run at low estimated occupancy"; }
+  std::vector<Threshold> thresholds() const override {
+    return {{"max_occupancy_percent", 25,
+             "PyTorch profiler (TensorBoard plugin) est. achieved occupancy; fleetscope: below "
+             "25 %"},
+            {"max_share", 0.1, "fleetscope: such kernels above 10 % of kernel time"}};
+  }
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double max_occ = threshold(context, "max_occupancy_percent");
+    const double max_share = threshold(context, "max_share");
+    const CaptureData& data = context.data();
+    const auto& g = data.gpu;
+    if (g.est_occupancy.size() != g.size()) return {};
+    std::vector<store::Finding> out;
+    for (const auto& [device, indexes] : data.events_by_device) {
+      ShapeShare s = shape_share(data, indexes, [&](uint32_t i) {
+        return !std::isnan(g.est_occupancy[i]) && g.est_occupancy[i] < max_occ;
+      });
+      if (s.flagged_ns <= 0 || s.kernel_ns <= 0) continue;
+      const double share = double(s.flagged_ns) / double(s.kernel_ns);
+      if (share <= max_share) continue;
+      json evidence = {{"low_occupancy_kernel_ns", s.flagged_ns},
+                       {"kernel_busy_ns", s.kernel_ns},
+                       {"low_occupancy_share", share},
+                       {"top_offenders", offenders_json(data, s.by_name, 10)}};
+      std::string advice =
+          "Kernels with estimated occupancy below " + std::to_string(int(max_occ)) +
+          " % take " + percent(share) + " of GPU " + std::to_string(device) +
+          "'s kernel time (" + ms(s.flagged_ns) +
+          "). Check them in Nsight Compute: too few blocks (raise the batch size), too many "
+          "registers or shared memory per thread (__launch_bounds__, smaller tiles, "
+          "torch.compile autotuning). Impact is the kernels' time (upper bound).";
+      out.push_back(make_finding(*this, context, device, {s.flagged.front().begin,
+                                 s.flagged.back().end}, s.flagged_ns, s.kernel_ns,
+                                 std::move(evidence), std::move(advice)));
+    }
+    return out;
+  }
+};
+
 }  // namespace
 
 std::vector<std::unique_ptr<Rule>> make_builtin_rules() {
@@ -966,6 +1149,9 @@ std::vector<std::unique_ptr<Rule>> make_builtin_rules() {
   rules.push_back(std::make_unique<FusionCandidates>());
   rules.push_back(std::make_unique<ExposedTransfers>());
   rules.push_back(std::make_unique<LowCommOverlap>());
+  rules.push_back(std::make_unique<HostBound>());
+  rules.push_back(std::make_unique<FewBlocks>());
+  rules.push_back(std::make_unique<LowOccupancy>());
   return rules;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <unistd.h>
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -42,6 +43,33 @@ class CaptureBuilder {
     if (call) runtime(call->first, call->second, api, corr);
     return *this;
   }
+  // Launch shape of the last GPU event added (grid blocks, est. occupancy %).
+  CaptureBuilder& shape(int64_t grid_blocks, double est_occupancy) {
+    auto& g = data_.gpu;
+    g.grid_blocks.resize(g.size(), 0);
+    g.est_occupancy.resize(g.size(), std::nan(""));
+    g.grid_blocks.back() = grid_blocks;
+    g.est_occupancy.back() = est_occupancy;
+    return *this;
+  }
+  CaptureBuilder& gpu_info(int32_t id, int32_t sm_count) {
+    store::GpuInfo info;
+    info.id = id;
+    info.smCount = sm_count;
+    data_.gpus.push_back(info);
+    return *this;
+  }
+  CaptureBuilder& cpu_op(int64_t start, int64_t end, const std::string& name = "aten::add") {
+    data_.cpu_ops.push_back({start, end, data_.intern(name), 0});
+    return *this;
+  }
+  CaptureData build() {
+    CaptureData out = data_;
+    out.gpu.grid_blocks.resize(out.gpu.size(), 0);
+    out.gpu.est_occupancy.resize(out.gpu.size(), std::nan(""));
+    out.finalize();
+    return out;
+  }
   CaptureBuilder& runtime(int64_t start, int64_t end, const std::string& api, int64_t corr) {
     data_.runtime.start.push_back(start);
     data_.runtime.end.push_back(end);
@@ -64,11 +92,6 @@ class CaptureBuilder {
         {start, end, data_.intern("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"),
          0});
     return *this;
-  }
-  CaptureData build() {
-    CaptureData out = data_;
-    out.finalize();
-    return out;
   }
   CaptureData& raw() { return data_; }
 

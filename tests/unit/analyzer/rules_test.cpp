@@ -27,7 +27,7 @@ std::vector<store::Finding> run(const CaptureData& data, const std::string& rule
 
 TEST(RuleRegistry, BuiltinRulesHaveIdsThresholdsAndSources) {
   const auto& rules = RuleRegistry::builtin().rules();
-  EXPECT_EQ(rules.size(), 16u);
+  EXPECT_EQ(rules.size(), 19u);
   for (const auto& rule : rules) {
     EXPECT_FALSE(rule->id().empty());
     EXPECT_FALSE(rule->thresholds().empty()) << rule->id();
@@ -279,6 +279,43 @@ TEST(LowCommOverlap, NcclMostlyExposed) {
   testing::CaptureBuilder clean;
   clean.kernel(0, 8 * kMs, 7, "gemm").kernel(3 * kMs, 7 * kMs, 9, "ncclKernel_AllReduce");
   EXPECT_TRUE(run(clean.build(), "low_comm_overlap").empty());
+}
+
+TEST(HostBound, GpuIdleWhileCpuBusy) {
+  testing::CaptureBuilder b;  // step 0-10 ms: GPU busy 2 ms, CPU ops over 6 of the 8 idle ms
+  b.step(1, 0, 10 * kMs).kernel(0, 2 * kMs, 7, "gemm").cpu_op(2 * kMs, 8 * kMs, "aten::index");
+  auto findings = run(b.build(), "host_bound");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 6 * kMs);
+  EXPECT_EQ(json::parse(findings[0].evidence_json)["top_offenders"][0]["name"], "aten::index");
+  testing::CaptureBuilder clean;  // GPU busy 8 of 10 ms
+  clean.step(1, 0, 10 * kMs).kernel(0, 8 * kMs, 7, "gemm").cpu_op(0, 10 * kMs);
+  EXPECT_TRUE(run(clean.build(), "host_bound").empty());
+}
+
+TEST(FewBlocks, GridSmallerThanSmCount) {
+  testing::CaptureBuilder b;
+  b.gpu_info(0, 132).kernel(0, 3 * kMs, 7, "small").shape(16, 50).kernel(3 * kMs, 4 * kMs, 7,
+                                                                          "big").shape(1024, 50);
+  auto findings = run(b.build(), "few_blocks");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 3 * kMs);
+  EXPECT_EQ(json::parse(findings[0].evidence_json)["top_offenders"][0]["name"], "small");
+  testing::CaptureBuilder clean;
+  clean.gpu_info(0, 132).kernel(0, 3 * kMs, 7, "big").shape(1024, 50);
+  EXPECT_TRUE(run(clean.build(), "few_blocks").empty());
+}
+
+TEST(LowOccupancy, BelowTwentyFivePercent) {
+  testing::CaptureBuilder b;
+  b.kernel(0, 3 * kMs, 7, "lowocc").shape(1024, 12.5).kernel(3 * kMs, 4 * kMs, 7, "ok").shape(
+      1024, 80);
+  auto findings = run(b.build(), "low_occupancy");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].impact_ns, 3 * kMs);
+  testing::CaptureBuilder clean;
+  clean.kernel(0, 3 * kMs, 7, "ok").shape(1024, 80).kernel(3 * kMs, 4 * kMs, 7, "unknown");
+  EXPECT_TRUE(run(clean.build(), "low_occupancy").empty());
 }
 
 TEST(Analyze, AllRulesSortedByImpactAndValidated) {

@@ -41,6 +41,11 @@ struct GpuEvents {
   std::vector<int8_t> copy_kind;  // CUpti_ActivityMemcpyKind, -1 unless memcpy
   std::vector<int8_t> src_kind;   // CUpti_ActivityMemoryKind, -1 when unknown
   std::vector<int8_t> dst_kind;
+  // Kernel launch shape, filled by the loader when the source has it (tests may leave these
+  // empty): grid blocks (gridX*gridY*gridZ, 0 when unknown or not a kernel) and the estimated
+  // achieved occupancy in percent (NaN when unknown).
+  std::vector<int64_t> grid_blocks;
+  std::vector<double> est_occupancy;
 
   size_t size() const { return start.size(); }
   int64_t duration(size_t i) const { return end[i] - start[i]; }
@@ -89,6 +94,7 @@ struct CaptureData {
   std::vector<store::Iteration> iterations;  // sorted by start
   std::vector<store::MemoryEvent> memory;    // sorted by ts
   std::vector<HostRange> dataloader_ops;     // cpu_ops named enumerate(DataLoader)...
+  std::vector<HostRange> cpu_ops;            // all top-level-or-not cpu_ops (host activity)
   GpuEvents gpu;
   GpuSyncs gpu_syncs;
   RuntimeCalls runtime;
