@@ -47,7 +47,7 @@ TEST(BadInput, TruncatedGzip) {
 
 TEST(BadInput, TruncatedRealTrace) {
   const std::string real = kineto_dir() + "/hta-critical_path_alexnet_trace.json.gz";
-  if (!fs::exists(real)) GTEST_SKIP();
+  ASSERT_TRUE(fs::exists(real)) << "shared reference data missing: " << real;
   ScratchDir dir;
   std::string gz = read_bytes(real);
   const std::string in = dir.write("alexnet.json.gz", gz.substr(0, gz.size() - 100));

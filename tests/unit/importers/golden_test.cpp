@@ -124,7 +124,7 @@ TEST(GoldenTest, EveryFileInTheFolderImports) {
 TEST(GoldenTest, AmdTraceIsMarkedAmd) {
   const std::string input =
       kineto_dir() + "/hta-amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz";
-  if (!fs::exists(input)) GTEST_SKIP();
+  ASSERT_TRUE(fs::exists(input)) << "shared reference data missing: " << input;
   ScratchDir dir;
   import_files({input}, dir.file("amd.db"));
   store::Reader db(dir.file("amd.db"));
@@ -140,7 +140,7 @@ TEST(GoldenTest, AmdTraceIsMarkedAmd) {
 
 TEST(GoldenTest, NsResolutionTimestampsKeepEveryDigit) {
   const std::string input = kineto_dir() + "/hta-ns_resolution_trace_rank-0.json.gz";
-  if (!fs::exists(input)) GTEST_SKIP();
+  ASSERT_TRUE(fs::exists(input)) << "shared reference data missing: " << input;
   ScratchDir dir;
   import_files({input}, dir.file("ns.db"));
   store::Reader db(dir.file("ns.db"));
@@ -174,7 +174,8 @@ TEST(GoldenTest, NsResolutionTimestampsKeepEveryDigit) {
 TEST(GoldenTest, CpuOnlyTraceKeepsRankAndDataLoader) {
   const std::string input = kineto_dir() + "/hta-cpu_only_rank-34.json.gz";
   const std::string non_gpu = kineto_dir() + "/hta-rank_non_gpu_rank_non_gpu.json.gz";
-  if (!fs::exists(input) || !fs::exists(non_gpu)) GTEST_SKIP();
+  ASSERT_TRUE(fs::exists(input) && fs::exists(non_gpu))
+      << "shared reference data missing: " << input << ", " << non_gpu;
   ScratchDir dir;
   import_files({input, non_gpu}, dir.file("cpu.db"));
   store::Reader db(dir.file("cpu.db"));
@@ -193,7 +194,7 @@ TEST(GoldenTest, CpuOnlyTraceKeepsRankAndDataLoader) {
 
 TEST(GoldenTest, KernelArgsAndMemcpyKindsFromTensorBoardTrace) {
   const std::string input = kineto_dir() + "/tb-gpu_metrics_input.json";
-  if (!fs::exists(input)) GTEST_SKIP();
+  ASSERT_TRUE(fs::exists(input)) << "shared reference data missing: " << input;
   ScratchDir dir;
   import_files({input}, dir.file("tb.db"));
   store::Reader db(dir.file("tb.db"));
