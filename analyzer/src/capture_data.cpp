@@ -29,20 +29,8 @@ WorkClass classify_gpu_work(GpuEventKind kind, const std::string& name) {
   return WorkClass::computation;
 }
 
-const char* sync_label(int32_t sync_type) {
-  switch (sync_type) {
-    case store::kSyncEvent:
-      return "Event Sync";
-    case store::kSyncStreamWaitEvent:
-      return "Stream Wait Event";
-    case store::kSyncStream:
-      return "Stream Sync";
-    case store::kSyncContext:
-      return "Context Sync";
-    default:
-      return "Unknown Sync";
-  }
-}
+// One spelling for every part: the store owns the enum labels (rows.h).
+const char* sync_label(int32_t sync_type) { return store::sync_type_label(sync_type); }
 
 void GpuEvents::reserve(size_t n) {
   start.reserve(n), end.reserve(n), device.reserve(n), stream.reserve(n);
@@ -234,15 +222,9 @@ std::optional<Interval> CaptureData::step_span() const {
 
 std::string memcpy_label(int32_t copy_kind, std::optional<int32_t> src_kind,
                          std::optional<int32_t> dst_kind) {
-  static const char* const kinds[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                      "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
-  static const char* const mems[] = {"Unknown", "Pageable", "Pinned",        "Device",
-                                     "Array",   "Managed",  "Device Static", "Managed Static"};
-  auto mem = [&](std::optional<int32_t> k) {
-    return (k && *k >= 0 && *k < 8) ? mems[*k] : "Unknown";
-  };
+  auto mem = [](std::optional<int32_t> k) { return k ? store::memory_kind_label(*k) : "Unknown"; };
   std::string label = "Memcpy ";
-  label += (copy_kind >= 0 && copy_kind <= 10) ? kinds[copy_kind] : "Unknown";
+  label += store::memcpy_kind_short(copy_kind);
   if (src_kind || dst_kind)
     label += std::string(" (") + mem(src_kind) + " -> " + mem(dst_kind) + ")";
   return label;
