@@ -7,7 +7,25 @@
 
 namespace fleetscope::analyzer {
 
+std::string RuleOutcome::not_evaluated_text() const {
+  if (evaluated) return {};
+  std::string text = "not evaluated: needs ";
+  for (size_t i = 0; i < needs.size(); ++i) text += (i ? "; " : "") + needs[i];
+  return text;
+}
+
+std::vector<const RuleOutcome*> AnalysisResult::not_evaluated() const {
+  std::vector<const RuleOutcome*> out;
+  for (const RuleOutcome& r : rules)
+    if (!r.evaluated) out.push_back(&r);
+  return out;
+}
+
 std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOptions& options) {
+  return analyze_capture(data, options).findings;
+}
+
+AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& options) {
   const RuleRegistry& registry = RuleRegistry::builtin();
   std::vector<const Rule*> selected;
   if (options.rules.empty()) {
@@ -30,15 +48,23 @@ std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOption
   }
 
   AnalysisContext context(data, options.thresholds);
-  std::vector<store::Finding> findings;
+  AnalysisResult result;
   for (const Rule* rule : selected) {
-    auto found = rule->evaluate(context);
-    findings.insert(findings.end(), std::make_move_iterator(found.begin()),
-                    std::make_move_iterator(found.end()));
+    RuleOutcome outcome;
+    outcome.rule = rule->id();
+    outcome.needs = rule->unmet_needs(context);
+    outcome.evaluated = outcome.needs.empty();
+    if (outcome.evaluated) {
+      auto found = rule->evaluate(context);
+      outcome.findings = found.size();
+      result.findings.insert(result.findings.end(), std::make_move_iterator(found.begin()),
+                             std::make_move_iterator(found.end()));
+    }
+    result.rules.push_back(std::move(outcome));
   }
-  std::stable_sort(findings.begin(), findings.end(),
+  std::stable_sort(result.findings.begin(), result.findings.end(),
                    [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
-  return findings;
+  return result;
 }
 
 std::vector<int64_t> store_findings(store::Writer& writer, int64_t capture_id,

@@ -175,7 +175,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     options.rules = rules;
     options.thresholds = parse_overrides(sets);
     const std::string& db = positionals[0];
-    std::vector<store::Finding> findings;
+    AnalysisResult result;
     ReportHeader header;
     {
       store::Reader reader(db);
@@ -183,12 +183,15 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       CaptureData data = load_capture(reader, id, [&](const std::string& stage, int64_t rows) {
         err << "analyze: " << stage << ": " << rows << " rows\n";
       });
-      findings = analyze(data, options);
+      result = analyze_capture(data, options);
       header.capture_id = id;
+      header.rules = result.rules;
       header.source = data.capture.source_path;
       header.summary_lines = summary_lines(data);
     }
-    err << "analyze: " << findings.size() << " finding(s)\n";
+    std::vector<store::Finding>& findings = result.findings;
+    err << "analyze: " << findings.size() << " finding(s), " << result.not_evaluated().size()
+        << " rule(s) not evaluated\n";
     if (!no_store) {
       store::Writer writer(store::Database::open(db, store::OpenMode::read_write));
       store_findings(writer, header.capture_id, findings);

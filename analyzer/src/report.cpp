@@ -27,6 +27,10 @@ json finding_json(const store::Finding& f) {
   j["device"] = f.deviceId ? json(*f.deviceId) : json(nullptr);
   j["window_start_ns"] = f.window_start ? json(*f.window_start) : json(nullptr);
   j["window_end_ns"] = f.window_end ? json(*f.window_end) : json(nullptr);
+  // The window(s) the finding covers, [start_ns, end_ns] each; the evidence may list the
+  // worst sub-windows too.
+  j["windows"] = json::array();
+  if (f.window_start && f.window_end) j["windows"].push_back({*f.window_start, *f.window_end});
   return j;
 }
 
@@ -43,6 +47,21 @@ std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
+std::vector<const RuleOutcome*> not_evaluated(const ReportHeader& header) {
+  std::vector<const RuleOutcome*> out;
+  for (const RuleOutcome& r : header.rules)
+    if (!r.evaluated) out.push_back(&r);
+  return out;
+}
+
+void render_table_not_evaluated(const ReportHeader& header, std::ostream& out) {
+  auto skipped = not_evaluated(header);
+  if (skipped.empty()) return;
+  out << "\n" << skipped.size() << " rule(s) not evaluated (the capture lacks their input):\n";
+  for (const RuleOutcome* r : skipped)
+    out << "  " << pad(r->rule, 28) << r->not_evaluated_text() << "\n";
+}
+
 void render_table(const std::vector<store::Finding>& findings, const ReportHeader& header,
                   std::ostream& out) {
   out << "capture " << header.capture_id;
@@ -51,6 +70,7 @@ void render_table(const std::vector<store::Finding>& findings, const ReportHeade
   for (const auto& line : header.summary_lines) out << "  " << line << "\n";
   if (findings.empty()) {
     out << "no findings\n";
+    render_table_not_evaluated(header, out);
     return;
   }
   out << "\n"
@@ -61,6 +81,7 @@ void render_table(const std::vector<store::Finding>& findings, const ReportHeade
   out << "\n";
   for (size_t i = 0; i < findings.size(); ++i)
     out << "[" << i + 1 << "] " << findings[i].rule << ": " << findings[i].recommendation << "\n";
+  render_table_not_evaluated(header, out);
 }
 
 std::string markdown_escape(const std::string& s) {
@@ -82,11 +103,9 @@ void render_markdown(const std::vector<store::Finding>& findings, const ReportHe
   if (!header.source.empty()) out << "Source: `" << header.source << "`\n\n";
   for (const auto& line : header.summary_lines) out << "- " << markdown_escape(line) << "\n";
   if (!header.summary_lines.empty()) out << "\n";
-  if (findings.empty()) {
-    out << "No findings.\n";
-    return;
-  }
-  out << "| Severity | Rule | GPU | Impact | Window |\n|---|---|---|---|---|\n";
+  if (findings.empty()) out << "No findings.\n";
+  if (!findings.empty())
+    out << "| Severity | Rule | GPU | Impact | Window |\n|---|---|---|---|---|\n";
   for (const auto& f : findings)
     out << "| " << f.severity << " | `" << f.rule << "` | " << device_text(f) << " | "
         << format_duration(f.impact_ns) << " | " << window_text(f) << " |\n";
@@ -96,6 +115,26 @@ void render_markdown(const std::vector<store::Finding>& findings, const ReportHe
         << "```json\n"
         << evidence_of(f).dump(2) << "\n```\n\n</details>\n";
   }
+  auto skipped = not_evaluated(header);
+  if (skipped.empty()) return;
+  out << "\n## Rules not evaluated\n\nThe capture lacks the input these rules need; record it to "
+         "have them checked.\n\n| Rule | Needs |\n|---|---|\n";
+  for (const RuleOutcome* r : skipped) {
+    std::string needs;
+    for (const auto& n : r->needs) needs += (needs.empty() ? "" : "; ") + n;
+    out << "| `" << r->rule << "` | " << markdown_escape(needs) << " |\n";
+  }
+}
+
+json rules_json(const ReportHeader& header) {
+  json list = json::array();
+  for (const RuleOutcome& r : header.rules)
+    list.push_back({{"rule", r.rule},
+                    {"status", r.evaluated ? "evaluated" : "not_evaluated"},
+                    {"findings", r.findings},
+                    {"needs", r.needs},
+                    {"message", r.evaluated ? std::string() : r.not_evaluated_text()}});
+  return list;
 }
 
 void render_json(const std::vector<store::Finding>& findings, const ReportHeader& header,
@@ -105,7 +144,9 @@ void render_json(const std::vector<store::Finding>& findings, const ReportHeader
   json doc = {{"capture_id", header.capture_id},
               {"source", header.source},
               {"summary", header.summary_lines},
-              {"findings", list}};
+              {"metrics", header.metrics},
+              {"findings", list},
+              {"rules", rules_json(header)}};
   out << doc.dump(2) << "\n";
 }
 

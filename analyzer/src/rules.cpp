@@ -1,6 +1,7 @@
 #include "fleetscope/analyzer/rules.h"
 
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 namespace fleetscope::analyzer {
@@ -49,6 +50,45 @@ const LaunchStatistics& AnalysisContext::launches(int64_t runtime_cutoff_ns,
 const std::vector<GpuUtilization>& AnalysisContext::utilization() const {
   if (!utilization_) utilization_ = gpu_utilization(data_);
   return *utilization_;
+}
+
+const DataInventory& AnalysisContext::inventory() const {
+  if (!inventory_) inventory_ = take_inventory(data_);
+  return *inventory_;
+}
+
+DataInventory take_inventory(const CaptureData& data) {
+  DataInventory inv;
+  const GpuEvents& g = data.gpu;
+  const bool has_grid = g.grid_blocks.size() == g.size();
+  const bool has_occupancy = g.est_occupancy.size() == g.size();
+  for (size_t i = 0; i < g.size(); ++i) {
+    switch (g.kind[i]) {
+      case GpuEventKind::kernel:
+        ++inv.kernels;
+        inv.kernels_with_grid += has_grid && g.grid_blocks[i] > 0;
+        inv.kernels_with_occupancy += has_occupancy && !std::isnan(g.est_occupancy[i]);
+        break;
+      case GpuEventKind::memcpy:
+        ++inv.memcpys;
+        inv.memcpys_with_memory_kinds += g.src_kind[i] >= 0 || g.dst_kind[i] >= 0;
+        break;
+      case GpuEventKind::memset:
+        ++inv.memsets;
+        break;
+    }
+    if (i < data.launch_call_of.size() && data.launch_call_of[i] >= 0) ++inv.correlated_gpu_events;
+  }
+  inv.runtime_calls = data.runtime.size();
+  for (const store::GpuInfo& gpu : data.gpus) {
+    inv.gpus_with_capacity += gpu.totalMemory && *gpu.totalMemory > 0;
+    inv.gpus_with_sm_count += gpu.smCount && *gpu.smCount > 0;
+  }
+  inv.iterations = data.iterations.size();
+  inv.cpu_ops = data.cpu_ops.size();
+  inv.dataloader_ops = data.dataloader_ops.size();
+  inv.memory_events = data.memory.size();
+  return inv;
 }
 
 double AnalysisContext::threshold(const std::string& rule, const Threshold& t) const {

@@ -133,6 +133,27 @@ bool contains_any(const std::string& haystack, std::initializer_list<const char*
   return false;
 }
 
+// Collects the inputs a rule lacks: require(present, what) adds `what` when `present` is false.
+class Needs {
+ public:
+  Needs& require(bool present, const char* what) {
+    if (!present) list_.emplace_back(what);
+    return *this;
+  }
+  operator std::vector<std::string>() const { return list_; }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+// Launch-based rules: kernels, the API calls that launched them, and the link between the two.
+std::vector<std::string> launch_needs(const DataInventory& inv) {
+  return Needs()
+      .require(inv.kernels > 0, needs::kernels)
+      .require(inv.runtime_calls > 0, needs::runtime_calls)
+      .require(inv.runtime_calls == 0 || inv.correlated_gpu_events > 0, needs::launch_correlation);
+}
+
 // ---------------------------------------------------------------------------------------------
 class GpuIdleGaps : public Rule {
  public:
@@ -140,6 +161,10 @@ class GpuIdleGaps : public Rule {
   std::string title() const override { return "GPU idle for long stretches inside the capture"; }
   std::vector<Threshold> thresholds() const override {
     return {{"min_gap_ns", 500e6, "nsys analyze gpu_gaps: gaps longer than 500 ms"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs().require(inv.gpu_events() > 0, needs::gpu_activity);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const auto min_gap = static_cast<int64_t>(threshold(context, "min_gap_ns"));
@@ -182,6 +207,10 @@ class LowGpuUtilization : public Rule {
     return {{"min_utilization", 0.5,
              "PyTorch profiler (TensorBoard plugin) low GPU utilization advice: below 50 %"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs().require(inv.gpu_events() > 0, needs::gpu_activity);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double min_util = threshold(context, "min_utilization");
     std::vector<store::Finding> out;
@@ -217,6 +246,10 @@ class LaunchBoundSmallKernels : public Rule {
     return {{"runtime_cutoff_ns", 50e3, "HTA cuda_kernel_launch_stats runtime_cutoff (50 us)"},
             {"kernel_wait_ns", 30e3, "HTA idle time breakdown consecutive_kernel_delay (30 us)"},
             {"min_short_kernel_share", 0.3, "fleetscope: at least 30 % of launches are short"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return launch_needs(inv);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const auto cutoff = static_cast<int64_t>(threshold(context, "runtime_cutoff_ns"));
@@ -286,6 +319,10 @@ class LaunchDelayOutliers : public Rule {
              "HTA cuda_kernel_launch_stats launch_delay_cutoff (100 us)"},
             {"min_outlier_share", 0.05, "fleetscope: at least 5 % of launches are delayed"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return launch_needs(inv);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const auto cutoff = static_cast<int64_t>(threshold(context, "launch_delay_cutoff_ns"));
     const double min_share = threshold(context, "min_outlier_share");
@@ -352,6 +389,14 @@ class DataLoaderBottleneck : public Rule {
     return {{"max_step_share", 0.05,
              "PyTorch profiler (TensorBoard plugin) DataLoader advice: above 5 % of step time"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    // DataLoader ranges are CPU ops: without any CPU op their absence says nothing.
+    return Needs()
+        .require(inv.gpu_events() > 0, needs::gpu_activity)
+        .require(inv.iterations > 0, needs::steps)
+        .require(inv.cpu_ops + inv.dataloader_ops > 0, needs::cpu_ops);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_share = threshold(context, "max_step_share");
     const CaptureData& data = context.data();
@@ -397,6 +442,13 @@ class PageableMemcpy : public Rule {
   std::string title() const override { return "Host-device copies use pageable host memory"; }
   std::vector<Threshold> thresholds() const override {
     return {{"min_count", 1, "nsys analyze cuda_memcpy_async: any copy with pageable memory"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    // No copies at all: evaluated, nothing to find. Copies of unknown memory kind: cannot tell.
+    return Needs()
+        .require(inv.gpu_events() > 0, needs::gpu_activity)
+        .require(inv.memcpys == 0 || inv.memcpys_with_memory_kinds > 0, needs::memory_kinds);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const auto min_count = static_cast<int64_t>(threshold(context, "min_count"));
@@ -451,6 +503,16 @@ class SynchronousMemoryCall : public Rule {
     return {{"min_count", 1,
              memset_ ? "nsys analyze cuda_memset_sync: any call"
                      : "nsys analyze cuda_memcpy_sync: any call"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    // Without copies (memsets) there is nothing to find; with them, the launching call decides.
+    const bool any = memset_ ? inv.memsets > 0 : inv.memcpys > 0;
+    return Needs()
+        .require(inv.gpu_events() > 0, needs::gpu_activity)
+        .require(!any || inv.runtime_calls > 0, needs::runtime_calls)
+        .require(!any || inv.runtime_calls == 0 || inv.correlated_gpu_events > 0,
+                 needs::launch_correlation);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const auto min_count = static_cast<int64_t>(threshold(context, "min_count"));
@@ -526,6 +588,13 @@ class ExcessiveSync : public Rule {
              "fleetscope: nsys analyze cuda_api_sync lists every sync call; a step needs at most "
              "one or two"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    // Calls are counted per step: a count over a whole capture of unknown length means nothing.
+    return Needs()
+        .require(inv.runtime_calls > 0, needs::runtime_calls)
+        .require(inv.iterations > 0, needs::steps);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_per_step = threshold(context, "max_calls_per_step");
     const CaptureData& data = context.data();
@@ -591,6 +660,12 @@ class MemoryNearCapacity : public Rule {
   std::vector<Threshold> thresholds() const override {
     return {{"max_capacity_share", 0.9, "fleetscope: peak above 90 % of TARGET_INFO totalMemory"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs()
+        .require(inv.memory_events > 0, needs::memory_events)
+        .require(inv.gpus_with_capacity > 0, needs::gpu_capacity);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_share = threshold(context, "max_capacity_share");
     const CaptureData& data = context.data();
@@ -638,6 +713,17 @@ class ConsolidationCandidateRule : public Rule {
     return {{"max_utilization", ConsolidationOptions{}.max_utilization,
              "PyTorch profiler (TensorBoard plugin) low GPU utilization advice: below 50 %"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    // A busy GPU is no candidate whatever its memory; an idle one needs P and T (memory events).
+    bool some_device_idle = false;
+    for (const GpuUtilization& u : context.utilization())
+      some_device_idle =
+          some_device_idle || u.utilization() < threshold(context, "max_utilization");
+    return Needs()
+        .require(inv.gpu_events() > 0, needs::gpu_activity)
+        .require(!some_device_idle || inv.memory_events > 0, needs::memory_events);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     ConsolidationOptions options;
     options.max_utilization = threshold(context, "max_utilization");
@@ -681,6 +767,10 @@ class CommHeavy : public Rule {
              "fleetscope: HTA temporal/comm-comp breakdown reports the share without a limit; "
              "above 30 % of busy time"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs().require(inv.kernels > 0, needs::kernels);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_share = threshold(context, "max_comm_share");
     const CaptureData& data = context.data();
@@ -718,9 +808,7 @@ class CommHeavy : public Rule {
 class TensorCoresUnused : public Rule {
  public:
   std::string id() const override { return "tensor_cores_unused"; }
-  std::string title() const override {
-    return "GEMM/convolution kernels run without tensor cores";
-  }
+  std::string title() const override { return "GEMM/convolution kernels run without tensor cores"; }
   std::vector<Threshold> thresholds() const override {
     return {{"max_non_tc_share", 0.2,
              "fleetscope: HTA kernel breakdown reports GEMM time without a limit; non-tensor-core "
@@ -733,6 +821,10 @@ class TensorCoresUnused : public Rule {
   static bool tensor_core(const std::string& n) {
     return contains_any(n, {"h884", "h1688", "s1688", "s16816", "i8816", "xmma", "hmma", "wmma",
                             "tensorop", "tf32", "bf16", "fp16"});
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs().require(inv.kernels > 0, needs::kernels);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_share = threshold(context, "max_non_tc_share");
@@ -764,15 +856,14 @@ class TensorCoresUnused : public Rule {
                        {"top_offenders", offenders_json(data, by_name, 10)}};
       std::string advice =
           "GEMM/convolution kernels without a tensor-core marker in their name take " +
-          percent(share) + " of GPU " + std::to_string(device) + "'s kernel time (" +
-          ms(plain_ns) +
+          percent(share) + " of GPU " + std::to_string(device) + "'s kernel time (" + ms(plain_ns) +
           "). Run them on tensor cores: torch.autocast (bf16/fp16) or "
           "torch.backends.cuda.matmul.allow_tf32 = True / torch.set_float32_matmul_precision("
           "'high'), and keep matrix dimensions multiples of 8 (16 for int8). Impact is the "
           "kernels' time (upper bound).";
-      out.push_back(make_finding(*this, context, device, {plain_set.front().begin,
-                                 plain_set.back().end}, plain_ns, kernel_ns, std::move(evidence),
-                                 std::move(advice)));
+      out.push_back(make_finding(*this, context, device,
+                                 {plain_set.front().begin, plain_set.back().end}, plain_ns,
+                                 kernel_ns, std::move(evidence), std::move(advice)));
     }
     return out;
   }
@@ -790,6 +881,10 @@ class FusionCandidates : public Rule {
              "fleetscope: elementwise-like kernels shorter than 10 us (below HTA's 30 us "
              "consecutive_kernel_delay)"},
             {"min_run_length", 8, "fleetscope: at least 8 consecutive short kernels"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs().require(inv.kernels > 0, needs::kernels);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const auto max_ns = static_cast<int64_t>(threshold(context, "max_kernel_ns"));
@@ -840,10 +935,10 @@ class FusionCandidates : public Rule {
                        {"top_offenders", offenders_json(data, d.by_name, 10)}};
       std::string advice =
           std::to_string(d.runs) + " run(s) of " + std::to_string(min_run) +
-          "+ consecutive kernels shorter than " + ms(max_ns) + " on GPU " +
-          std::to_string(device) + " (" + std::to_string(d.kernels) + " kernels, " +
-          ms(d.gap_ns) +
-          " of gaps between them). Fuse them: torch.compile, fused optimizers (foreach/fused=True), "
+          "+ consecutive kernels shorter than " + ms(max_ns) + " on GPU " + std::to_string(device) +
+          " (" + std::to_string(d.kernels) + " kernels, " + ms(d.gap_ns) +
+          " of gaps between them). Fuse them: torch.compile, fused optimizers "
+          "(foreach/fused=True), "
           "fused layers (apex/TE LayerNorm, fused bias+activation), or capture the sequence in a "
           "CUDA graph.";
       out.push_back(make_finding(*this, context, device, window, d.gap_ns, span.length(),
@@ -864,6 +959,10 @@ class ExposedTransfers : public Rule {
     return {{"max_exposed_share", 0.05,
              "fleetscope: HTA memory-copy/compute overlap reports the share without a limit; "
              "above 5 % of the device span"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs().require(inv.gpu_events() > 0, needs::gpu_activity);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_share = threshold(context, "max_exposed_share");
@@ -919,6 +1018,10 @@ class LowCommOverlap : public Rule {
              "50 %"},
             {"min_exposed_ns", 1e6, "fleetscope: ignore less than 1 ms of exposed communication"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs().require(inv.kernels > 0, needs::kernels);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double min_overlap = threshold(context, "min_overlap");
     const auto min_exposed = static_cast<int64_t>(threshold(context, "min_exposed_ns"));
@@ -952,10 +1055,17 @@ class HostBound : public Rule {
   std::string id() const override { return "host_bound"; }
   std::string title() const override { return "GPU waits on the CPU (host-bound steps)"; }
   std::vector<Threshold> thresholds() const override {
-    return {{"min_idle_share", 0.5,
-             "HTA idle time / PyTorch profiler advice: GPU idle above 50 % of step time"},
-            {"min_cpu_cover", 0.5,
-             "fleetscope: CPU ops cover most (> 50 %) of that idle time, so the host is the cause"}};
+    return {
+        {"min_idle_share", 0.5,
+         "HTA idle time / PyTorch profiler advice: GPU idle above 50 % of step time"},
+        {"min_cpu_cover", 0.5,
+         "fleetscope: CPU ops cover most (> 50 %) of that idle time, so the host is the cause"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs()
+        .require(inv.gpu_events() > 0, needs::gpu_activity)
+        .require(inv.cpu_ops + inv.dataloader_ops + inv.runtime_calls > 0, needs::host_activity);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double min_idle = threshold(context, "min_idle_share");
@@ -1006,9 +1116,8 @@ class HostBound : public Rule {
         "CUDA graphs (torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), "
         "raise the batch size, move preprocessing to DataLoader workers, and avoid .item()/"
         "host round-trips inside the step.";
-    return {make_finding(*this, context, std::nullopt, {windows.front().begin,
-                         windows.back().end}, impact, window_ns, std::move(evidence),
-                         std::move(advice))};
+    return {make_finding(*this, context, std::nullopt, {windows.front().begin, windows.back().end},
+                         impact, window_ns, std::move(evidence), std::move(advice))};
   }
 };
 
@@ -1048,6 +1157,13 @@ class FewBlocks : public Rule {
              "nsys / Nsight Compute 'grid too small' advice (grid blocks < SM count); "
              "fleetscope: such kernels above 10 % of kernel time"}};
   }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs()
+        .require(inv.kernels > 0, needs::kernels)
+        .require(inv.kernels == 0 || inv.kernels_with_grid > 0, needs::grid)
+        .require(inv.gpus_with_sm_count > 0, needs::sm_count);
+  }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_share = threshold(context, "max_share");
     const CaptureData& data = context.data();
@@ -1077,9 +1193,9 @@ class FewBlocks : public Rule {
           "), leaving SMs empty. Give each launch more parallel work: raise the batch size, batch "
           "small ops together (torch.compile / horizontal fusion, torch._foreach_*), or split "
           "the reduction dimension (split-K). Impact is the kernels' time (upper bound).";
-      out.push_back(make_finding(*this, context, device, {s.flagged.front().begin,
-                                 s.flagged.back().end}, s.flagged_ns, s.kernel_ns,
-                                 std::move(evidence), std::move(advice)));
+      out.push_back(make_finding(*this, context, device,
+                                 {s.flagged.front().begin, s.flagged.back().end}, s.flagged_ns,
+                                 s.kernel_ns, std::move(evidence), std::move(advice)));
     }
     return out;
   }
@@ -1095,6 +1211,12 @@ class LowOccupancy : public Rule {
              "PyTorch profiler (TensorBoard plugin) est. achieved occupancy; fleetscope: below "
              "25 %"},
             {"max_share", 0.1, "fleetscope: such kernels above 10 % of kernel time"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs()
+        .require(inv.kernels > 0, needs::kernels)
+        .require(inv.kernels == 0 || inv.kernels_with_occupancy > 0, needs::occupancy);
   }
   std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
     const double max_occ = threshold(context, "max_occupancy_percent");
@@ -1115,15 +1237,15 @@ class LowOccupancy : public Rule {
                        {"low_occupancy_share", share},
                        {"top_offenders", offenders_json(data, s.by_name, 10)}};
       std::string advice =
-          "Kernels with estimated occupancy below " + std::to_string(int(max_occ)) +
-          " % take " + percent(share) + " of GPU " + std::to_string(device) +
-          "'s kernel time (" + ms(s.flagged_ns) +
+          "Kernels with estimated occupancy below " + std::to_string(int(max_occ)) + " % take " +
+          percent(share) + " of GPU " + std::to_string(device) + "'s kernel time (" +
+          ms(s.flagged_ns) +
           "). Check them in Nsight Compute: too few blocks (raise the batch size), too many "
           "registers or shared memory per thread (__launch_bounds__, smaller tiles, "
           "torch.compile autotuning). Impact is the kernels' time (upper bound).";
-      out.push_back(make_finding(*this, context, device, {s.flagged.front().begin,
-                                 s.flagged.back().end}, s.flagged_ns, s.kernel_ns,
-                                 std::move(evidence), std::move(advice)));
+      out.push_back(make_finding(*this, context, device,
+                                 {s.flagged.front().begin, s.flagged.back().end}, s.flagged_ns,
+                                 s.kernel_ns, std::move(evidence), std::move(advice)));
     }
     return out;
   }

@@ -19,8 +19,27 @@ struct AnalyzeOptions {
   ThresholdOverrides thresholds;
 };
 
-// Findings sorted by impact (largest first). Throws std::invalid_argument for an unknown rule id
-// or an override naming no threshold of a selected rule.
+// What became of one selected rule.
+struct RuleOutcome {
+  std::string rule;
+  bool evaluated = false;
+  std::vector<std::string> needs;  // the missing data, when not evaluated
+  size_t findings = 0;
+  // "not evaluated: needs A; B" (empty when evaluated).
+  std::string not_evaluated_text() const;
+};
+
+struct AnalysisResult {
+  std::vector<store::Finding> findings;  // sorted by impact, largest first
+  std::vector<RuleOutcome> rules;        // one per selected rule, in catalogue/selection order
+  std::vector<const RuleOutcome*> not_evaluated() const;
+};
+
+// Runs the selected rules. Throws std::invalid_argument for an unknown rule id or an override
+// naming no threshold of a selected rule.
+AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& options = {});
+
+// The findings of analyze_capture() alone.
 std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOptions& options = {});
 
 // Replaces the capture's findings in the database with `findings`; returns their new ids.

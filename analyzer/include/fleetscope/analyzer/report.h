@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/store/rows.h"
 
 namespace fleetscope::analyzer {
@@ -18,6 +21,11 @@ struct ReportHeader {
   int64_t capture_id = 0;
   std::string source;                      // file or command the capture came from
   std::vector<std::string> summary_lines;  // optional capture summary shown above the findings
+  // What became of each rule (empty when the findings were read back from the database, which
+  // keeps findings only). Rules that were not evaluated are listed with the data they need.
+  std::vector<RuleOutcome> rules;
+  // metrics_json() of the capture, or null when not computed (JSON output only).
+  nlohmann::json metrics;
 };
 
 void render_findings(const std::vector<store::Finding>& findings, ReportFormat format,
