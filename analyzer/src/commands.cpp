@@ -15,6 +15,7 @@
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/analyzer/report.h"
+#include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/cli/args.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
@@ -145,17 +146,23 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   std::vector<std::string> positionals, rules, sets;
   int64_t capture = -1;
-  std::string format = "table", output;
+  std::string format = "table", output, config;
   bool no_store = false, show_rules = false;
   cli::ArgParser parser(
-      "fleetscope analyze DB [--capture ID] [--rules LIST] [--set RULE.THRESHOLD=VALUE] "
+      "fleetscope analyze DB [--capture ID] [--rules LIST] [--config FILE] "
+      "[--set RULE.THRESHOLD=VALUE] "
       "[--format table|markdown|json|chrome-trace] [-o FILE] [--no-store]",
       "Runs the antipattern rules on one capture, stores the findings in the database's "
       "findings table (replacing earlier ones for that capture) and prints them.");
   parser.positionals("DB", "trace database (fleetscope import / run / daemon)", &positionals, 0, 1)
       .option("--capture", "ID", "capture to analyse (default: the newest)", &capture)
       .list("--rules", "LIST", "comma-separated rule ids (default: all; see --list-rules)", &rules)
-      .list("--set", "RULE.THRESHOLD=VALUE", "override a threshold (repeatable)", &sets)
+      .option("--config", "FILE",
+              "threshold overrides, one 'RULE.THRESHOLD = VALUE' per line ([RULE] sections "
+              "allowed, # comments)",
+              &config)
+      .list("--set", "RULE.THRESHOLD=VALUE",
+            "override a threshold (repeatable; wins over --config)", &sets)
       .option("--format", "FORMAT", "table (default), markdown, json or chrome-trace", &format)
       .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
       .flag("--no-store", "do not write findings into the database", &no_store)
@@ -173,7 +180,8 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     const ReportFormat fmt = parse_format(format);
     AnalyzeOptions options;
     options.rules = rules;
-    options.thresholds = parse_overrides(sets);
+    if (!config.empty()) options.thresholds = read_threshold_config(config);
+    for (const auto& [key, value] : parse_overrides(sets)) options.thresholds[key] = value;
     const std::string& db = positionals[0];
     AnalysisResult result;
     ReportHeader header;

@@ -47,6 +47,28 @@ TEST_F(Commands, AnalyzePrintsAndStoresFindings) {
   EXPECT_EQ(reader.findings(ids.capture).size(), 2u);
 }
 
+TEST_F(Commands, AnalyzeReadsThresholdsFromAConfigFileAndSetWins) {
+  const std::string config = dir.file("thresholds.conf");
+  std::ofstream(config) << "[pageable_memcpy]\nmin_count = 5  # five copies before we care\n";
+  auto quiet =
+      call(run_analyze_command, {db, "--format", "json", "--no-store", "--config", config});
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  const json quiet_doc = json::parse(quiet.out);
+  ASSERT_FALSE(quiet_doc["findings"].empty());
+  for (const json& f : quiet_doc["findings"]) EXPECT_NE(f["rule"], "pageable_memcpy");
+  auto loud = call(run_analyze_command, {db, "--format", "json", "--no-store", "--config", config,
+                                         "--set", "pageable_memcpy.min_count=1"});
+  ASSERT_EQ(loud.code, 0) << loud.err;
+  bool found = false;
+  const json loud_doc = json::parse(loud.out);
+  for (const json& f : loud_doc["findings"]) found = found || f["rule"] == "pageable_memcpy";
+  EXPECT_TRUE(found);
+  std::ofstream(config) << "pageable_memcpy.min_count = many\n";
+  auto bad = call(run_analyze_command, {db, "--no-store", "--config", config});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err, "error: " + config + ": line 1: expected a number after '=', got 'many'\n");
+}
+
 TEST_F(Commands, AnalyzeJsonNoStoreAndRuleSelection) {
   auto r = call(run_analyze_command,
                 {db, "--format", "json", "--no-store", "--rules", "pageable_memcpy"});
