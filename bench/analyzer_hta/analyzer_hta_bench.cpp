@@ -1,7 +1,13 @@
 // fleetscope's side of the HTA comparison: per shared trace, the work HTA does for
 // `TraceAnalysis(trace_dir)` + `get_temporal_breakdown()` + `get_idle_time_breakdown()`, i.e.
-// import the Kineto JSON into a trace database, load the capture, compute both breakdowns.
-// compare.py times HTA on the same files in the same run and prints the ratios.
+// import the Kineto JSON, load the capture, compute both breakdowns. Two user paths:
+//   AnalyzeInMemory/     importers::import_to_memory (what `fleetscope analyze TRACE.json.gz`
+//                        does: in-memory database, no file) + load + both breakdowns;
+//   ImportAndBreakdowns/ importers::import_files into a new database file (`fleetscope import`,
+//                        atomic, synced, indexed) + load from that file + both breakdowns.
+// compare.py times HTA on the same files in the same run and prints the ratios. CPU time is the
+// whole process's (MeasureProcessCPUTime), so the store writer's thread counts too, as every HTA
+// thread does in Python's time.process_time().
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -50,7 +56,23 @@ void import_and_analyze(benchmark::State& state, const std::string& trace) {
   fs::remove(db, ignored);
 }
 
-// The two halves of the above, to see where the time goes.
+void analyze_in_memory(benchmark::State& state, const std::string& trace) {
+  const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
+  int64_t gpu_events = 0;
+  for (auto _ : state) {
+    auto imported = fleetscope::importers::import_to_memory(input);
+    fleetscope::store::Reader reader(std::move(imported.database));
+    const auto data = fleetscope::analyzer::load_capture(reader, imported.result.capture_id);
+    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
+    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
+    benchmark::DoNotOptimize(temporal.data());
+    benchmark::DoNotOptimize(idle.data());
+    gpu_events = static_cast<int64_t>(data.gpu.size());
+  }
+  state.counters["gpu_events"] = static_cast<double>(gpu_events);
+}
+
+// The two halves of the file path above, to see where the time goes.
 void import_only(benchmark::State& state, const std::string& trace) {
   const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
   const fs::path db = fs::temp_directory_path() / ("fleetscope-hta-bench-import-" + trace + ".db");
@@ -79,15 +101,22 @@ void load_and_breakdowns(benchmark::State& state, const std::string& trace) {
 
 const bool kRegistered = [] {
   for (const auto& trace : kTraces) {
+    benchmark::RegisterBenchmark(("AnalyzeInMemory/" + trace).c_str(), analyze_in_memory, trace)
+        ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime()
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("ImportAndBreakdowns/" + trace).c_str(), import_and_analyze,
                                  trace)
         ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime()
         ->UseRealTime();
     benchmark::RegisterBenchmark(("ImportOnly/" + trace).c_str(), import_only, trace)
         ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime()
         ->UseRealTime();
     benchmark::RegisterBenchmark(("LoadAndBreakdowns/" + trace).c_str(), load_and_breakdowns, trace)
         ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime()
         ->UseRealTime();
   }
   return true;

@@ -85,6 +85,24 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   return results;
 }
 
+MemoryImport import_to_memory(const std::string& path, const ImportOptions& options) {
+  if (detect_format(path) == Format::unknown)
+    throw InputError(
+        path, "byte 0",
+        "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
+  store::Database database = store::Database::create_in_memory();
+  ImportResult result;
+  {
+    store::WriterOptions writer_options;
+    writer_options.temporary_output = true;  // no journal, no syncs: the database dies with us
+    writer_options.build_indexes = false;    // read once, in full, by the loader
+    store::Writer writer(database.another_connection(), writer_options);
+    result = import_file(path, writer, options);
+    writer.finish();
+  }
+  return {std::move(database), std::move(result)};
+}
+
 std::string summary_line(const ImportResult& r) {
   std::ostringstream s;
   s << r.path << ": capture " << r.capture_id << " (" << r.source << "): " << r.kernels

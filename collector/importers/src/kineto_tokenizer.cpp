@@ -169,6 +169,20 @@ bool parse_number_text(std::string_view t, ArgValue& out) {
   while (!t.empty() &&
          (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
     t.remove_suffix(1);
+  // Fast path for the common case (ids, sizes, counts): up to 18 plain digits, which cannot
+  // overflow int64; anything else takes the general route below.
+  if (!t.empty() && t.size() <= 18) {
+    size_t i = t[0] == '-' ? 1 : 0;
+    if (i < t.size()) {
+      int64_t v = 0;
+      for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) v = v * 10 + (t[i] - '0');
+      if (i == t.size()) {
+        out.kind = ArgValue::Kind::integer;
+        out.i = t[0] == '-' ? -v : v;
+        return true;
+      }
+    }
+  }
   bool real = t.find_first_of(".eE") != std::string_view::npos;
   if (!real) {
     int64_t v = 0;
@@ -213,6 +227,24 @@ const char* type_name(od::json_type t) {
 struct Tokenizer::Impl {
   od::parser parser;
   const char* base = nullptr;
+  // The document of the first pass; the second pass rewinds it instead of iterating again, so
+  // stage 1 (the SIMD structural index of the whole input) runs once.
+  od::document doc;
+  bool iterated = false;
+
+  // Stage 1 on the first call, a rewind afterwards.
+  simdjson::error_code iterate(const InputBuffer& input) {
+    if (iterated) {
+      doc.rewind();
+      return simdjson::SUCCESS;
+    }
+    auto err =
+        parser
+            .iterate(simdjson::padded_string_view(input.data.data(), input.size, input.data.size()))
+            .get(doc);
+    iterated = !err;
+    return err;
+  }
 };
 
 Tokenizer::Tokenizer(std::string path, const InputBuffer& input)
@@ -254,11 +286,8 @@ size_t location_of(T& iterable, const char* base, size_t size) {
 TraceMeta Tokenizer::read_metadata() {
   TraceMeta meta;
   const size_t size = input_.size;
-  od::document doc;
-  auto err =
-      impl_->parser
-          .iterate(simdjson::padded_string_view(input_.data.data(), size, input_.data.size()))
-          .get(doc);
+  od::document& doc = impl_->doc;
+  auto err = impl_->iterate(input_);
   if (err) FS_JSON_FAIL(0, err);
   od::json_type root_type;
   if ((err = doc.type().get(root_type))) FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
@@ -406,44 +435,134 @@ TraceMeta Tokenizer::read_metadata() {
 
 namespace {
 
-ArgValue* arg_slot(RawArgs& a, std::string_view k) {
-  switch (k.size()) {
-    case 4:
-      if (k == "grid") return &a.grid;
-      if (k == "kind") return &a.kind;
-      if (k == "size") return &a.size;
-      if (k == "Addr") return &a.addr;
-      if (k == "name") return &a.meta_name;
+// Key matching on the raw key text in the input buffer (field::key(), no unescaping copy): `raw`
+// points just past the opening quote, so "ph" matches when the bytes are `ph"`. The buffer is
+// padded (SIMDJSON_PADDING zero bytes after the document), so comparing a literal of up to
+// 27 bytes never reads outside it. A key spelled with escapes (`"p\u0068"`) does not match, as in
+// simdjson's own find_field(); Kineto never writes those.
+template <size_t N>
+inline bool key_is(const char* raw, const char (&literal)[N]) {
+  return std::memcmp(raw, literal, N - 1) == 0 && raw[N - 1] == '"';
+}
+
+enum class EventKey : uint8_t { ph, cat, name, ts, dur, pid, tid, args, other };
+
+inline EventKey event_key(const char* k) {
+  switch (k[0]) {
+    case 'p':
+      if (key_is(k, "ph")) return EventKey::ph;
+      if (key_is(k, "pid")) return EventKey::pid;
       break;
-    case 5:
-      if (k == "block") return &a.block;
-      if (k == "bytes" || k == "Bytes") return &a.bytes;
+    case 'c':
+      if (key_is(k, "cat")) return EventKey::cat;
       break;
-    case 6:
-      if (k == "device") return &a.device;
-      if (k == "stream") return &a.stream;
-      if (k == "labels") return &a.labels;
+    case 'n':
+      if (key_is(k, "name")) return EventKey::name;
       break;
-    case 7:
-      if (k == "context") return &a.context;
+    case 't':
+      if (key_is(k, "ts")) return EventKey::ts;
+      if (key_is(k, "tid")) return EventKey::tid;
+      break;
+    case 'd':
+      if (key_is(k, "dur")) return EventKey::dur;
+      break;
+    case 'a':
+      if (key_is(k, "args")) return EventKey::args;
       break;
     default:
       break;
   }
-  if (k == "cbid") return &a.cbid;
-  if (k == "correlation") return &a.correlation;
-  if (k == "External id" || k == "external id") return &a.external_id;
-  if (k == "registers per thread") return &a.registers;
-  if (k == "shared memory") return &a.shared_memory;
-  if (k == "blocks per SM") return &a.blocks_per_sm;
-  if (k == "warps per SM") return &a.warps_per_sm;
-  if (k == "est. achieved occupancy %") return &a.est_occupancy;
-  if (k == "cuda_sync_kind") return &a.sync_kind;
-  if (k == "wait_on_cuda_event_id") return &a.wait_event_id;
-  if (k == "Device Type") return &a.device_type;
-  if (k == "Device Id") return &a.device_id;
-  if (k == "Total Allocated") return &a.total_allocated;
-  if (k == "Total Reserved") return &a.total_reserved;
+  return EventKey::other;
+}
+
+const char* event_key_name(EventKey k) {
+  switch (k) {
+    case EventKey::ph:
+      return "ph";
+    case EventKey::cat:
+      return "cat";
+    case EventKey::name:
+      return "name";
+    case EventKey::ts:
+      return "ts";
+    case EventKey::dur:
+      return "dur";
+    case EventKey::pid:
+      return "pid";
+    case EventKey::tid:
+      return "tid";
+    case EventKey::args:
+      return "args";
+    case EventKey::other:
+      break;
+  }
+  return "?";
+}
+
+ArgValue* arg_slot(RawArgs& a, const char* k) {
+  switch (k[0]) {
+    case 'g':
+      if (key_is(k, "grid")) return &a.grid;
+      break;
+    case 'k':
+      if (key_is(k, "kind")) return &a.kind;
+      break;
+    case 's':
+      if (key_is(k, "size")) return &a.size;
+      if (key_is(k, "stream")) return &a.stream;
+      if (key_is(k, "shared memory")) return &a.shared_memory;
+      break;
+    case 'A':
+      if (key_is(k, "Addr")) return &a.addr;
+      break;
+    case 'n':
+      if (key_is(k, "name")) return &a.meta_name;
+      break;
+    case 'b':
+      if (key_is(k, "block")) return &a.block;
+      if (key_is(k, "bytes")) return &a.bytes;
+      if (key_is(k, "blocks per SM")) return &a.blocks_per_sm;
+      break;
+    case 'B':
+      if (key_is(k, "Bytes")) return &a.bytes;
+      break;
+    case 'd':
+      if (key_is(k, "device")) return &a.device;
+      break;
+    case 'l':
+      if (key_is(k, "labels")) return &a.labels;
+      break;
+    case 'c':
+      if (key_is(k, "context")) return &a.context;
+      if (key_is(k, "cbid")) return &a.cbid;
+      if (key_is(k, "correlation")) return &a.correlation;
+      if (key_is(k, "cuda_sync_kind")) return &a.sync_kind;
+      break;
+    case 'E':
+      if (key_is(k, "External id")) return &a.external_id;
+      break;
+    case 'e':
+      if (key_is(k, "external id")) return &a.external_id;
+      if (key_is(k, "est. achieved occupancy %")) return &a.est_occupancy;
+      break;
+    case 'r':
+      if (key_is(k, "registers per thread")) return &a.registers;
+      break;
+    case 'w':
+      if (key_is(k, "warps per SM")) return &a.warps_per_sm;
+      if (key_is(k, "wait_on_cuda_event_id")) return &a.wait_event_id;
+      break;
+    case 'D':
+      if (key_is(k, "Device Type")) return &a.device_type;
+      if (key_is(k, "Device Id")) return &a.device_id;
+      break;
+    case 'T':
+      if (key_is(k, "Total Allocated")) return &a.total_allocated;
+      if (key_is(k, "Total Reserved")) return &a.total_reserved;
+      break;
+    default:
+      break;
+  }
   return nullptr;
 }
 
@@ -452,11 +571,8 @@ ArgValue* arg_slot(RawArgs& a, std::string_view k) {
 void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
   const size_t size = input_.size;
   const char* base = impl_->base;
-  od::document doc;
-  auto err =
-      impl_->parser
-          .iterate(simdjson::padded_string_view(input_.data.data(), size, input_.data.size()))
-          .get(doc);
+  od::document& doc = impl_->doc;
+  auto err = impl_->iterate(input_);
   if (err) FS_JSON_FAIL(0, err);
   od::array events;
   od::json_type root_type;
@@ -473,13 +589,17 @@ void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
       FS_JSON_FAIL(location_of(ev_value, base, size), err);
   }
   size_t index = 0;
+  // One RawEvent reused for every event; only the args slots an event filled are cleared after
+  // it (RawArgs is ~1.6 KB: clearing all of it per event was a measurable share of the pass).
   RawEvent raw;
+  ArgValue* touched[sizeof(RawArgs) / sizeof(ArgValue)];
+  size_t touched_count = 0;
   for (auto ev_res : events) {
     od::value ev;
     if ((err = std::move(ev_res).get(ev))) FS_JSON_FAIL(location_of(doc, base, size), err);
     size_t offset = location_of(ev, base, size);
-    auto bad_type = [&](std::string_view key, od::json_type t, const char* want) {
-      fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + std::string(key) +
+    auto bad_type = [&](EventKey key, od::json_type t, const char* want) {
+      fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + event_key_name(key) +
                        "\" is " + type_name(t) + ", expected " + want);
     };
     od::json_type t;
@@ -489,119 +609,136 @@ void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
                        ", expected an event object");
     od::object obj;
     if ((err = ev.get_object().get(obj))) FS_JSON_FAIL(offset, err);
-    raw = RawEvent{};
+    for (size_t i = 0; i < touched_count; ++i) *touched[i] = ArgValue{};
+    touched_count = 0;
+    raw.ph = raw.cat = raw.name = {};
+    raw.has_name = false;
+    raw.ts_ns.reset();
+    raw.dur_ns.reset();
+    raw.pid = raw.tid = RawId{};
     raw.index = index;
     raw.offset = offset;
     for (auto f_res : obj) {
-      od::field f;
-      if ((err = std::move(f_res).get(f))) FS_JSON_FAIL(location_of(ev, base, size), err);
-      std::string_view key;
-      key = f.unescaped_key();
-      od::value v = f.value();
+      // Used in place (value_unsafe() after the error check): copying ondemand fields and values
+      // around was a visible share of this loop.
+      if ((err = f_res.error())) FS_JSON_FAIL(location_of(ev, base, size), err);
+      od::field& f = f_res.value_unsafe();
+      const EventKey key = event_key(f.key().raw());
+      if (key == EventKey::other) continue;  // "id", "bp", "s", ...: skipped by the iterator
+      od::value& v = f.value();
       if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, base, size), err);
-      if (key == "ph" || key == "cat" || key == "name") {
-        if (t != od::json_type::string) {
-          if (key == "cat" && t == od::json_type::null) continue;
-          bad_type(key, t, "a string");
-        }
-        std::string_view s;
-        if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
-        if (key == "ph")
-          raw.ph = s;
-        else if (key == "cat")
-          raw.cat = s;
-        else {
-          raw.name = s;
-          raw.has_name = true;
-        }
-      } else if (key == "ts" || key == "dur") {
-        if (t != od::json_type::number) bad_type(key, t, "a number (microseconds)");
-        std::string_view tok;
-        tok = v.raw_json_token();
-        auto ns = micros_text_to_ns(tok);
-        if (!ns)
-          fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + std::string(key) +
-                           "\" is out of range");
-        (key == "ts" ? raw.ts_ns : raw.dur_ns) = ns;
-      } else if (key == "pid" || key == "tid") {
-        RawId& id = key == "pid" ? raw.pid : raw.tid;
-        if (t == od::json_type::number) {
-          std::string_view tok;
-          tok = v.raw_json_token();
-          ArgValue a;
-          if (!parse_number_text(tok, a)) bad_type(key, t, "an integer or a string");
-          id.present = true;
-          id.is_int = true;
-          id.value = a.as_int();
-        } else if (t == od::json_type::string) {
+      switch (key) {
+        case EventKey::ph:
+        case EventKey::cat:
+        case EventKey::name: {
+          if (t != od::json_type::string) {
+            if (key == EventKey::cat && t == od::json_type::null) continue;
+            bad_type(key, t, "a string");
+          }
           std::string_view s;
           if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
-          id.present = true;
-          id.text = s;
-          // "24572" is a number written as a string (older Kineto).
-          int64_t n = 0;
-          auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-          if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) {
+          if (key == EventKey::ph) {
+            raw.ph = s;
+          } else if (key == EventKey::cat) {
+            raw.cat = s;
+          } else {
+            raw.name = s;
+            raw.has_name = true;
+          }
+          break;
+        }
+        case EventKey::ts:
+        case EventKey::dur: {
+          if (t != od::json_type::number) bad_type(key, t, "a number (microseconds)");
+          auto ns = micros_text_to_ns(v.raw_json_token());
+          if (!ns)
+            fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                             event_key_name(key) + "\" is out of range");
+          (key == EventKey::ts ? raw.ts_ns : raw.dur_ns) = ns;
+          break;
+        }
+        case EventKey::pid:
+        case EventKey::tid: {
+          RawId& id = key == EventKey::pid ? raw.pid : raw.tid;
+          if (t == od::json_type::number) {
+            ArgValue a;
+            if (!parse_number_text(v.raw_json_token(), a))
+              bad_type(key, t, "an integer or a string");
+            id.present = true;
             id.is_int = true;
-            id.value = n;
-          }
-        } else if (t != od::json_type::null) {
-          bad_type(key, t, "an integer or a string");
-        }
-      } else if (key == "args") {
-        if (t != od::json_type::object) {
-          if (t == od::json_type::null) continue;
-          bad_type(key, t, "an object");
-        }
-        od::object args;
-        if ((err = v.get_object().get(args))) FS_JSON_FAIL(location_of(v, base, size), err);
-        for (auto a_res : args) {
-          od::field af;
-          if ((err = std::move(a_res).get(af))) FS_JSON_FAIL(location_of(v, base, size), err);
-          std::string_view ak;
-          ak = af.unescaped_key();
-          ArgValue* slot = arg_slot(raw.args, ak);
-          if (!slot) continue;  // skipped by the iterator
-          od::value av = af.value();
-          od::json_type at;
-          if ((err = av.type().get(at))) FS_JSON_FAIL(location_of(av, base, size), err);
-          switch (at) {
-            case od::json_type::number: {
-              std::string_view tok;
-              tok = av.raw_json_token();
-              if (!parse_number_text(tok, *slot)) slot->kind = ArgValue::Kind::other;
-              break;
+            id.value = a.as_int();
+          } else if (t == od::json_type::string) {
+            std::string_view s;
+            if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
+            id.present = true;
+            id.text = s;
+            // "24572" is a number written as a string (older Kineto).
+            int64_t n = 0;
+            auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+            if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) {
+              id.is_int = true;
+              id.value = n;
             }
-            case od::json_type::string:
-              if ((err = av.get_string().get(slot->s)))
-                FS_JSON_FAIL(location_of(av, base, size), err);
-              slot->kind = ArgValue::Kind::string;
-              break;
-            case od::json_type::array: {
-              od::array arr;
-              if ((err = av.get_array().get(arr))) FS_JSON_FAIL(location_of(av, base, size), err);
-              int n = 0;
-              bool ok = true;
-              for (auto x_res : arr) {
-                od::value x;
-                if ((err = std::move(x_res).get(x))) FS_JSON_FAIL(location_of(av, base, size), err);
-                int64_t iv = 0;
-                if (n < 3 && x.get_int64().get(iv) == simdjson::SUCCESS)
-                  slot->v[n] = iv;
-                else
-                  ok = false;
-                ++n;
+          } else if (t != od::json_type::null) {
+            bad_type(key, t, "an integer or a string");
+          }
+          break;
+        }
+        case EventKey::args: {
+          if (t != od::json_type::object) {
+            if (t == od::json_type::null) continue;
+            bad_type(key, t, "an object");
+          }
+          od::object args;
+          if ((err = v.get_object().get(args))) FS_JSON_FAIL(location_of(v, base, size), err);
+          for (auto a_res : args) {
+            if ((err = a_res.error())) FS_JSON_FAIL(location_of(v, base, size), err);
+            od::field& af = a_res.value_unsafe();
+            ArgValue* slot = arg_slot(raw.args, af.key().raw());
+            if (!slot) continue;  // skipped by the iterator
+            if (slot->kind == ArgValue::Kind::absent) touched[touched_count++] = slot;
+            od::value& av = af.value();
+            od::json_type at;
+            if ((err = av.type().get(at))) FS_JSON_FAIL(location_of(av, base, size), err);
+            switch (at) {
+              case od::json_type::number:
+                if (!parse_number_text(av.raw_json_token(), *slot))
+                  slot->kind = ArgValue::Kind::other;
+                break;
+              case od::json_type::string:
+                if ((err = av.get_string().get(slot->s)))
+                  FS_JSON_FAIL(location_of(av, base, size), err);
+                slot->kind = ArgValue::Kind::string;
+                break;
+              case od::json_type::array: {
+                od::array arr;
+                if ((err = av.get_array().get(arr))) FS_JSON_FAIL(location_of(av, base, size), err);
+                int n = 0;
+                bool ok = true;
+                for (auto x_res : arr) {
+                  od::value x;
+                  if ((err = std::move(x_res).get(x)))
+                    FS_JSON_FAIL(location_of(av, base, size), err);
+                  int64_t iv = 0;
+                  if (n < 3 && x.get_int64().get(iv) == simdjson::SUCCESS)
+                    slot->v[n] = iv;
+                  else
+                    ok = false;
+                  ++n;
+                }
+                slot->kind = ok && n == 3 ? ArgValue::Kind::triple : ArgValue::Kind::other;
+                break;
               }
-              slot->kind = ok && n == 3 ? ArgValue::Kind::triple : ArgValue::Kind::other;
-              break;
+              default:
+                slot->kind = ArgValue::Kind::other;
+                break;
             }
-            default:
-              slot->kind = ArgValue::Kind::other;
-              break;
           }
+          break;
         }
+        case EventKey::other:
+          break;
       }
-      // other keys ("id", "bp", "s", ...) are skipped by the iterator
     }
     fn(raw);
     ++index;

@@ -20,9 +20,15 @@ extern const std::string v1_sql;
 extern const std::string v1_to_v2_sql;
 }  // namespace embedded
 
-const std::string& schema_sql() { return embedded::trace_sql; }
-const std::string& index_sql() { return embedded::index_sql; }
-const std::string& schema_v1_sql() { return embedded::v1_sql; }
+const std::string& schema_sql() {
+  return embedded::trace_sql;
+}
+const std::string& index_sql() {
+  return embedded::index_sql;
+}
+const std::string& schema_v1_sql() {
+  return embedded::v1_sql;
+}
 
 namespace {
 
@@ -55,7 +61,8 @@ int read_schema_version(sqlite3* db, const std::string& path) {
     std::string message = sqlite3_errmsg(db);
     sqlite3_finalize(stmt);
     if (rc == SQLITE_NOTADB || message.find("not a database") != std::string::npos)
-      throw InputError(path, "byte 0", "not a SQLite database (file header is not 'SQLite format 3')");
+      throw InputError(path, "byte 0",
+                       "not a SQLite database (file header is not 'SQLite format 3')");
     if (message.find("no such table") != std::string::npos)
       throw InputError(path, "table meta",
                        "not a fleetscope trace database (no 'meta' table with schema_version)");
@@ -83,10 +90,13 @@ void apply_connection_pragmas(sqlite3* db) {
 // ---- Statement ----
 
 Statement::Statement(sqlite3* db, const std::string& sql) : db_(db) {
-  if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr) !=
+      SQLITE_OK)
     throw_sqlite(db, "prepare '" + sql.substr(0, 80) + "'");
 }
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+  sqlite3_finalize(stmt_);
+}
 Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
   other.stmt_ = nullptr;
 }
@@ -117,13 +127,19 @@ void Statement::execute() {
   }
   reset();
 }
-void Statement::reset_keep_bindings() { sqlite3_reset(stmt_); }
+void Statement::reset_keep_bindings() {
+  sqlite3_reset(stmt_);
+}
 void Statement::reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }
-int64_t Statement::column_int(int col) const { return sqlite3_column_int64(stmt_, col); }
-double Statement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
+int64_t Statement::column_int(int col) const {
+  return sqlite3_column_int64(stmt_, col);
+}
+double Statement::column_double(int col) const {
+  return sqlite3_column_double(stmt_, col);
+}
 std::string Statement::column_text(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   return text ? std::string(reinterpret_cast<const char*>(text),
@@ -133,8 +149,12 @@ std::string Statement::column_text(int col) const {
 bool Statement::column_is_null(int col) const {
   return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
 }
-int Statement::column_count() const { return sqlite3_column_count(stmt_); }
-std::string Statement::column_name(int col) const { return sqlite3_column_name(stmt_, col); }
+int Statement::column_count() const {
+  return sqlite3_column_count(stmt_);
+}
+std::string Statement::column_name(int col) const {
+  return sqlite3_column_name(stmt_, col);
+}
 
 // ---- Database ----
 
@@ -236,8 +256,57 @@ Database Database::create(const std::string& path) {
   return db;
 }
 
-Database::~Database() { close(); }
-Database::Database(Database&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) {
+namespace {
+
+// Opens (creating on first use) the process-private memdb database named by `uri`. A name that
+// starts with '/' is what makes memdb share one database between the connections of a process.
+sqlite3* open_memdb(const std::string& uri, OpenMode mode) {
+  sqlite3* raw = nullptr;
+  int flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX |
+              (mode == OpenMode::read_only ? SQLITE_OPEN_READONLY
+                                           : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(uri.c_str(), &raw, flags, nullptr) != SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
+    throw Error(uri + ": cannot open the in-memory database: " + message);
+  }
+  apply_connection_pragmas(raw);
+  return raw;
+}
+
+}  // namespace
+
+Database Database::create_in_memory() {
+  static std::atomic<uint64_t> counter{0};
+  const std::string uri = "file:/fleetscope-memory-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(counter.fetch_add(1)) + "?vfs=memdb";
+  Database db(open_memdb(uri, OpenMode::read_write), uri, /*in_memory=*/true);
+  // Nothing to recover after a crash and no reader elsewhere: no journal, no syncs.
+  db.exec("PRAGMA journal_mode = OFF");
+  db.exec("PRAGMA synchronous = OFF");
+  db.exec("BEGIN");
+  db.exec(schema_sql());
+  db.exec("INSERT INTO meta(key, value) VALUES ('schema_version', '" +
+          std::to_string(kSchemaVersion) + "'), ('writer', 'fleetscope'), ('writer_version', '" +
+          std::string(FLEETSCOPE_STORE_VERSION) +
+          "'), ('clock', 'CLOCK_REALTIME ns (CUPTI default timestamps)')");
+  db.exec("COMMIT");
+  return db;
+}
+
+Database Database::another_connection(OpenMode mode) const {
+  if (!in_memory_) return open(path_, mode);
+  if (!db_) throw Error(path_ + ": database is closed");
+  Database db(open_memdb(path_, mode), path_, /*in_memory=*/true);
+  if (mode == OpenMode::read_only) db.exec("PRAGMA query_only = ON");
+  return db;
+}
+
+Database::~Database() {
+  close();
+}
+Database::Database(Database&& other) noexcept
+    : db_(other.db_), path_(std::move(other.path_)), in_memory_(other.in_memory_) {
   other.db_ = nullptr;
 }
 Database& Database::operator=(Database&& other) noexcept {
@@ -245,12 +314,17 @@ Database& Database::operator=(Database&& other) noexcept {
     close();
     db_ = other.db_;
     path_ = std::move(other.path_);
+    in_memory_ = other.in_memory_;
     other.db_ = nullptr;
   }
   return *this;
 }
-void Database::exec(const std::string& sql) { exec_or_throw(db_, sql, path_); }
-int Database::schema_version() const { return read_schema_version(db_, path_); }
+void Database::exec(const std::string& sql) {
+  exec_or_throw(db_, sql, path_);
+}
+int Database::schema_version() const {
+  return read_schema_version(db_, path_);
+}
 void Database::close() {
   if (db_) {
     sqlite3_close_v2(db_);
@@ -262,7 +336,8 @@ void Database::close() {
 
 AtomicOutput::AtomicOutput(std::string final_path) : final_path_(std::move(final_path)) {
   std::random_device rd;
-  temp_path_ = final_path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);
+  temp_path_ =
+      final_path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);
 }
 
 AtomicOutput::~AtomicOutput() {
@@ -291,7 +366,8 @@ void AtomicOutput::commit() {
     std::string dir = std::filesystem::path(final_path_).parent_path().string();
     sync_path(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
   }
-  if (ec) throw Error(final_path_ + ": cannot move the finished output into place: " + ec.message());
+  if (ec)
+    throw Error(final_path_ + ": cannot move the finished output into place: " + ec.message());
   for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(temp_path_ + suffix, ec);
   committed_ = true;
 }

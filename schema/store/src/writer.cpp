@@ -134,7 +134,8 @@ struct Writer::Impl {
   int64_t intern_locked(const std::string& text) {
     auto it = string_ids.find(text);
     if (it != string_ids.end()) return it->second;
-    if (!insert_string) insert_string.emplace(db.raw(), "INSERT INTO StringIds(id, value) VALUES (?, ?)");
+    if (!insert_string)
+      insert_string.emplace(db.raw(), "INSERT INTO StringIds(id, value) VALUES (?, ?)");
     int64_t id = next_string_id++;
     insert_string->bind(1, id).bind(2, text).execute();
     string_ids.emplace(text, id);
@@ -156,7 +157,8 @@ struct Writer::Impl {
     if (rows.size() >= static_cast<size_t>(kRowsPerStatement)) {
       if (!multi) multi.emplace(db.raw(), insert_sql(spec, kRowsPerStatement));
       for (; i + kRowsPerStatement <= rows.size(); i += kRowsPerStatement) {
-        for (int r = 0; r < kRowsPerStatement; ++r) bind(*multi, 1 + r * spec.columns, rows[i + static_cast<size_t>(r)]);
+        for (int r = 0; r < kRowsPerStatement; ++r)
+          bind(*multi, 1 + r * spec.columns, rows[i + static_cast<size_t>(r)]);
         multi->step();
         multi->reset_keep_bindings();
       }
@@ -184,7 +186,8 @@ struct Writer::Impl {
     if (k.shortName.empty()) {
       auto it = kernel_names.find(k.demangledName);
       if (it != kernel_names.end()) return it->second;
-      KernelNames names{intern_locked(k.demangledName), intern_locked(short_kernel_name(k.demangledName))};
+      KernelNames names{intern_locked(k.demangledName),
+                        intern_locked(short_kernel_name(k.demangledName))};
       kernel_names.emplace(k.demangledName, names);
       return names;
     }
@@ -196,14 +199,20 @@ struct Writer::Impl {
     const Kernel* previous = nullptr;
     KernelNames names{};
     insert_rows(kKernelSpec, b.kernels, [&](Statement& s, int p, const Kernel& k) {
-      if (!previous || previous->demangledName != k.demangledName || previous->shortName != k.shortName)
+      if (!previous || previous->demangledName != k.demangledName ||
+          previous->shortName != k.shortName)
         names = kernel_names_for(k);
       previous = &k;
-      s.bind(p, k.start).bind(p + 1, k.end).bind(p + 2, int64_t{k.deviceId}).bind(p + 3, k.contextId);
+      s.bind(p, k.start)
+          .bind(p + 1, k.end)
+          .bind(p + 2, int64_t{k.deviceId})
+          .bind(p + 3, k.contextId);
       s.bind(p + 4, int64_t{k.streamId}).bind(p + 5, k.correlationId).bind(p + 6, k.globalPid);
       s.bind(p + 7, names.demangled).bind(p + 8, names.short_name);
       s.bind(p + 9, int64_t{k.gridX}).bind(p + 10, int64_t{k.gridY}).bind(p + 11, int64_t{k.gridZ});
-      s.bind(p + 12, int64_t{k.blockX}).bind(p + 13, int64_t{k.blockY}).bind(p + 14, int64_t{k.blockZ});
+      s.bind(p + 12, int64_t{k.blockX})
+          .bind(p + 13, int64_t{k.blockY})
+          .bind(p + 14, int64_t{k.blockZ});
       s.bind(p + 15, k.registersPerThread).bind(p + 16, k.staticSharedMemory);
       s.bind(p + 17, k.dynamicSharedMemory).bind(p + 18, k.localMemoryPerThread);
       s.bind(p + 19, k.graphId).bind(p + 20, k.graphNodeId).bind(p + 21, k.launchType);
@@ -212,7 +221,10 @@ struct Writer::Impl {
       note_extent("CUPTI_ACTIVITY_KIND_KERNEL", k.captureId, k.end - k.start);
     });
     insert_rows(kMemcpySpec, b.memcpys, [&](Statement& s, int p, const Memcpy& m) {
-      s.bind(p, m.start).bind(p + 1, m.end).bind(p + 2, int64_t{m.deviceId}).bind(p + 3, m.contextId);
+      s.bind(p, m.start)
+          .bind(p + 1, m.end)
+          .bind(p + 2, int64_t{m.deviceId})
+          .bind(p + 3, m.contextId);
       s.bind(p + 4, int64_t{m.streamId}).bind(p + 5, m.correlationId).bind(p + 6, m.globalPid);
       s.bind(p + 7, m.bytes).bind(p + 8, int64_t{m.copyKind}).bind(p + 9, m.srcKind);
       s.bind(p + 10, m.dstKind).bind(p + 11, m.srcDeviceId).bind(p + 12, m.dstDeviceId);
@@ -220,14 +232,22 @@ struct Writer::Impl {
       note_extent("CUPTI_ACTIVITY_KIND_MEMCPY", m.captureId, m.end - m.start);
     });
     insert_rows(kMemsetSpec, b.memsets, [&](Statement& s, int p, const Memset& m) {
-      s.bind(p, m.start).bind(p + 1, m.end).bind(p + 2, int64_t{m.deviceId}).bind(p + 3, m.contextId);
+      s.bind(p, m.start)
+          .bind(p + 1, m.end)
+          .bind(p + 2, int64_t{m.deviceId})
+          .bind(p + 3, m.contextId);
       s.bind(p + 4, int64_t{m.streamId}).bind(p + 5, m.correlationId).bind(p + 6, m.globalPid);
-      s.bind(p + 7, m.value).bind(p + 8, m.bytes).bind(p + 9, m.memKind).bind(p + 10, m.graphNodeId);
+      s.bind(p + 7, m.value)
+          .bind(p + 8, m.bytes)
+          .bind(p + 9, m.memKind)
+          .bind(p + 10, m.graphNodeId);
       s.bind(p + 11, m.captureId);
       note_extent("CUPTI_ACTIVITY_KIND_MEMSET", m.captureId, m.end - m.start);
     });
     insert_rows(kRuntimeSpec, b.runtime_calls, [&](Statement& s, int p, const RuntimeCall& r) {
-      s.bind(p, r.start).bind(p + 1, r.end).bind(p + 2, int64_t{static_cast<int32_t>(r.eventClass)});
+      s.bind(p, r.start)
+          .bind(p + 1, r.end)
+          .bind(p + 2, int64_t{static_cast<int32_t>(r.eventClass)});
       s.bind(p + 3, r.globalTid).bind(p + 4, r.correlationId).bind(p + 5, intern_locked(r.name));
       s.bind(p + 6, r.returnValue).bind(p + 7, r.cbid).bind(p + 8, r.captureId);
       note_extent("CUPTI_ACTIVITY_KIND_RUNTIME", r.captureId, r.end - r.start);
@@ -240,32 +260,46 @@ struct Writer::Impl {
       note_extent("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", y.captureId, y.end - y.start);
     });
     insert_rows(kNvtxSpec, b.nvtx, [&](Statement& s, int p, const NvtxEvent& n) {
-      s.bind(p, n.start).bind(p + 1, n.end).bind(p + 2, int64_t{n.eventType}).bind(p + 3, n.rangeId);
+      s.bind(p, n.start)
+          .bind(p + 1, n.end)
+          .bind(p + 2, int64_t{n.eventType})
+          .bind(p + 3, n.rangeId);
       s.bind(p + 4, n.text).bind(p + 5, intern_locked(n.text)).bind(p + 6, n.domainId);
       s.bind(p + 7, n.globalTid).bind(p + 8, n.captureId);
       note_extent("NVTX_EVENTS", n.captureId, n.end ? *n.end - n.start : 0);
     });
     insert_rows(kCpuOpSpec, b.cpu_ops, [&](Statement& s, int p, const CpuOp& c) {
-      s.bind(p, c.start).bind(p + 1, c.end).bind(p + 2, c.globalTid).bind(p + 3, intern_locked(c.name));
+      s.bind(p, c.start)
+          .bind(p + 1, c.end)
+          .bind(p + 2, c.globalTid)
+          .bind(p + 3, intern_locked(c.name));
       s.bind(p + 4, c.category).bind(p + 5, c.externalId).bind(p + 6, c.captureId);
       note_extent("cpu_ops", c.captureId, c.end - c.start);
     });
     // Iterations may repeat a (capture, pid, step) key; one row per statement keeps "last wins".
     for (const Iteration& it : b.iterations) {
-      insert_rows(kIterationSpec, std::vector<Iteration>{it}, [&](Statement& s, int p, const Iteration& x) {
-        s.bind(p, x.captureId).bind(p + 1, x.globalPid).bind(p + 2, x.step).bind(p + 3, x.start);
-        s.bind(p + 4, x.end).bind(p + 5, x.source);
-      });
+      insert_rows(kIterationSpec, std::vector<Iteration>{it},
+                  [&](Statement& s, int p, const Iteration& x) {
+                    s.bind(p, x.captureId)
+                        .bind(p + 1, x.globalPid)
+                        .bind(p + 2, x.step)
+                        .bind(p + 3, x.start);
+                    s.bind(p + 4, x.end).bind(p + 5, x.source);
+                  });
     }
     insert_rows(kMemoryEventSpec, b.memory_events, [&](Statement& s, int p, const MemoryEvent& m) {
-      s.bind(p, m.ts).bind(p + 1, m.captureId).bind(p + 2, m.globalPid).bind(p + 3, int64_t{m.deviceId});
+      s.bind(p, m.ts)
+          .bind(p + 1, m.captureId)
+          .bind(p + 2, m.globalPid)
+          .bind(p + 3, int64_t{m.deviceId});
       s.bind(p + 4, m.address).bind(p + 5, m.bytes).bind(p + 6, m.total_allocated);
       s.bind(p + 7, m.total_reserved);
     });
-    insert_rows(kDeviceSampleSpec, b.device_samples, [&](Statement& s, int p, const DeviceSample& d) {
-      s.bind(p, d.ts).bind(p + 1, d.host_id).bind(p + 2, int64_t{d.deviceId});
-      s.bind(p + 3, intern_locked(d.metric)).bind(p + 4, d.value).bind(p + 5, d.captureId);
-    });
+    insert_rows(
+        kDeviceSampleSpec, b.device_samples, [&](Statement& s, int p, const DeviceSample& d) {
+          s.bind(p, d.ts).bind(p + 1, d.host_id).bind(p + 2, int64_t{d.deviceId});
+          s.bind(p + 3, intern_locked(d.metric)).bind(p + 4, d.value).bind(p + 5, d.captureId);
+        });
     insert_rows(kExternalCorrelationSpec, b.external_correlations,
                 [&](Statement& s, int p, const ExternalCorrelation& x) {
                   s.bind(p, x.captureId).bind(p + 1, x.correlationId);
@@ -345,8 +379,10 @@ struct Writer::Impl {
 Writer::Writer(Database db, WriterOptions options)
     : impl_(std::make_unique<Impl>(std::move(db), options)) {
   impl_->path = impl_->db.path();
-  // A 64 MiB page cache keeps a batch's dirty pages in memory until commit (default is 2 MiB).
-  impl_->db.exec("PRAGMA cache_size = -65536");
+  // A 64 MiB page cache keeps a batch's dirty pages in memory until commit (default is 2 MiB). An
+  // in-memory database's pages already live in memory: a cache in front of them would only hold
+  // a second copy of every page.
+  if (!impl_->db.in_memory()) impl_->db.exec("PRAGMA cache_size = -65536");
   if (options.temporary_output) {
     // No reader can see the file before AtomicOutput renames it, and a failed write discards the
     // whole file: WAL (every page written twice: WAL, then checkpoint) and syncs protect nothing.
@@ -460,21 +496,43 @@ int64_t Writer::intern(const std::string& text) {
   return impl_->intern_locked(text);
 }
 
-void Writer::add(Kernel row) { impl_->add(&Batch::kernels, std::move(row)); }
-void Writer::add(Memcpy row) { impl_->add(&Batch::memcpys, std::move(row)); }
-void Writer::add(Memset row) { impl_->add(&Batch::memsets, std::move(row)); }
-void Writer::add(RuntimeCall row) { impl_->add(&Batch::runtime_calls, std::move(row)); }
-void Writer::add(Sync row) { impl_->add(&Batch::syncs, std::move(row)); }
-void Writer::add(NvtxEvent row) { impl_->add(&Batch::nvtx, std::move(row)); }
-void Writer::add(CpuOp row) { impl_->add(&Batch::cpu_ops, std::move(row)); }
-void Writer::add(Iteration row) { impl_->add(&Batch::iterations, std::move(row)); }
-void Writer::add(MemoryEvent row) { impl_->add(&Batch::memory_events, std::move(row)); }
-void Writer::add(DeviceSample row) { impl_->add(&Batch::device_samples, std::move(row)); }
+void Writer::add(Kernel row) {
+  impl_->add(&Batch::kernels, std::move(row));
+}
+void Writer::add(Memcpy row) {
+  impl_->add(&Batch::memcpys, std::move(row));
+}
+void Writer::add(Memset row) {
+  impl_->add(&Batch::memsets, std::move(row));
+}
+void Writer::add(RuntimeCall row) {
+  impl_->add(&Batch::runtime_calls, std::move(row));
+}
+void Writer::add(Sync row) {
+  impl_->add(&Batch::syncs, std::move(row));
+}
+void Writer::add(NvtxEvent row) {
+  impl_->add(&Batch::nvtx, std::move(row));
+}
+void Writer::add(CpuOp row) {
+  impl_->add(&Batch::cpu_ops, std::move(row));
+}
+void Writer::add(Iteration row) {
+  impl_->add(&Batch::iterations, std::move(row));
+}
+void Writer::add(MemoryEvent row) {
+  impl_->add(&Batch::memory_events, std::move(row));
+}
+void Writer::add(DeviceSample row) {
+  impl_->add(&Batch::device_samples, std::move(row));
+}
 void Writer::add(ExternalCorrelation row) {
   impl_->add(&Batch::external_correlations, std::move(row));
 }
 
-void Writer::flush() { impl_->flush(); }
+void Writer::flush() {
+  impl_->flush();
+}
 
 void Writer::finish() {
   if (impl_->closed) return;
@@ -492,11 +550,15 @@ void Writer::finish() {
       s.bind(1, key.first).bind(2, key.second).bind(3, duration).execute();
   }
   db.exec("COMMIT");
-  db.exec(index_sql());
-  db.exec("ANALYZE");
+  if (impl_->options.build_indexes) {
+    db.exec(index_sql());
+    db.exec("ANALYZE");
+  }
   impl_->finalize_statements();
-  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-  if (!impl_->options.keep_wal_after_finish) db.exec("PRAGMA journal_mode = DELETE");
+  if (!db.in_memory()) {  // an in-memory database has no WAL and no journal file to switch
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    if (!impl_->options.keep_wal_after_finish) db.exec("PRAGMA journal_mode = DELETE");
+  }
   {
     std::lock_guard lock(impl_->mu);
     impl_->closed = true;
@@ -509,6 +571,8 @@ WriterStats Writer::stats() const {
   return impl_->stats;
 }
 
-const std::string& Writer::path() const { return impl_->path; }
+const std::string& Writer::path() const {
+  return impl_->path;
+}
 
 }  // namespace fleetscope::store

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/writer.h"
 
@@ -73,6 +74,19 @@ ImportResult import_file(const std::string& path, store::Writer& writer,
 std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
                                        const std::string& out_db, const ImportOptions& options = {},
                                        bool overwrite = false);
+
+// A trace file imported into a private in-memory trace database (store::Database::
+// create_in_memory()): no file is written, nothing is synced, and no indexes are built, since the
+// caller reads it once (analyzer::load_capture on store::Reader(std::move(database))).
+struct MemoryImport {
+  store::Database database;  // read-write connection; the database lives as long as it does
+  ImportResult result;       // result.capture_id is the capture to load
+};
+
+// Imports one trace file (any format import_file() accepts) into a new in-memory database: the
+// path under `fleetscope analyze TRACE.json.gz`. Throws InputError on bad input, like
+// import_files(); a failed import leaves nothing behind.
+MemoryImport import_to_memory(const std::string& path, const ImportOptions& options = {});
 
 // One-line human summary of a result ("FILE: 4350 kernels, 1600 memcpy, ... span 0.578 s").
 std::string summary_line(const ImportResult& result);

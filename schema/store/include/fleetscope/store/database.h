@@ -31,12 +31,17 @@ class Statement {
   Statement& bind_null(int index);
   template <class T>
   Statement& bind(int index, const std::optional<T>& value) {
-    return value ? bind(index, static_cast<std::conditional_t<std::is_floating_point_v<T>, double,
-                                   std::conditional_t<std::is_integral_v<T>, int64_t, T>>>(*value))
-                 : bind_null(index);
+    return value
+               ? bind(
+                     index,
+                     static_cast<
+                         std::conditional_t<std::is_floating_point_v<T>, double,
+                                            std::conditional_t<std::is_integral_v<T>, int64_t, T>>>(
+                         *value))
+               : bind_null(index);
   }
-  bool step();    // true while a row is available
-  void execute(); // step to completion, then reset
+  bool step();     // true while a row is available
+  void execute();  // step to completion, then reset
   void reset();
   void reset_keep_bindings();  // for hot loops that rebind every parameter anyway
 
@@ -60,11 +65,22 @@ class Database {
   // Opens an existing trace database. Read-write opens migrate an older schema in place; a newer
   // schema_version than this build knows is refused with a message naming both versions.
   static Database open(const std::string& path, OpenMode mode = OpenMode::read_only);
-  // Opens a SQLite file that is not a fleetscope database (e.g. an Nsight Systems export) read-only,
-  // without schema checks or migration. Missing, empty and non-SQLite files are InputErrors.
+  // Opens a SQLite file that is not a fleetscope database (e.g. an Nsight Systems export)
+  // read-only, without schema checks or migration. Missing, empty and non-SQLite files are
+  // InputErrors.
   static Database open_external(const std::string& path);
   // Creates a new, empty trace database at `path` (which must not exist), schema applied.
   static Database create(const std::string& path);
+  // Creates a new, empty trace database in memory (SQLite's memdb VFS), schema applied: for
+  // one-shot work that needs no file, such as analysing a trace file directly. It is private to
+  // this process, reached only through this handle and another_connection(), and freed when its
+  // last connection closes. path() is its memdb URI.
+  static Database create_in_memory();
+
+  // A new connection to the same database (a Writer and a Reader each need their own). For an
+  // in-memory database this is the only way to reach it; for a file it is open(path(), mode).
+  Database another_connection(OpenMode mode = OpenMode::read_write) const;
+  bool in_memory() const { return in_memory_; }
 
   ~Database();
   Database(Database&& other) noexcept;
@@ -80,9 +96,11 @@ class Database {
   void close();
 
  private:
-  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Database(sqlite3* db, std::string path, bool in_memory = false)
+      : db_(db), path_(std::move(path)), in_memory_(in_memory) {}
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool in_memory_ = false;
 };
 
 // The schema DDL (schema/trace.sql) and the post-load indexes (schema/indexes.sql), compiled in.

@@ -23,9 +23,9 @@
 namespace fleetscope::store {
 
 struct WriterOptions {
-  size_t batch_rows = 65536;  // rows per transaction
+  size_t batch_rows = 65536;      // rows per transaction
   size_t max_queued_batches = 8;  // producers block beyond this (bounded memory)
-  int page_size = 8192;  // set before WAL is enabled (SQLite ignores it afterwards)
+  int page_size = 8192;           // set before WAL is enabled (SQLite ignores it afterwards)
   std::string writer_name = "fleetscope";
   // WAL suits a database that is written while others read it (the daemon's host database). A
   // finished one-shot file (import, standalone run) is switched back to a rollback journal by
@@ -36,6 +36,10 @@ struct WriterOptions {
   // AtomicOutput::commit() syncs the finished file once before the rename. Live databases keep
   // WAL + synchronous=NORMAL.
   bool temporary_output = false;
+  // false: finish() builds no post-load indexes and runs no ANALYZE. For a transient database
+  // that is read once, in full, right after the load (Database::create_in_memory()); every query
+  // still works, without index support.
+  bool build_indexes = true;
 };
 
 struct WriterStats {
@@ -75,8 +79,8 @@ class Writer {
   void add(DeviceSample row);
   void add(ExternalCorrelation row);
 
-  void flush();   // waits until every queued row is in the database
-  // flush, record event extents, create indexes, ANALYZE, checkpoint; returns the database path.
+  void flush();  // waits until every queued row is in the database
+  // flush, record event extents, create indexes, ANALYZE, checkpoint (see WriterOptions), close.
   void finish();
   WriterStats stats() const;
   const std::string& path() const;
