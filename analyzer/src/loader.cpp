@@ -152,10 +152,12 @@ void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, Captur
         {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3)});
 }
 
-// All cpu_ops, as host activity for host_bound.
+// Host activity (host_bound, the step breakdown): every cpu_ops row except gpu_user_annotation
+// ranges, which Kineto draws on the GPU timeline (they mark GPU work, not CPU work).
 void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
-      "SELECT start, end, nameId, globalTid FROM cpu_ops WHERE captureId = ?1");
+      "SELECT start, end, nameId, globalTid FROM cpu_ops WHERE captureId = ?1 AND category != "
+      "'gpu_user_annotation'");
   stmt.bind(1, capture_id);
   while (stmt.step())
     data.cpu_ops.push_back(

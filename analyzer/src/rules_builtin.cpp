@@ -815,7 +815,12 @@ class TensorCoresUnused : public Rule {
              "GEMM/conv above 20 % of busy kernel time"},
             {"min_non_tc_ns", 1e6, "fleetscope: ignore less than 1 ms of such kernels (noise)"}};
   }
-  static bool gemm_like(const std::string& n) {
+  // `n` is lower-case. fbgemm (FBGEMM_GPU embedding, permute, quantize kernels) is a library
+  // name, not a GEMM, and "convert" is no convolution.
+  static bool gemm_like(std::string n) {
+    for (const char* not_gemm : {"fbgemm", "convert"})
+      for (auto at = n.find(not_gemm); at != std::string::npos; at = n.find(not_gemm))
+        n.erase(at, std::char_traits<char>::length(not_gemm));
     return contains_any(n, {"gemm", "conv", "matmul"});
   }
   static bool tensor_core(const std::string& n) {
@@ -1089,6 +1094,9 @@ class HostBound : public Rule {
     std::vector<Interval> host;
     std::unordered_map<int64_t, Offender> by_name;
     for (const HostRange& r : data.cpu_ops) {
+      // ProfilerStep#N ranges are the rule's own windows: counting them would make the CPU
+      // "cover" every idle instant of every step.
+      if (data.name(r.name_id).rfind("ProfilerStep#", 0) == 0) continue;
       host.push_back({r.start, r.end});
       Offender& o = by_name[r.name_id];
       o.name_id = r.name_id, ++o.count, o.total_ns += r.end - r.start;

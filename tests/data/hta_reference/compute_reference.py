@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 
 DEFAULT_TRACES = [
     "hta-ns_resolution_trace_rank-0.json.gz",
@@ -148,6 +149,17 @@ def launch_stats(analysis, rank):
     }
 
 
+def comm_comp_overlap(analysis):
+    """get_comm_comp_overlap per rank: HTA's percentage rounded to 2 decimals (the only column
+    it returns); None without communication kernels (HTA's 0/0 is NaN)."""
+    df = analysis.get_comm_comp_overlap(visualize=False)
+    out = {}
+    for row in df.to_dict("records"):
+        pctg = row["comp_comm_overlap_pctg"]
+        out[str(row["rank"])] = {"pctg": None if pctg != pctg else as_number(pctg)}
+    return out
+
+
 def write_rebased_copy(path, out_path):
     """Copy of the trace with every `ts` shifted by the smallest one, subtracted exactly.
 
@@ -186,6 +198,7 @@ def analyze_one(path, rebase=False):
             result = {
                 "ranks": ranks,
                 "temporal_breakdown": temporal_breakdown(analysis),
+                "comm_comp_overlap": comm_comp_overlap(analysis),
                 "per_rank": {},
             }
             for rank in ranks:
@@ -210,6 +223,9 @@ def main():
     args = parser.parse_args()
 
     logging.disable(logging.WARNING)  # HTA logs every parse step at WARNING
+    # get_comm_comp_overlap divides 0 by 0 on traces without communication kernels (NaN, recorded
+    # as None).
+    warnings.filterwarnings("ignore", message="invalid value encountered in scalar divide")
     from importlib.metadata import version
 
     output = {
@@ -240,6 +256,7 @@ def main():
                 result["ns_exact"] = {
                     "how": f"{NS_ROUNDING_ENV}=1, timestamps rebased exactly before parsing",
                     "temporal_breakdown": exact["temporal_breakdown"],
+                    "comm_comp_overlap": exact["comm_comp_overlap"],
                     "per_rank": exact["per_rank"],
                 }
             output["traces"][name] = result

@@ -1,0 +1,105 @@
+// Per-device metrics beyond metrics.h, each with one definition (ns; the denominator stated).
+//
+//   busy_kernels_ns   |∪ kernels on the device| (every kernel, NCCL included), whole capture.
+//   busy_all_ns       |∪ kernels, memcpys and memsets on the device| (CaptureData::busy_by_device).
+//   span_ns           last GPU-event end − first GPU-event start on the device (kernels, memcpys,
+//                     memsets; no sync waits and no HTA step filter, unlike temporal_breakdown).
+//   idle_ns           span_ns − busy_all_ns.
+//   kernel_time_by_type  per WorkClass (capture_data.h, HTA's name rules): |∪ GPU events of the
+//                     class| — memcpys and memsets are memory, as in HTA. Overlap inside a class
+//                     counts once; time where two classes overlap counts in both.
+//   comm_comp_overlap HTA get_comm_comp_overlap (hta/analyzers/communication_analysis.py):
+//                     |∪ communication ∩ ∪ computation| / |∪ communication| over the device's GPU
+//                     events and stream-carrying sync waits, with HTA's last-step filter
+//                     (HtaStepFilter) by default; undefined without communication kernels.
+//   gpu_utilization_steps  the TensorBoard profiler plugin's GPU utilization
+//                     (tb_plugin torch_tb_profiler/profiler/gpu_metrics_parser.py,
+//                     calculate_gpu_utilization): |∪ kernels ∩ steps span| / |steps span|, with the
+//                     plugin's steps span (step_metrics.h PluginSteps::span). Kernels only — unlike
+//                     metrics.h gpu_utilization(), which counts memcpys and memsets and uses the
+//                     recorded step span.
+//   est_sm_efficiency the plugin's "Est. SM Efficiency" (calculate_approximated_sm_efficiency):
+//                     each kernel contributes blocks per SM = grid blocks / the device's SM count
+//                     (Kineto's "blocks per SM" kernel arg, computed the same way from
+//                     CaptureData's grid_blocks and TARGET_INFO_GPU.smCount); concurrent kernels'
+//                     values are summed and capped at 1 (range_utils.py merge_ranges_with_value);
+//                     the result is Σ value·duration inside the steps span / |steps span|.
+//   est_achieved_occupancy the plugin's "Est. Achieved Occupancy" (calculate_occupancy), in
+//                     percent: Σ occupancy·d / Σ d over kernels with Kineto's per-kernel
+//                     "est. achieved occupancy %" (GpuEvents::est_occupancy), d = the part of the
+//                     kernel inside the steps span. Kineto computes that value with the CUDA
+//                     occupancy calculator at trace time; it cannot be rebuilt from the store.
+// A value that cannot be computed is nullopt with a `*_needs` text naming the missing data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleetscope/analyzer/capture_data.h"
+
+namespace fleetscope::analyzer {
+
+struct KernelTimeByType {
+  int64_t computation_ns = 0, communication_ns = 0, memory_ns = 0, synchronization_ns = 0;
+};
+
+struct CommCompOverlap {
+  int32_t device = 0;
+  int64_t communication_ns = 0;  // |∪ communication|
+  int64_t overlap_ns = 0;        // |∪ communication ∩ ∪ computation|
+  std::optional<double> ratio() const {
+    if (communication_ns == 0) return std::nullopt;
+    return double(overlap_ns) / double(communication_ns);
+  }
+};
+// One row per device with GPU events or sync waits (after the filter).
+std::vector<CommCompOverlap> comm_comp_overlap(const CaptureData& data,
+                                               bool hta_last_step_filter = true);
+
+struct DeviceMetrics {
+  int32_t device = 0;
+  Interval span;
+  int64_t span_ns = 0, busy_kernels_ns = 0, busy_all_ns = 0, idle_ns = 0;
+  KernelTimeByType kernel_time_by_type;
+  CommCompOverlap comm_comp_overlap;
+  std::optional<Interval> steps_span;  // the plugin's, the same for every device
+  int64_t kernel_busy_in_steps_ns = 0;
+  std::optional<double> gpu_utilization_steps;
+  std::string gpu_utilization_steps_needs;
+  std::optional<double> est_sm_efficiency;
+  std::string est_sm_efficiency_needs;
+  std::optional<double> est_achieved_occupancy;  // percent
+  std::string est_achieved_occupancy_needs;
+};
+// One row per device with GPU events, in device order.
+std::vector<DeviceMetrics> device_metrics(const CaptureData& data);
+
+// ---- Building blocks (also used by the tests against the plugin's expected output) ------------
+// Union of the device's kernels (kernels only).
+IntervalSet kernel_busy(const CaptureData& data, int32_t device);
+// TARGET_INFO_GPU.smCount of the device, when known and positive.
+std::optional<int32_t> sm_count(const CaptureData& data, int32_t device);
+
+struct ValueRange {
+  Interval range;
+  double value = 0;
+};
+// The plugin's approximated SM efficiency ranges of one device over the whole capture
+// (merge_ranges_with_value of the kernels' blocks per SM): piecewise-constant, capped at 1.
+// Empty without an SM count or launch shapes.
+std::vector<ValueRange> sm_efficiency_ranges(const CaptureData& data, int32_t device);
+
+// The plugin's GPU utilization timeline (calculate_gpu_utilization): `range` cut into buckets of a
+// power-of-ten µs, the smallest giving at most 100 buckets (the last one takes the remainder);
+// each bucket's value is |∪ kernels ∩ bucket| / |bucket|. The plugin uses the trace's
+// "PyTorch Profiler (0)" span as the range, which the store does not keep.
+struct UtilizationBucket {
+  Interval bucket;
+  double utilization = 0;
+};
+std::vector<UtilizationBucket> gpu_utilization_timeline(const CaptureData& data, int32_t device,
+                                                        Interval range);
+
+}  // namespace fleetscope::analyzer
