@@ -10,16 +10,21 @@
 
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/diff.h"
 #include "fleetscope/analyzer/fleet.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/analyzer/metrics_json.h"
 #include "fleetscope/analyzer/report.h"
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/cli/args.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/writer.h"
+#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
+#include "fleetscope/importers/importers.h"
+#endif
 
 namespace fleetscope::analyzer {
 
@@ -117,6 +122,19 @@ std::vector<std::string> summary_lines(const CaptureData& data) {
                     format_duration(host) + ", kernel wait " + format_duration(kernel) +
                     ", other " + format_duration(other));
   }
+  for (const auto& m : device_metrics(data)) {
+    std::string line = "GPU " + std::to_string(m.device) + ": busy " +
+                       format_duration(m.busy_all_ns) + " (kernels " +
+                       format_duration(m.busy_kernels_ns) + ") of " + format_duration(m.span_ns);
+    if (m.gpu_utilization_steps)
+      line += ", utilization over the steps " + pct(*m.gpu_utilization_steps);
+    if (m.est_sm_efficiency) line += ", est. SM efficiency " + pct(*m.est_sm_efficiency);
+    if (m.est_achieved_occupancy)
+      line += ", est. achieved occupancy " + pct(*m.est_achieved_occupancy / 100.0);
+    if (auto overlap = m.comm_comp_overlap.ratio())
+      line += ", communication overlapped by compute " + pct(*overlap);
+    lines.push_back(line);
+  }
   auto launches = launch_statistics(data);
   if (!launches.launches.empty())
     lines.push_back("launches: " + std::to_string(launches.launches.size()) + ", short kernels " +
@@ -129,6 +147,24 @@ std::vector<std::string> summary_lines(const CaptureData& data) {
                     format_duration(steps.median_ns));
   if (data.gpu.size() == 0) lines.push_back("no GPU activity in this capture");
   return lines;
+}
+
+// True when `path` is a trace file (Kineto JSON, gzip JSON) rather than a trace database. Only
+// the first bytes are read; an unreadable path is left for the database open to report.
+bool is_trace_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  if (!in.read(head, sizeof head) && in.gcount() == 0) return false;
+  if (std::string(head, static_cast<size_t>(in.gcount())).rfind("SQLite format 3", 0) == 0)
+    return false;
+  const auto first = static_cast<unsigned char>(head[0]);
+  if (first == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) return true;  // gzip
+  for (std::streamsize i = 0; i < in.gcount(); ++i) {
+    const char c = head[i];
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    return c == '{' || c == '[';
+  }
+  return false;
 }
 
 void list_rules(std::ostream& out) {
@@ -149,12 +185,16 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
   std::string format = "table", output, config;
   bool no_store = false, show_rules = false;
   cli::ArgParser parser(
-      "fleetscope analyze DB [--capture ID] [--rules LIST] [--config FILE] "
+      "fleetscope analyze DB|TRACE [--capture ID] [--rules LIST] [--config FILE] "
       "[--set RULE.THRESHOLD=VALUE] "
       "[--format table|markdown|json|chrome-trace] [-o FILE] [--no-store]",
       "Runs the antipattern rules on one capture, stores the findings in the database's "
-      "findings table (replacing earlier ones for that capture) and prints them.");
-  parser.positionals("DB", "trace database (fleetscope import / run / daemon)", &positionals, 0, 1)
+      "findings table (replacing earlier ones for that capture) and prints them. A trace file "
+      "(Kineto JSON or .json.gz) is imported in memory and analysed without writing anything.");
+  parser
+      .positionals("DB|TRACE",
+                   "trace database (fleetscope import / run / daemon), or a Kineto trace file",
+                   &positionals, 0, 1)
       .option("--capture", "ID", "capture to analyse (default: the newest)", &capture)
       .list("--rules", "LIST", "comma-separated rule ids (default: all; see --list-rules)", &rules)
       .option("--config", "FILE",
@@ -182,12 +222,11 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     options.rules = rules;
     if (!config.empty()) options.thresholds = read_threshold_config(config);
     for (const auto& [key, value] : parse_overrides(sets)) options.thresholds[key] = value;
-    const std::string& db = positionals[0];
+    const std::string& input = positionals[0];
     AnalysisResult result;
     ReportHeader header;
-    {
-      store::Reader reader(db);
-      const int64_t id = resolve_capture_id(reader, optional_id(capture));
+    auto analyse = [&](const store::Reader& reader, std::optional<int64_t> capture_id) {
+      const int64_t id = resolve_capture_id(reader, capture_id);
       CaptureData data = load_capture(reader, id, [&](const std::string& stage, int64_t rows) {
         err << "analyze: " << stage << ": " << rows << " rows\n";
       });
@@ -196,12 +235,30 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       header.rules = result.rules;
       header.source = data.capture.source_path;
       header.summary_lines = summary_lines(data);
+      if (fmt == ReportFormat::json) header.metrics = metrics_json(data);
+    };
+    const bool trace_file = is_trace_file(input);
+    if (trace_file) {
+#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
+      // A trace file is imported into a private in-memory database, analysed, and dropped: no
+      // database is written, so there is nowhere to store the findings.
+      if (capture >= 0) throw UsageError("--capture applies to a database, not to a trace file");
+      err << "analyze: importing " << input << " in memory (use `fleetscope import` to keep it)\n";
+      auto imported = importers::import_to_memory(input);
+      store::Reader reader(std::move(imported.database));
+      analyse(reader, imported.result.capture_id);
+#else
+      throw InputError(input, "", "this build has no trace importers: import it first");
+#endif
+    } else {
+      store::Reader reader(input);
+      analyse(reader, optional_id(capture));
     }
     std::vector<store::Finding>& findings = result.findings;
     err << "analyze: " << findings.size() << " finding(s), " << result.not_evaluated().size()
         << " rule(s) not evaluated\n";
-    if (!no_store) {
-      store::Writer writer(store::Database::open(db, store::OpenMode::read_write));
+    if (!no_store && !trace_file) {
+      store::Writer writer(store::Database::open(input, store::OpenMode::read_write));
       store_findings(writer, header.capture_id, findings);
       writer.finish();
     }

@@ -10,6 +10,9 @@
 
 #include "db_fixture.h"
 #include "fleetscope/store/reader.h"
+#ifdef HAVE_FLEETSCOPE_IMPORTERS
+#include "fleetscope/importers/importers.h"
+#endif
 
 namespace fleetscope::analyzer {
 namespace {
@@ -143,6 +146,57 @@ TEST_F(Commands, FleetDiffCandidates) {
   EXPECT_EQ(call(run_fleet_command, {}).code, 2);
   EXPECT_EQ(call(run_diff_command, {db}).code, 2);
 }
+
+// The JSON names the metrics per device (docs/analyzer.md "JSON metric names"); the identities
+// between them hold.
+TEST_F(Commands, AnalyzeJsonHasMetricsPerDeviceAndCapture) {
+  auto r = call(run_analyze_command, {db, "--format", "json", "--no-store"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const json& metrics = doc.at("metrics");
+  ASSERT_TRUE(metrics.contains("capture"));
+  ASSERT_TRUE(metrics.at("devices").contains("0")) << metrics.dump(1);
+  const json& gpu = metrics.at("devices").at("0");
+  EXPECT_GT(gpu.at("span_ns").get<int64_t>(), 0);
+  EXPECT_EQ(gpu.at("gpu_idle_ns").get<int64_t>(),
+            gpu.at("span_ns").get<int64_t>() - gpu.at("gpu_busy_all_ns").get<int64_t>());
+  EXPECT_LE(gpu.at("gpu_busy_kernels_ns").get<int64_t>(), gpu.at("gpu_busy_all_ns").get<int64_t>());
+  EXPECT_TRUE(gpu.contains("gpu_utilization_steps"));
+  EXPECT_TRUE(metrics.contains("launches"));
+  for (const json& f : doc.at("findings")) {
+    EXPECT_TRUE(f.contains("windows")) << f.dump();
+    EXPECT_TRUE(f.contains("impact_ns")) << f.dump();
+  }
+}
+
+#ifdef HAVE_FLEETSCOPE_IMPORTERS
+// `analyze TRACE.json` imports in memory: the same findings as importing first, and no file.
+TEST(AnalyzeTraceFile, SameFindingsAsTheImportedDatabaseAndNoFileWritten) {
+  const std::filesystem::path trace =
+      std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/tb-gpu_metrics_input.json";
+  ASSERT_TRUE(std::filesystem::exists(trace)) << trace << " (the shared data is needed)";
+  testing::TempDir dir;
+  const std::string copy = dir.file("trace.json");
+  std::filesystem::copy_file(trace, copy);
+  auto direct = call(run_analyze_command, {copy, "--format", "json"});
+  ASSERT_EQ(direct.code, 0) << direct.err;
+  EXPECT_NE(direct.err.find("in memory"), std::string::npos) << direct.err;
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"trace.json"}) << "nothing is written beside it";
+
+  const std::string db = dir.file("imported.db");
+  importers::import_files({copy}, db);
+  auto imported = call(run_analyze_command, {db, "--format", "json", "--no-store"});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  const json a = json::parse(direct.out), b = json::parse(imported.out);
+  ASSERT_FALSE(a.at("findings").empty());
+  EXPECT_EQ(a.at("findings"), b.at("findings"));
+  EXPECT_EQ(a.at("metrics").at("devices"), b.at("metrics").at("devices"));
+  EXPECT_EQ(call(run_analyze_command, {copy, "--capture", "1"}).code, 2);
+}
+#endif
 
 }  // namespace
 }  // namespace fleetscope::analyzer
