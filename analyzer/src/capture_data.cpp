@@ -30,7 +30,9 @@ WorkClass classify_gpu_work(GpuEventKind kind, const std::string& name) {
 }
 
 // One spelling for every part: the store owns the enum labels (rows.h).
-const char* sync_label(int32_t sync_type) { return store::sync_type_label(sync_type); }
+const char* sync_label(int32_t sync_type) {
+  return store::sync_type_label(sync_type);
+}
 
 void GpuEvents::reserve(size_t n) {
   start.reserve(n), end.reserve(n), device.reserve(n), stream.reserve(n);

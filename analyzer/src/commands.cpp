@@ -1,5 +1,7 @@
 #include "fleetscope/analyzer/commands.h"
 
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -17,6 +19,7 @@
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/analyzer/metrics_json.h"
 #include "fleetscope/analyzer/report.h"
+#include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/cli/args.h"
 #include "fleetscope/store/database.h"
@@ -268,30 +271,115 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
 }
 
 int run_report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> positionals;
+  std::vector<std::string> positionals, rules, sets;
   int64_t capture = -1;
-  std::string format = "table", output;
+  std::string format, output, config;
   cli::ArgParser parser(
-      "fleetscope report DB [--capture ID] [--format table|markdown|json|chrome-trace] [-o FILE]",
-      "Prints the findings stored by `fleetscope analyze` for one capture.");
+      "fleetscope report DB [--capture ID] [-o FILE] "
+      "[--format html|markdown|table|json|chrome-trace] [--rules LIST] [--config FILE] "
+      "[--set RULE.THRESHOLD=VALUE]",
+      "Writes the report of one capture. html and markdown: a full document analysed now "
+      "(metrics per device, GPU utilization charts, iterations, launches, idle streams, memory, "
+      "findings by impact, rules not evaluated); Markdown charts go to FILE_files/ next to "
+      "FILE.md. table, json and chrome-trace: the findings stored by `fleetscope analyze`. "
+      "Without --format the format follows the -o extension (.html/.htm, .md/.markdown), "
+      "else table.");
   parser.positionals("DB", "trace database", &positionals, 1, 1)
       .option("--capture", "ID", "capture (default: the newest)", &capture)
-      .option("--format", "FORMAT", "table (default), markdown, json or chrome-trace", &format)
-      .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output);
+      .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
+      .option("--format", "FORMAT",
+              "html, markdown, table, json or chrome-trace (default: from the -o extension, "
+              "else table)",
+              &format)
+      .list("--rules", "LIST", "html/markdown: comma-separated rule ids (default: all)", &rules)
+      .option("--config", "FILE", "html/markdown: threshold overrides file (as for analyze)",
+              &config)
+      .list("--set", "RULE.THRESHOLD=VALUE", "html/markdown: override a threshold (repeatable)",
+            &sets);
   if (auto code = parser.parse(args, out, err)) return *code;
   return guarded(err, [&] {
-    const ReportFormat fmt = parse_format(format);
-    store::Reader reader(positionals[0]);
-    ReportHeader header;
-    header.capture_id = resolve_capture_id(reader, optional_id(capture));
-    if (auto c = reader.capture(header.capture_id)) header.source = c->source_path;
-    auto findings = reader.findings(header.capture_id);
-    std::stable_sort(findings.begin(), findings.end(),
-                     [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
-    if (findings.empty())
-      err << "report: no stored findings for capture " << header.capture_id
-          << " (run `fleetscope analyze` first)\n";
-    emit(output, out, [&](std::ostream& os) { render_findings(findings, fmt, header, os); });
+    std::string name = format;
+    if (name.empty() && !output.empty()) {
+      std::string ext = std::filesystem::path(output).extension().string();
+      for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (ext == ".html" || ext == ".htm")
+        name = "html";
+      else if (ext == ".md" || ext == ".markdown")
+        name = "markdown";
+      else
+        throw UsageError("cannot tell the report format from '" + output +
+                         "' (use .html, .htm or .md, or give --format)");
+    }
+    if (name.empty()) name = "table";
+    const std::optional<DocumentFormat> document = document_format_from_string(name);
+    if (!document && !report_format_from_string(name))
+      throw UsageError("--format must be html, markdown, table, json or chrome-trace, got '" +
+                       name + "'");
+
+    if (!document) {
+      // The findings stored by `fleetscope analyze`.
+      if (!rules.empty() || !config.empty() || !sets.empty())
+        throw UsageError(
+            "--rules, --config and --set apply to html and markdown reports; table, json and "
+            "chrome-trace show the findings stored by `fleetscope analyze`");
+      const ReportFormat fmt = parse_format(name);
+      store::Reader reader(positionals[0]);
+      ReportHeader header;
+      header.capture_id = resolve_capture_id(reader, optional_id(capture));
+      if (auto c = reader.capture(header.capture_id)) header.source = c->source_path;
+      auto findings = reader.findings(header.capture_id);
+      std::stable_sort(findings.begin(), findings.end(),
+                       [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
+      if (findings.empty())
+        err << "report: no stored findings for capture " << header.capture_id
+            << " (run `fleetscope analyze` first)\n";
+      emit(output, out, [&](std::ostream& os) { render_findings(findings, fmt, header, os); });
+      return 0;
+    }
+
+    // The full document: load, analyse (as `fleetscope analyze` does, without storing), write.
+    if (!output.empty()) {  // fail before a long analysis (write_report_document checks again)
+      const std::filesystem::path parent = std::filesystem::path(output).parent_path();
+      std::error_code ec;
+      if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+        throw InputError(output, "",
+                         "cannot write: directory '" + parent.string() + "' does not exist");
+    }
+    AnalyzeOptions options;
+    options.rules = rules;
+    if (!config.empty()) options.thresholds = read_threshold_config(config);
+    for (const auto& [key, value] : parse_overrides(sets)) options.thresholds[key] = value;
+    const std::string& db = positionals[0];
+    err << "report: loading " << db << "\n";
+    store::Reader reader(db);
+    const int64_t id = resolve_capture_id(reader, optional_id(capture));
+    const CaptureData data = load_capture(reader, id, [&](const std::string& stage, int64_t rows) {
+      err << "report: " << stage << ": " << rows << " rows\n";
+    });
+    err << "report: analysing capture " << id << "\n";
+    const AnalysisResult result = analyze_capture(data, options);
+    err << "report: " << result.findings.size() << " finding(s), " << result.not_evaluated().size()
+        << " rule(s) not evaluated\n";
+    ReportDocumentOptions doc_options;
+    doc_options.format = *document;
+    if (*document == DocumentFormat::markdown) {
+      if (output.empty())
+        err << "report: Markdown on stdout: charts omitted (they are written as SVG files next "
+               "to the report with -o FILE.md)\n";
+      else
+        doc_options.chart_dir = chart_dir_for(output);
+    }
+    const ReportDocument doc = render_report_document(data, result, doc_options);
+    if (output.empty()) {
+      out << doc.text;
+      return 0;
+    }
+    err << "report: writing " << output;
+    if (!doc.charts.empty())
+      err << " and " << doc.charts.size() << " chart(s) in "
+          << (std::filesystem::path(output).parent_path() / doc_options.chart_dir).string();
+    err << "\n";
+    write_report_document(output, doc);
     return 0;
   });
 }

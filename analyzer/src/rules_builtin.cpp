@@ -840,11 +840,17 @@ class TensorCoresUnused : public Rule {
     for (const auto& [device, indexes] : data.events_by_device) {
       std::vector<Interval> kernels, plain;
       std::unordered_map<int64_t, Offender> by_name;
+      // A trace has a few hundred kernel names and millions of kernels: classify each name once.
+      std::unordered_map<int64_t, bool> plain_gemm_name;
       for (uint32_t i : indexes) {
         if (g.kind[i] != GpuEventKind::kernel) continue;
         kernels.push_back({g.start[i], g.end[i]});
-        const std::string name = lower(data.name(g.name_id[i]));
-        if (!gemm_like(name) || tensor_core(name)) continue;
+        auto [it, added] = plain_gemm_name.try_emplace(g.name_id[i], false);
+        if (added) {
+          const std::string name = lower(data.name(g.name_id[i]));
+          it->second = gemm_like(name) && !tensor_core(name);
+        }
+        if (!it->second) continue;
         plain.push_back({g.start[i], g.end[i]});
         Offender& o = by_name[g.name_id[i]];
         o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);

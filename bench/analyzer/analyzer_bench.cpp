@@ -9,9 +9,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
+#include <nlohmann/json.hpp>
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/analyzer/metrics_json.h"
+#include "fleetscope/analyzer/rules.h"
 #include "synthetic_capture.h"
 
 namespace {
@@ -30,16 +34,27 @@ const CaptureData& capture() {
 
 void FullRuleSet(benchmark::State& state) {
   const CaptureData& data = capture();
-  size_t findings = 0;
+  size_t findings = 0, rules = 0, not_evaluated = 0;
   for (auto _ : state) {
-    auto result = analyze(data);
-    findings = result.size();
-    benchmark::DoNotOptimize(result.data());
+    auto result = analyze_capture(data);
+    findings = result.findings.size();
+    rules = result.rules.size();
+    not_evaluated = result.not_evaluated().size();
+    benchmark::DoNotOptimize(result.findings.data());
   }
   state.counters["gpu_events"] = static_cast<double>(data.gpu.size());
   state.counters["runtime_calls"] = static_cast<double>(data.runtime.size());
+  state.counters["cpu_ops"] = static_cast<double>(data.cpu_ops.size());
   state.counters["findings"] = static_cast<double>(findings);
+  state.counters["rules"] = static_cast<double>(rules);
+  state.counters["not_evaluated"] = static_cast<double>(not_evaluated);
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(data.gpu.size()));
+}
+
+// Every metric of docs/analyzer.md (what `analyze --format json` adds to the findings).
+void AllMetrics(benchmark::State& state) {
+  const CaptureData& data = capture();
+  for (auto _ : state) benchmark::DoNotOptimize(metrics_json(data).size());
 }
 
 void TemporalBreakdownOnly(benchmark::State& state) {
@@ -92,11 +107,30 @@ void SortStartsReference(benchmark::State& state) {
 BENCHMARK(OneScanReference)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(SortStartsReference)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(FullRuleSet)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(AllMetrics)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(TemporalBreakdownOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(IdleTimeBreakdownOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(LaunchStatisticsOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(Finalize)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 }  // namespace
+
+// One rule at a time, to see which rules the full set's time goes to.
+const bool kPerRuleRegistered = [] {
+  for (const auto& rule : RuleRegistry::builtin().rules()) {
+    const std::string id = rule->id();
+    benchmark::RegisterBenchmark(("PerRule/" + id).c_str(),
+                                 [id](benchmark::State& state) {
+                                   AnalyzeOptions options;
+                                   options.rules = {id};
+                                   for (auto _ : state)
+                                     benchmark::DoNotOptimize(
+                                         analyze_capture(capture(), options).findings.size());
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
+  }
+  return true;
+}();
 
 BENCHMARK_MAIN();

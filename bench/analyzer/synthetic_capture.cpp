@@ -1,5 +1,7 @@
 #include "synthetic_capture.h"
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -25,6 +27,15 @@ CaptureData synthetic_capture(size_t gpu_events) {
   const int64_t memset_name = data.intern("Memset (Device)");
   const int64_t loader =
       data.intern("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+  const int64_t aten_op = data.intern("aten::linear");
+  // Two 80-GB, 132-SM GPUs (H100 SXM figures), so few_blocks and memory_near_capacity have their
+  // denominators.
+  for (int32_t d = 0; d < 2; ++d) {
+    store::GpuInfo gpu;
+    gpu.id = d, gpu.captureId = 1, gpu.name = "synthetic H100";
+    gpu.totalMemory = 80LL << 30, gpu.smCount = 132;
+    data.gpus.push_back(gpu);
+  }
 
   auto& g = data.gpu;
   auto& r = data.runtime;
@@ -35,6 +46,8 @@ CaptureData synthetic_capture(size_t gpu_events) {
   std::uniform_int_distribution<int64_t> kernel_ns(2'000, 200'000), call_ns(4'000, 12'000);
   std::uniform_int_distribution<int64_t> gap_ns(0, 40'000);
   std::uniform_int_distribution<size_t> name_pick(0, kernel_names.size() - 1);
+  std::uniform_int_distribution<int64_t> blocks(1, 4096);
+  std::uniform_int_distribution<int> occupancy(5, 100);
 
   // Events are generated per device in time order and interleaved round-robin, four streams per
   // device, so the arrays come out nearly sorted (as a loader reading start-indexed rows would).
@@ -71,6 +84,13 @@ CaptureData synthetic_capture(size_t gpu_events) {
     g.kind.push_back(k), g.work_class.push_back(classify_gpu_work(k, data.name(name)));
     g.bytes.push_back(bytes), g.copy_kind.push_back(copy), g.src_kind.push_back(src);
     g.dst_kind.push_back(dst);
+    g.grid_blocks.push_back(k == GpuEventKind::kernel ? blocks(rng) : 0);
+    g.est_occupancy.push_back(k == GpuEventKind::kernel ? double(occupancy(rng))
+                                                        : std::numeric_limits<double>::quiet_NaN());
+    // One CPU op around every fourth launch call (host activity for host_bound).
+    if (i % 4 == 0)
+      data.cpu_ops.push_back({call_start - 2'000, call_start + call + 1'000, aten_op,
+                              store::global_tid(1000, 1000 + device)});
     r.start.push_back(call_start), r.end.push_back(call_start + call);
     r.correlation.push_back(corr), r.name_id.push_back(api);
     r.global_tid.push_back(store::global_tid(1000, 1000 + device));
@@ -82,10 +102,28 @@ CaptureData synthetic_capture(size_t gpu_events) {
       it.start = step_start[device], it.end = now;
       data.iterations.push_back(it);
       data.dataloader_ops.push_back({now, now + 3'000'000, loader, 0});
+      // Per step: 2 GiB of activations allocated at the step start and freed at its end, on a
+      // 20 GiB persistent base (allocated once, before the first step).
+      store::MemoryEvent alloc;
+      alloc.captureId = 1, alloc.deviceId = device, alloc.globalPid = store::global_pid(1000);
+      if (data.iterations.size() <= 2) {
+        alloc.ts = it.start - 1, alloc.bytes = 20LL << 30;
+        data.memory.push_back(alloc);
+      }
+      alloc.ts = it.start, alloc.bytes = 2LL << 30;
+      data.memory.push_back(alloc);
+      alloc.ts = it.end, alloc.bytes = -(2LL << 30);
+      data.memory.push_back(alloc);
       now += 3'000'000;  // the next step starts after a 3 ms DataLoader fetch
       step_start[device] = now, step_count[device] = 0;
     }
   }
+  // The loader delivers these sorted by start (cpu_ops) and ts (memory).
+  std::sort(data.cpu_ops.begin(), data.cpu_ops.end(),
+            [](const HostRange& a, const HostRange& b) { return a.start < b.start; });
+  std::stable_sort(
+      data.memory.begin(), data.memory.end(),
+      [](const store::MemoryEvent& a, const store::MemoryEvent& b) { return a.ts < b.ts; });
   data.finalize();
   return data;
 }

@@ -86,6 +86,7 @@ void load_and_breakdowns(benchmark::State& state, const std::string& trace) {
   const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
   const fs::path db = fs::temp_directory_path() / ("fleetscope-hta-bench-load-" + trace + ".db");
   fleetscope::importers::import_files({input}, db.string(), {}, /*overwrite=*/true);
+  int64_t gpu_events = 0;
   for (auto _ : state) {
     fleetscope::store::Reader reader(db.string());
     const auto data = fleetscope::analyzer::load_capture(
@@ -94,7 +95,9 @@ void load_and_breakdowns(benchmark::State& state, const std::string& trace) {
     auto idle = fleetscope::analyzer::idle_time_breakdown(data);
     benchmark::DoNotOptimize(temporal.data());
     benchmark::DoNotOptimize(idle.data());
+    gpu_events = static_cast<int64_t>(data.gpu.size());
   }
+  state.counters["gpu_events"] = static_cast<double>(gpu_events);
   std::error_code ignored;
   fs::remove(db, ignored);
 }

@@ -105,26 +105,39 @@ def run_hta(python, traces_dir, repetitions):
 # ---- fleetscope side -----------------------------------------------------------------------------
 
 
+# What analyzer_hta_bench times, per trace:
+#   AnalyzeInMemory      `fleetscope analyze TRACE.json.gz`: Kineto import into an in-memory
+#                        database + load + both breakdowns;
+#   ImportAndBreakdowns  `fleetscope import` into a new database file + load + both breakdowns;
+#   LoadAndBreakdowns    load from an existing trace database + both breakdowns: the analysis of
+#                        what the collector or an earlier import stored.
+FAMILIES = ("AnalyzeInMemory", "ImportAndBreakdowns", "LoadAndBreakdowns")
+
+
 def run_fleetscope(bench, repetitions):
+    """{family: {trace: {wall_ms, cpu_ms, gpu_events}}} for both FAMILIES, medians."""
     out = subprocess.run(
         [bench, "--benchmark_format=json", f"--benchmark_repetitions={repetitions}",
-         "--benchmark_filter=^ImportAndBreakdowns/"],
+         "--benchmark_filter=^(" + "|".join(FAMILIES) + ")/"],
         check=True, stdout=subprocess.PIPE, text=True,
     ).stdout
     runs = {}
     for row in json.loads(out)["benchmarks"]:
         if row.get("run_type") != "iteration":
             continue
-        name = row["run_name"].split("/")[1]  # ImportAndBreakdowns/TRACE/real_time
+        family, name = row["run_name"].split("/")[:2]  # FAMILY/TRACE/process_time/real_time
         scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[row["time_unit"]]
-        entry = runs.setdefault(name, {"wall": [], "cpu": [], "gpu_events": 0})
+        entry = runs.setdefault(family, {}).setdefault(name, {"wall": [], "cpu": [], "gpu_events": 0})
         entry["wall"].append(row["real_time"] * scale)
         entry["cpu"].append(row["cpu_time"] * scale)
         entry["gpu_events"] = int(row.get("gpu_events", 0))
     return {
-        name: {"wall_ms": statistics.median(r["wall"]), "cpu_ms": statistics.median(r["cpu"]),
-               "gpu_events": r["gpu_events"]}
-        for name, r in runs.items()
+        family: {
+            name: {"wall_ms": statistics.median(r["wall"]), "cpu_ms": statistics.median(r["cpu"]),
+                   "gpu_events": r["gpu_events"]}
+            for name, r in traces.items()
+        }
+        for family, traces in runs.items()
     }
 
 
@@ -155,26 +168,29 @@ def main():
     fleetscope = run_fleetscope(bench, args.repetitions)
 
     print(f"HTA {version} (load + temporal + idle breakdown) vs fleetscope (import + load + "
-          f"temporal + idle breakdown); median of {args.repetitions} runs; one process each, "
-          f"single-threaded. CPU time is the comparison (wall time depends on machine load).")
-    print()
-    print("| trace | GPU events | HTA CPU ms | fleetscope CPU ms | HTA / fleetscope (CPU) "
-          "| HTA wall ms | fleetscope wall ms | HTA / fleetscope (wall) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    totals = {"hc": 0.0, "fc": 0.0, "hw": 0.0, "fw": 0.0}
-    for name in TRACES:
-        h, f = hta[name], fleetscope[name]
-        totals["hc"] += h["cpu_ms"]
-        totals["fc"] += f["cpu_ms"]
-        totals["hw"] += h["wall_ms"]
-        totals["fw"] += f["wall_ms"]
-        short = name.removeprefix("hta-").removesuffix(".json.gz")
-        print(f"| {short} | {f['gpu_events']} | {h['cpu_ms']:.1f} | {f['cpu_ms']:.2f} | "
-              f"{h['cpu_ms'] / f['cpu_ms']:.1f}x | {h['wall_ms']:.1f} | {f['wall_ms']:.2f} | "
-              f"{h['wall_ms'] / f['wall_ms']:.1f}x |")
-    print(f"| **all {len(TRACES)} traces** | | {totals['hc']:.1f} | {totals['fc']:.2f} | "
-          f"**{totals['hc'] / totals['fc']:.1f}x** | {totals['hw']:.1f} | {totals['fw']:.2f} | "
-          f"**{totals['hw'] / totals['fw']:.1f}x** |")
+          f"temporal + idle breakdown); median of {args.repetitions} runs; one process each. "
+          f"CPU time is the whole process's on both sides.")
+    for family in FAMILIES:
+        print()
+        print(f"fleetscope path: {family}")
+        print()
+        print("| trace | GPU events | HTA CPU ms | fleetscope CPU ms | HTA / fleetscope (CPU) "
+              "| HTA wall ms | fleetscope wall ms | HTA / fleetscope (wall) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        totals = {"hc": 0.0, "fc": 0.0, "hw": 0.0, "fw": 0.0}
+        for name in TRACES:
+            h, f = hta[name], fleetscope[family][name]
+            totals["hc"] += h["cpu_ms"]
+            totals["fc"] += f["cpu_ms"]
+            totals["hw"] += h["wall_ms"]
+            totals["fw"] += f["wall_ms"]
+            short = name.removeprefix("hta-").removesuffix(".json.gz")
+            print(f"| {short} | {f['gpu_events']} | {h['cpu_ms']:.1f} | {f['cpu_ms']:.2f} | "
+                  f"{h['cpu_ms'] / f['cpu_ms']:.1f}x | {h['wall_ms']:.1f} | {f['wall_ms']:.2f} | "
+                  f"{h['wall_ms'] / f['wall_ms']:.1f}x |")
+        print(f"| **all {len(TRACES)} traces** | | {totals['hc']:.1f} | {totals['fc']:.2f} | "
+              f"**{totals['hc'] / totals['fc']:.1f}x** | {totals['hw']:.1f} | {totals['fw']:.2f} | "
+              f"**{totals['hw'] / totals['fw']:.1f}x** |")
     return 0
 
 

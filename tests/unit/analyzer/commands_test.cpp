@@ -122,6 +122,93 @@ TEST_F(Commands, ReportShowsStoredFindings) {
   EXPECT_EQ(none.code, 0);
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(Commands, ReportHtmlIsOneSelfContainedFile) {
+  const std::string file = dir.file("report.html");
+  auto r = call(run_report_command, {db, "-o", file});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("report: analysing capture"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("report: writing " + file), std::string::npos) << r.err;
+  const std::string html = slurp(file);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("GPU 0 utilization"), std::string::npos);
+  EXPECT_NE(html.find("launch_delay_outliers"), std::string::npos);
+  EXPECT_NE(html.find("Step time breakdown"), std::string::npos);  // the fixture has 2 steps
+  EXPECT_NE(html.find("Persistent P"), std::string::npos);         // and memory events
+  EXPECT_FALSE(std::filesystem::exists(dir.file("report_files")));
+  // The report analyses afresh: nothing is stored.
+  store::Reader reader(db);
+  EXPECT_TRUE(reader.findings(ids.capture).empty());
+  // html on stdout is fine too; --rules/--set select and tune rules as for analyze.
+  auto stdout_html = call(run_report_command, {db, "--format", "html", "--rules", "pageable_memcpy",
+                                               "--set", "pageable_memcpy.min_count=1"});
+  ASSERT_EQ(stdout_html.code, 0) << stdout_html.err;
+  EXPECT_NE(stdout_html.out.find("pageable_memcpy ("), std::string::npos);
+  EXPECT_EQ(stdout_html.out.find("launch_delay_outliers"), std::string::npos);
+}
+
+TEST_F(Commands, ReportMarkdownWritesSidecarCharts) {
+  const std::string file = dir.file("report.md");
+  auto r = call(run_report_command, {db, "-o", file});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = slurp(file);
+  EXPECT_NE(md.find("## launch_delay_outliers ("), std::string::npos);
+  for (const std::string chart : {"gpu0-utilization.svg", "steps.svg"}) {
+    EXPECT_NE(md.find("](report_files/" + chart + ")"), std::string::npos) << chart;
+    const std::string svg = slurp(dir.file("report_files/" + chart));
+    EXPECT_EQ(svg.rfind("<svg ", 0), 0u) << chart;
+  }
+  // No temporary files are left.
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.file("")))
+    EXPECT_EQ(entry.path().string().find(".tmp-"), std::string::npos) << entry.path();
+  // Markdown on stdout: the document without charts, and a note on stderr.
+  auto out = call(run_report_command, {db, "--format", "md"});
+  ASSERT_EQ(out.code, 0) << out.err;
+  EXPECT_NE(out.out.find("# fleetscope report"), std::string::npos);
+  EXPECT_EQ(out.out.find(".svg"), std::string::npos);
+  EXPECT_NE(out.err.find("charts omitted"), std::string::npos);
+}
+
+TEST_F(Commands, ReportErrors) {
+  auto ext = call(run_report_command, {db, "-o", dir.file("report.pdf")});
+  EXPECT_EQ(ext.code, 2);
+  EXPECT_NE(ext.err.find("error: cannot tell the report format"), std::string::npos) << ext.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("report.pdf")));
+  EXPECT_EQ(call(run_report_command, {db, "--format", "xml"}).code, 2);
+  EXPECT_EQ(call(run_report_command, {db, "--format", "json", "--rules", "gpu_idle_gaps"}).code, 2);
+  EXPECT_EQ(call(run_report_command, {db, "--format", "html", "--rules", "nope"}).code, 2);
+  EXPECT_EQ(call(run_report_command, {db, "--format", "html", "--set", "garbage"}).code, 2);
+  auto missing_db = call(run_report_command, {dir.file("missing.db"), "-o", dir.file("r.html")});
+  EXPECT_EQ(missing_db.code, 1);
+  EXPECT_NE(missing_db.err.find("error: " + dir.file("missing.db")), std::string::npos)
+      << missing_db.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r.html")));
+  // An unwritable output: error, exit 1, nothing left behind.
+  for (const std::string name : {"no/such/dir/r.html", "no/such/dir/r.md"}) {
+    auto r = call(run_report_command, {db, "-o", dir.file(name)});
+    EXPECT_EQ(r.code, 1) << name;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;  // checked before the analysis
+    EXPECT_FALSE(std::filesystem::exists(dir.file("no"))) << name;
+  }
+  // The sidecar directory's name is taken by a file: exit 1, no report.
+  std::ofstream(dir.file("taken_files")) << "x";
+  auto taken = call(run_report_command, {db, "-o", dir.file("taken.md")});
+  EXPECT_EQ(taken.code, 1);
+  EXPECT_NE(taken.err.find("not a directory"), std::string::npos) << taken.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("taken.md")));
+  auto help = call(run_report_command, {"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("html|markdown|table|json|chrome-trace"), std::string::npos);
+}
+
 TEST_F(Commands, FleetDiffCandidates) {
   auto fleet = call(run_fleet_command, {db, "--format", "json"});
   ASSERT_EQ(fleet.code, 0) << fleet.err;

@@ -295,8 +295,11 @@ TEST(HostBound, GpuIdleWhileCpuBusy) {
 
 TEST(FewBlocks, GridSmallerThanSmCount) {
   testing::CaptureBuilder b;
-  b.gpu_info(0, 132).kernel(0, 3 * kMs, 7, "small").shape(16, 50).kernel(3 * kMs, 4 * kMs, 7,
-                                                                          "big").shape(1024, 50);
+  b.gpu_info(0, 132)
+      .kernel(0, 3 * kMs, 7, "small")
+      .shape(16, 50)
+      .kernel(3 * kMs, 4 * kMs, 7, "big")
+      .shape(1024, 50);
   auto findings = run(b.build(), "few_blocks");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].impact_ns, 3 * kMs);
@@ -308,8 +311,10 @@ TEST(FewBlocks, GridSmallerThanSmCount) {
 
 TEST(LowOccupancy, BelowTwentyFivePercent) {
   testing::CaptureBuilder b;
-  b.kernel(0, 3 * kMs, 7, "lowocc").shape(1024, 12.5).kernel(3 * kMs, 4 * kMs, 7, "ok").shape(
-      1024, 80);
+  b.kernel(0, 3 * kMs, 7, "lowocc")
+      .shape(1024, 12.5)
+      .kernel(3 * kMs, 4 * kMs, 7, "ok")
+      .shape(1024, 80);
   auto findings = run(b.build(), "low_occupancy");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].impact_ns, 3 * kMs);

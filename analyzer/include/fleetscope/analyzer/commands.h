@@ -1,6 +1,7 @@
 // The analyzer's `fleetscope` subcommands. Exit codes: 0 ok, 1 failure, 2 usage error.
 //   analyze DB      run the rules on a capture, store and print the findings
-//   report DB       print the findings stored in a database
+//   report DB       the report document (metrics, charts, findings) as HTML or Markdown, or
+//                   the findings stored in a database as a table, JSON or Chrome trace
 //   fleet DB...     rank jobs across databases by wasted GPU-hours
 //   diff A B        compare the metrics of two captures
 //   candidates DB   consolidation candidates (utilization, P, T) for the sharer
