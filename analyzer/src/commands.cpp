@@ -170,6 +170,23 @@ bool is_trace_file(const std::string& path) {
   return false;
 }
 
+// A diff metric for people: "_ns" metrics as durations, fractions as percentages, counts as
+// integers (the JSON keeps the raw numbers).
+std::string diff_value_text(const std::string& metric, double value) {
+  auto ends_with = [&](const char* suffix) {
+    const std::string s(suffix);
+    return metric.size() >= s.size() && metric.compare(metric.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends_with("_ns")) return format_duration(static_cast<int64_t>(value));
+  if (metric == "utilization" || ends_with("_fraction") || ends_with("_share")) return pct(value);
+  std::ostringstream s;
+  if (value == static_cast<double>(static_cast<int64_t>(value)))
+    s << static_cast<int64_t>(value);
+  else
+    s << std::setprecision(6) << value;
+  return s.str();
+}
+
 void list_rules(std::ostream& out) {
   for (const auto& rule : RuleRegistry::builtin().rules()) {
     out << rule->id() << "  " << rule->title() << "\n";
@@ -428,14 +445,17 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
             << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
             << w.findings_impact_ns << "," << w.top_rule << "\n";
     } else {
-      out << std::left << std::setw(32) << "WORKFLOW" << std::setw(14) << "WASTED GPU-H"
+      int name_width = 32;
+      for (const auto& w : ranking)
+        name_width = std::max(name_width, static_cast<int>(w.workflow.size()) + 2);
+      out << std::left << std::setw(name_width) << "WORKFLOW" << std::setw(14) << "WASTED GPU-H"
           << std::setw(12) << "GPU-H" << std::setw(8) << "UTIL" << std::setw(10) << "CAPTURES"
           << "TOP FINDING\n";
       for (const auto& w : ranking) {
         std::ostringstream wasted, held;
-        wasted << std::setprecision(4) << w.wasted_gpu_hours();
-        held << std::setprecision(4) << w.gpu_hours();
-        out << std::left << std::setw(32) << w.workflow << std::setw(14) << wasted.str()
+        wasted << std::fixed << std::setprecision(6) << w.wasted_gpu_hours();
+        held << std::fixed << std::setprecision(6) << w.gpu_hours();
+        out << std::left << std::setw(name_width) << w.workflow << std::setw(14) << wasted.str()
             << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization()) << std::setw(10)
             << w.captures << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
       }
@@ -493,8 +513,9 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
     for (const auto& m : d.metrics) {
       std::ostringstream ratio;
       ratio << std::fixed << std::setprecision(3) << m.ratio();
-      out << std::left << std::setw(24) << m.metric << std::setw(18) << m.before << std::setw(18)
-          << m.after << (m.before != 0 ? ratio.str() : "-") << "\n";
+      out << std::left << std::setw(24) << m.metric << std::setw(18)
+          << diff_value_text(m.metric, m.before) << std::setw(18)
+          << diff_value_text(m.metric, m.after) << (m.before != 0 ? ratio.str() : "-") << "\n";
     }
     out << "\nkernels with the largest change in total time:\n";
     for (const auto& k : d.kernels)

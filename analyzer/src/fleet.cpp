@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/attribution.h"
 #include "fleetscope/analyzer/loader.h"
 
@@ -43,10 +44,14 @@ std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& databa
         captures_of[info.name].insert(path + "#" + std::to_string(capture.id));
         names_in_capture.insert(info.name);
       }
-      // Stored findings are per capture; credit them to the capture's jobs (split evenly).
+      // Findings are per capture; credit them to the capture's jobs (split evenly). A capture
+      // that `fleetscope analyze` has not seen yet is analysed here (nothing is stored).
       if (names_in_capture.empty()) continue;
-      for (const auto& f : findings) {
-        if (f.captureId != capture.id) continue;
+      std::vector<store::Finding> capture_findings;
+      for (const auto& f : findings)
+        if (f.captureId == capture.id) capture_findings.push_back(f);
+      if (capture_findings.empty()) capture_findings = analyze_capture(data).findings;
+      for (const auto& f : capture_findings) {
         const int64_t share = f.impact_ns / static_cast<int64_t>(names_in_capture.size());
         for (const auto& name : names_in_capture) {
           by_name[name].findings_impact_ns += share;

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
 #include "db_fixture.h"
+#include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/diff.h"
 #include "fleetscope/analyzer/fleet.h"
+#include "fleetscope/analyzer/loader.h"
+#include "fleetscope/store/reader.h"
+#include "fleetscope/store/writer.h"
 #include "shared_case.h"
 
 namespace fleetscope::analyzer {
@@ -48,6 +52,35 @@ TEST(Fleet, RanksJobsByWastedGpuTime) {
   EXPECT_EQ(ranking[1].user, "alice");
   EXPECT_DOUBLE_EQ(ranking[1].utilization(), 0.76);
   EXPECT_DOUBLE_EQ(ranking[0].wasted_gpu_hours(), 900e3 / 3.6e12);
+}
+
+// The top finding per job: stored findings when `analyze` ran, else the rules run on the spot.
+TEST(Fleet, TopFindingComesFromStoredFindingsOrFromTheRules) {
+  testing::TempDir dir;
+  testing::write_shared_case(dir.file("a.db"), "resnet-train");
+  const auto fresh = analyze(load_capture(store::Reader(dir.file("a.db")), 1));
+  ASSERT_FALSE(fresh.empty());
+  auto ranking = rank_workflows({dir.file("a.db")});
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_EQ(ranking[0].top_rule, fresh.front().rule) << "not analysed yet: the rules run";
+  EXPECT_EQ(ranking[0].findings_impact_ns, [&] {
+    int64_t sum = 0;
+    for (const auto& f : fresh) sum += f.impact_ns;
+    return sum;
+  }());
+
+  // A stored finding wins over running the rules.
+  store::Finding stored = fresh.front();
+  stored.rule = "dataloader_bottleneck", stored.impact_ns = 5, stored.captureId = 1;
+  {
+    store::Writer writer(store::Database::open(dir.file("a.db"), store::OpenMode::read_write));
+    std::vector<store::Finding> findings{stored};
+    store_findings(writer, 1, findings);
+    writer.finish();
+  }
+  ranking = rank_workflows({dir.file("a.db")});
+  EXPECT_EQ(ranking[0].top_rule, "dataloader_bottleneck");
+  EXPECT_EQ(ranking[0].findings_impact_ns, 5);
 }
 
 TEST(Fleet, SameJobAcrossDatabasesIsMerged) {
