@@ -229,6 +229,21 @@ Database Database::open_external(const std::string& path) {
   return Database(raw, path);
 }
 
+namespace {
+
+// The schema and the meta rows every new trace database starts with, in one transaction.
+void write_schema(Database& db) {
+  db.exec("BEGIN");
+  db.exec(schema_sql());
+  db.exec("INSERT INTO meta(key, value) VALUES ('schema_version', '" +
+          std::to_string(kSchemaVersion) + "'), ('writer', 'fleetscope'), ('writer_version', '" +
+          std::string(FLEETSCOPE_STORE_VERSION) +
+          "'), ('clock', 'CLOCK_REALTIME ns (CUPTI default timestamps)')");
+  db.exec("COMMIT");
+}
+
+}  // namespace
+
 Database Database::create(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) throw Error(path + ": already exists, not overwriting");
@@ -246,13 +261,7 @@ Database Database::create(const std::string& path) {
   db.exec("PRAGMA page_size = 8192");
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
-  db.exec("BEGIN");
-  db.exec(schema_sql());
-  db.exec("INSERT INTO meta(key, value) VALUES ('schema_version', '" +
-          std::to_string(kSchemaVersion) + "'), ('writer', 'fleetscope'), ('writer_version', '" +
-          std::string(FLEETSCOPE_STORE_VERSION) +
-          "'), ('clock', 'CLOCK_REALTIME ns (CUPTI default timestamps)')");
-  db.exec("COMMIT");
+  write_schema(db);
   return db;
 }
 
@@ -284,13 +293,7 @@ Database Database::create_in_memory() {
   // Nothing to recover after a crash and no reader elsewhere: no journal, no syncs.
   db.exec("PRAGMA journal_mode = OFF");
   db.exec("PRAGMA synchronous = OFF");
-  db.exec("BEGIN");
-  db.exec(schema_sql());
-  db.exec("INSERT INTO meta(key, value) VALUES ('schema_version', '" +
-          std::to_string(kSchemaVersion) + "'), ('writer', 'fleetscope'), ('writer_version', '" +
-          std::string(FLEETSCOPE_STORE_VERSION) +
-          "'), ('clock', 'CLOCK_REALTIME ns (CUPTI default timestamps)')");
-  db.exec("COMMIT");
+  write_schema(db);
   return db;
 }
 
