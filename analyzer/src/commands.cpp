@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/capture_sink.h"
 #include "fleetscope/analyzer/consolidation.h"
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/diff.h"
@@ -245,11 +246,10 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     const std::string& input = positionals[0];
     AnalysisResult result;
     ReportHeader header;
-    auto analyse = [&](const store::Reader& reader, std::optional<int64_t> capture_id) {
-      const int64_t id = resolve_capture_id(reader, capture_id);
-      CaptureData data = load_capture(reader, id, [&](const std::string& stage, int64_t rows) {
-        err << "analyze: " << stage << ": " << rows << " rows\n";
-      });
+    const LoadProgress progress = [&](const std::string& stage, int64_t rows) {
+      err << "analyze: " << stage << ": " << rows << " rows\n";
+    };
+    auto analyse_data = [&](const CaptureData& data, int64_t id) {
       result = analyze_capture(data, options);
       header.capture_id = id;
       header.rules = result.rules;
@@ -257,16 +257,19 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       header.summary_lines = summary_lines(data);
       if (fmt == ReportFormat::json) header.metrics = metrics_json(data);
     };
+    auto analyse = [&](const store::Reader& reader, std::optional<int64_t> capture_id) {
+      const int64_t id = resolve_capture_id(reader, capture_id);
+      analyse_data(load_capture(reader, id, progress), id);
+    };
     const bool trace_file = is_trace_file(input);
     if (trace_file) {
 #ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
-      // A trace file is imported into a private in-memory database, analysed, and dropped: no
-      // database is written, so there is nowhere to store the findings.
+      // A trace file is imported straight into memory (analyzer::load_trace_file: no database),
+      // analysed, and dropped: there is nowhere to store the findings.
       if (capture >= 0) throw UsageError("--capture applies to a database, not to a trace file");
       err << "analyze: importing " << input << " in memory (use `fleetscope import` to keep it)\n";
-      auto imported = importers::import_to_memory(input);
-      store::Reader reader(std::move(imported.database));
-      analyse(reader, imported.result.capture_id);
+      const CaptureData data = load_trace_file(input, progress);
+      analyse_data(data, data.capture.id);
 #else
       throw InputError(input, "", "this build has no trace importers: import it first");
 #endif

@@ -1,8 +1,11 @@
 // fleetscope's side of the HTA comparison: per shared trace, the work HTA does for
 // `TraceAnalysis(trace_dir)` + `get_temporal_breakdown()` + `get_idle_time_breakdown()`, i.e.
-// import the Kineto JSON, load the capture, compute both breakdowns. Two user paths:
-//   AnalyzeInMemory/     importers::import_to_memory (what `fleetscope analyze TRACE.json.gz`
-//                        does: in-memory database, no file) + load + both breakdowns;
+// import the Kineto JSON, load the capture, compute both breakdowns. The user paths:
+//   AnalyzeDirect/       analyzer::load_trace_file (what `fleetscope analyze TRACE.json.gz`
+//                        does: importer rows straight into a CaptureData, no database) + both
+//                        breakdowns;
+//   AnalyzeInMemory/     importers::import_to_memory (in-memory database, no file) + load + both
+//                        breakdowns: the same CaptureData as AnalyzeDirect, through SQLite;
 //   ImportAndBreakdowns/ importers::import_files into a new database file (`fleetscope import`,
 //                        atomic, synced, indexed) + load from that file + both breakdowns.
 // compare.py times HTA on the same files in the same run and prints the ratios. CPU time is the
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/analyzer/capture_sink.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/importers/importers.h"
@@ -72,6 +76,20 @@ void analyze_in_memory(benchmark::State& state, const std::string& trace) {
   state.counters["gpu_events"] = static_cast<double>(gpu_events);
 }
 
+void analyze_direct(benchmark::State& state, const std::string& trace) {
+  const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
+  int64_t gpu_events = 0;
+  for (auto _ : state) {
+    const auto data = fleetscope::analyzer::load_trace_file(input);
+    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
+    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
+    benchmark::DoNotOptimize(temporal.data());
+    benchmark::DoNotOptimize(idle.data());
+    gpu_events = static_cast<int64_t>(data.gpu.size());
+  }
+  state.counters["gpu_events"] = static_cast<double>(gpu_events);
+}
+
 // The two halves of the file path above, to see where the time goes.
 void import_only(benchmark::State& state, const std::string& trace) {
   const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
@@ -104,6 +122,10 @@ void load_and_breakdowns(benchmark::State& state, const std::string& trace) {
 
 const bool kRegistered = [] {
   for (const auto& trace : kTraces) {
+    benchmark::RegisterBenchmark(("AnalyzeDirect/" + trace).c_str(), analyze_direct, trace)
+        ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime()
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("AnalyzeInMemory/" + trace).c_str(), analyze_in_memory, trace)
         ->Unit(benchmark::kMillisecond)
         ->MeasureProcessCPUTime()

@@ -106,16 +106,17 @@ def run_hta(python, traces_dir, repetitions):
 
 
 # What analyzer_hta_bench times, per trace:
-#   AnalyzeInMemory      `fleetscope analyze TRACE.json.gz`: Kineto import into an in-memory
-#                        database + load + both breakdowns;
+#   AnalyzeDirect        `fleetscope analyze TRACE.json.gz`: import into a CaptureData + breakdowns;
+#   AnalyzeInMemory      Kineto import into an in-memory database + load + both breakdowns (the
+#                        same CaptureData as AnalyzeDirect, through SQLite);
 #   ImportAndBreakdowns  `fleetscope import` into a new database file + load + both breakdowns;
 #   LoadAndBreakdowns    load from an existing trace database + both breakdowns: the analysis of
 #                        what the collector or an earlier import stored.
-FAMILIES = ("AnalyzeInMemory", "ImportAndBreakdowns", "LoadAndBreakdowns")
+FAMILIES = ("AnalyzeDirect", "AnalyzeInMemory", "ImportAndBreakdowns", "LoadAndBreakdowns")
 
 
 def run_fleetscope(bench, repetitions):
-    """{family: {trace: {wall_ms, cpu_ms, gpu_events}}} for both FAMILIES, medians."""
+    """{family: {trace: {wall_ms, cpu_ms, gpu_events}}} for every family in FAMILIES, medians."""
     out = subprocess.run(
         [bench, "--benchmark_format=json", f"--benchmark_repetitions={repetitions}",
          "--benchmark_filter=^(" + "|".join(FAMILIES) + ")/"],

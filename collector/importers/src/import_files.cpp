@@ -43,7 +43,7 @@ Format detect_format(const std::string& path) {
   return Format::unknown;
 }
 
-ImportResult import_file(const std::string& path, store::Writer& writer,
+ImportResult import_file(const std::string& path, store::RowSink& writer,
                          const ImportOptions& options) {
   switch (detect_format(path)) {
     case Format::kineto_json:

@@ -21,10 +21,10 @@ std::string file_stem(const std::string& path) {
   return name;
 }
 
-static ImportResult import_kineto_unchecked(const std::string& path, store::Writer& writer,
+static ImportResult import_kineto_unchecked(const std::string& path, store::RowSink& writer,
                                             const ImportOptions& options);
 
-ImportResult import_kineto(const std::string& path, store::Writer& writer,
+ImportResult import_kineto(const std::string& path, store::RowSink& writer,
                            const ImportOptions& options) {
   try {
     return import_kineto_unchecked(path, writer, options);
@@ -35,7 +35,7 @@ ImportResult import_kineto(const std::string& path, store::Writer& writer,
   }
 }
 
-static ImportResult import_kineto_unchecked(const std::string& path, store::Writer& writer,
+static ImportResult import_kineto_unchecked(const std::string& path, store::RowSink& writer,
                                             const ImportOptions& options) {
   using namespace kineto;
   ImportResult result;

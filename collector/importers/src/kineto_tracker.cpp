@@ -14,7 +14,7 @@ bool contains(const std::string& s, const char* what) {
 }
 }  // namespace
 
-Tracker::Tracker(store::Writer& writer, int64_t capture_id, const TraceMeta& meta,
+Tracker::Tracker(store::RowSink& writer, int64_t capture_id, const TraceMeta& meta,
                  ImportResult& result)
     : writer_(writer), capture_id_(capture_id), meta_(meta), result_(result) {
   // Kineto writes about one runtime call per kilobyte of JSON (0.9-1.1 on the shared traces):

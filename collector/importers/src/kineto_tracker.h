@@ -20,7 +20,7 @@ namespace fleetscope::importers::kineto {
 
 class Tracker {
  public:
-  Tracker(store::Writer& writer, int64_t capture_id, const TraceMeta& meta, ImportResult& result);
+  Tracker(store::RowSink& writer, int64_t capture_id, const TraceMeta& meta, ImportResult& result);
 
   // Thread id of an event: numeric tids as they are, string tids mapped to synthetic ids.
   int64_t tid_of(const RawId& tid);
@@ -54,7 +54,7 @@ class Tracker {
   void see_process(int64_t pid, int64_t start, int64_t end);
   std::optional<int64_t> launcher_pid(const std::optional<int64_t>& correlation) const;
 
-  store::Writer& writer_;
+  store::RowSink& writer_;
   int64_t capture_id_;
   const TraceMeta& meta_;
   ImportResult& result_;

@@ -158,7 +158,7 @@ constexpr const char* kGpu = "TARGET_INFO_GPU";
 
 }  // namespace
 
-ImportResult import_nsys_sqlite(const std::string& path, store::Writer& writer,
+ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
                                 const ImportOptions& options) {
   ImportResult result;
   result.path = path;

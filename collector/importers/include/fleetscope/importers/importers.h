@@ -56,16 +56,17 @@ struct ImportResult {
   int64_t input_bytes = 0;  // bytes parsed (decompressed size for JSON)
 };
 
-// Imports one Kineto trace into `writer` as a new capture. Throws InputError on bad input.
-ImportResult import_kineto(const std::string& path, store::Writer& writer,
+// Imports one Kineto trace into `writer` (a store::Writer, or any other store::RowSink) as a new
+// capture. Throws InputError on bad input.
+ImportResult import_kineto(const std::string& path, store::RowSink& writer,
                            const ImportOptions& options = {});
 
 // Imports one Nsight Systems SQLite export into `writer` as a new capture.
-ImportResult import_nsys_sqlite(const std::string& path, store::Writer& writer,
+ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
                                 const ImportOptions& options = {});
 
 // Detects the format and dispatches to the importer above.
-ImportResult import_file(const std::string& path, store::Writer& writer,
+ImportResult import_file(const std::string& path, store::RowSink& writer,
                          const ImportOptions& options = {});
 
 // Imports every file into a new database `out_db` (each file its own capture), atomically: the
@@ -83,9 +84,10 @@ struct MemoryImport {
   ImportResult result;       // result.capture_id is the capture to load
 };
 
-// Imports one trace file (any format import_file() accepts) into a new in-memory database: the
-// path under `fleetscope analyze TRACE.json.gz`. Throws InputError on bad input, like
-// import_files(); a failed import leaves nothing behind.
+// Imports one trace file (any format import_file() accepts) into a new in-memory database.
+// (`fleetscope analyze TRACE.json.gz` skips the database: analyzer::load_trace_file feeds the
+// importer's rows straight into the analyzer's CaptureData, with the same result.) Throws
+// InputError on bad input, like import_files(); a failed import leaves nothing behind.
 MemoryImport import_to_memory(const std::string& path, const ImportOptions& options = {});
 
 // One-line human summary of a result ("FILE: 4350 kernels, 1600 memcpy, ... span 0.578 s").

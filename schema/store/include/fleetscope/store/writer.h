@@ -47,37 +47,70 @@ struct WriterStats {
   int64_t batches = 0;
 };
 
-class Writer {
+// Where importers put rows: the calls a trace importer makes on the store. store::Writer writes
+// them to a database; other sinks (the analyzer's CaptureSink) keep them in memory. The semantics
+// are Writer's: add_capture / add_host / add_workflow return the new row's id (1, 2, ... in a new
+// store), upsert_process replaces by globalPid, add_gpu by (captureId, id), update_capture by id.
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+
+  virtual int64_t add_capture(const Capture& capture) = 0;
+  virtual void update_capture(const Capture& capture) = 0;  // by capture.id
+  virtual int64_t add_host(const Host& host) = 0;
+  virtual int64_t add_workflow(const Workflow& workflow) = 0;
+  virtual void upsert_process(const Process& process) = 0;
+  virtual void add_gpu(const GpuInfo& gpu) = 0;
+
+  virtual void add(Kernel row) = 0;
+  virtual void add(Memcpy row) = 0;
+  virtual void add(Memset row) = 0;
+  virtual void add(RuntimeCall row) = 0;
+  virtual void add(Sync row) = 0;
+  virtual void add(NvtxEvent row) = 0;
+  virtual void add(CpuOp row) = 0;
+  virtual void add(Iteration row) = 0;
+  virtual void add(MemoryEvent row) = 0;
+  virtual void add(DeviceSample row) = 0;
+  virtual void add(ExternalCorrelation row) = 0;
+
+ protected:
+  RowSink() = default;
+  RowSink(const RowSink&) = default;
+  RowSink& operator=(const RowSink&) = default;
+};
+
+class Writer : public RowSink {
  public:
   // Takes ownership of a read-write database (see Database::create / open).
   explicit Writer(Database db, WriterOptions options = {});
-  ~Writer();  // finish() if not done; never throws
+  ~Writer() override;  // finish() if not done; never throws
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
   // Synchronous: returns the new id.
-  int64_t add_capture(const Capture& capture);
-  void update_capture(const Capture& capture);  // by capture.id
-  int64_t add_host(const Host& host);
-  int64_t add_workflow(const Workflow& workflow);
-  void upsert_process(const Process& process);
-  void add_gpu(const GpuInfo& gpu);
+  int64_t add_capture(const Capture& capture) override;
+  void update_capture(const Capture& capture) override;  // by capture.id
+  int64_t add_host(const Host& host) override;
+  int64_t add_workflow(const Workflow& workflow) override;
+  void upsert_process(const Process& process) override;
+  void add_gpu(const GpuInfo& gpu) override;
   int64_t add_finding(const Finding& finding);
   void delete_findings(int64_t capture_id);
   int64_t intern(const std::string& text);
 
   // Queued.
-  void add(Kernel row);
-  void add(Memcpy row);
-  void add(Memset row);
-  void add(RuntimeCall row);
-  void add(Sync row);
-  void add(NvtxEvent row);
-  void add(CpuOp row);
-  void add(Iteration row);
-  void add(MemoryEvent row);
-  void add(DeviceSample row);
-  void add(ExternalCorrelation row);
+  void add(Kernel row) override;
+  void add(Memcpy row) override;
+  void add(Memset row) override;
+  void add(RuntimeCall row) override;
+  void add(Sync row) override;
+  void add(NvtxEvent row) override;
+  void add(CpuOp row) override;
+  void add(Iteration row) override;
+  void add(MemoryEvent row) override;
+  void add(DeviceSample row) override;
+  void add(ExternalCorrelation row) override;
 
   void flush();  // waits until every queued row is in the database
   // flush, record event extents, create indexes, ANALYZE, checkpoint (see WriterOptions), close.

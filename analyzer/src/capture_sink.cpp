@@ -1,0 +1,423 @@
+#include "fleetscope/analyzer/capture_sink.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fleetscope/store/error.h"
+#include "fleetscope/store/reader.h"
+#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
+#include "fleetscope/importers/importers.h"
+#endif
+
+namespace fleetscope::analyzer {
+
+namespace {
+
+void report(const LoadProgress& progress, const std::string& stage, int64_t rows) {
+  if (progress) progress(stage, rows);
+}
+
+// SQLite's `name LIKE 'enumerate(DataLoader)%'`: a prefix match, case-insensitive for ASCII
+// letters only (the loader's DataLoader op filter).
+bool like_dataloader_prefix(const std::string& name) {
+  static constexpr char kPrefix[] = "enumerate(dataloader)";
+  constexpr size_t n = sizeof kPrefix - 1;
+  if (name.size() < n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
+    if (c != static_cast<unsigned char>(kPrefix[i])) return false;
+  }
+  return true;
+}
+
+// A REAL column keeps the value, except that SQLite stores an integral REAL as an integer and
+// reads it back as a REAL: -0.0 comes back as 0.0.
+double as_stored_real(double v) {
+  return v == 0.0 ? 0.0 : v;
+}
+
+}  // namespace
+
+struct CaptureSink::Impl {
+  explicit Impl(size_t rows_per_batch) : batch_rows(std::max<size_t>(1, rows_per_batch)) {}
+
+  size_t batch_rows;
+
+  // StringIds: ids 1, 2, ... in the order the Writer's background thread interns them.
+  std::unordered_map<std::string, int64_t> string_ids;
+  std::vector<std::string> strings;                          // strings[id - 1]
+  std::unordered_map<std::string, int64_t> kernel_name_ids;  // demangledName (no shortName) -> id
+
+  // The Writer's current batch: rows whose strings are interned when the batch is written.
+  std::vector<store::Kernel> pending_kernels;
+  std::vector<store::RuntimeCall> pending_runtime;
+  std::vector<std::string> pending_nvtx_texts;
+  std::vector<store::CpuOp> pending_cpu_ops;
+  std::vector<std::string> pending_metrics;
+  size_t pending_rows = 0;
+
+  // Synchronous tables.
+  std::vector<store::Capture> captures;  // id = index + 1
+  int64_t hosts = 0;
+  std::vector<store::Workflow> workflows;                          // id = index + 1
+  std::map<int64_t, store::Process> processes;                     // by globalPid
+  std::map<std::pair<int64_t, int32_t>, store::GpuInfo> gpu_info;  // by (captureId, id)
+
+  // Loaded event rows, in row order. Kernels, runtime calls and host ops go into `data` as their
+  // batch is written; memcpys, memsets and syncs wait for take() (their labels are interned
+  // there, after every store string, as the loader does).
+  CaptureData data;
+  std::unordered_map<int64_t, WorkClass> class_by_name;
+  std::vector<store::Memcpy> memcpys;
+  std::vector<store::Memset> memsets;
+  std::vector<store::Sync> syncs;  // with a stream only
+  std::vector<store::Iteration> iterations;
+  std::vector<store::MemoryEvent> memory;
+
+  // The capture every loaded row belongs to (see the header's limitation).
+  std::optional<int64_t> rows_capture;
+  bool mixed_captures = false;
+
+  void note_capture(int64_t capture_id) {
+    if (!rows_capture)
+      rows_capture = capture_id;
+    else if (*rows_capture != capture_id)
+      mixed_captures = true;
+  }
+
+  int64_t intern(const std::string& text) {
+    auto [it, inserted] = string_ids.try_emplace(text, static_cast<int64_t>(strings.size()) + 1);
+    if (inserted) strings.push_back(text);
+    return it->second;
+  }
+
+  // Writer::Impl::kernel_names_for: the demangled name's id (the short name is interned too).
+  int64_t kernel_name_id(const store::Kernel& k) {
+    if (k.shortName.empty()) {
+      auto it = kernel_name_ids.find(k.demangledName);
+      if (it != kernel_name_ids.end()) return it->second;
+      int64_t id = intern(k.demangledName);
+      intern(store::short_kernel_name(k.demangledName));
+      kernel_name_ids.emplace(k.demangledName, id);
+      return id;
+    }
+    int64_t id = intern(k.demangledName);
+    intern(k.shortName);
+    return id;
+  }
+
+  void row_added() {
+    if (++pending_rows >= batch_rows) write_batch();
+  }
+
+  // What Writer::Impl::write_rows does with one batch, in its table order: kernels, runtime
+  // calls, NVTX texts, cpu_ops, device-sample metrics intern their strings.
+  void write_batch() {
+    if (pending_rows == 0) return;
+    auto& g = data.gpu;
+    const store::Kernel* previous = nullptr;
+    int64_t name_id = 0;
+    for (const store::Kernel& k : pending_kernels) {
+      if (!previous || previous->demangledName != k.demangledName ||
+          previous->shortName != k.shortName)
+        name_id = kernel_name_id(k);
+      previous = &k;
+      auto cls = class_by_name.find(name_id);
+      if (cls == class_by_name.end())
+        cls =
+            class_by_name.emplace(name_id, classify_gpu_work(GpuEventKind::kernel, k.demangledName))
+                .first;
+      g.start.push_back(k.start);
+      g.end.push_back(k.end);
+      g.device.push_back(k.deviceId);
+      g.stream.push_back(k.streamId);
+      g.correlation.push_back(k.correlationId.value_or(-1));
+      g.global_pid.push_back(k.globalPid.value_or(-1));
+      g.name_id.push_back(name_id);
+      g.kind.push_back(GpuEventKind::kernel);
+      g.work_class.push_back(cls->second);
+      g.bytes.push_back(0);
+      g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
+      g.grid_blocks.push_back(int64_t{k.gridX} * int64_t{k.gridY} * int64_t{k.gridZ});
+      g.est_occupancy.push_back(k.estOccupancy && !std::isnan(*k.estOccupancy)
+                                    ? as_stored_real(*k.estOccupancy)
+                                    : std::nan(""));
+    }
+    auto& r = data.runtime;
+    for (const store::RuntimeCall& call : pending_runtime) {
+      r.start.push_back(call.start);
+      r.end.push_back(call.end);
+      r.correlation.push_back(call.correlationId.value_or(-1));
+      r.name_id.push_back(intern(call.name));
+      r.global_tid.push_back(call.globalTid);
+    }
+    for (const std::string& text : pending_nvtx_texts) intern(text);
+    for (const store::CpuOp& op : pending_cpu_ops) {
+      const int64_t id = intern(op.name);
+      if (like_dataloader_prefix(op.name))
+        data.dataloader_ops.push_back({op.start, op.end, id, op.globalTid});
+      if (op.category != "gpu_user_annotation")
+        data.cpu_ops.push_back({op.start, op.end, id, op.globalTid});
+    }
+    for (const std::string& metric : pending_metrics) intern(metric);
+    pending_kernels.clear();
+    pending_runtime.clear();
+    pending_nvtx_texts.clear();
+    pending_cpu_ops.clear();
+    pending_metrics.clear();
+    pending_rows = 0;
+  }
+
+  // Writer's synchronous calls flush the queued rows first.
+  void flush() { write_batch(); }
+
+  CaptureData take(int64_t capture_id, const LoadProgress& progress);
+};
+
+CaptureData CaptureSink::Impl::take(int64_t capture_id, const LoadProgress& progress) {
+  flush();
+  if (capture_id < 1 || capture_id > static_cast<int64_t>(captures.size()))
+    throw InputError("(direct import)", "table captures",
+                     "no capture with id " + std::to_string(capture_id));
+  if (mixed_captures) throw std::logic_error("CaptureSink: rows of several captures in one sink");
+  CaptureData out = std::move(data);
+  data = CaptureData{};
+  if (rows_capture && *rows_capture != capture_id) {
+    // Every loaded row belongs to another capture: this one has none.
+    out.gpu = GpuEvents{};
+    out.runtime = RuntimeCalls{};
+    out.cpu_ops.clear(), out.dataloader_ops.clear();
+    memcpys.clear(), memsets.clear(), syncs.clear(), iterations.clear(), memory.clear();
+  }
+
+  out.capture = captures[static_cast<size_t>(capture_id - 1)];
+  out.names.reserve(strings.size());
+  for (size_t i = 0; i < strings.size(); ++i)
+    out.names.emplace(static_cast<int64_t>(i) + 1, std::move(strings[i]));
+  strings.clear();
+  string_ids.clear();
+  for (auto& [key, gpu] : gpu_info)
+    if (key.first == capture_id) out.gpus.push_back(std::move(gpu));
+  for (auto& [pid, process] : processes) out.processes.push_back(std::move(process));
+  out.workflows = std::move(workflows);
+  // load_iterations / load_memory_events: by start / ts, ties in row order.
+  std::stable_sort(iterations.begin(), iterations.end(),
+                   [](const auto& a, const auto& b) { return a.start < b.start; });
+  out.iterations = std::move(iterations);
+  std::stable_sort(memory.begin(), memory.end(),
+                   [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  out.memory = std::move(memory);
+
+  report(progress, "kernels", static_cast<int64_t>(out.gpu.size()));
+  auto& g = out.gpu;
+  const size_t gpu_rows = g.size() + memcpys.size() + memsets.size();
+  g.reserve(gpu_rows);
+  // One label per (copy kind, source kind, destination kind), interned at its first row.
+  std::map<std::tuple<int32_t, std::optional<int32_t>, std::optional<int32_t>>, int64_t>
+      memcpy_names;
+  for (const store::Memcpy& m : memcpys) {
+    const int32_t src = m.srcKind.value_or(-1), dst = m.dstKind.value_or(-1);
+    auto name = memcpy_names.find({m.copyKind, m.srcKind, m.dstKind});
+    if (name == memcpy_names.end())
+      name = memcpy_names
+                 .emplace(std::make_tuple(m.copyKind, m.srcKind, m.dstKind),
+                          out.intern(memcpy_label(m.copyKind, m.srcKind, m.dstKind)))
+                 .first;
+    g.name_id.push_back(name->second);
+    g.start.push_back(m.start);
+    g.end.push_back(m.end);
+    g.device.push_back(m.deviceId);
+    g.stream.push_back(m.streamId);
+    g.correlation.push_back(m.correlationId.value_or(-1));
+    g.global_pid.push_back(m.globalPid.value_or(-1));
+    g.kind.push_back(GpuEventKind::memcpy);
+    g.work_class.push_back(WorkClass::memory);
+    g.bytes.push_back(m.bytes);
+    g.copy_kind.push_back(static_cast<int8_t>(m.copyKind));
+    g.src_kind.push_back(static_cast<int8_t>(src));
+    g.dst_kind.push_back(static_cast<int8_t>(dst));
+  }
+  memcpys.clear();
+  const int64_t memset_name = out.intern("Memset (Device)");
+  for (const store::Memset& m : memsets) {
+    g.start.push_back(m.start);
+    g.end.push_back(m.end);
+    g.device.push_back(m.deviceId);
+    g.stream.push_back(m.streamId);
+    g.correlation.push_back(m.correlationId.value_or(-1));
+    g.global_pid.push_back(m.globalPid.value_or(-1));
+    g.name_id.push_back(memset_name);
+    g.kind.push_back(GpuEventKind::memset);
+    g.work_class.push_back(WorkClass::memory);
+    g.bytes.push_back(m.bytes);
+    g.copy_kind.push_back(-1), g.src_kind.push_back(-1);
+    g.dst_kind.push_back(static_cast<int8_t>(m.memKind.value_or(-1)));
+  }
+  memsets.clear();
+  g.grid_blocks.resize(g.size(), 0);  // memcpys/memsets: no launch shape
+  g.est_occupancy.resize(g.size(), std::nan(""));
+  report(progress, "gpu events", static_cast<int64_t>(g.size()));
+
+  // load_gpu_syncs: a sync without a device goes to the capture's only GPU.
+  std::optional<int32_t> only_device;
+  if (!g.device.empty() && std::all_of(g.device.begin(), g.device.end(),
+                                       [&](int32_t d) { return d == g.device.front(); }))
+    only_device = g.device.front();
+  auto& s = out.gpu_syncs;
+  for (const store::Sync& y : syncs) {
+    std::optional<int32_t> device = y.deviceId ? y.deviceId : only_device;
+    if (!device) continue;
+    const std::string name = sync_label(y.syncType);
+    s.start.push_back(y.start);
+    s.end.push_back(y.end);
+    s.device.push_back(*device);
+    s.stream.push_back(*y.streamId);
+    s.name_id.push_back(out.intern(name));
+    s.work_class.push_back(classify_gpu_work(GpuEventKind::kernel, name));
+    s.correlation.push_back(y.correlationId.value_or(-1));
+  }
+  syncs.clear();
+  report(progress, "runtime calls", static_cast<int64_t>(out.runtime.size()));
+  out.finalize();
+  report(progress, "indexed", static_cast<int64_t>(out.gpu.size() + out.runtime.size()));
+  return out;
+}
+
+CaptureSink::CaptureSink(size_t batch_rows) : impl_(std::make_unique<Impl>(batch_rows)) {}
+CaptureSink::~CaptureSink() = default;
+
+int64_t CaptureSink::add_capture(const store::Capture& capture) {
+  impl_->flush();
+  store::Capture c = capture;
+  c.id = static_cast<int64_t>(impl_->captures.size()) + 1;
+  impl_->captures.push_back(std::move(c));
+  return impl_->captures.back().id;
+}
+
+void CaptureSink::update_capture(const store::Capture& capture) {
+  impl_->flush();
+  if (capture.id >= 1 && capture.id <= static_cast<int64_t>(impl_->captures.size()))
+    impl_->captures[static_cast<size_t>(capture.id - 1)] = capture;
+}
+
+int64_t CaptureSink::add_host(const store::Host&) {
+  impl_->flush();
+  return ++impl_->hosts;
+}
+
+int64_t CaptureSink::add_workflow(const store::Workflow& workflow) {
+  impl_->flush();
+  store::Workflow w = workflow;
+  w.id = static_cast<int64_t>(impl_->workflows.size()) + 1;
+  impl_->workflows.push_back(std::move(w));
+  return impl_->workflows.back().id;
+}
+
+void CaptureSink::upsert_process(const store::Process& process) {
+  impl_->flush();
+  impl_->processes.insert_or_assign(process.globalPid, process);
+}
+
+void CaptureSink::add_gpu(const store::GpuInfo& gpu) {
+  impl_->flush();
+  impl_->gpu_info.insert_or_assign({gpu.captureId, gpu.id}, gpu);
+}
+
+void CaptureSink::add(store::Kernel row) {
+  impl_->note_capture(row.captureId);
+  impl_->pending_kernels.push_back(std::move(row));
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::Memcpy row) {
+  impl_->note_capture(row.captureId);
+  impl_->memcpys.push_back(row);
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::Memset row) {
+  impl_->note_capture(row.captureId);
+  impl_->memsets.push_back(row);
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::RuntimeCall row) {
+  impl_->note_capture(row.captureId);
+  impl_->pending_runtime.push_back(std::move(row));
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::Sync row) {
+  impl_->note_capture(row.captureId);
+  if (row.streamId) impl_->syncs.push_back(row);  // load_gpu_syncs: streamId IS NOT NULL
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::NvtxEvent row) {
+  impl_->pending_nvtx_texts.push_back(std::move(row.text));
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::CpuOp row) {
+  impl_->note_capture(row.captureId);
+  impl_->pending_cpu_ops.push_back(std::move(row));
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::Iteration row) {
+  impl_->note_capture(row.captureId);
+  // INSERT OR REPLACE on the key (captureId, globalPid, step); NULL globalPids never conflict.
+  auto& all = impl_->iterations;
+  if (row.globalPid) {
+    auto same = std::find_if(all.begin(), all.end(), [&](const store::Iteration& x) {
+      return x.captureId == row.captureId && x.globalPid == row.globalPid && x.step == row.step;
+    });
+    if (same != all.end()) all.erase(same);
+  }
+  all.push_back(std::move(row));
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::MemoryEvent row) {
+  impl_->note_capture(row.captureId);
+  impl_->memory.push_back(row);
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::DeviceSample row) {
+  impl_->pending_metrics.push_back(std::move(row.metric));
+  impl_->row_added();
+}
+
+void CaptureSink::add(store::ExternalCorrelation) {
+  impl_->row_added();
+}
+
+CaptureData CaptureSink::take(int64_t capture_id, const LoadProgress& progress) {
+  return impl_->take(capture_id, progress);
+}
+
+CaptureData load_trace_file(const std::string& path, const LoadProgress& progress) {
+#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
+  if (importers::detect_format(path) == importers::Format::unknown)
+    throw InputError(
+        path, "byte 0",
+        "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
+  CaptureSink sink;
+  const importers::ImportResult result = importers::import_file(path, sink);
+  return sink.take(result.capture_id, progress);
+#else
+  (void)progress;
+  throw InputError(path, "", "this build has no trace importers: import it first");
+#endif
+}
+
+}  // namespace fleetscope::analyzer
