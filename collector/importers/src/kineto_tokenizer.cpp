@@ -1,6 +1,9 @@
 #include "kineto_tokenizer.h"
 
 #include <zlib.h>
+#ifdef FLEETSCOPE_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include <simdjson.h>
 #include <algorithm>
@@ -9,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "fleetscope/store/error.h"
 
@@ -39,6 +44,33 @@ std::string read_file(const std::string& path) {
   return data;
 }
 
+#ifdef FLEETSCOPE_HAVE_LIBDEFLATE
+// The whole gzip input (all members, as gzip -c a b > c writes them) into `out` starting at 0,
+// growing it as needed and keeping SIMDJSON_PADDING spare bytes; the decompressed size, or nullopt
+// when libdeflate rejects the data (truncated or corrupt: it does not say which, zlib does).
+// libdeflate inflates a member in one call, without zlib's streaming state: about twice as fast.
+std::optional<size_t> inflate_whole(const unsigned char* bytes, size_t size, std::string& out) {
+  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  if (!d) throw Error("libdeflate: out of memory");
+  size_t in_pos = 0, produced = 0;
+  for (;;) {
+    size_t used_in = 0, used_out = 0;
+    const auto rc = libdeflate_gzip_decompress_ex(
+        d.get(), bytes + in_pos, size - in_pos, out.data() + produced,
+        out.size() - produced - simdjson::SIMDJSON_PADDING, &used_in, &used_out);
+    if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
+      out.resize(out.size() * 2);  // the member is decompressed again from its start
+      continue;
+    }
+    if (rc != LIBDEFLATE_SUCCESS) return std::nullopt;
+    in_pos += used_in, produced += used_out;
+    if (size - in_pos < 2 || bytes[in_pos] != 0x1f || bytes[in_pos + 1] != 0x8b) return produced;
+    if (out.size() - produced < simdjson::SIMDJSON_PADDING + 65536) out.resize(out.size() * 2);
+  }
+}
+#endif
+
 }  // namespace
 
 InputBuffer read_input(const std::string& path) {
@@ -62,6 +94,17 @@ InputBuffer read_input(const std::string& path) {
     }
     std::string out;
     out.resize(guess + simdjson::SIMDJSON_PADDING);
+#ifdef FLEETSCOPE_HAVE_LIBDEFLATE
+    if (const auto produced = inflate_whole(bytes, raw.size(), out)) {
+      out.resize(*produced + simdjson::SIMDJSON_PADDING);
+      std::memset(out.data() + *produced, 0, simdjson::SIMDJSON_PADDING);
+      in.data = std::move(out);
+      in.size = *produced;
+      if (*produced == 0) throw InputError(path, "byte 0", "gzip stream decompresses to nothing");
+      return in;
+    }
+    // Bad data: zlib below says where and whether the stream is truncated or corrupt.
+#endif
     z_stream zs{};
     if (inflateInit2(&zs, 15 + 32) != Z_OK) throw Error("zlib: inflateInit2 failed");
     zs.next_in = const_cast<Bytef*>(bytes);

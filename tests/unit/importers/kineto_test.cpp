@@ -234,6 +234,25 @@ TEST(KinetoImporter, GzipAndBareArrayAndDetection) {
   EXPECT_EQ(db.captures().size(), 2u);
 }
 
+// `gzip -c a b > c` writes two gzip members; gzip reads them as one stream, and so do we. The
+// ISIZE trailer (the first size guess) is only the last member's, so the output buffer must grow.
+TEST(KinetoImporter, ConcatenatedGzipMembersAreOneDocument) {
+  ScratchDir dir;
+  std::string events = R"({"traceEvents": [)";
+  for (int i = 0; i < 3000; ++i)
+    events += std::string(i ? "," : "") +
+              R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": )" +
+              std::to_string(i * 10) + R"(, "dur": 2, "args": {"device": 0}})";
+  events += "]}";
+  const size_t cut = events.size() - 40;
+  const std::string gz =
+      dir.write("two.json.gz", gzip_bytes(events.substr(0, cut)) + gzip_bytes(events.substr(cut)));
+  auto results = import_files({gz}, dir.file("out.db"));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].kernels, 3000);
+  EXPECT_EQ(results[0].input_bytes, static_cast<int64_t>(events.size()));
+}
+
 TEST(KinetoImporter, ProgressIsReported) {
   ScratchDir dir;
   std::string events = "[";
