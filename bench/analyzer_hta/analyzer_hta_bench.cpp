@@ -40,6 +40,16 @@ const std::vector<std::string> kTraces = {
     "hta-critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz",
 };
 
+// HTA's two analyses on a loaded capture (the part every path below shares); returns the number
+// of GPU events for the benchmark's counter.
+int64_t breakdowns(const fleetscope::analyzer::CaptureData& data) {
+  auto temporal = fleetscope::analyzer::temporal_breakdown(data);
+  auto idle = fleetscope::analyzer::idle_time_breakdown(data);
+  benchmark::DoNotOptimize(temporal.data());
+  benchmark::DoNotOptimize(idle.data());
+  return static_cast<int64_t>(data.gpu.size());
+}
+
 void import_and_analyze(benchmark::State& state, const std::string& trace) {
   const std::string input = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + trace;
   const fs::path db = fs::temp_directory_path() / ("fleetscope-hta-bench-" + trace + ".db");
@@ -49,11 +59,7 @@ void import_and_analyze(benchmark::State& state, const std::string& trace) {
     fleetscope::store::Reader reader(db.string());
     const auto data = fleetscope::analyzer::load_capture(
         reader, fleetscope::analyzer::resolve_capture_id(reader, std::nullopt));
-    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
-    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
-    benchmark::DoNotOptimize(temporal.data());
-    benchmark::DoNotOptimize(idle.data());
-    gpu_events = static_cast<int64_t>(data.gpu.size());
+    gpu_events = breakdowns(data);
   }
   state.counters["gpu_events"] = static_cast<double>(gpu_events);
   std::error_code ignored;
@@ -67,11 +73,7 @@ void analyze_in_memory(benchmark::State& state, const std::string& trace) {
     auto imported = fleetscope::importers::import_to_memory(input);
     fleetscope::store::Reader reader(std::move(imported.database));
     const auto data = fleetscope::analyzer::load_capture(reader, imported.result.capture_id);
-    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
-    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
-    benchmark::DoNotOptimize(temporal.data());
-    benchmark::DoNotOptimize(idle.data());
-    gpu_events = static_cast<int64_t>(data.gpu.size());
+    gpu_events = breakdowns(data);
   }
   state.counters["gpu_events"] = static_cast<double>(gpu_events);
 }
@@ -81,11 +83,7 @@ void analyze_direct(benchmark::State& state, const std::string& trace) {
   int64_t gpu_events = 0;
   for (auto _ : state) {
     const auto data = fleetscope::analyzer::load_trace_file(input);
-    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
-    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
-    benchmark::DoNotOptimize(temporal.data());
-    benchmark::DoNotOptimize(idle.data());
-    gpu_events = static_cast<int64_t>(data.gpu.size());
+    gpu_events = breakdowns(data);
   }
   state.counters["gpu_events"] = static_cast<double>(gpu_events);
 }
@@ -109,11 +107,7 @@ void load_and_breakdowns(benchmark::State& state, const std::string& trace) {
     fleetscope::store::Reader reader(db.string());
     const auto data = fleetscope::analyzer::load_capture(
         reader, fleetscope::analyzer::resolve_capture_id(reader, std::nullopt));
-    auto temporal = fleetscope::analyzer::temporal_breakdown(data);
-    auto idle = fleetscope::analyzer::idle_time_breakdown(data);
-    benchmark::DoNotOptimize(temporal.data());
-    benchmark::DoNotOptimize(idle.data());
-    gpu_events = static_cast<int64_t>(data.gpu.size());
+    gpu_events = breakdowns(data);
   }
   state.counters["gpu_events"] = static_cast<double>(gpu_events);
   std::error_code ignored;
