@@ -12,6 +12,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include "fleetscope/analyzer/allocator_tuning.h"
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/analyzer/metrics_json.h"
@@ -21,6 +22,12 @@
 namespace {
 
 using namespace fleetscope::analyzer;
+
+// As the `fleetscope` analysis commands run (allocator_tuning.h).
+const bool kAllocatorTuned = [] {
+  keep_freed_memory_for_reuse();
+  return true;
+}();
 
 size_t event_count() {
   const char* env = std::getenv("FLEETSCOPE_BENCH_EVENTS");
@@ -119,14 +126,14 @@ BENCHMARK(Finalize)->Unit(benchmark::kMillisecond)->Iterations(2);
 const bool kPerRuleRegistered = [] {
   for (const auto& rule : RuleRegistry::builtin().rules()) {
     const std::string id = rule->id();
-    benchmark::RegisterBenchmark(("PerRule/" + id).c_str(),
-                                 [id](benchmark::State& state) {
-                                   AnalyzeOptions options;
-                                   options.rules = {id};
-                                   for (auto _ : state)
-                                     benchmark::DoNotOptimize(
-                                         analyze_capture(capture(), options).findings.size());
-                                 })
+    benchmark::RegisterBenchmark(
+        ("PerRule/" + id).c_str(),
+        [id](benchmark::State& state) {
+          AnalyzeOptions options;
+          options.rules = {id};
+          for (auto _ : state)
+            benchmark::DoNotOptimize(analyze_capture(capture(), options).findings.size());
+        })
         ->Unit(benchmark::kMillisecond)
         ->Iterations(1);
   }
