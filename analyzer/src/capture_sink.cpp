@@ -208,7 +208,7 @@ CaptureData CaptureSink::Impl::take(int64_t capture_id, const LoadProgress& prog
     if (key.first == capture_id) out.gpus.push_back(std::move(gpu));
   for (auto& [pid, process] : processes) out.processes.push_back(std::move(process));
   out.workflows = std::move(workflows);
-  // load_iterations / load_memory_events: by start / ts, ties in row order.
+  // store::Reader::iterations / memory_events: by start / ts, ties in row order.
   std::stable_sort(iterations.begin(), iterations.end(),
                    [](const auto& a, const auto& b) { return a.start < b.start; });
   out.iterations = std::move(iterations);

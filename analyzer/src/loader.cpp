@@ -166,50 +166,6 @@ void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& 
         {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), int_or(stmt, 3, 0)});
 }
 
-// Steps by start, ties in row order (the iterations primary key does not order them; finalize()
-// sorts by start only). store::Reader::iterations has no tie-break.
-void load_iterations(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
-  auto stmt = reader.database().prepare(
-      "SELECT captureId, globalPid, step, start, end, source FROM iterations WHERE captureId = ?1 "
-      "ORDER BY start, rowid");
-  stmt.bind(1, capture_id);
-  while (stmt.step()) {
-    store::Iteration it;
-    it.captureId = stmt.column_int(0);
-    if (!stmt.column_is_null(1)) it.globalPid = stmt.column_int(1);
-    it.step = stmt.column_int(2);
-    it.start = stmt.column_int(3);
-    it.end = stmt.column_int(4);
-    it.source = stmt.column_text(5);
-    data.iterations.push_back(std::move(it));
-  }
-}
-
-// Memory events by ts, ties in row order (the order they were written; the memory_events_by_ts
-// index gives that order without a sort). store::Reader::memory_events has no tie-break.
-void load_memory_events(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
-  auto stmt = reader.database().prepare(
-      "SELECT ts, captureId, globalPid, deviceId, address, bytes, total_allocated, "
-      "total_reserved FROM memory_events WHERE captureId = ?1 ORDER BY ts, rowid");
-  stmt.bind(1, capture_id);
-  auto optional_int = [&](int col) -> std::optional<int64_t> {
-    if (stmt.column_is_null(col)) return std::nullopt;
-    return stmt.column_int(col);
-  };
-  while (stmt.step()) {
-    store::MemoryEvent m;
-    m.ts = stmt.column_int(0);
-    m.captureId = stmt.column_int(1);
-    m.globalPid = optional_int(2);
-    m.deviceId = static_cast<int32_t>(stmt.column_int(3));
-    m.address = optional_int(4);
-    m.bytes = stmt.column_int(5);
-    m.total_allocated = optional_int(6);
-    m.total_reserved = optional_int(7);
-    data.memory.push_back(m);
-  }
-}
-
 }  // namespace
 
 int64_t resolve_capture_id(const store::Reader& reader, std::optional<int64_t> requested) {
@@ -238,8 +194,10 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   data.gpus = reader.gpus(capture_id);
   data.processes = reader.processes();
   data.workflows = reader.workflows();
-  load_iterations(reader, capture_id, data);
-  load_memory_events(reader, capture_id, data);
+  data.iterations = reader.iterations(capture_id);  // ties in row order, as CaptureSink keeps them
+  store::EventFilter filter;
+  filter.captureId = capture_id;
+  data.memory = reader.memory_events(filter);
 
   load_kernels(reader, capture_id, data);
   report(progress, "kernels", static_cast<int64_t>(data.gpu.size()));

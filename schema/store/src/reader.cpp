@@ -10,9 +10,12 @@ namespace {
 template <class T>
 std::optional<T> opt(const Statement& s, int col) {
   if (s.column_is_null(col)) return std::nullopt;
-  if constexpr (std::is_same_v<T, std::string>) return s.column_text(col);
-  else if constexpr (std::is_floating_point_v<T>) return s.column_double(col);
-  else return static_cast<T>(s.column_int(col));
+  if constexpr (std::is_same_v<T, std::string>)
+    return s.column_text(col);
+  else if constexpr (std::is_floating_point_v<T>)
+    return s.column_double(col);
+  else
+    return static_cast<T>(s.column_int(col));
 }
 
 // Builds "WHERE ..." for an event table and binds it. `time_col`/`end_col` name the time columns;
@@ -53,7 +56,8 @@ WhereClause where_for(const Reader& reader, const std::string& table, const Even
                         ? INT64_MIN
                         : f.window.begin - max_duration;
     sql += std::string(" AND ") + time_col + " >= ? AND " + time_col + " < ? AND COALESCE(" +
-           end_col + ", " + time_col + ") " + (std::string(end_col) == time_col ? ">=" : ">") + " ?";
+           end_col + ", " + time_col + ") " + (std::string(end_col) == time_col ? ">=" : ">") +
+           " ?";
     w.args.push_back(lower);
     w.args.push_back(f.window.end);
     w.args.push_back(f.window.begin);
@@ -402,7 +406,8 @@ std::vector<Iteration> Reader::iterations(std::optional<int64_t> capture_id) con
   std::vector<Iteration> out;
   Statement s = db_.prepare(
       std::string("SELECT captureId, globalPid, step, start, end, source FROM iterations") +
-      (capture_id ? " WHERE captureId = ?" : "") + " ORDER BY captureId, start");
+      // Ties (same start) in the order the rows were written, so every reader sees one order.
+      (capture_id ? " WHERE captureId = ?" : "") + " ORDER BY captureId, start, rowid");
   if (capture_id) s.bind(1, *capture_id);
   while (s.step()) {
     Iteration it;
@@ -425,7 +430,7 @@ std::vector<MemoryEvent> Reader::memory_events(const EventFilter& filter) const 
   Statement s = prepare_where(db_,
                               "SELECT ts, captureId, globalPid, deviceId, address, bytes, "
                               "total_allocated, total_reserved FROM memory_events",
-                              w, " ORDER BY ts");
+                              w, " ORDER BY ts, rowid");  // ties in the order written
   while (s.step()) {
     MemoryEvent m;
     m.ts = s.column_int(0);
@@ -446,11 +451,11 @@ std::vector<DeviceSample> Reader::device_samples(const EventFilter& filter) cons
   EventFilter f = filter;
   f.streamId.reset();
   WhereClause w = where_for(*this, "device_samples", f, true, "ts", "ts");
-  Statement s = prepare_where(
-      db_,
-      "SELECT ts, host_id, deviceId, metric_id, value, captureId, "
-      "(SELECT value FROM StringIds WHERE id = metric_id) FROM device_samples",
-      w, " ORDER BY ts");
+  Statement s =
+      prepare_where(db_,
+                    "SELECT ts, host_id, deviceId, metric_id, value, captureId, "
+                    "(SELECT value FROM StringIds WHERE id = metric_id) FROM device_samples",
+                    w, " ORDER BY ts");
   while (s.step()) {
     DeviceSample d;
     d.ts = s.column_int(0);
@@ -468,14 +473,14 @@ std::vector<DeviceSample> Reader::device_samples(const EventFilter& filter) cons
 std::vector<ExternalCorrelation> Reader::external_correlations(
     std::optional<int64_t> capture_id) const {
   std::vector<ExternalCorrelation> out;
-  Statement s = db_.prepare(
-      std::string("SELECT captureId, correlationId, externalKind, externalId FROM "
-                  "external_correlation") +
-      (capture_id ? " WHERE captureId = ?" : "") + " ORDER BY rowid");
+  Statement s =
+      db_.prepare(std::string("SELECT captureId, correlationId, externalKind, externalId FROM "
+                              "external_correlation") +
+                  (capture_id ? " WHERE captureId = ?" : "") + " ORDER BY rowid");
   if (capture_id) s.bind(1, *capture_id);
   while (s.step())
-    out.push_back({s.column_int(0), s.column_int(1), static_cast<int32_t>(s.column_int(2)),
-                   s.column_int(3)});
+    out.push_back(
+        {s.column_int(0), s.column_int(1), static_cast<int32_t>(s.column_int(2)), s.column_int(3)});
   return out;
 }
 
@@ -552,8 +557,10 @@ QueryResult Reader::query(const std::string& sql) const {
     std::vector<std::optional<std::string>> row;
     for (int c = 0; c < columns; ++c) {
       const unsigned char* text = sqlite3_column_text(raw, c);
-      if (text) row.emplace_back(reinterpret_cast<const char*>(text));
-      else row.emplace_back(std::nullopt);
+      if (text)
+        row.emplace_back(reinterpret_cast<const char*>(text));
+      else
+        row.emplace_back(std::nullopt);
     }
     result.rows.push_back(std::move(row));
   }

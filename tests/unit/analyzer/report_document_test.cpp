@@ -9,6 +9,7 @@
 #include "capture_builder.h"
 #include "fleetscope/analyzer/svg_chart.h"
 #include "fleetscope/store/error.h"
+#include "shared_case.h"
 
 namespace fleetscope::analyzer {
 namespace {
@@ -16,10 +17,8 @@ namespace {
 using testing::CaptureBuilder;
 using testing::us;
 
-constexpr int64_t kBase = 1'000'000'000;
-
 // The shared hand-computed case (metrics_test.cpp), with the delayed kernel named so that it
-// needs escaping. Device 0, µs after kBase:
+// needs escaping. Device 0, µs after kSharedBase:
 //   stream 7: gemm 0–100, memcpy HtoD pageable 290–320, "gemm<T&U>" 400–500 (launched 250–255:
 //             145 µs launch delay)
 //   stream 8: gemm 50–150, add 160–170
@@ -30,17 +29,7 @@ constexpr int64_t kBase = 1'000'000'000;
 // 260/500 = 52.0 %, idle 24.0 %, non-compute 24.0 %; comm/comp overlap 0 %. No steps, no CPU ops,
 // no SM count: gpu_utilization_steps and est_sm_efficiency are null.
 CaptureData report_case() {
-  CaptureBuilder b;
-  auto at = [](int64_t t_us) { return kBase + us(t_us); };
-  auto call = [&](int64_t s, int64_t e) { return std::make_pair(at(s), at(e)); };
-  b.kernel(at(0), at(100), 7, "gemm", 0, call(-10, -5));
-  b.memcpy(at(290), at(320), 7, store::kMemcpyHtoD, store::kMemPageable, store::kMemDevice, 4096,
-           call(280, 285));
-  b.kernel(at(400), at(500), 7, "gemm<T&U>", 0, call(250, 255));
-  b.kernel(at(50), at(150), 8, "gemm", 0, call(40, 45));
-  b.kernel(at(160), at(170), 8, "add", 0, call(100, 112));
-  b.kernel(at(200), at(300), 9, "ncclKernel_AllReduce_RING_LL_Sum_float", 0);
-  CaptureData data = b.build();
+  CaptureData data = testing::shared_case("gemm<T&U>");
   data.capture.source_path = "runs/<rank 0> & co.json";
   return data;
 }
