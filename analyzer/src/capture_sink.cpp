@@ -12,9 +12,7 @@
 
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
-#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
 #include "fleetscope/importers/importers.h"
-#endif
 
 namespace fleetscope::analyzer {
 
@@ -406,7 +404,6 @@ CaptureData CaptureSink::take(int64_t capture_id, const LoadProgress& progress) 
 }
 
 CaptureData load_trace_file(const std::string& path, const LoadProgress& progress) {
-#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
   if (importers::detect_format(path) == importers::Format::unknown)
     throw InputError(
         path, "byte 0",
@@ -414,10 +411,6 @@ CaptureData load_trace_file(const std::string& path, const LoadProgress& progres
   CaptureSink sink;
   const importers::ImportResult result = importers::import_file(path, sink);
   return sink.take(result.capture_id, progress);
-#else
-  (void)progress;
-  throw InputError(path, "", "this build has no trace importers: import it first");
-#endif
 }
 
 }  // namespace fleetscope::analyzer

@@ -23,13 +23,11 @@
 #include "fleetscope/analyzer/report.h"
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/threshold_config.h"
-#include "fleetscope/cli/args.h"
+#include "fleetscope/common/args.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/writer.h"
-#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
 #include "fleetscope/importers/importers.h"
-#endif
 
 namespace fleetscope::analyzer {
 
@@ -207,7 +205,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
   int64_t capture = -1;
   std::string format = "table", output, config;
   bool no_store = false, show_rules = false;
-  cli::ArgParser parser(
+  common::ArgParser parser(
       "fleetscope analyze DB|TRACE [--capture ID] [--rules LIST] [--config FILE] "
       "[--set RULE.THRESHOLD=VALUE] "
       "[--format table|markdown|json|chrome-trace] [-o FILE] [--no-store]",
@@ -265,16 +263,12 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     };
     const bool trace_file = is_trace_file(input);
     if (trace_file) {
-#ifdef FLEETSCOPE_ANALYZER_HAS_IMPORTERS
       // A trace file is imported straight into memory (analyzer::load_trace_file: no database),
       // analysed, and dropped: there is nowhere to store the findings.
       if (capture >= 0) throw UsageError("--capture applies to a database, not to a trace file");
       err << "analyze: importing " << input << " in memory (use `fleetscope import` to keep it)\n";
       const CaptureData data = load_trace_file(input, progress);
       analyse_data(data, data.capture.id);
-#else
-      throw InputError(input, "", "this build has no trace importers: import it first");
-#endif
     } else {
       store::Reader reader(input);
       analyse(reader, optional_id(capture));
@@ -297,7 +291,7 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
   std::vector<std::string> positionals, rules, sets;
   int64_t capture = -1;
   std::string format, output, config;
-  cli::ArgParser parser(
+  common::ArgParser parser(
       "fleetscope report DB [--capture ID] [-o FILE] "
       "[--format html|markdown|table|json|chrome-trace] [--rules LIST] [--config FILE] "
       "[--set RULE.THRESHOLD=VALUE]",
@@ -412,7 +406,7 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
   std::vector<std::string> positionals;
   std::string format = "table";
   int64_t top = 20;
-  cli::ArgParser parser("fleetscope fleet DB... [--format table|json|csv] [--top N]",
+  common::ArgParser parser("fleetscope fleet DB... [--format table|json|csv] [--top N]",
                         "Ranks jobs across trace databases by wasted GPU-hours (GPU idle time "
                         "inside each job's first-to-last GPU-event span, per GPU).");
   parser.positionals("DB...", "trace databases (one per host or capture)", &positionals, 1)
@@ -476,7 +470,7 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
   std::vector<std::string> positionals;
   int64_t before_capture = -1, after_capture = -1;
   std::string format = "table";
-  cli::ArgParser parser(
+  common::ArgParser parser(
       "fleetscope diff BEFORE.db AFTER.db [--before-capture ID] [--after-capture ID] "
       "[--format table|json]",
       "Compares the metrics of two captures (e.g. before and after a fix). With one database "
@@ -540,7 +534,7 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
   std::vector<std::string> positionals;
   std::string format = "table";
   double max_util = 0.5;
-  cli::ArgParser parser(
+  common::ArgParser parser(
       "fleetscope candidates DB [--max-utilization F] [--format table|json]",
       "Lists jobs per GPU with utilization, persistent memory P and ephemeral peak T per "
       "iteration (Salus's lane inputs), marking those that could share a GPU.");

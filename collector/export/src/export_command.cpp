@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "fleetscope/cli/args.h"
+#include "fleetscope/common/args.h"
 #include "fleetscope/export/chrome_trace.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
@@ -19,7 +19,7 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   int64_t capture_id = -1;
   bool no_flows = false;
   bool quiet = false;
-  cli::ArgParser parser(
+  common::ArgParser parser(
       "fleetscope export DB -o FILE [--format chrome] [--capture ID]",
       "Write a trace database (or one capture) as Chrome-trace JSON for Perfetto, "
       "chrome://tracing\n"

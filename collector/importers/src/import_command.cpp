@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "fleetscope/cli/args.h"
+#include "fleetscope/common/args.h"
 #include "fleetscope/importers/importers.h"
 
 namespace fleetscope::importers {
@@ -15,7 +15,7 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
   std::vector<std::string> files;
   std::string output;
   bool force = false, quiet = false;
-  cli::ArgParser parser(
+  common::ArgParser parser(
       "fleetscope import FILE... -o OUT.db [--force]",
       "Imports PyTorch-profiler / Kineto Chrome-trace JSON (.json, .json.gz) and Nsight "
       "Systems SQLite exports (nsys export --type sqlite) into a new fleetscope trace "

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "fleetscope/cli/args.h"
+#include "fleetscope/common/args.h"
 #include "fleetscope/launcher/agent_locator.h"
 #include "fleetscope/launcher/child_process.h"
 #include "fleetscope/launcher/merge_parts.h"
@@ -85,7 +85,7 @@ int failed(int command_code) {
 int run_run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                     const InfoPrinter& print_info) {
   RunOptions o;
-  cli::ArgParser parser(kUsage, kDescription);
+  common::ArgParser parser(kUsage, kDescription);
   parser.option("--delay-ms", "N", "open the trace window N ms after CUDA starts", &o.delay_ms)
       .option("--duration-ms", "N", "close the window N ms after it opened", &o.duration_ms)
       .option("--iterations", "N", "trace N iterations (NVTX step ranges), from the first one",

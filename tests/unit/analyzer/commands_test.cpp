@@ -10,9 +10,7 @@
 
 #include "db_fixture.h"
 #include "fleetscope/store/reader.h"
-#ifdef HAVE_FLEETSCOPE_IMPORTERS
 #include "fleetscope/importers/importers.h"
-#endif
 
 namespace fleetscope::analyzer {
 namespace {
@@ -256,7 +254,6 @@ TEST_F(Commands, AnalyzeJsonHasMetricsPerDeviceAndCapture) {
   }
 }
 
-#ifdef HAVE_FLEETSCOPE_IMPORTERS
 // `analyze TRACE.json` imports in memory: the same findings as importing first, and no file.
 TEST(AnalyzeTraceFile, SameFindingsAsTheImportedDatabaseAndNoFileWritten) {
   const std::filesystem::path trace =
@@ -283,7 +280,6 @@ TEST(AnalyzeTraceFile, SameFindingsAsTheImportedDatabaseAndNoFileWritten) {
   EXPECT_EQ(a.at("metrics").at("devices"), b.at("metrics").at("devices"));
   EXPECT_EQ(call(run_analyze_command, {copy, "--capture", "1"}).code, 2);
 }
-#endif
 
 }  // namespace
 }  // namespace fleetscope::analyzer

@@ -13,11 +13,9 @@
 #include "fleetscope/analyzer/metrics.h"
 #include "shared_case.h"
 
-#ifdef HAVE_FLEETSCOPE_IMPORTERS
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/reader.h"
-#endif
 
 namespace fleetscope::analyzer {
 namespace {
@@ -166,7 +164,6 @@ TEST(CommCompOverlap, HtaDefinitionWithTheLastStepFilter) {
   EXPECT_FALSE(comm_comp_overlap(none.build())[0].ratio().has_value());
 }
 
-#ifdef HAVE_FLEETSCOPE_IMPORTERS
 
 std::string tb_file(const std::string& name) {
   return std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + name;
@@ -237,13 +234,6 @@ TEST(TbPluginGpuMetrics, MatchesThePluginsExpectedOutput) {
 // HTA's own get_comm_comp_overlap values on the shared traces are compared in
 // tests/unit/analyzer_hta (HtaParity.CommCompOverlap).
 
-#else
-
-TEST(TbPluginGpuMetrics, MatchesThePluginsExpectedOutput) {
-  GTEST_SKIP() << "the importer library is not built; the input needs importing";
-}
-
-#endif
 
 }  // namespace
 }  // namespace fleetscope::analyzer

@@ -1,6 +1,7 @@
 // Small argument parser shared by every subcommand so that all of them accept the same syntax:
 // `--name VALUE`, `--name=VALUE`, `-o VALUE`, boolean `--flag`, positionals, `--` to end options,
-// `--help`. Header-only so parts below the CLI (analyzer, sharer) can use it without a cycle.
+// `--help`. Header-only and in the bottom layer (common/) so the libraries that implement commands use it
+// without depending on the programs above them.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace fleetscope::cli {
+namespace fleetscope::common {
 
 class ArgParser {
  public:
@@ -192,4 +193,4 @@ class ArgParser {
   std::vector<std::string>* rest_ = nullptr;
 };
 
-}  // namespace fleetscope::cli
+}  // namespace fleetscope::common

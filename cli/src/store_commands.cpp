@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "fleetscope/cli/args.h"
+#include "fleetscope/common/args.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
 
@@ -145,7 +145,7 @@ void print_info_table(const nlohmann::json& j, const std::string& path, std::ost
 int run_info_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files;
   std::string format = "table";
-  ArgParser parser("fleetscope info [--format table|json] DB...",
+  common::ArgParser parser("fleetscope info [--format table|json] DB...",
                    "Summarize trace databases: devices, processes and ranks, time span, "
                    "iterations and counts per event kind, per capture.");
   parser.option("--format", "FORMAT", "table (default) or json", &format)
@@ -175,7 +175,7 @@ int run_info_command(const std::vector<std::string>& args, std::ostream& out, st
 int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> positionals;
   std::string format = "table";
-  ArgParser parser("fleetscope sql [--format table|json|csv] DB \"SELECT ...\"",
+  common::ArgParser parser("fleetscope sql [--format table|json|csv] DB \"SELECT ...\"",
                    "Run one read-only SQL statement on a trace database. Table and column names "
                    "follow the Nsight Systems SQLite export (see docs/schema.md).");
   parser.option("--format", "FORMAT", "table (default), json or csv", &format)

@@ -2,15 +2,12 @@
 // reads jobs through a loader hook, and the analyzer provides the jobs.
 #include "fleetscope/cli/integrations.h"
 
-#if HAVE_FLEETSCOPE_ANALYZER && HAVE_FLEETSCOPE_SHARER
 #include "fleetscope/analyzer/consolidation.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/store/reader.h"
-#endif
 
 namespace fleetscope::cli {
 
-#if HAVE_FLEETSCOPE_ANALYZER && HAVE_FLEETSCOPE_SHARER
 std::vector<sharer::JobProfile> job_profiles_from_database(const std::string& db_path) {
   store::Reader reader(db_path);
   std::vector<sharer::JobProfile> jobs;
@@ -33,16 +30,13 @@ std::vector<sharer::JobProfile> job_profiles_from_database(const std::string& db
   }
   return jobs;
 }
-#endif
 
 void wire_integrations() {
-#if HAVE_FLEETSCOPE_ANALYZER && HAVE_FLEETSCOPE_SHARER
   static const bool wired = [] {
     sharer::set_candidate_loader(job_profiles_from_database);
     return true;
   }();
   (void)wired;
-#endif
 }
 
 }  // namespace fleetscope::cli

@@ -1,21 +1,11 @@
 // The table of `fleetscope` subcommands. Each entry calls into the library that owns the logic.
 #include "fleetscope/cli/command.h"
 #include "fleetscope/cli/store_commands.h"
-#if HAVE_FLEETSCOPE_ANALYZER
 #include "fleetscope/analyzer/commands.h"
-#endif
-#if HAVE_FLEETSCOPE_LAUNCHER
 #include "fleetscope/launcher/run_command.h"
-#endif
-#if HAVE_FLEETSCOPE_SHARER
 #include "fleetscope/sharer/commands.h"
-#endif
-#if HAVE_FLEETSCOPE_IMPORTERS
 #include "fleetscope/importers/import_command.h"
-#endif
-#if HAVE_FLEETSCOPE_EXPORT
 #include "fleetscope/export/export_command.h"
-#endif
 
 namespace fleetscope::cli {
 
@@ -23,26 +13,16 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"info", "summarize a trace database (devices, processes, span, counts)", run_info_command},
       {"sql", "run a read-only SQL query on a trace database", run_sql_command},
-#if HAVE_FLEETSCOPE_IMPORTERS
       {"import", "import Kineto/PyTorch-profiler JSON or nsys SQLite exports into a trace database", importers::run_import_command},
-#endif
-#if HAVE_FLEETSCOPE_LAUNCHER
       {"run", "trace a command on the GPU with the fleetscope agent (like nsys profile)", [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) { return launcher::run_run_command(a, o, e, run_info_command); }},
-#endif
-#if HAVE_FLEETSCOPE_ANALYZER
       {"analyze", "run the antipattern rules on a capture and store the findings", analyzer::run_analyze_command},
       {"report", "print the findings stored for a capture (table, markdown, json, chrome-trace)", analyzer::run_report_command},
       {"fleet", "rank jobs across trace databases by wasted GPU-hours", analyzer::run_fleet_command},
       {"diff", "compare the metrics of two captures", analyzer::run_diff_command},
       {"candidates", "jobs that could share a GPU: utilization, persistent P and ephemeral T memory", analyzer::run_candidates_command},
-#endif
-#if HAVE_FLEETSCOPE_EXPORT
       {"export", "write a trace database (or one capture) as Chrome-trace JSON for Perfetto", exporter::run_export_command},
-#endif
-#if HAVE_FLEETSCOPE_SHARER
       {"share plan", "plan GPU consolidation: which jobs share which GPU memory lane", sharer::run_share_plan_command},
       {"sim", "simulate scheduling policies and GPU lanes on a job trace", sharer::run_sim_command},
-#endif
       // COMMANDS: one line per command; keep this marker.
   };
   return table;
