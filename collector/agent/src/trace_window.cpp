@@ -17,13 +17,13 @@ WindowAction TraceWindow::start(int64_t now_ns) {
   if (started_) return WindowAction::none;
   started_ = true;
   start_ns_ = now_ns;
-  if (iterations_ == 0 && delay_ns_ == 0) return open(now_ns);
+  if (!at_next_step_ && delay_ns_ == 0) return open(now_ns);
   return WindowAction::none;
 }
 
 WindowAction TraceWindow::on_time(int64_t now_ns) {
   if (!started_) return WindowAction::none;
-  if (state_ == WindowState::waiting && iterations_ == 0 && now_ns >= start_ns_ + delay_ns_)
+  if (state_ == WindowState::waiting && !at_next_step_ && now_ns >= start_ns_ + delay_ns_)
     return open(now_ns);
   if (state_ == WindowState::open && duration_ns_ > 0 && now_ns >= open_ns_ + duration_ns_)
     return close();
@@ -31,7 +31,7 @@ WindowAction TraceWindow::on_time(int64_t now_ns) {
 }
 
 WindowAction TraceWindow::on_step_begin(int64_t now_ns) {
-  if (!started_ || iterations_ == 0) return WindowAction::none;
+  if (!started_ || !at_next_step_) return WindowAction::none;
   if (state_ == WindowState::waiting && now_ns >= start_ns_ + delay_ns_) return open(now_ns);
   return WindowAction::none;
 }
@@ -44,6 +44,12 @@ WindowAction TraceWindow::on_step_end(int64_t now_ns) {
   return WindowAction::none;
 }
 
+WindowAction TraceWindow::cancel() {
+  if (state_ == WindowState::open) return close();
+  state_ = WindowState::closed;
+  return WindowAction::none;
+}
+
 WindowAction TraceWindow::on_exit() {
   if (state_ == WindowState::open) return close();
   state_ = WindowState::closed;
@@ -52,7 +58,7 @@ WindowAction TraceWindow::on_exit() {
 
 std::optional<int64_t> TraceWindow::next_deadline() const {
   if (!started_) return std::nullopt;
-  if (state_ == WindowState::waiting && iterations_ == 0) return start_ns_ + delay_ns_;
+  if (state_ == WindowState::waiting && !at_next_step_) return start_ns_ + delay_ns_;
   if (state_ == WindowState::open && duration_ns_ > 0) return open_ns_ + duration_ns_;
   return std::nullopt;
 }
