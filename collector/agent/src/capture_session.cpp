@@ -169,7 +169,7 @@ CaptureSummary CaptureSession::finish(int64_t now_ns, bool normal, const std::st
   capture_.dropped_records = summary.dropped_records;
   capture_.collector_overhead_ns = summary.collector_overhead_ns;
   if (gpu_work) capture_.gpu_vendor = "nvidia";
-  capture_.note = note;
+  capture_.note = note.empty() ? std::nullopt : std::optional<std::string>(note);
   summary.note = note;
   process_.end_ns = now_ns;
   WindowEnd end;

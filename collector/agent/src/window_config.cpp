@@ -59,7 +59,8 @@ WindowConfig WindowConfig::from_env(const EnvLookup& getenv) {
 
 std::string WindowConfig::output_path(int64_t pid) const {
   if (!part_dir.empty()) return part_dir + "/part-" + std::to_string(pid) + ".db";
-  std::string path = output;
+  // Windows asked for by a control source other than the environment, with no output named.
+  std::string path = output.empty() ? std::string("fleetscope-%p.db") : output;
   std::string id = std::to_string(pid);
   if (path.find("%p") == std::string::npos) {
     // No %p: the pid goes before the extension ("trace.db" -> "trace-1234.db").

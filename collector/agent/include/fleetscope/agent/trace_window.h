@@ -25,7 +25,8 @@ class TraceWindow {
   WindowAction start(int64_t now_ns);
   // Time passing: opens after the delay (time windows) or closes after the duration.
   WindowAction on_time(int64_t now_ns);
-  // NVTX step ranges (only iteration windows react).
+  // NVTX step ranges (only step windows react). The step that opens the window is not counted
+  // towards `iterations`: the window closes at the end of the N-th step that began after it.
   WindowAction on_step_begin(int64_t now_ns);
   WindowAction on_step_end(int64_t now_ns);
   // The process is exiting: an open window closes.
@@ -47,7 +48,7 @@ class TraceWindow {
 
   int64_t delay_ns_, duration_ns_, iterations_;
   bool at_next_step_;
-  int64_t start_ns_ = 0, open_ns_ = 0;
+  int64_t start_ns_ = 0, open_ns_ = 0, step_begin_ns_ = -1;
   int64_t steps_done_ = 0;
   bool started_ = false;
   WindowState state_ = WindowState::waiting;
