@@ -45,6 +45,12 @@ CaptureSession::~CaptureSession() {
 
 bool CaptureSession::open(int64_t now_ns) {
   if (open_) return true;
+  // The source first: a window CUPTI cannot trace leaves nothing behind. Its records are handed
+  // over by drain()/flush(), on this thread, so none arrives before the translator exists.
+  if (!source_.enable([this](const CUpti_Activity& record) { on_record(record); })) {
+    error_ = "cannot start activity tracing: " + source_.last_error();
+    return false;
+  }
   WindowStart start;
   start.capture.kind = options_.kind;
   start.capture.source = "fleetscope-agent";
@@ -62,6 +68,7 @@ bool CaptureSession::open(int64_t now_ns) {
     process_ = start.process;
   } catch (const std::exception& e) {
     error_ = "cannot create " + sink_.destination() + ": " + e.what();
+    source_.disable();
     return false;
   }
   TranslationContext context;
@@ -73,25 +80,12 @@ bool CaptureSession::open(int64_t now_ns) {
     return source_.api_name(api, cbid);
   };
   translator_ = std::make_unique<RecordTranslator>(context, sink_.rows());
-  if (!source_.enable([this](const CUpti_Activity& record) { on_record(record); })) {
-    error_ = "cannot start activity tracing: " + source_.last_error();
-    WindowEnd end;
-    end.capture = capture_;
-    end.capture.end_ns = now_ns;
-    end.capture.note = "partial: " + error_;
-    end.process = process_;
-    try {
-      sink_.end_partial(end);
-    } catch (...) {
-    }
-    translator_.reset();
-    return false;
-  }
   open_ = true;
   return true;
 }
 
 void CaptureSession::on_record(const CUpti_Activity& record) {
+  if (!translator_) return;  // a buffer that came back before the window registered: not ours
   if (sink_failed_) {
     ++rows_lost_;
     return;
