@@ -303,6 +303,21 @@ TEST(StandInAgent, OutputWithoutPidGetsThePidAndNeverOverwrites) {
   EXPECT_EQ(total, 12);
 }
 
+// The store throws inside the agent (no such directory): the exception unwinds through the
+// agent's own _dl_find_object (glibc_compat.cpp), is caught there, and the job goes on.
+TEST(StandInAgent, UnwritableOutputIsOneLineAndTheJobGoesOn) {
+  TempDir dir;
+  AppRun r = run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("missing/trace-%p.db")},
+                     {"incomplete", "5", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.rfind("[fleetscope-agent] not tracing: cannot-start-tracing: cannot create ", 0),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.value("kinds"), 0);  // nothing left enabled
+}
+
 TEST(StandInAgent, IdleAgentLoadsNoCupti) {
   TempDir dir;
   // No window requested: the stand-in (loaded by the app) sees no subscriber and no activity.
