@@ -318,6 +318,39 @@ TEST(StandInAgent, UnwritableOutputIsOneLineAndTheJobGoesOn) {
   EXPECT_EQ(r.value("kinds"), 0);  // nothing left enabled
 }
 
+#ifdef FLEETSCOPE_CLI
+// `fleetscope run` end to end: the launcher injects the agent, the job is stopped by SIGTERM, the
+// launcher passes the status on and the partial trace is readable by `fleetscope info`.
+TEST(StandInAgent, FleetscopeRunKeepsTheTraceOfAJobStoppedBySigterm) {
+  TempDir dir;
+  std::string out = dir.file("run.db");
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.path().c_str()) != 0) _exit(126);
+    setenv("FLEETSCOPE_AGENT_PATH", kAgent.c_str(), 1);
+    setenv("FLEETSCOPE_CUPTI_PATH", kStandIn.c_str(), 1);
+    setenv("FLEETSCOPE_BUFFER_SIZE_KB", "64", 1);
+    freopen((dir.path() / "stdout").c_str(), "w", stdout);
+    freopen((dir.path() / "stderr").c_str(), "w", stderr);
+    execl(FLEETSCOPE_CLI, FLEETSCOPE_CLI, "run", "-o", out.c_str(), "--", kApp.c_str(), "env",
+          kStandIn.c_str(), "signal", "TERM", "2000", "40", nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string err = slurp(dir.path() / "stderr");
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << err;
+  ASSERT_TRUE(fs::exists(out)) << err;
+  EXPECT_EQ(integrity(out), "ok");
+  fleetscope::store::Reader reader(out);
+  EXPECT_EQ(kernels(reader), 2040);
+  EXPECT_EQ(reader.captures().at(0).note.value_or("").rfind("partial: ", 0), 0u);
+  std::string info = std::string(FLEETSCOPE_CLI) + " info '" + out + "' > /dev/null 2>&1";
+  EXPECT_EQ(std::system(info.c_str()), 0);
+}
+#endif
+
 TEST(StandInAgent, IdleAgentLoadsNoCupti) {
   TempDir dir;
   // No window requested: the stand-in (loaded by the app) sees no subscriber and no activity.

@@ -3,7 +3,8 @@
 // libcupti through its normal loading path), then runs one scenario and prints what it saw as
 // `key=value` lines for the test to check.
 //
-// usage: fleetscope_stand_in_app AGENT.so|none STAND_IN_CUPTI.so SCENARIO [ARGS...]
+// usage: fleetscope_stand_in_app AGENT.so|env|none STAND_IN_CUPTI.so SCENARIO [ARGS...]
+//   (env: the agent CUDA_INJECTION64_PATH names, as under `fleetscope run`)
 //   windows N K            N FIFO windows of K kernels each, then one 2-iteration window
 //   signal SIG K1 K2 [own] K1 kernels committed, K2 more in flight, then raise SIG (TERM, INT)
 //                          or abort() (ABRT); `own`: the job installed its own handler first
@@ -80,6 +81,10 @@ void load_stand_in(const char* path) {
 // What the CUDA driver does with CUDA_INJECTION64_PATH.
 void inject(const char* agent) {
   if (std::strcmp(agent, "none") == 0) return;
+  if (std::strcmp(agent, "env") == 0) {  // as the driver does: CUDA_INJECTION64_PATH
+    agent = std::getenv("CUDA_INJECTION64_PATH");
+    if (!agent) return;
+  }
   void* handle = dlopen(agent, RTLD_NOW | RTLD_LOCAL);
   if (!handle) fail(std::string("dlopen agent: ") + dlerror());
   auto init = symbol<int (*)()>(handle, "InitializeInjection");
@@ -114,6 +119,8 @@ int64_t count_rows(const std::string& path, const char* table) {
 }
 
 std::string trace_path() {
+  if (const char* parts = std::getenv("FLEETSCOPE_PART_DIR"))  // under `fleetscope run`
+    return std::string(parts) + "/part-" + std::to_string(getpid()) + ".db";
   const char* out = std::getenv("FLEETSCOPE_OUTPUT");
   if (!out) fail("FLEETSCOPE_OUTPUT not set");
   std::string path = out;
