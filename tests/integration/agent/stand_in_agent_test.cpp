@@ -150,7 +150,10 @@ TEST(StandInAgent, RepeatedWindowsInOneProcessEachAttachAndDetach) {
   }
   // The iteration window opened at the first step and closed after two whole steps.
   EXPECT_EQ(kernels(reader, captures[3].id), 9);
-  EXPECT_EQ(reader.iterations(captures[3].id).size(), 2u);
+  // Steps 2 and 3 are whole; step 1 has a row only when its START marker came after the window
+  // opened (the control thread races the marker; CUPTI would race it the same way).
+  size_t steps = reader.iterations(captures[3].id).size();
+  EXPECT_TRUE(steps == 2u || steps == 3u) << steps;
   // cudaGetDevice is filtered like Kineto does; the launches are kept.
   fleetscope::store::EventFilter filter;
   filter.captureId = captures[0].id;

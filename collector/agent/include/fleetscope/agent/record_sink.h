@@ -54,6 +54,9 @@ class RecordSink {
   virtual void end_partial(const WindowEnd& end) = 0;
   // Where the rows go, for messages and reports ("trace-1234.db").
   virtual std::string destination() const = 0;
+  // Rows given to rows() in this window that a failure kept from being stored (counted as
+  // dropped); asked after commit() or end() threw.
+  virtual int64_t rows_lost() const { return 0; }
 };
 
 // The note a capture carries while its window is open; end() replaces it.
