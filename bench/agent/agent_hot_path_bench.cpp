@@ -81,9 +81,10 @@ int main(int argc, char** argv) {
     behind.push_back(a["kernels_launched"] - a["committed_when_measured"]);
   }
   fs::remove_all(dir);
-  std::printf("agent hot path: %s NVTX pairs and launches while another thread launches %s "
-              "kernels; median of %d runs\n",
-              pairs.c_str(), kernels.c_str(), repeats);
+  std::printf(
+      "agent hot path: %s NVTX pairs and launches while another thread launches %s "
+      "kernels; median of %d runs\n",
+      pairs.c_str(), kernels.c_str(), repeats);
   std::printf("%-14s %14s %14s %10s\n", "metric", "with agent ns", "no agent ns", "ratio");
   for (const char* k : keys) {
     double a = median(with[k]), b = median(without[k]);

@@ -90,8 +90,8 @@ const char* ascii_message(const nvtxEventAttributes_t* attributes) {
 // CUPTI's one subscriber callback: NVTX step boundaries (while a window watches steps) and the
 // API-exit callback that finalizes CUPTI after a window. Runs on application threads: it only
 // posts to the control thread.
-void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
-                             CUpti_CallbackId cbid, const void* data) {
+void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void* data) {
   if (!data || g_forked_child.load(std::memory_order_relaxed)) return;
   try {
     Agent& agent = Agent::instance();
@@ -104,7 +104,8 @@ void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
     const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
     switch (cbid) {
       case CUPTI_CBID_NVTX_nvtxRangePushA:
-        agent.on_nvtx_push(static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message);
+        agent.on_nvtx_push(
+            static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message);
         break;
       case CUPTI_CBID_NVTX_nvtxRangePushEx:
         agent.on_nvtx_push(ascii_message(
@@ -234,9 +235,9 @@ WindowReply Agent::open_window(const WindowRequest& request) {
   if (phase() != WindowPhase::idle) return {false, refusal::window_already_open()};
   std::string why;
   if (!attach_cupti(why)) return {false, why};
-  window_ = std::make_unique<TraceWindow>(request.delay_ms * 1'000'000,
-                                          request.duration_ms * 1'000'000, request.iterations,
-                                          request.start_at_next_step);
+  window_ =
+      std::make_unique<TraceWindow>(request.delay_ms * 1'000'000, request.duration_ms * 1'000'000,
+                                    request.iterations, request.start_at_next_step);
   if (window_->watches_steps()) watch_steps(true);
   install_signal_chain(on_terminating_signal);
   int64_t now = now_ns();
@@ -370,7 +371,7 @@ void Agent::flush_for_signal(int signal_number) {
 
 void Agent::at_exit() {
   if (!thread_running_.load() || pthread_equal(pthread_self(), control_thread_)) return;
-  if (!session_open_.load() && !window_) return;
+  // Always through the control thread (it owns the window); with nothing open it answers at once.
   exit_requested_.store(true);
   post(wake_fd_);
   // A normal exit builds the indexes; bounded so that a stuck CUPTI never hangs the job's exit.
@@ -468,8 +469,7 @@ void Agent::control_loop() {
       }
       std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
       for (auto& source : sources_) fds.push_back({source->poll_fd(), POLLIN, 0});
-      int timeout_ms =
-          timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+      int timeout_ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
       int ready = poll(fds.data(), fds.size(), timeout_ms);
       if (ready < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       if (ready > 0 && (fds[0].revents & POLLIN)) consume(wake_fd_);

@@ -185,11 +185,11 @@ int windows(int n, int k) {
     g.runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020);
     StandInState s = g.state();
     std::printf("window=%d finalize_calls=%lld subscribers=%d kinds=%d\n", w + 1,
-                static_cast<long long>(s.finalize_calls), s.subscribers,
-                s.activity_kinds_enabled);
+                static_cast<long long>(s.finalize_calls), s.subscribers, s.activity_kinds_enabled);
   }
   // A window of 2 iterations that starts at the next step.
-  for (const std::string& l : send("open iterations=2", "ok:")) std::printf("reply=%s\n", l.c_str());
+  for (const std::string& l : send("open iterations=2", "ok:"))
+    std::printf("reply=%s\n", l.c_str());
   size_t before = reply_lines().size();
   for (int step = 0; step < 4; ++step) {
     g.push("step");
@@ -260,8 +260,7 @@ int hold_scenario(int k) {
   StandInState s = g.state();
   g.hold(0);
   std::printf("records_dropped=%lld buffers_declined=%lld buffers_requested=%lld\n",
-              static_cast<long long>(s.records_dropped),
-              static_cast<long long>(s.buffers_declined),
+              static_cast<long long>(s.records_dropped), static_cast<long long>(s.buffers_declined),
               static_cast<long long>(s.buffers_requested));
   return 0;
 }
@@ -288,17 +287,17 @@ void CUPTIAPI other_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 void become_other_tool() {
   CUpti_SubscriberHandle subscriber = nullptr;
   symbol<decltype(&cuptiSubscribe)>(g.handle, "cuptiSubscribe")(&subscriber, other_callback,
-                                                                 nullptr);
+                                                                nullptr);
   symbol<decltype(&cuptiActivityRegisterCallbacks)>(g.handle, "cuptiActivityRegisterCallbacks")(
       other_request, other_complete);
-  symbol<decltype(&cuptiActivityEnable)>(g.handle, "cuptiActivityEnable")(
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  symbol<decltype(&cuptiActivityEnable)>(
+      g.handle, "cuptiActivityEnable")(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 }
 
 int other_subscriber(int k) {
   launch(k);
-  symbol<decltype(&cuptiActivityFlushAll)>(g.handle, "cuptiActivityFlushAll")(
-      CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  symbol<decltype(&cuptiActivityFlushAll)>(
+      g.handle, "cuptiActivityFlushAll")(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   StandInState s = g.state();
   std::printf("other_tool_kernels=%lld finalize_calls=%lld subscribers=%d kinds=%d\n",
               static_cast<long long>(g_other_kernels.load()),
@@ -313,7 +312,9 @@ struct Percentiles {
 };
 Percentiles percentiles(std::vector<double>& ns) {
   std::sort(ns.begin(), ns.end());
-  auto at = [&](double q) { return ns[static_cast<size_t>(q * static_cast<double>(ns.size() - 1))]; };
+  auto at = [&](double q) {
+    return ns[static_cast<size_t>(q * static_cast<double>(ns.size() - 1))];
+  };
   return {at(0.5), at(0.99), ns.back()};
 }
 

@@ -7,8 +7,8 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 
 #include "fleetscope/agent/capture_session.h"
 #include "fleetscope/agent/fake_activity_source.h"
@@ -302,9 +302,10 @@ TEST_F(CaptureSessionTest, RuntimeFilterLeavesOutNoiseCallsAndCountsThem) {
   SqliteRecordSink sink(path("filter.db"));
   CaptureSession session(source, sink, options());  // default list (Kineto's)
   ASSERT_TRUE(session.open(1));
-  source.push(make_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1));
-  source.push(make_api(CUPTI_ACTIVITY_KIND_RUNTIME,
-                       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2));
+  source.push(
+      make_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1));
+  source.push(
+      make_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2));
   CaptureSummary summary = session.close(2);
   EXPECT_EQ(summary.stats.filtered, 1);
   EXPECT_EQ(summary.dropped_records, 0);
