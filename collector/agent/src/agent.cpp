@@ -436,6 +436,7 @@ void Agent::end_session(int64_t now) {
   window_.reset();
   watch_steps(false);
   request_detach();
+  if (pool_) pool_->trim();
 }
 
 void Agent::carry_out(WindowAction action, int64_t now) {

@@ -32,6 +32,9 @@ class BufferPool {
   // A buffer of buffer_bytes() (8-byte aligned, as CUPTI requires), or nullptr past the cap.
   uint8_t* acquire();
   void release(uint8_t* buffer);
+  // Gives the buffers kept for reuse back to the system (after a window: an idle agent holds no
+  // buffer memory).
+  void trim();
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   size_t cap_bytes() const { return cap_bytes_; }
