@@ -235,6 +235,7 @@ WindowReply Agent::open_window(const WindowRequest& request) {
   if (phase() != WindowPhase::idle) return {false, refusal::window_already_open()};
   std::string why;
   if (!attach_cupti(why)) return {false, why};
+  window_sink_ = request.sink;
   window_ =
       std::make_unique<TraceWindow>(request.delay_ms * 1'000'000, request.duration_ms * 1'000'000,
                                     request.iterations, request.start_at_next_step);
@@ -381,6 +382,7 @@ void Agent::at_exit() {
 // ---- the control thread ----
 
 RecordSink& Agent::sink() {
+  if (window_sink_) return *window_sink_;
   if (!sink_) sink_ = std::make_unique<SqliteRecordSink>(config_.output_path(getpid()));
   return *sink_;
 }
@@ -433,6 +435,7 @@ void Agent::end_session(int64_t now) {
     report(summary);
     session_.reset();
   }
+  window_sink_.reset();
   window_.reset();
   watch_steps(false);
   request_detach();
