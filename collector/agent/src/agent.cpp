@@ -507,8 +507,13 @@ void Agent::control_loop() {
 
       std::deque<StepEvent> steps;
       {
-        std::lock_guard lock(steps_mutex_);
-        steps.swap(steps_);
+        // try_lock: a signal may have interrupted an application thread between its lock and
+        // unlock; waiting here would keep the signal's flush (checked first, above) from running.
+        std::unique_lock lock(steps_mutex_, std::try_to_lock);
+        if (lock.owns_lock())
+          steps.swap(steps_);
+        else
+          post(wake_fd_);  // come back for them
       }
       for (const StepEvent& step : steps) {
         if (!window_) break;
