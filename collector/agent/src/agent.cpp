@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -44,6 +45,8 @@ std::string host_name() {
   if (gethostname(name, sizeof name - 1) != 0) return "localhost";
   return name;
 }
+
+constexpr size_t kMaxSources = 8;
 
 int64_t monotonic_ns() {
   timespec ts{};
@@ -207,6 +210,7 @@ void Agent::start() {
     sources_.push_back(
         std::make_unique<LineControl>(config_.control_fifo, config_.control_reply, log));
 
+  if (sources_.size() > kMaxSources) sources_.resize(kMaxSources);
   BlockTerminatingSignals blocked;
   for (auto& source : sources_) source->start(*this);
   std::thread thread(&Agent::control_loop, this);
@@ -471,10 +475,12 @@ void Agent::control_loop() {
           timeout_ns = timeout_ns < 0 ? wait : std::min(timeout_ns, wait);
         }
       }
-      std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
-      for (auto& source : sources_) fds.push_back({source->poll_fd(), POLLIN, 0});
+      // On the stack: the loop allocates nothing while idle.
+      std::array<pollfd, kMaxSources + 1> fds{};
+      fds[0] = {wake_fd_, POLLIN, 0};
+      for (size_t i = 0; i < sources_.size(); ++i) fds[i + 1] = {sources_[i]->poll_fd(), POLLIN, 0};
       int timeout_ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
-      int ready = poll(fds.data(), fds.size(), timeout_ms);
+      int ready = poll(fds.data(), sources_.size() + 1, timeout_ms);
       if (ready < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       if (ready > 0 && (fds[0].revents & POLLIN)) consume(wake_fd_);
 
