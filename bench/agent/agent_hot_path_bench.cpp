@@ -78,7 +78,10 @@ int main(int argc, char** argv) {
       with[k].push_back(a[k]);
       without[k].push_back(b[k]);
     }
-    behind.push_back(a["kernels_launched"] - a["committed_when_measured"]);
+    // -1: the trace could not even be read (the busy writer held its lock past the reader's
+    // timeout).
+    if (a["committed_when_measured"] >= 0)
+      behind.push_back(a["kernels_launched"] - a["committed_when_measured"]);
   }
   fs::remove_all(dir);
   std::printf(
@@ -90,7 +93,10 @@ int main(int argc, char** argv) {
     double a = median(with[k]), b = median(without[k]);
     std::printf("%-14s %14.0f %14.0f %9.2fx\n", k, a, b, b > 0 ? a / b : 0.0);
   }
-  std::printf("kernels not yet committed when the measurement ended (writer busy): %.0f\n",
-              median(behind));
+  if (behind.empty())
+    std::printf("writer busy: the trace was locked by the writer when the measurement ended\n");
+  else
+    std::printf("kernels not yet committed when the measurement ended (writer busy): %.0f\n",
+                median(behind));
   return 0;
 }
