@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -44,6 +45,8 @@ std::string host_name() {
   if (gethostname(name, sizeof name - 1) != 0) return "localhost";
   return name;
 }
+
+constexpr size_t kMaxSources = 8;
 
 int64_t monotonic_ns() {
   timespec ts{};
@@ -90,8 +93,8 @@ const char* ascii_message(const nvtxEventAttributes_t* attributes) {
 // CUPTI's one subscriber callback: NVTX step boundaries (while a window watches steps) and the
 // API-exit callback that finalizes CUPTI after a window. Runs on application threads: it only
 // posts to the control thread.
-void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
-                             CUpti_CallbackId cbid, const void* data) {
+void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void* data) {
   if (!data || g_forked_child.load(std::memory_order_relaxed)) return;
   try {
     Agent& agent = Agent::instance();
@@ -104,7 +107,8 @@ void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
     const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
     switch (cbid) {
       case CUPTI_CBID_NVTX_nvtxRangePushA:
-        agent.on_nvtx_push(static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message);
+        agent.on_nvtx_push(
+            static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message);
         break;
       case CUPTI_CBID_NVTX_nvtxRangePushEx:
         agent.on_nvtx_push(ascii_message(
@@ -206,6 +210,7 @@ void Agent::start() {
     sources_.push_back(
         std::make_unique<LineControl>(config_.control_fifo, config_.control_reply, log));
 
+  if (sources_.size() > kMaxSources) sources_.resize(kMaxSources);
   BlockTerminatingSignals blocked;
   for (auto& source : sources_) source->start(*this);
   std::thread thread(&Agent::control_loop, this);
@@ -234,9 +239,10 @@ WindowReply Agent::open_window(const WindowRequest& request) {
   if (phase() != WindowPhase::idle) return {false, refusal::window_already_open()};
   std::string why;
   if (!attach_cupti(why)) return {false, why};
-  window_ = std::make_unique<TraceWindow>(request.delay_ms * 1'000'000,
-                                          request.duration_ms * 1'000'000, request.iterations,
-                                          request.start_at_next_step);
+  window_sink_ = request.sink;
+  window_ =
+      std::make_unique<TraceWindow>(request.delay_ms * 1'000'000, request.duration_ms * 1'000'000,
+                                    request.iterations, request.start_at_next_step);
   if (window_->watches_steps()) watch_steps(true);
   install_signal_chain(on_terminating_signal);
   int64_t now = now_ns();
@@ -370,7 +376,7 @@ void Agent::flush_for_signal(int signal_number) {
 
 void Agent::at_exit() {
   if (!thread_running_.load() || pthread_equal(pthread_self(), control_thread_)) return;
-  if (!session_open_.load() && !window_) return;
+  // Always through the control thread (it owns the window); with nothing open it answers at once.
   exit_requested_.store(true);
   post(wake_fd_);
   // A normal exit builds the indexes; bounded so that a stuck CUPTI never hangs the job's exit.
@@ -380,6 +386,7 @@ void Agent::at_exit() {
 // ---- the control thread ----
 
 RecordSink& Agent::sink() {
+  if (window_sink_) return *window_sink_;
   if (!sink_) sink_ = std::make_unique<SqliteRecordSink>(config_.output_path(getpid()));
   return *sink_;
 }
@@ -432,9 +439,11 @@ void Agent::end_session(int64_t now) {
     report(summary);
     session_.reset();
   }
+  window_sink_.reset();
   window_.reset();
   watch_steps(false);
   request_detach();
+  if (pool_) pool_->trim();
 }
 
 void Agent::carry_out(WindowAction action, int64_t now) {
@@ -466,11 +475,12 @@ void Agent::control_loop() {
           timeout_ns = timeout_ns < 0 ? wait : std::min(timeout_ns, wait);
         }
       }
-      std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
-      for (auto& source : sources_) fds.push_back({source->poll_fd(), POLLIN, 0});
-      int timeout_ms =
-          timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
-      int ready = poll(fds.data(), fds.size(), timeout_ms);
+      // On the stack: the loop allocates nothing while idle.
+      std::array<pollfd, kMaxSources + 1> fds{};
+      fds[0] = {wake_fd_, POLLIN, 0};
+      for (size_t i = 0; i < sources_.size(); ++i) fds[i + 1] = {sources_[i]->poll_fd(), POLLIN, 0};
+      int timeout_ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+      int ready = poll(fds.data(), sources_.size() + 1, timeout_ms);
       if (ready < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       if (ready > 0 && (fds[0].revents & POLLIN)) consume(wake_fd_);
 
@@ -503,8 +513,13 @@ void Agent::control_loop() {
 
       std::deque<StepEvent> steps;
       {
-        std::lock_guard lock(steps_mutex_);
-        steps.swap(steps_);
+        // try_lock: a signal may have interrupted an application thread between its lock and
+        // unlock; waiting here would keep the signal's flush (checked first, above) from running.
+        std::unique_lock lock(steps_mutex_, std::try_to_lock);
+        if (lock.owns_lock())
+          steps.swap(steps_);
+        else
+          post(wake_fd_);  // come back for them
       }
       for (const StepEvent& step : steps) {
         if (!window_) break;

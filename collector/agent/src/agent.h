@@ -77,7 +77,8 @@ class Agent final : public WindowController {
   CuptiApi cupti_;
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<CuptiActivitySource> source_;
-  std::unique_ptr<RecordSink> sink_;
+  std::unique_ptr<RecordSink> sink_;         // the standalone file, made on first use
+  std::shared_ptr<RecordSink> window_sink_;  // the open window's sink when its source gave one
   std::unique_ptr<CaptureSession> session_;
   std::unique_ptr<TraceWindow> window_;
   CUpti_SubscriberHandle subscriber_ = nullptr;

@@ -55,4 +55,13 @@ void BufferPool::release(uint8_t* buffer) {
   outstanding_.fetch_sub(1);
 }
 
+void BufferPool::trim() {
+  std::vector<uint8_t*> spare;
+  {
+    std::lock_guard lock(mutex_);
+    spare.swap(free_);
+  }
+  for (uint8_t* buffer : spare) std::free(buffer);
+}
+
 }  // namespace fleetscope::agent

@@ -101,6 +101,7 @@ void CaptureSession::on_record(const CUpti_Activity& record) {
 void CaptureSession::fail_sink(const std::exception& e) {
   if (sink_failed_) return;
   sink_failed_ = true;
+  rows_lost_ += sink_.rows_lost();  // translated and given, never stored
   error_ = "cannot write " + sink_.destination() + ": " + e.what();
 }
 
@@ -188,7 +189,7 @@ CaptureSummary CaptureSession::finish(int64_t now_ns, bool normal, const std::st
   } catch (const std::exception& e) {
     summary.error = sink_failed_ ? error_ : "cannot write " + sink_.destination() + ": " + e.what();
     try {
-      end.capture.note = "partial: " + summary.error;
+      end.capture.note = "partial: " + summary.error + (note.empty() ? "" : "; " + note);
       sink_.end_partial(end);
     } catch (...) {
     }

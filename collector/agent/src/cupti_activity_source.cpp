@@ -103,8 +103,12 @@ void CuptiActivitySource::drain() {
       completed_.pop_front();
     }
     CUpti_Activity* record = nullptr;
-    while (on_record_ && next.valid_size > 0 &&
+    while (next.valid_size > 0 &&
            api_.activityGetNextRecord(next.buffer, next.valid_size, &record) == CUPTI_SUCCESS) {
+      if (!on_record_) {
+        ++late_records_;  // arrived after its window closed: counted, not stored
+        continue;
+      }
       try {
         on_record_(*record);
       } catch (...) {
@@ -122,17 +126,27 @@ void CuptiActivitySource::drain() {
 }
 
 std::string CuptiActivitySource::drop_reasons() const {
+  std::string reasons;
   int64_t refused = pool_.refused() - refused_at_enable_;
-  if (refused <= 0) return {};
-  return std::to_string(refused) + " buffer requests declined: the activity buffer pool was full (" +
-         std::to_string(pool_.cap_bytes() >> 20) + " MiB cap, FLEETSCOPE_BUFFER_POOL_MB)";
+  if (refused > 0)
+    reasons = std::to_string(refused) +
+              " buffer requests declined: the activity buffer pool was full (" +
+              std::to_string(pool_.cap_bytes() >> 20) + " MiB cap, FLEETSCOPE_BUFFER_POOL_MB)";
+  if (late_at_enable_ > 0)
+    reasons += (reasons.empty() ? "" : "; ") + std::to_string(late_at_enable_) +
+               " records of the previous window arrived after it closed";
+  return reasons;
 }
 
 bool CuptiActivitySource::enable(RecordCallback on_record) {
   on_record_ = nullptr;
   drain();  // buffers that came back after the last window closed: released unread
   on_record_ = std::move(on_record);
-  dropped_ = 0;
+  // Records that reached the agent after the previous window had closed are reported with the
+  // next window, the first place that can still record them.
+  dropped_ = late_records_;
+  late_at_enable_ = late_records_;
+  late_records_ = 0;
   handling_ns_ = 0;
   refused_at_enable_ = pool_.refused();
   g_source.store(this);

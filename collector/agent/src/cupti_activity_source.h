@@ -55,6 +55,8 @@ class CuptiActivitySource final : public ActivitySource {
   std::deque<Completed> completed_;
   int64_t dropped_ = 0;
   int64_t refused_at_enable_ = 0;
+  int64_t late_records_ = 0;    // records drained while no window was open
+  int64_t late_at_enable_ = 0;  // of those, reported with the current window
   int64_t handling_ns_ = 0;
   bool enabled_ = false;
   std::string error_;

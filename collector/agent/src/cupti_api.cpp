@@ -20,18 +20,18 @@ std::string beside_this_library(const char* file) {
   return slash == std::string::npos ? std::string(file) : self.substr(0, slash + 1) + file;
 }
 
-// The path of a libcupti already mapped into the process, or "".
-std::string already_loaded_cupti() {
-  std::string found;
+// The libcupti copies already mapped into the process (PyTorch maps its own), in load order.
+std::vector<std::string> already_loaded_cupti() {
+  std::vector<std::string> found;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         const char* name = info->dlpi_name;
         if (!name || !*name) return 0;
         const char* base = std::strrchr(name, '/');
         base = base ? base + 1 : name;
-        if (std::strncmp(base, "libcupti.so", 11) != 0) return 0;
-        *static_cast<std::string*>(data) = name;
-        return 1;
+        if (std::strncmp(base, "libcupti.so", 11) == 0)
+          static_cast<std::vector<std::string>*>(data)->push_back(name);
+        return 0;
       },
       &found);
   return found;
@@ -44,7 +44,7 @@ std::string CuptiApi::load(const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     candidates.push_back(explicit_path);  // named by the user: that one or none
   } else {
-    if (std::string loaded = already_loaded_cupti(); !loaded.empty()) candidates.push_back(loaded);
+    candidates = already_loaded_cupti();
     if (std::string beside = beside_this_library("libcupti.so.13"); !beside.empty())
       candidates.push_back(beside);
 #ifdef FLEETSCOPE_CUPTI_DEFAULT_PATH
@@ -53,18 +53,23 @@ std::string CuptiApi::load(const std::string& explicit_path) {
     candidates.push_back("libcupti.so.13");
     candidates.push_back("libcupti.so");
   }
+  // The first candidate that loads, has every entry point and the right major version wins.
   std::string errors;
   for (const std::string& candidate : candidates) {
-    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      path = candidate;
-      break;
-    }
-    const char* why = dlerror();
-    errors += (errors.empty() ? "" : "; ") + std::string(why ? why : candidate.c_str());
+    std::string why = try_load(candidate);
+    if (why.empty()) return {};
+    errors += (errors.empty() ? "" : "; ") + why;
   }
-  if (!handle) return "cannot load libcupti (" + errors + ")";
+  return "cannot load libcupti (" + errors + ")";
+}
 
+std::string CuptiApi::try_load(const std::string& candidate) {
+  handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return why ? std::string(why) : candidate + ": cannot be opened";
+  }
+  path = candidate;
   std::string missing;
   auto resolve = [&](auto& fn, const char* name) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
@@ -87,20 +92,21 @@ std::string CuptiApi::load(const std::string& explicit_path) {
   resolve(enableDomain, "cuptiEnableDomain");
   resolve(finalize, "cuptiFinalize");
   resolve(getVersion, "cuptiGetVersion");
-  if (!missing.empty()) {
-    dlclose(handle);
-    handle = nullptr;
-    return path + " lacks " + missing;
-  }
-  // Activity records have the layout of the library that fills them; the translation is compiled
-  // for this toolkit's major version (CUpti_ActivityKernel10, ...), so another major is refused.
+  std::string why;
   uint32_t version = 0;
-  if (getVersion(&version) != CUPTI_SUCCESS || version / 10000 != CUPTI_API_VERSION / 10000) {
-    handle = nullptr;  // the process keeps its own reference if it loaded this one itself
-    return path + " has CUPTI API version " + std::to_string(version) + ", the agent needs " +
-           std::to_string(CUPTI_API_VERSION / 10000) + ".x";
+  if (!missing.empty()) {
+    why = candidate + " lacks " + missing;
+  } else if (getVersion(&version) != CUPTI_SUCCESS ||
+             version / 10000 != CUPTI_API_VERSION / 10000) {
+    // Activity records have the layout of the library that fills them; the translation is
+    // compiled for this toolkit's major version (CUpti_ActivityKernel10, ...).
+    why = candidate + " has CUPTI API version " + std::to_string(version) + ", the agent needs " +
+          std::to_string(CUPTI_API_VERSION / 10000) + ".x";
   }
-  return {};
+  if (why.empty()) return {};
+  dlclose(handle);  // drops our reference; a copy the process loaded itself stays loaded
+  *this = CuptiApi{};
+  return why;
 }
 
 std::string CuptiApi::result_text(CUptiResult result) const {

@@ -36,6 +36,9 @@ struct CuptiApi {
   // Returns an empty string on success, otherwise what went wrong.
   std::string load(const std::string& explicit_path);
   std::string result_text(CUptiResult result) const;
+
+ private:
+  std::string try_load(const std::string& candidate);
 };
 
 }  // namespace fleetscope::agent

@@ -31,8 +31,7 @@ std::string LineControl::execute(std::string_view line, WindowController& contro
     request.requester = "fifo";
     return format_reply(controller.open_window(request));
   }
-  if (std::holds_alternative<CloseCommand>(command))
-    return format_reply(controller.close_window());
+  if (std::holds_alternative<CloseCommand>(command)) return format_reply(controller.close_window());
   if (std::holds_alternative<StatusCommand>(command)) {
     WindowPhase phase = controller.phase();
     return std::string("ok: ") + (phase == WindowPhase::open      ? "open"
@@ -59,8 +58,8 @@ void LineControl::on_readable(WindowController& controller) {
 }
 
 void LineControl::window_ended(const WindowReport& report) {
-  reply("ended: capture " + std::to_string(report.capture_id) + " in " + report.destination +
-        ", " + std::to_string(report.rows) + " rows, " + std::to_string(report.dropped_records) +
+  reply("ended: capture " + std::to_string(report.capture_id) + " in " + report.destination + ", " +
+        std::to_string(report.rows) + " rows, " + std::to_string(report.dropped_records) +
         " dropped, " + (report.complete ? "complete" : "partial") +
         (report.note.empty() ? "" : " (" + report.note + ")"));
 }

@@ -340,8 +340,8 @@ void RecordTranslator::memory(const CUpti_ActivityMemory4& r) {
 void RecordTranslator::external(const CUpti_ActivityExternalCorrelation& r) {
   ++stats_.external_correlations;
   emit(ExternalCorrelation{context_.captureId, r.correlationId,
-                                static_cast<int32_t>(r.externalKind),
-                                static_cast<int64_t>(r.externalId)});
+                           static_cast<int32_t>(r.externalKind),
+                           static_cast<int64_t>(r.externalId)});
 }
 
 void RecordTranslator::overhead(const CUpti_ActivityOverhead3& r) {

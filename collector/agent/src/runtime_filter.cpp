@@ -6,9 +6,12 @@
 
 namespace fleetscope::agent {
 
-const std::vector<std::string> kDefaultFilteredRuntimeCalls = {
-    "cudaGetDevice",   "cudaSetDevice",           "cudaGetLastError",
-    "cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy"};
+const std::vector<std::string> kDefaultFilteredRuntimeCalls = {"cudaGetDevice",
+                                                               "cudaSetDevice",
+                                                               "cudaGetLastError",
+                                                               "cudaEventCreate",
+                                                               "cudaEventCreateWithFlags",
+                                                               "cudaEventDestroy"};
 
 RuntimeFilter::RuntimeFilter() : RuntimeFilter(kDefaultFilteredRuntimeCalls) {}
 

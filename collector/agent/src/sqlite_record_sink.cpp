@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +21,30 @@ void sync_file(const std::string& path, int flags) {
   ::fsync(fd);
   ::close(fd);
 }
+
+// Counts the rows on their way to the writer, so that a failed write knows how many it lost.
+class CountingSink final : public RowSink {
+ public:
+  CountingSink(RowSink& next, int64_t& count) : next_(next), count_(count) {}
+  void add(store::Kernel row) override { pass(std::move(row)); }
+  void add(store::Memcpy row) override { pass(std::move(row)); }
+  void add(store::Memset row) override { pass(std::move(row)); }
+  void add(store::RuntimeCall row) override { pass(std::move(row)); }
+  void add(store::Sync row) override { pass(std::move(row)); }
+  void add(store::NvtxEvent row) override { pass(std::move(row)); }
+  void add(store::Iteration row) override { pass(std::move(row)); }
+  void add(store::MemoryEvent row) override { pass(std::move(row)); }
+  void add(ExternalCorrelation row) override { pass(std::move(row)); }
+
+ private:
+  template <class Row>
+  void pass(Row&& row) {
+    ++count_;
+    next_.add(std::forward<Row>(row));
+  }
+  RowSink& next_;
+  int64_t& count_;
+};
 
 }  // namespace
 
@@ -51,6 +76,7 @@ SqliteRecordSink::SqliteRecordSink(std::string path) : wanted_(std::move(path)) 
 SqliteRecordSink::~SqliteRecordSink() {
   try {
     rows_.reset();
+    writer_rows_.reset();
     writer_.reset();  // commits what was queued, closes; the capture stays marked partial
   } catch (...) {
   }
@@ -81,7 +107,14 @@ void SqliteRecordSink::open_writer() {
   // Small batches: a batch is the unit that survives a kill.
   options.batch_rows = 8192;
   writer_ = std::make_unique<store::Writer>(std::move(db), options);
-  rows_ = std::make_unique<WriterSink>(*writer_);
+  writer_rows_ = std::make_unique<WriterSink>(*writer_);
+  given_ = 0;
+  rows_ = std::make_unique<CountingSink>(*writer_rows_, given_);
+}
+
+int64_t SqliteRecordSink::rows_lost() const {
+  if (!writer_) return 0;
+  return std::max<int64_t>(0, given_ - writer_->stats().rows_written);
 }
 
 int64_t SqliteRecordSink::begin(const WindowStart& start) {
@@ -112,6 +145,7 @@ void SqliteRecordSink::end(const WindowEnd& end) {
   process.host_id = host_id_;
   writer_->upsert_process(process);
   rows_.reset();
+  writer_rows_.reset();
   writer_->finish();  // event extents, indexes, ANALYZE, close
   writer_.reset();
   sync_file(path_, O_RDONLY);
@@ -124,6 +158,7 @@ void SqliteRecordSink::end_partial(const WindowEnd& end) {
   process.host_id = host_id_;
   writer_->upsert_process(process);
   rows_.reset();
+  writer_rows_.reset();
   writer_.reset();  // no index build: closes right away
 }
 

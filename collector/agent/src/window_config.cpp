@@ -66,8 +66,8 @@ std::string WindowConfig::output_path(int64_t pid) const {
     // No %p: the pid goes before the extension ("trace.db" -> "trace-1234.db").
     auto slash = path.rfind('/');
     auto dot = path.rfind('.');
-    bool has_ext = dot != std::string::npos && dot > 0 &&
-                   (slash == std::string::npos || dot > slash + 1);
+    bool has_ext =
+        dot != std::string::npos && dot > 0 && (slash == std::string::npos || dot > slash + 1);
     path.insert(has_ext ? dot : path.size(), "-%p");
   }
   for (auto pos = path.find("%p"); pos != std::string::npos; pos = path.find("%p", pos))

@@ -24,11 +24,13 @@ constexpr const char* kDescription =
     "processes did on the GPU into one trace database, like `nsys profile`. Child processes are\n"
     "traced too. The exit code of CMD is passed through (128 + N when a signal N killed it).\n"
     "By default the window covers the whole run; --iterations counts NVTX ranges named\n"
-    "ProfilerStep#N or step (see --step-names).";
+    "ProfilerStep#N or step (see --step-names), from the next step on. Each process's rows are\n"
+    "committed batch by batch: a job stopped by SIGTERM, SIGINT or abort() keeps what was\n"
+    "flushed, and its capture says 'partial' in its note.";
 
 struct RunOptions {
-  int64_t delay_ms = 0, duration_ms = 0, iterations = 0, buffer_size_kb = 0;
-  std::string output, step_names;
+  int64_t delay_ms = 0, duration_ms = 0, iterations = 0, buffer_size_kb = 0, buffer_pool_mb = 0;
+  std::string output, step_names, runtime_filter;
   std::vector<std::string> command;
 };
 
@@ -92,8 +94,15 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
               &o.iterations)
       .option("--step-names", "LIST",
               "NVTX range names marking iterations (default ProfilerStep#,step)", &o.step_names)
-      .option("--buffer-size-kb", "N", "size of each CUPTI activity buffer (default 8192)",
+      .option("--buffer-size-kb", "N", "size of each CUPTI activity buffer (default 4096)",
               &o.buffer_size_kb)
+      .option("--buffer-pool-mb", "N",
+              "cap on all activity buffers together; past it records are dropped and counted "
+              "(default 128)",
+              &o.buffer_pool_mb)
+      .option("--runtime-filter", "LIST",
+              "runtime calls not stored, comma-separated (default: Kineto's list; 'none')",
+              &o.runtime_filter)
       .option("-o, --output", "OUT.db", "trace database to write (default fleetscope-run.db)",
               &o.output)
       .rest(&o.command);
@@ -105,7 +114,8 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
   if (o.command.empty()) return usage_error("missing the command to trace (after --)");
   if (o.duration_ms > 0 && o.iterations > 0)
     return usage_error("--duration-ms and --iterations exclude each other");
-  if (o.delay_ms < 0 || o.duration_ms < 0 || o.iterations < 0 || o.buffer_size_kb < 0)
+  if (o.delay_ms < 0 || o.duration_ms < 0 || o.iterations < 0 || o.buffer_size_kb < 0 ||
+      o.buffer_pool_mb < 0)
     return usage_error("negative values are not allowed");
   if (o.output.empty()) o.output = default_output();
 
@@ -139,6 +149,9 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
   if (!o.step_names.empty()) env.emplace_back("FLEETSCOPE_STEP_NAMES", o.step_names);
   if (o.buffer_size_kb > 0)
     env.emplace_back("FLEETSCOPE_BUFFER_SIZE_KB", std::to_string(o.buffer_size_kb));
+  if (o.buffer_pool_mb > 0)
+    env.emplace_back("FLEETSCOPE_BUFFER_POOL_MB", std::to_string(o.buffer_pool_mb));
+  if (!o.runtime_filter.empty()) env.emplace_back("FLEETSCOPE_RUNTIME_FILTER", o.runtime_filter);
   if (auto cupti = find_cupti(*agent)) {
     env.emplace_back("FLEETSCOPE_CUPTI_PATH", *cupti);
     // NVTX reports ranges to the library this names; CUPTI turns them into MARKER records.

@@ -82,8 +82,8 @@ TEST(AgentInProcess, MissingCuptiGivesOneLineAndKeepsExitCode) {
   EXPECT_EQ(o.exit_code, 5);
   EXPECT_EQ(o.out, "host continues (InitializeInjection returned 1)\n");
   EXPECT_EQ(count_lines(o.err), 1) << o.err;
-  EXPECT_EQ(o.err.rfind("[fleetscope-agent] not tracing: cupti-unavailable: cannot load libcupti", 0),
-            0u)
+  EXPECT_EQ(
+      o.err.rfind("[fleetscope-agent] not tracing: cupti-unavailable: cannot load libcupti", 0), 0u)
       << o.err;
 }
 

@@ -29,8 +29,8 @@ const std::string kStandIn = FLEETSCOPE_STAND_IN_CUPTI;
 
 struct AppRun {
   std::string out, err;
-  int exit_code = -1;  // when it exited
-  int signal = 0;      // when a signal ended it
+  int exit_code = -1;                         // when it exited
+  int signal = 0;                             // when a signal ended it
   std::map<std::string, std::string> values;  // key=value pairs printed on stdout
   int64_t value(const std::string& key) const {
     auto it = values.find(key);
@@ -46,8 +46,8 @@ std::string slurp(const fs::path& path) {
 }
 
 // Runs the app in `dir` with the given extra environment and the agent's defaults for tests.
-AppRun run_app(const TempDir& dir, std::vector<std::string> env, const std::vector<std::string>& args,
-            const std::string& agent = kAgent) {
+AppRun run_app(const TempDir& dir, std::vector<std::string> env,
+               const std::vector<std::string>& args, const std::string& agent = kAgent) {
   env.push_back("FLEETSCOPE_CUPTI_PATH=" + kStandIn);
   pid_t pid = fork();
   if (pid == 0) {
@@ -124,9 +124,9 @@ TEST(StandInAgent, RepeatedWindowsInOneProcessEachAttachAndDetach) {
   std::string fifo = dir.file("control"), reply = dir.file("replies");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   AppRun r = run_app(dir,
-                  {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_TRACE=0",
-                   "FLEETSCOPE_CONTROL_FIFO=" + fifo, "FLEETSCOPE_CONTROL_REPLY=" + reply},
-                  {"windows", "3", "40"});
+                     {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_TRACE=0",
+                      "FLEETSCOPE_CONTROL_FIFO=" + fifo, "FLEETSCOPE_CONTROL_REPLY=" + reply},
+                     {"windows", "3", "40"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.err, "");
   // Each window detached CUPTI through an API-exit callback, the way NVIDIA documents.
@@ -150,7 +150,10 @@ TEST(StandInAgent, RepeatedWindowsInOneProcessEachAttachAndDetach) {
   }
   // The iteration window opened at the first step and closed after two whole steps.
   EXPECT_EQ(kernels(reader, captures[3].id), 9);
-  EXPECT_EQ(reader.iterations(captures[3].id).size(), 2u);
+  // Steps 2 and 3 are whole; step 1 has a row only when its START marker came after the window
+  // opened (the control thread races the marker; CUPTI would race it the same way).
+  size_t steps = reader.iterations(captures[3].id).size();
+  EXPECT_TRUE(steps == 2u || steps == 3u) << steps;
   // cudaGetDevice is filtered like Kineto does; the launches are kept.
   fleetscope::store::EventFilter filter;
   filter.captureId = captures[0].id;
@@ -163,8 +166,9 @@ class SignalMidWindow : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SignalMidWindow, KeepsEveryFlushedRowAndEndsLikeWithoutTheAgent) {
   TempDir dir;
-  AppRun r = run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_BUFFER_SIZE_KB=64"},
-                  {"signal", GetParam(), "3000", "150"});
+  AppRun r =
+      run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_BUFFER_SIZE_KB=64"},
+              {"signal", GetParam(), "3000", "150"});
   int expected = GetParam() == "ABRT" ? SIGABRT : GetParam() == "INT" ? SIGINT : SIGTERM;
   EXPECT_EQ(r.signal, expected) << "exit " << r.exit_code << "\n" << r.out << r.err;
   EXPECT_EQ(r.out.find("still alive"), std::string::npos);
@@ -181,7 +185,8 @@ TEST_P(SignalMidWindow, KeepsEveryFlushedRowAndEndsLikeWithoutTheAgent) {
   EXPECT_EQ(kernels(reader), r.value("launched"));
   auto captures = reader.captures();
   ASSERT_EQ(captures.size(), 1u);
-  EXPECT_EQ(captures[0].note.value_or("").rfind("partial: the process received SIG" + GetParam(), 0), 0u)
+  EXPECT_EQ(
+      captures[0].note.value_or("").rfind("partial: the process received SIG" + GetParam(), 0), 0u)
       << captures[0].note.value_or("");
 }
 
@@ -189,8 +194,9 @@ INSTANTIATE_TEST_SUITE_P(Signals, SignalMidWindow, ::testing::Values("TERM", "IN
 
 TEST(StandInAgent, SignalGoesOnToTheJobsOwnHandler) {
   TempDir dir;
-  AppRun r = run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_BUFFER_SIZE_KB=64"},
-                  {"signal", "TERM", "1000", "10", "own"});
+  AppRun r =
+      run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_BUFFER_SIZE_KB=64"},
+              {"signal", "TERM", "1000", "10", "own"});
   EXPECT_EQ(r.exit_code, 42) << r.out << r.err;  // the job's handler decided the exit
   EXPECT_NE(r.out.find("job handler ran for signal 15"), std::string::npos) << r.out;
   auto traces = files(dir, ".db");
@@ -218,9 +224,9 @@ TEST(StandInAgent, ForkWithoutExecLeavesTheChildAloneAndTheParentTracing) {
 TEST(StandInAgent, BufferCapDropsAndCountsInsteadOfGrowing) {
   TempDir dir;
   AppRun r = run_app(dir,
-                  {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_BUFFER_SIZE_KB=64",
-                   "FLEETSCOPE_BUFFER_POOL_MB=1"},
-                  {"hold", "20000"});
+                     {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"),
+                      "FLEETSCOPE_BUFFER_SIZE_KB=64", "FLEETSCOPE_BUFFER_POOL_MB=1"},
+                     {"hold", "20000"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   int64_t dropped = r.value("records_dropped");
   ASSERT_GT(dropped, 0) << r.out;
@@ -231,15 +237,16 @@ TEST(StandInAgent, BufferCapDropsAndCountsInsteadOfGrowing) {
   fleetscope::store::Reader reader(traces[0].string());
   auto capture = reader.captures().at(0);
   EXPECT_EQ(capture.dropped_records, dropped);
-  EXPECT_NE(capture.note.value_or("").find("buffer pool was full"), std::string::npos) << capture.note.value_or("");
+  EXPECT_NE(capture.note.value_or("").find("buffer pool was full"), std::string::npos)
+      << capture.note.value_or("");
   EXPECT_GT(kernels(reader), 0);
   EXPECT_LT(kernels(reader), 20000);
 }
 
 TEST(StandInAgent, IncompleteRecordsAreDroppedAndCounted) {
   TempDir dir;
-  AppRun r = run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db")},
-                  {"incomplete", "50", "2"});
+  AppRun r =
+      run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db")}, {"incomplete", "50", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto traces = files(dir, ".db");
   ASSERT_EQ(traces.size(), 1u);
@@ -249,13 +256,14 @@ TEST(StandInAgent, IncompleteRecordsAreDroppedAndCounted) {
   for (const auto& k : rows) EXPECT_GT(k.end, k.start);
   auto capture = reader.captures().at(0);
   EXPECT_EQ(capture.dropped_records, 2);
-  EXPECT_NE(capture.note.value_or("").find("2 incomplete records dropped"), std::string::npos) << capture.note.value_or("");
+  EXPECT_NE(capture.note.value_or("").find("2 incomplete records dropped"), std::string::npos)
+      << capture.note.value_or("");
 }
 
 TEST(StandInAgent, AnotherSubscriberMeansRefusalAndItsTracingIsUntouched) {
   TempDir dir;
-  AppRun r = run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db")},
-                  {"other-subscriber", "30"});
+  AppRun r =
+      run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db")}, {"other-subscriber", "30"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.err.rfind("[fleetscope-agent] not tracing: another-cupti-subscriber: ", 0), 0u)
       << r.err;
@@ -269,9 +277,9 @@ TEST(StandInAgent, AnotherSubscriberMeansRefusalAndItsTracingIsUntouched) {
 
 TEST(StandInAgent, NvtxAndLaunchStayFastWhileTheWriterIsBusy) {
   TempDir dir;
-  AppRun r = run_app(dir,
-                  {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_ITERATIONS=1000000"},
-                  {"latency", "20000", "150000"});
+  AppRun r = run_app(
+      dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_ITERATIONS=1000000"},
+      {"latency", "20000", "150000"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // The bug this guards against blocked push/pop for 141 ms to 2.9 s behind the writer. The bound
   // is loose on purpose (a shared 2-core CI machine); bench/agent measures the real figures.
@@ -288,7 +296,8 @@ TEST(StandInAgent, NvtxAndLaunchStayFastWhileTheWriterIsBusy) {
 
 TEST(StandInAgent, OutputWithoutPidGetsThePidAndNeverOverwrites) {
   TempDir dir;
-  AppRun first = run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace.db")}, {"incomplete", "5", "0"});
+  AppRun first =
+      run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace.db")}, {"incomplete", "5", "0"});
   AppRun second =
       run_app(dir, {"FLEETSCOPE_OUTPUT=" + dir.file("trace.db")}, {"incomplete", "7", "0"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -317,6 +326,39 @@ TEST(StandInAgent, UnwritableOutputIsOneLineAndTheJobGoesOn) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_EQ(r.value("kinds"), 0);  // nothing left enabled
 }
+
+#ifdef FLEETSCOPE_CLI
+// `fleetscope run` end to end: the launcher injects the agent, the job is stopped by SIGTERM, the
+// launcher passes the status on and the partial trace is readable by `fleetscope info`.
+TEST(StandInAgent, FleetscopeRunKeepsTheTraceOfAJobStoppedBySigterm) {
+  TempDir dir;
+  std::string out = dir.file("run.db");
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.path().c_str()) != 0) _exit(126);
+    setenv("FLEETSCOPE_AGENT_PATH", kAgent.c_str(), 1);
+    setenv("FLEETSCOPE_CUPTI_PATH", kStandIn.c_str(), 1);
+    setenv("FLEETSCOPE_BUFFER_SIZE_KB", "64", 1);
+    freopen((dir.path() / "stdout").c_str(), "w", stdout);
+    freopen((dir.path() / "stderr").c_str(), "w", stderr);
+    execl(FLEETSCOPE_CLI, FLEETSCOPE_CLI, "run", "-o", out.c_str(), "--", kApp.c_str(), "env",
+          kStandIn.c_str(), "signal", "TERM", "2000", "40", nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string err = slurp(dir.path() / "stderr");
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << err;
+  ASSERT_TRUE(fs::exists(out)) << err;
+  EXPECT_EQ(integrity(out), "ok");
+  fleetscope::store::Reader reader(out);
+  EXPECT_EQ(kernels(reader), 2040);
+  EXPECT_EQ(reader.captures().at(0).note.value_or("").rfind("partial: ", 0), 0u);
+  std::string info = std::string(FLEETSCOPE_CLI) + " info '" + out + "' > /dev/null 2>&1";
+  EXPECT_EQ(std::system(info.c_str()), 0);
+}
+#endif
 
 TEST(StandInAgent, IdleAgentLoadsNoCupti) {
   TempDir dir;

@@ -3,7 +3,8 @@
 // libcupti through its normal loading path), then runs one scenario and prints what it saw as
 // `key=value` lines for the test to check.
 //
-// usage: fleetscope_stand_in_app AGENT.so|none STAND_IN_CUPTI.so SCENARIO [ARGS...]
+// usage: fleetscope_stand_in_app AGENT.so|env|none STAND_IN_CUPTI.so SCENARIO [ARGS...]
+//   (env: the agent CUDA_INJECTION64_PATH names, as under `fleetscope run`)
 //   windows N K            N FIFO windows of K kernels each, then one 2-iteration window
 //   signal SIG K1 K2 [own] K1 kernels committed, K2 more in flight, then raise SIG (TERM, INT)
 //                          or abort() (ABRT); `own`: the job installed its own handler first
@@ -80,6 +81,10 @@ void load_stand_in(const char* path) {
 // What the CUDA driver does with CUDA_INJECTION64_PATH.
 void inject(const char* agent) {
   if (std::strcmp(agent, "none") == 0) return;
+  if (std::strcmp(agent, "env") == 0) {  // as the driver does: CUDA_INJECTION64_PATH
+    agent = std::getenv("CUDA_INJECTION64_PATH");
+    if (!agent) return;
+  }
   void* handle = dlopen(agent, RTLD_NOW | RTLD_LOCAL);
   if (!handle) fail(std::string("dlopen agent: ") + dlerror());
   auto init = symbol<int (*)()>(handle, "InitializeInjection");
@@ -114,6 +119,8 @@ int64_t count_rows(const std::string& path, const char* table) {
 }
 
 std::string trace_path() {
+  if (const char* parts = std::getenv("FLEETSCOPE_PART_DIR"))  // under `fleetscope run`
+    return std::string(parts) + "/part-" + std::to_string(getpid()) + ".db";
   const char* out = std::getenv("FLEETSCOPE_OUTPUT");
   if (!out) fail("FLEETSCOPE_OUTPUT not set");
   std::string path = out;
@@ -178,11 +185,11 @@ int windows(int n, int k) {
     g.runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020);
     StandInState s = g.state();
     std::printf("window=%d finalize_calls=%lld subscribers=%d kinds=%d\n", w + 1,
-                static_cast<long long>(s.finalize_calls), s.subscribers,
-                s.activity_kinds_enabled);
+                static_cast<long long>(s.finalize_calls), s.subscribers, s.activity_kinds_enabled);
   }
   // A window of 2 iterations that starts at the next step.
-  for (const std::string& l : send("open iterations=2", "ok:")) std::printf("reply=%s\n", l.c_str());
+  for (const std::string& l : send("open iterations=2", "ok:"))
+    std::printf("reply=%s\n", l.c_str());
   size_t before = reply_lines().size();
   for (int step = 0; step < 4; ++step) {
     g.push("step");
@@ -253,8 +260,7 @@ int hold_scenario(int k) {
   StandInState s = g.state();
   g.hold(0);
   std::printf("records_dropped=%lld buffers_declined=%lld buffers_requested=%lld\n",
-              static_cast<long long>(s.records_dropped),
-              static_cast<long long>(s.buffers_declined),
+              static_cast<long long>(s.records_dropped), static_cast<long long>(s.buffers_declined),
               static_cast<long long>(s.buffers_requested));
   return 0;
 }
@@ -281,17 +287,17 @@ void CUPTIAPI other_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 void become_other_tool() {
   CUpti_SubscriberHandle subscriber = nullptr;
   symbol<decltype(&cuptiSubscribe)>(g.handle, "cuptiSubscribe")(&subscriber, other_callback,
-                                                                 nullptr);
+                                                                nullptr);
   symbol<decltype(&cuptiActivityRegisterCallbacks)>(g.handle, "cuptiActivityRegisterCallbacks")(
       other_request, other_complete);
-  symbol<decltype(&cuptiActivityEnable)>(g.handle, "cuptiActivityEnable")(
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  symbol<decltype(&cuptiActivityEnable)>(
+      g.handle, "cuptiActivityEnable")(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 }
 
 int other_subscriber(int k) {
   launch(k);
-  symbol<decltype(&cuptiActivityFlushAll)>(g.handle, "cuptiActivityFlushAll")(
-      CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  symbol<decltype(&cuptiActivityFlushAll)>(
+      g.handle, "cuptiActivityFlushAll")(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   StandInState s = g.state();
   std::printf("other_tool_kernels=%lld finalize_calls=%lld subscribers=%d kinds=%d\n",
               static_cast<long long>(g_other_kernels.load()),
@@ -306,7 +312,9 @@ struct Percentiles {
 };
 Percentiles percentiles(std::vector<double>& ns) {
   std::sort(ns.begin(), ns.end());
-  auto at = [&](double q) { return ns[static_cast<size_t>(q * static_cast<double>(ns.size() - 1))]; };
+  auto at = [&](double q) {
+    return ns[static_cast<size_t>(q * static_cast<double>(ns.size() - 1))];
+  };
   return {at(0.5), at(0.99), ns.back()};
 }
 

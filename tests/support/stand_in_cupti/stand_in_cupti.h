@@ -12,17 +12,17 @@
 extern "C" {
 
 struct StandInState {
-  int subscribers;                // 0 or 1
-  int activity_kinds_enabled;     // how many kinds are enabled now
-  int callbacks_registered;       // buffer callbacks registered (1) or not (0)
+  int subscribers;             // 0 or 1
+  int activity_kinds_enabled;  // how many kinds are enabled now
+  int callbacks_registered;    // buffer callbacks registered (1) or not (0)
   int64_t finalize_calls;
-  int64_t finalize_in_api_exit;   // of which from inside an API-exit callback
+  int64_t finalize_in_api_exit;  // of which from inside an API-exit callback
   int64_t buffers_requested;
-  int64_t buffers_declined;       // the client returned no buffer
-  int64_t buffers_completed;      // handed back to the client
-  int64_t records_written;        // into client buffers
-  int64_t records_dropped;        // lost for want of a buffer (all time)
-  int64_t kernels_delivered;      // kernel records in buffers handed back so far
+  int64_t buffers_declined;   // the client returned no buffer
+  int64_t buffers_completed;  // handed back to the client
+  int64_t records_written;    // into client buffers
+  int64_t records_dropped;    // lost for want of a buffer (all time)
+  int64_t kernels_delivered;  // kernel records in buffers handed back so far
 };
 
 // cudaLaunchKernel: runtime API callbacks, a RUNTIME record and a CONCURRENT_KERNEL record.

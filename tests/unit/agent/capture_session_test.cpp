@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 
 #include "fleetscope/agent/capture_session.h"
 #include "fleetscope/agent/fake_activity_source.h"
@@ -301,9 +302,10 @@ TEST_F(CaptureSessionTest, RuntimeFilterLeavesOutNoiseCallsAndCountsThem) {
   SqliteRecordSink sink(path("filter.db"));
   CaptureSession session(source, sink, options());  // default list (Kineto's)
   ASSERT_TRUE(session.open(1));
-  source.push(make_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1));
-  source.push(make_api(CUPTI_ACTIVITY_KIND_RUNTIME,
-                       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2));
+  source.push(
+      make_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1));
+  source.push(
+      make_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2));
   CaptureSummary summary = session.close(2);
   EXPECT_EQ(summary.stats.filtered, 1);
   EXPECT_EQ(summary.dropped_records, 0);
@@ -311,6 +313,38 @@ TEST_F(CaptureSessionTest, RuntimeFilterLeavesOutNoiseCallsAndCountsThem) {
   auto calls = reader.runtime_calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(reader.string(calls[0].nameId), "cudaLaunchKernel");
+}
+
+// A sink whose storage fails after some rows: those rows and every later one count as dropped.
+class FailingSink final : public RecordSink {
+ public:
+  int64_t begin(const WindowStart&) override { return 1; }
+  RowSink& rows() override { return rows_; }
+  void commit() override {
+    if (!rows_.kernels.empty()) throw std::runtime_error("disk full");
+  }
+  void end(const WindowEnd&) override { throw std::runtime_error("disk full"); }
+  void end_partial(const WindowEnd& end) override { last_note = end.capture.note.value_or(""); }
+  std::string destination() const override { return "failing.db"; }
+  int64_t rows_lost() const override { return static_cast<int64_t>(rows_.kernels.size()); }
+  VectorSink rows_;
+  std::string last_note;
+};
+
+TEST_F(CaptureSessionTest, RowsLostToAWriteErrorCountAsDropped) {
+  FakeActivitySource source;
+  FailingSink sink;
+  CaptureSession session(source, sink, options());
+  ASSERT_TRUE(session.open(1));
+  for (int i = 0; i < 5; ++i) source.push(make_kernel("k"));
+  session.pump();  // the commit fails: 5 rows lost
+  for (int i = 0; i < 3; ++i) source.push(make_kernel("k"));
+  CaptureSummary summary = session.close(2);
+  EXPECT_FALSE(summary.written);
+  EXPECT_EQ(summary.dropped_records, 8);
+  EXPECT_NE(summary.error.find("disk full"), std::string::npos) << summary.error;
+  EXPECT_NE(sink.last_note.find("8 records lost to a write error"), std::string::npos)
+      << sink.last_note;
 }
 
 TEST_F(CaptureSessionTest, UnwritableOutputFailsOpenCleanly) {

@@ -52,8 +52,8 @@ TEST(ControlCommand, OpenTakesLimitsAndStartAtNextStep) {
   auto steps = std::get<OpenCommand>(parse_control_command("  open iterations=3\r"));
   EXPECT_EQ(steps.request.iterations, 3);
   EXPECT_TRUE(steps.request.start_at_next_step);  // iterations count from a step boundary
-  EXPECT_TRUE(std::get<OpenCommand>(parse_control_command("open at-next-step"))
-                  .request.start_at_next_step);
+  EXPECT_TRUE(
+      std::get<OpenCommand>(parse_control_command("open at-next-step")).request.start_at_next_step);
   EXPECT_TRUE(std::holds_alternative<CloseCommand>(parse_control_command("close")));
   EXPECT_TRUE(std::holds_alternative<StatusCommand>(parse_control_command("status")));
 }
@@ -73,8 +73,7 @@ TEST(LineControl, RepliesAreOneLineAndRefusalsCarryTheReason) {
   EXPECT_EQ(LineControl::execute("status", controller), "ok: idle");
   EXPECT_EQ(LineControl::execute("open duration-ms=10", controller), "ok: window open");
   EXPECT_EQ(controller.requests.back().requester, "fifo");
-  EXPECT_EQ(LineControl::execute("open", controller),
-            "refused: " + refusal::window_already_open());
+  EXPECT_EQ(LineControl::execute("open", controller), "refused: " + refusal::window_already_open());
   EXPECT_EQ(LineControl::execute("status", controller), "ok: open");
   EXPECT_EQ(LineControl::execute("close", controller), "ok: window closed");
   EXPECT_EQ(LineControl::execute("close", controller), "refused: " + refusal::no_window_open());
@@ -111,8 +110,9 @@ TEST(EnvironmentControl, AsksForTheConfiguredWindowOnceAndLogsARefusal) {
   RecordingController busy;
   busy.open_window({});  // something else holds the window
   std::vector<std::string> log;
-  EnvironmentControl source(config_of({{"FLEETSCOPE_OUTPUT", "t.db"}, {"FLEETSCOPE_ITERATIONS", "4"}}),
-                            [&](const std::string& line) { log.push_back(line); });
+  EnvironmentControl source(
+      config_of({{"FLEETSCOPE_OUTPUT", "t.db"}, {"FLEETSCOPE_ITERATIONS", "4"}}),
+      [&](const std::string& line) { log.push_back(line); });
   source.start(busy);
   ASSERT_EQ(busy.requests.size(), 2u);
   EXPECT_EQ(busy.requests[1].iterations, 4);
@@ -129,7 +129,8 @@ TEST(EnvironmentControl, AsksForTheConfiguredWindowOnceAndLogsARefusal) {
 }
 
 TEST(WindowConfig, OutputNamesCarryThePidByDefault) {
-  EXPECT_EQ(config_of({{"FLEETSCOPE_OUTPUT", "/tmp/trace.db"}}).output_path(42), "/tmp/trace-42.db");
+  EXPECT_EQ(config_of({{"FLEETSCOPE_OUTPUT", "/tmp/trace.db"}}).output_path(42),
+            "/tmp/trace-42.db");
   EXPECT_EQ(config_of({{"FLEETSCOPE_OUTPUT", "/tmp/run.v2/trace"}}).output_path(42),
             "/tmp/run.v2/trace-42");
   EXPECT_EQ(config_of({{"FLEETSCOPE_OUTPUT", "/tmp/%p/t-%p.db"}}).output_path(7), "/tmp/7/t-7.db");
@@ -177,6 +178,10 @@ TEST(BufferPool, DeclinesPastTheCapAndCountsIt) {
   EXPECT_EQ(pool.outstanding(), 0u);
   EXPECT_EQ(pool.take_refused(), 2);
   EXPECT_EQ(pool.refused(), 0);
+  pool.trim();  // the spare buffers go back to the system; the pool still works
+  uint8_t* after = pool.acquire();
+  EXPECT_NE(after, nullptr);
+  pool.release(after);
 }
 
 TEST(BufferPool, KinetoDefaults) {

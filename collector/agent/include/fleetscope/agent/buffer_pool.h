@@ -2,10 +2,10 @@
 //
 // CUPTI asks for a buffer whenever it needs room for records (on whatever thread it is recording
 // on) and gives it back full; the agent's control thread reads it and returns it here. Past the cap
-// a request is declined (CUPTI then drops records and counts them, cuptiActivityGetNumDroppedRecords)
-// and the refusal is counted, so a writer that falls behind costs records, never unbounded memory.
-// Defaults follow Kineto (4 MiB buffers, 128 MB in all: CuptiActivityApi's kBufSize and
-// max GPU buffer size).
+// a request is declined (CUPTI then drops records and counts them,
+// cuptiActivityGetNumDroppedRecords) and the refusal is counted, so a writer that falls behind
+// costs records, never unbounded memory. Defaults follow Kineto (4 MiB buffers, 128 MB in all:
+// CuptiActivityApi's kBufSize and max GPU buffer size).
 //
 // Thread safety: acquire() and release() may be called from any thread; the lock is held only to
 // move a pointer in or out of the free list (no allocation or I/O under it).
@@ -32,6 +32,9 @@ class BufferPool {
   // A buffer of buffer_bytes() (8-byte aligned, as CUPTI requires), or nullptr past the cap.
   uint8_t* acquire();
   void release(uint8_t* buffer);
+  // Gives the buffers kept for reuse back to the system (after a window: an idle agent holds no
+  // buffer memory).
+  void trim();
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   size_t cap_bytes() const { return cap_bytes_; }

@@ -19,10 +19,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace fleetscope::agent {
+
+class RecordSink;  // record_sink.h
 
 // One request for a trace window. A window opens immediately, after `delay_ms`, or at the next
 // step boundary (an NVTX range named as a step, see step_names.h), and closes after `duration_ms`,
@@ -34,6 +37,9 @@ struct WindowRequest {
   int64_t iterations = 0;
   bool start_at_next_step = false;  // implied by iterations > 0
   std::string requester;            // for messages: "environment", "fifo", "daemon"
+  // Where this window's rows go; null: the process's standalone file (FLEETSCOPE_OUTPUT, ...).
+  // The daemon link passes its stream here.
+  std::shared_ptr<RecordSink> sink;
 };
 
 // The answer to a request. `reason` is one line, meant to be relayed to whoever asked (the daemon

@@ -6,11 +6,13 @@
 //   - the daemon stream (next issue): rows sent to fleetscoped, no SQLite inside the job.
 //
 // Adding a sink: implement RecordSink (collector/agent/src for the injection library; the core
-// library for sinks that tests use directly) and choose it where the agent builds the sink for a
-// window (agent.cpp, `make_sink`). Every call comes from the agent's control thread, never from an
-// application thread or a CUPTI callback, so a sink may do I/O and may block for a bounded time;
-// it never sees CUPTI. Errors are reported by throwing (fleetscope::Error or std::exception): the
-// agent ends the window, counts the rows as dropped and keeps the job running.
+// library for sinks that tests use directly) and pass it with the request
+// (WindowRequest::sink, control_source.h): the control source that asks for a window decides
+// where its rows go; without one the window writes the standalone file (Agent::sink(), agent.cpp).
+// Every call comes from the agent's control thread, never from an application thread or a CUPTI
+// callback, so a sink may do I/O and may block for a bounded time; it never sees CUPTI. Errors are
+// reported by throwing (fleetscope::Error or std::exception): the agent ends the window, counts the
+// rows as dropped and keeps the job running.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,9 @@ class RecordSink {
   virtual void end_partial(const WindowEnd& end) = 0;
   // Where the rows go, for messages and reports ("trace-1234.db").
   virtual std::string destination() const = 0;
+  // Rows given to rows() in this window that a failure kept from being stored (counted as
+  // dropped); asked after commit() or end() threw.
+  virtual int64_t rows_lost() const { return 0; }
 };
 
 // The note a capture carries while its window is open; end() replaces it.

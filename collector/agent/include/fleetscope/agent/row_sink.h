@@ -68,5 +68,4 @@ class WriterSink final : public RowSink {
   store::Writer& writer_;
 };
 
-
 }  // namespace fleetscope::agent

@@ -31,7 +31,8 @@ class SqliteRecordSink final : public RecordSink {
   void commit() override;
   void end(const WindowEnd& end) override;
   void end_partial(const WindowEnd& end) override;
-  std::string destination() const override { return path_; }
+  std::string destination() const override { return path_.empty() ? wanted_ : path_; }
+  int64_t rows_lost() const override;
 
  private:
   void create_file();
@@ -41,7 +42,9 @@ class SqliteRecordSink final : public RecordSink {
   std::string path_;  // final name once created
   std::optional<int64_t> host_id_;
   std::unique_ptr<store::Writer> writer_;
-  std::unique_ptr<WriterSink> rows_;
+  std::unique_ptr<WriterSink> writer_rows_;
+  std::unique_ptr<RowSink> rows_;
+  int64_t given_ = 0;  // rows handed to the writer in this window
 };
 
 // Moves `from` to `wanted`, or to "stem-2.ext", "stem-3.ext", ... if that name exists; never
