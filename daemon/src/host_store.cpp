@@ -27,6 +27,26 @@ constexpr const char* kOwnerTable =
     " uid INTEGER NOT NULL,"                    // uid of the traced processes
     " workflow_id INTEGER)";                    // workflow the window was opened for
 
+// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope first.
+class Transaction {
+ public:
+  explicit Transaction(store::Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!committed_) try {
+        db_.exec("ROLLBACK");
+      } catch (...) {
+      }
+  }
+  void commit() {
+    db_.exec("COMMIT");
+    committed_ = true;
+  }
+
+ private:
+  store::Database& db_;
+  bool committed_ = false;
+};
+
 rpc::Capture to_rpc(const store::Capture& c) {
   rpc::Capture out;
   out.id = c.id;
@@ -166,8 +186,8 @@ void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows)
   for (const auto& row : rows) ids.push_back(workflow_id(row.workflow, std::nullopt));
   writer_->flush();
   std::lock_guard lock(mutex_);
-  maintenance_->exec("BEGIN IMMEDIATE");
-  try {
+  Transaction transaction(*maintenance_);
+  {
     auto s = maintenance_->prepare(
         "INSERT INTO workflow_metrics(workflow_id, deviceId, window_start, window_end, metric, value) "
         "VALUES (?,?,?,?,?,?)");
@@ -176,11 +196,8 @@ void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows)
       s.bind(1, ids[i]).bind(2, static_cast<int64_t>(row.device)).bind(3, row.window_start_ns);
       s.bind(4, row.window_end_ns).bind(5, row.metric).bind(6, row.value).execute();
     }
-    maintenance_->exec("COMMIT");
-  } catch (...) {
-    maintenance_->exec("ROLLBACK");
-    throw;
   }
+  transaction.commit();
 }
 
 std::vector<WorkflowMetricRow> HostStore::workflow_metrics(const std::optional<std::string>& workflow,
@@ -268,14 +285,14 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
       "external_correlation", "iterations", "memory_events", "TARGET_INFO_GPU", "findings",
       "daemon_capture_owner"};
   auto drop_capture = [&](int64_t id) {
-    db.exec("BEGIN IMMEDIATE");
+    Transaction transaction(db);
     for (const char* table : kEventTables) {
       auto s = db.prepare(std::string("DELETE FROM ") + table + " WHERE captureId = ?");
       s.bind(1, id).execute();
     }
     auto s = db.prepare("DELETE FROM captures WHERE id = ?");
     s.bind(1, id).execute();
-    db.exec("COMMIT");
+    transaction.commit();
     ++result.captures_dropped;
   };
   auto oldest_capture = [&](std::optional<int64_t> ended_before) -> std::optional<int64_t> {
@@ -288,20 +305,22 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   // Metrics first: old samples become per-minute means (kept), then only the means survive.
   if (policy.downsample_after_ns > 0) {
     const int64_t cutoff = now_ns - policy.downsample_after_ns;
-    db.exec("BEGIN IMMEDIATE");
-    auto count = db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
-    count.bind(1, cutoff);
-    count.step();
-    result.samples_downsampled = count.column_int(0);
-    auto mean = db.prepare(
-        "CREATE TEMP TABLE downsampled AS SELECT (ts / ?1) * ?1 AS ts, host_id, deviceId, metric_id, avg(value) AS value "
-        "FROM device_samples WHERE captureId IS NULL AND ts < ?2 GROUP BY 1, 2, 3, 4");
-    mean.bind(1, policy.downsample_bucket_ns).bind(2, cutoff).execute();
-    auto drop = db.prepare("DELETE FROM device_samples WHERE captureId IS NULL AND ts < ?");
-    drop.bind(1, cutoff).execute();
-    db.exec("INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value) SELECT ts, host_id, deviceId, metric_id, value FROM downsampled");
+    Transaction transaction(db);
+    {  // statements finalized before the temporary table is dropped
+      auto count = db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
+      count.bind(1, cutoff);
+      count.step();
+      result.samples_downsampled = count.column_int(0);
+      auto mean = db.prepare(
+          "CREATE TEMP TABLE downsampled AS SELECT (ts / ?1) * ?1 AS ts, host_id, deviceId, metric_id, avg(value) AS value "
+          "FROM device_samples WHERE captureId IS NULL AND ts < ?2 GROUP BY 1, 2, 3, 4");
+      mean.bind(1, policy.downsample_bucket_ns).bind(2, cutoff).execute();
+      auto drop = db.prepare("DELETE FROM device_samples WHERE captureId IS NULL AND ts < ?");
+      drop.bind(1, cutoff).execute();
+      db.exec("INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value) SELECT ts, host_id, deviceId, metric_id, value FROM downsampled");
+    }
     db.exec("DROP TABLE downsampled");
-    db.exec("COMMIT");
+    transaction.commit();
   }
   if (policy.max_age_ns > 0) {
     const int64_t cutoff = now_ns - policy.max_age_ns;
