@@ -25,7 +25,6 @@ namespace fleetscope::daemon {
 
 using apache::thrift::TConfiguration;
 using apache::thrift::TConnectionInfo;
-using apache::thrift::protocol::TBinaryProtocolFactory;
 using apache::thrift::server::TServerEventHandler;
 using apache::thrift::server::TThreadedServer;
 using apache::thrift::transport::TFramedTransport;
@@ -216,7 +215,7 @@ ThriftServers::~ThriftServers() { stop(); }
 
 void ThriftServers::start() {
   auto config = agent_link::make_configuration(limits_);
-  auto protocol = std::make_shared<TBinaryProtocolFactory>();
+  auto protocol = agent_link::make_protocol_factory(limits_);
   auto transport = std::make_shared<LimitedFramedFactory>(config);
   auto add = [&](std::shared_ptr<TServerSocket> socket, std::shared_ptr<apache::thrift::TProcessorFactory> processor,
                  const std::string& what, const std::string& path, int receive_timeout_ms) {

@@ -2,7 +2,6 @@
 
 #include <sys/socket.h>
 
-#include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
 
@@ -10,7 +9,6 @@
 
 namespace fleetscope::agent_link {
 
-using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TSocket;
 
 class Connection {
@@ -22,7 +20,7 @@ class Connection {
     socket_->setSendTimeout(options.io_timeout_ms);
     socket_->setRecvTimeout(receive_timeout_ms);
     transport_ = std::make_shared<apache::thrift::transport::TFramedTransport>(socket_, config);
-    client_ = std::make_unique<rpc::FleetscopeAgentLinkClient>(std::make_shared<TBinaryProtocol>(transport_));
+    client_ = std::make_unique<rpc::FleetscopeAgentLinkClient>(make_protocol(transport_, options.limits));
     transport_->open();
   }
   ~Connection() {

@@ -1,6 +1,7 @@
 #include "fleetscope/agent_link/transport_limits.h"
 
 #include <thrift/TConfiguration.h>
+#include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
 
@@ -38,6 +39,17 @@ std::shared_ptr<TTransport> make_client_transport(const std::string& address,
     socket->setSendTimeout(timeout_ms);
   }
   return std::make_shared<TFramedTransport>(socket, config);
+}
+
+std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(std::shared_ptr<TTransport> transport,
+                                                                  const TransportLimits& limits) {
+  return std::make_shared<apache::thrift::protocol::TBinaryProtocol>(
+      transport, limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true, /*strict_write=*/true);
+}
+
+std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(const TransportLimits& limits) {
+  return std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>(
+      limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true, /*strict_write=*/true);
 }
 
 }  // namespace fleetscope::agent_link

@@ -235,6 +235,15 @@ TEST(DaemonProcess, OversizedAndMalformedFramesAreRefusedWithoutHarm) {
                        std::string("\x40\x00\x00\x00", 4);
     EXPECT_TRUE(daemon_hangs_up_after(socket, frame_header(static_cast<uint32_t>(body.size())) + body)) << socket;
   }
+  // No claimed size was allocated: the daemon's peak resident memory stays far below the 1 GiB
+  // and 1.8 GiB that the string cases claim.
+  std::ifstream proc_status("/proc/" + std::to_string(daemon.process->pid()) + "/status");
+  std::string line;
+  int64_t peak_kib = -1;
+  while (std::getline(proc_status, line))
+    if (line.rfind("VmHWM:", 0) == 0) peak_kib = std::stoll(line.substr(6));
+  ASSERT_GT(peak_kib, 0);
+  EXPECT_LT(peak_kib, 256 * 1024) << "peak RSS " << peak_kib << " KiB";
   // The daemon still serves.
   ApiClient api(daemon.api_socket);
   rpc::VersionInfo version;

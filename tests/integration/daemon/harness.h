@@ -118,7 +118,7 @@ class ApiClient {
   explicit ApiClient(const std::string& address, int timeout_ms = 10'000) {
     transport_ = agent_link::make_client_transport(address, agent_link::TransportLimits{}, timeout_ms);
     client_ = std::make_unique<rpc::FleetscopeHostClient>(
-        std::make_shared<apache::thrift::protocol::TBinaryProtocol>(transport_));
+        agent_link::make_protocol(transport_, agent_link::TransportLimits{}));
     transport_->open();
   }
   ~ApiClient() {

@@ -1,7 +1,9 @@
 // The framing and size limits of every fleetscope Thrift connection (CLI <-> daemon and agent <->
 // daemon), applied on both ends: Thrift's framed transport refuses a frame above max_frame_bytes
-// before allocating it, and its binary protocol refuses strings/containers that claim more bytes
-// than max_message_bytes (TConfiguration, Thrift >= 0.14).
+// before allocating it (TConfiguration, Thrift >= 0.14); its binary protocol checks containers
+// against the message size but allocates a string of whatever length the peer claims (0.17's
+// readStringBody resizes first), so the protocol also gets explicit string and container limits,
+// and reads strict (versioned) messages only.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,10 @@ class TConfiguration;
 }
 namespace apache::thrift::transport {
 class TTransport;
+}
+namespace apache::thrift::protocol {
+class TProtocol;
+class TProtocolFactory;
 }
 
 namespace fleetscope::agent_link {
@@ -31,5 +37,11 @@ std::shared_ptr<apache::thrift::TConfiguration> make_configuration(const Transpo
 // the limits above. Not opened yet. timeout_ms bounds connect/send/receive (0 = none).
 std::shared_ptr<apache::thrift::transport::TTransport> make_client_transport(
     const std::string& address, const TransportLimits& limits, int timeout_ms);
+
+// TBinaryProtocol over `transport` with the limits (client side).
+std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(
+    std::shared_ptr<apache::thrift::transport::TTransport> transport, const TransportLimits& limits);
+// The same for servers.
+std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(const TransportLimits& limits);
 
 }  // namespace fleetscope::agent_link
