@@ -1,5 +1,6 @@
 // The table of `fleetscope` subcommands. Each entry calls into the library that owns the logic.
 #include "fleetscope/cli/command.h"
+#include "fleetscope/cli/daemon_commands.h"
 #include "fleetscope/cli/store_commands.h"
 #include "fleetscope/analyzer/commands.h"
 #include "fleetscope/launcher/run_command.h"
@@ -23,6 +24,10 @@ const std::vector<Command>& commands() {
       {"export", "write a trace database (or one capture) as Chrome-trace JSON for Perfetto", exporter::run_export_command},
       {"share plan", "plan GPU consolidation: which jobs share which GPU memory lane", sharer::run_share_plan_command},
       {"sim", "simulate scheduling policies and GPU lanes on a job trace", sharer::run_sim_command},
+      {"status", "the host daemon: agents, GPUs, open trace windows", run_status_command},
+      {"jobs", "jobs running with the agent on this host, and their captures", run_jobs_command},
+      {"trace", "trace a running job on demand through the daemon (like dyno gputrace)", run_trace_command},
+      {"metrics", "always-on per-workflow GPU metrics from the daemon", run_metrics_command},
       // COMMANDS: one line per command; keep this marker.
   };
   return table;

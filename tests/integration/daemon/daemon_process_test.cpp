@@ -421,5 +421,52 @@ TEST(DaemonProcess, SighupReloadsTheConfigFile) {
   EXPECT_EQ(daemon.stop(), 0);
 }
 
+TEST(DaemonProcess, CliCommandsTalkToTheDaemon) {
+  DaemonUnderTest daemon;
+  daemon.start();
+  auto agent = start_agent(daemon.agent_socket, {"--kernels", "200"}, "cli-job");
+  ASSERT_TRUE(agent->wait_line("registered", 10s));
+  const std::string cli = FLEETSCOPE_CLI;
+  auto status = run_program({cli, "status", "--socket", daemon.api_socket, "--format", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  auto doc = status.output.substr(status.output.find('{'));
+  EXPECT_NE(doc.find("\"workflow\": \"cli-job\""), std::string::npos) << doc;
+  EXPECT_NE(doc.find("\"device_sampling\": true"), std::string::npos) << doc;
+  std::this_thread::sleep_for(300ms);  // a few sampling ticks
+  auto table = run_program({cli, "status", "--socket", daemon.api_socket});
+  EXPECT_NE(table.output.find("Stand-in GPU 0"), std::string::npos) << table.output;
+  auto jobs = run_program({cli, "jobs", "--socket", daemon.api_socket});
+  EXPECT_NE(jobs.output.find("cli-job"), std::string::npos) << jobs.output;
+
+  auto trace = run_program({cli, "trace", "--pid", std::to_string(agent->pid()), "--duration-ms", "100", "--socket",
+                            daemon.api_socket});
+  ASSERT_EQ(trace.exit_code, 0) << trace.output;
+  EXPECT_NE(trace.output.find("kernels:     200"), std::string::npos) << trace.output;
+  EXPECT_NE(trace.output.find("GPU busy:"), std::string::npos) << trace.output;
+  EXPECT_NE(trace.output.find("in " + daemon.database), std::string::npos) << trace.output;
+
+  auto by_workflow = run_program({cli, "trace", "--workflow", "cli-job", "--iterations", "2", "--socket",
+                                  daemon.api_socket, "--format", "json", "--no-wait"});
+  EXPECT_EQ(by_workflow.exit_code, 0) << by_workflow.output;
+  EXPECT_NE(by_workflow.output.find("\"capture_id\": 2"), std::string::npos) << by_workflow.output;
+
+  // (not this test's pid: the agent is its child, so tracing it would reach the agent)
+  auto missing = run_program({cli, "trace", "--pid", std::to_string(daemon.process->pid()), "--duration-ms", "10", "--socket",
+                              daemon.api_socket});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("error: no process with the fleetscope agent"), std::string::npos) << missing.output;
+  auto usage = run_program({cli, "trace", "--pid", "1", "--socket", daemon.api_socket});
+  EXPECT_EQ(usage.exit_code, 2) << usage.output;
+  auto metrics = run_program({cli, "metrics", "--socket", daemon.api_socket, "--since", "1h"});
+  EXPECT_EQ(metrics.exit_code, 0) << metrics.output;
+  auto bad_since = run_program({cli, "metrics", "--socket", daemon.api_socket, "--since", "soon"});
+  EXPECT_EQ(bad_since.exit_code, 2) << bad_since.output;
+  EXPECT_EQ(daemon.stop(), 0);
+  auto unreachable = run_program({cli, "status", "--socket", daemon.api_socket});
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_NE(unreachable.output.find("cannot reach fleetscoped at " + daemon.api_socket), std::string::npos)
+      << unreachable.output;
+}
+
 }  // namespace
 }  // namespace fleetscope::test_support

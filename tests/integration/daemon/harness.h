@@ -102,6 +102,21 @@ class Child {
   std::string buffer_;
 };
 
+struct ProgramResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a program to completion (at most `timeout`) and collects what it printed.
+inline ProgramResult run_program(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  Child child(argv);
+  ProgramResult result;
+  while (auto line = child.wait_line("", timeout)) result.output += *line + "\n";
+  if (auto status = child.wait_exit(timeout); status && WIFEXITED(*status)) result.exit_code = WEXITSTATUS(*status);
+  return result;
+}
+
 inline bool socket_accepts(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
