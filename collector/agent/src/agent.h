@@ -1,56 +1,105 @@
-// The in-process agent: reads its window from the environment, loads CUPTI only when a window is
-// configured, opens and closes the window and writes the capture. One per process.
+// The in-process agent: resident from InitializeInjection on, idle (no CUPTI loaded) until a
+// control source asks for a window; opens and closes any number of windows; writes them through
+// a record sink. One per process, never destroyed.
+//
+// Threads and locks. One control thread (started by InitializeInjection) owns every state change:
+// it loads CUPTI, subscribes, enables and disables activity, reads the activity buffers, writes
+// rows and requests the detach. Application threads and CUPTI's threads only post to it: NVTX step
+// boundaries go through a short queue lock (never held across a CUPTI call or I/O), full buffers
+// through the activity source's queue, signals and exit through atomics and an eventfd. CUPTI is
+// finalized from an API-exit callback on an application thread, as NVIDIA documents
+// (cupti_activity.h, cuptiFinalize) and Kineto does.
 #pragma once
 
-#include <condition_variable>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cupti_activity_source.h"
 #include "cupti_api.h"
+#include "fleetscope/agent/buffer_pool.h"
 #include "fleetscope/agent/capture_session.h"
+#include "fleetscope/agent/control_source.h"
+#include "fleetscope/agent/record_sink.h"
 #include "fleetscope/agent/trace_window.h"
 #include "fleetscope/agent/window_config.h"
 
 namespace fleetscope::agent {
 
-class Agent {
+class Agent final : public WindowController {
  public:
-  // Never destroyed: the process may exit from any thread while CUPTI still calls into us.
   static Agent& instance();
-  void attach();
-  void at_exit();
+  // InitializeInjection: reads the settings, starts the control sources and the control thread.
+  void start();
+
+  // WindowController: called by control sources (start(), then the control thread only).
+  WindowReply open_window(const WindowRequest& request) override;
+  WindowReply close_window() override;
+  WindowPhase phase() const override;
+
+  // From CUPTI callbacks on application threads.
   void on_nvtx_push(const char* message);
   void on_nvtx_pop();
+  void on_api_exit();
+  // From the signal handler (async-signal-safe) and from atexit.
+  void flush_for_signal(int signal_number);
+  void at_exit();
 
  private:
+  struct StepEvent {
+    bool begin;
+    int64_t ns;
+  };
   Agent() = default;
+  void wake();
   void control_loop();
-  void carry_out(WindowAction action, int64_t now, std::unique_lock<std::mutex>& lock);
-  void open_window(int64_t now);
-  void close_window(int64_t now, bool detach);
-  bool subscribe_nvtx();
+  void handle_wake();
+  void carry_out(WindowAction action, int64_t now);
+  bool attach_cupti(std::string& refusal);
+  void watch_steps(bool on);
+  void request_detach();
+  void open_session(int64_t now);
+  void end_session(int64_t now);
+  void report(const CaptureSummary& summary);
+  RecordSink& sink();
   int64_t now_ns() const;
   std::vector<store::GpuInfo> gpu_facts();
 
   WindowConfig config_;
+  std::vector<std::unique_ptr<ControlSource>> sources_;
   CuptiApi cupti_;
+  std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<CuptiActivitySource> source_;
+  std::unique_ptr<RecordSink> sink_;
   std::unique_ptr<CaptureSession> session_;
   std::unique_ptr<TraceWindow> window_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  bool close_requested_ = false;
-  bool attached_ = false;
-  bool finalized_ = false;
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::mutex facts_mutex_;
+  bool started_ = false;
+  bool exited_ = false;
   std::vector<store::GpuInfo> facts_;
+  std::string last_open_error_;
+
+  // Shared with application threads, CUPTI threads and signal handlers.
+  int wake_fd_ = -1, signal_ack_fd_ = -1, exit_ack_fd_ = -1;
+  pthread_t control_thread_{};
+  std::atomic<bool> thread_running_{false};
+  std::atomic<bool> session_open_{false};
+  std::atomic<bool> step_watch_{false};
+  std::atomic<bool> finalize_pending_{false};
+  std::atomic<bool> finalized_{false};
+  std::atomic<bool> buffers_ready_{false};
+  std::atomic<int> pending_signal_{0};
+  std::atomic<bool> signal_in_progress_{false};
+  std::atomic<bool> exit_requested_{false};
+  std::mutex steps_mutex_;  // held only to push or swap the queue
+  std::deque<StepEvent> steps_;
 };
 
 // One line on stderr, the first time only: the agent must not flood the job's output.

@@ -1,88 +1,134 @@
 #include "fleetscope/agent/capture_session.h"
 
+#include <csignal>
+#include <cstring>
 #include <exception>
-
-#include "fleetscope/agent/row_sink.h"
+#include <stdexcept>
 
 namespace fleetscope::agent {
+namespace {
 
-CaptureSession::CaptureSession(ActivitySource& source, SessionOptions options)
-    : source_(source), options_(std::move(options)) {}
+std::string signal_name(int signal_number) {
+  switch (signal_number) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "signal " + std::to_string(signal_number);
+  }
+}
+
+void append(std::string& note, const std::string& part) {
+  if (part.empty()) return;
+  note += (note.empty() ? "" : "; ") + part;
+}
+
+}  // namespace
+
+CaptureSession::CaptureSession(ActivitySource& source, RecordSink& sink, SessionOptions options)
+    : source_(source), sink_(sink), options_(std::move(options)) {}
 
 CaptureSession::~CaptureSession() {
   try {
     if (open_) source_.disable();
-    translator_.reset();
-    sink_.reset();
-    writer_.reset();
-    output_.reset();  // removes the temporary file when close() did not commit
   } catch (...) {
-    // Destruction runs at process exit inside someone else's program: never let anything out.
+    // Destruction may run at process exit inside someone else's program: never let anything out.
   }
 }
 
 bool CaptureSession::open(int64_t now_ns) {
   if (open_) return true;
-  try {
-    output_ = std::make_unique<store::AtomicOutput>(options_.output_path);
-    store::WriterOptions writer_options;
-    writer_options.writer_name = "fleetscope-agent";
-    writer_options.temporary_output = true;  // AtomicOutput syncs once at commit
-    writer_ = std::make_unique<store::Writer>(store::Database::create(output_->temp_path()),
-                                              writer_options);
-    capture_.kind = options_.kind;
-    capture_.source = "fleetscope-agent";
-    capture_.source_path = options_.command;
-    capture_.start_ns = now_ns;
-    capture_.id = writer_->add_capture(capture_);
-
-    store::Host host;
-    host.hostname = options_.hostname;
-    int64_t host_id = writer_->add_host(host);
-    process_.globalPid = store::global_pid(options_.pid);
-    process_.pid = options_.pid;
-    process_.host_id = host_id;
-    process_.command = options_.command;
-    process_.start_ns = now_ns;
-    writer_->upsert_process(process_);
-
-    sink_ = std::make_unique<WriterSink>(*writer_);
-    TranslationContext context;
-    context.captureId = capture_.id;
-    context.pid = options_.pid;
-    context.step_names = options_.step_names;
-    context.api_name = [this](store::ApiClass api, uint32_t cbid) {
-      return source_.api_name(api, cbid);
-    };
-    translator_ = std::make_unique<RecordTranslator>(context, *sink_);
-  } catch (const std::exception& e) {
-    error_ = std::string("cannot create ") + options_.output_path + ": " + e.what();
-    translator_.reset();
-    sink_.reset();
-    writer_.reset();
-    output_.reset();
-    return false;
-  }
+  // The source first: a window CUPTI cannot trace leaves nothing behind. Its records are handed
+  // over by drain()/flush(), on this thread, so none arrives before the translator exists.
   if (!source_.enable([this](const CUpti_Activity& record) { on_record(record); })) {
     error_ = "cannot start activity tracing: " + source_.last_error();
-    translator_.reset();
-    sink_.reset();
-    writer_.reset();
-    output_.reset();
     return false;
   }
+  WindowStart start;
+  start.capture.kind = options_.kind;
+  start.capture.source = "fleetscope-agent";
+  start.capture.source_path = options_.command;
+  start.capture.start_ns = now_ns;
+  start.capture.note = kPartialNote;
+  start.host.hostname = options_.hostname;
+  start.process.globalPid = store::global_pid(options_.pid);
+  start.process.pid = options_.pid;
+  start.process.command = options_.command;
+  start.process.start_ns = now_ns;
+  try {
+    capture_ = start.capture;
+    capture_.id = sink_.begin(start);
+    process_ = start.process;
+  } catch (const std::exception& e) {
+    error_ = "cannot create " + sink_.destination() + ": " + e.what();
+    source_.disable();
+    return false;
+  }
+  TranslationContext context;
+  context.captureId = capture_.id;
+  context.pid = options_.pid;
+  context.step_names = options_.step_names;
+  context.runtime_filter = options_.runtime_filter;
+  context.api_name = [this](store::ApiClass api, uint32_t cbid) {
+    return source_.api_name(api, cbid);
+  };
+  translator_ = std::make_unique<RecordTranslator>(context, sink_.rows());
   open_ = true;
   return true;
 }
 
 void CaptureSession::on_record(const CUpti_Activity& record) {
-  std::lock_guard lock(record_mutex_);
-  if (translator_) translator_->translate(record);
+  if (!translator_) return;  // a buffer that came back before the window registered: not ours
+  if (sink_failed_) {
+    ++rows_lost_;
+    return;
+  }
+  try {
+    translator_->translate(record);
+  } catch (const std::exception& e) {
+    fail_sink(e);
+    ++rows_lost_;
+  }
+}
+
+void CaptureSession::fail_sink(const std::exception& e) {
+  if (sink_failed_) return;
+  sink_failed_ = true;
+  error_ = "cannot write " + sink_.destination() + ": " + e.what();
+}
+
+void CaptureSession::pump() {
+  if (!open_) return;
+  source_.drain();
+  if (sink_failed_) return;
+  try {
+    sink_.commit();
+  } catch (const std::exception& e) {
+    fail_sink(e);
+  }
 }
 
 CaptureSummary CaptureSession::close(int64_t now_ns) {
+  return finish(now_ns, true, {});
+}
+
+CaptureSummary CaptureSession::close_on_signal(int64_t now_ns, int signal_number) {
+  return finish(now_ns, false,
+                "partial: the process received " + signal_name(signal_number) +
+                    " while this window was open; rows flushed until then are present");
+}
+
+CaptureSummary CaptureSession::finish(int64_t now_ns, bool normal, const std::string& partial_why) {
   CaptureSummary summary;
-  summary.path = options_.output_path;
+  summary.path = sink_.destination();
+  summary.capture_id = capture_.id;
   if (!open_) {
     summary.error = error_.empty() ? "the window never opened" : error_;
     return summary;
@@ -90,44 +136,62 @@ CaptureSummary CaptureSession::close(int64_t now_ns) {
   open_ = false;
   try {
     source_.flush();
-    source_.disable();
-    std::lock_guard lock(record_mutex_);
-    translator_->finish();
-    summary.stats = translator_->stats();
-    summary.dropped_records = source_.dropped_records();
-    summary.collector_overhead_ns = summary.stats.overhead_ns + source_.handling_ns();
+  } catch (...) {
+  }
+  source_.disable();
+  translator_->finish();
+  summary.stats = translator_->stats();
+  summary.dropped_records = source_.dropped_records() + summary.stats.incomplete + rows_lost_;
+  summary.collector_overhead_ns = summary.stats.overhead_ns + source_.handling_ns();
 
-    capture_.end_ns = now_ns;
-    capture_.dropped_records = summary.dropped_records;
-    capture_.collector_overhead_ns = summary.collector_overhead_ns;
-    bool gpu_work = summary.stats.kernels + summary.stats.memcpys + summary.stats.memsets > 0;
-    if (gpu_work)
-      capture_.gpu_vendor = "nvidia";
-    else
-      capture_.note = "no GPU activity in this trace";
-    writer_->update_capture(capture_);
+  std::string note = normal ? std::string() : partial_why;
+  bool gpu_work = summary.stats.kernels + summary.stats.memcpys + summary.stats.memsets > 0;
+  if (!gpu_work) append(note, "no GPU activity in this trace");
+  if (source_.dropped_records() > 0)
+    append(note, std::to_string(source_.dropped_records()) + " records dropped by CUPTI (" +
+                     (source_.drop_reasons().empty() ? std::string("buffers full")
+                                                     : source_.drop_reasons()) +
+                     ")");
+  if (summary.stats.incomplete > 0)
+    append(note, std::to_string(summary.stats.incomplete) +
+                     " incomplete records dropped (start or end not recorded; still running at "
+                     "the flush)");
+  if (rows_lost_ > 0)
+    append(note, std::to_string(rows_lost_) + " records lost to a write error: " + error_);
 
-    if (options_.gpu_facts) {
-      for (store::GpuInfo gpu : options_.gpu_facts()) {
-        gpu.captureId = capture_.id;
-        writer_->add_gpu(gpu);
+  capture_.end_ns = now_ns;
+  capture_.dropped_records = summary.dropped_records;
+  capture_.collector_overhead_ns = summary.collector_overhead_ns;
+  if (gpu_work) capture_.gpu_vendor = "nvidia";
+  capture_.note = note.empty() ? std::nullopt : std::optional<std::string>(note);
+  summary.note = note;
+  process_.end_ns = now_ns;
+  WindowEnd end;
+  end.capture = capture_;
+  end.process = process_;
+  translator_.reset();
+  try {
+    if (sink_failed_) throw std::runtime_error(error_);
+    if (normal) {
+      if (options_.gpu_facts) {
+        for (store::GpuInfo gpu : options_.gpu_facts()) {
+          gpu.captureId = capture_.id;
+          end.gpus.push_back(gpu);
+        }
       }
+      sink_.end(end);
+    } else {
+      sink_.end_partial(end);
     }
-    process_.end_ns = now_ns;
-    writer_->upsert_process(process_);
-
-    translator_.reset();
-    sink_.reset();
-    writer_->finish();
-    writer_.reset();  // closes the connection so the WAL is folded into the file before rename
-    output_->commit();
     summary.written = true;
+    summary.complete = normal;
   } catch (const std::exception& e) {
-    summary.error = std::string("cannot write ") + options_.output_path + ": " + e.what();
-    translator_.reset();
-    sink_.reset();
-    writer_.reset();
-    output_.reset();
+    summary.error = sink_failed_ ? error_ : "cannot write " + sink_.destination() + ": " + e.what();
+    try {
+      end.capture.note = "partial: " + summary.error;
+      sink_.end_partial(end);
+    } catch (...) {
+    }
   }
   return summary;
 }

@@ -1,6 +1,7 @@
 #include "cupti_activity_source.h"
 
 #include "fleetscope/agent/record_translator.h"
+#include "process_state.h"
 
 #include <cupti_driver_cbid.h>
 
@@ -13,10 +14,6 @@ namespace {
 
 // CUPTI's buffer callbacks are plain C functions; one source is live per process.
 std::atomic<CuptiActivitySource*> g_source{nullptr};
-std::atomic<size_t> g_buffer_bytes{8u << 20};
-
-// CUPTI requires 8-byte aligned activity buffers.
-constexpr size_t kAlign = 8;
 
 // Driver calls worth a record: launches, copies, syncs and allocations (the design's "filtered
 // cbids"); enabling the whole DRIVER kind would duplicate every runtime call underneath.
@@ -58,8 +55,9 @@ constexpr KindSpec kKinds[] = {
 
 }  // namespace
 
-CuptiActivitySource::CuptiActivitySource(CuptiApi& api, size_t buffer_bytes)
-    : api_(api), buffer_bytes_(buffer_bytes) {}
+CuptiActivitySource::CuptiActivitySource(CuptiApi& api, BufferPool& pool,
+                                         std::function<void()> on_ready)
+    : api_(api), pool_(pool), on_ready_(std::move(on_ready)) {}
 
 CuptiActivitySource::~CuptiActivitySource() {
   CuptiActivitySource* self = this;
@@ -68,53 +66,76 @@ CuptiActivitySource::~CuptiActivitySource() {
 
 void CUPTIAPI CuptiActivitySource::buffer_requested(uint8_t** buffer, size_t* size,
                                                     size_t* max_records) {
-  size_t bytes = g_buffer_bytes.load();
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, bytes));
-  *size = *buffer ? bytes : 0;
+  *buffer = nullptr;
+  *size = 0;
   *max_records = 0;  // as many as fit
+  CuptiActivitySource* source = g_source.load();
+  if (!source || g_forked_child.load()) return;
+  // Past the cap the request is declined: CUPTI drops the records and counts them.
+  *buffer = source->pool_.acquire();
+  if (*buffer) *size = source->pool_.buffer_bytes();
 }
 
-void CUPTIAPI CuptiActivitySource::buffer_completed(CUcontext context, uint32_t stream_id,
+void CUPTIAPI CuptiActivitySource::buffer_completed(CUcontext /*context*/, uint32_t /*stream_id*/,
                                                     uint8_t* buffer, size_t /*size*/,
                                                     size_t valid_size) {
+  if (!buffer || g_forked_child.load()) return;
   CuptiActivitySource* source = g_source.load();
-  if (source && buffer) source->deliver(context, stream_id, buffer, valid_size);
-  std::free(buffer);
+  if (source) source->queue(buffer, valid_size);
 }
 
-void CuptiActivitySource::deliver(CUcontext context, uint32_t stream_id, uint8_t* buffer,
-                                  size_t valid_size) {
-  auto begin = std::chrono::steady_clock::now();
+void CuptiActivitySource::queue(uint8_t* buffer, size_t valid_size) {
   {
-    std::lock_guard lock(deliver_mutex_);
+    std::lock_guard lock(queue_mutex_);
+    completed_.push_back({buffer, valid_size});
+  }
+  if (on_ready_) on_ready_();
+}
+
+void CuptiActivitySource::drain() {
+  auto begin = std::chrono::steady_clock::now();
+  for (;;) {
+    Completed next{};
+    {
+      std::lock_guard lock(queue_mutex_);
+      if (completed_.empty()) break;
+      next = completed_.front();
+      completed_.pop_front();
+    }
     CUpti_Activity* record = nullptr;
-    while (valid_size > 0 &&
-           api_.activityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
-      if (on_record_) {
-        try {
-          on_record_(*record);
-        } catch (...) {
-          // A record we cannot store is a dropped record, never an exception in CUPTI's thread.
-          dropped_.fetch_add(1);
-        }
+    while (on_record_ && next.valid_size > 0 &&
+           api_.activityGetNextRecord(next.buffer, next.valid_size, &record) == CUPTI_SUCCESS) {
+      try {
+        on_record_(*record);
+      } catch (...) {
+        ++dropped_;  // a record we cannot store is a dropped record
       }
     }
-    size_t dropped = 0;
-    if (api_.activityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS)
-      dropped_.fetch_add(static_cast<int64_t>(dropped));
+    pool_.release(next.buffer);
   }
-  handling_ns_.fetch_add(
+  size_t dropped = 0;
+  if (enabled_ && api_.activityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS)
+    dropped_ += static_cast<int64_t>(dropped);
+  handling_ns_ +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin)
-          .count());
+          .count();
+}
+
+std::string CuptiActivitySource::drop_reasons() const {
+  int64_t refused = pool_.refused() - refused_at_enable_;
+  if (refused <= 0) return {};
+  return std::to_string(refused) + " buffer requests declined: the activity buffer pool was full (" +
+         std::to_string(pool_.cap_bytes() >> 20) + " MiB cap, FLEETSCOPE_BUFFER_POOL_MB)";
 }
 
 bool CuptiActivitySource::enable(RecordCallback on_record) {
-  {
-    std::lock_guard lock(deliver_mutex_);
-    on_record_ = std::move(on_record);
-  }
+  on_record_ = nullptr;
+  drain();  // buffers that came back after the last window closed: released unread
+  on_record_ = std::move(on_record);
+  dropped_ = 0;
+  handling_ns_ = 0;
+  refused_at_enable_ = pool_.refused();
   g_source.store(this);
-  g_buffer_bytes.store(buffer_bytes_);
   CUptiResult result = api_.activityRegisterCallbacks(buffer_requested, buffer_completed);
   if (result != CUPTI_SUCCESS) {
     error_ = "cuptiActivityRegisterCallbacks: " + api_.result_text(result);
@@ -136,20 +157,24 @@ bool CuptiActivitySource::enable(RecordCallback on_record) {
     unavailable_ += std::string(unavailable_.empty() ? "" : ",") + spec.name;
   }
   for (CUpti_CallbackId cbid : kDriverCbids) api_.activityEnableDriverApi(cbid, 1);
-  enabled_.store(true);
+  enabled_ = true;
   return true;
 }
 
 void CuptiActivitySource::flush() {
-  if (enabled_.load()) api_.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (enabled_) api_.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  drain();
 }
 
 void CuptiActivitySource::disable() {
   for (CUpti_ActivityKind kind : enabled_kinds_) api_.activityDisable(kind);
   for (CUpti_CallbackId cbid : kDriverCbids) api_.activityEnableDriverApi(cbid, 0);
   enabled_kinds_.clear();
-  if (enabled_.exchange(false)) api_.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  std::lock_guard lock(deliver_mutex_);
+  if (enabled_) {
+    api_.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // gets every buffer back
+    drain();
+  }
+  enabled_ = false;
   on_record_ = nullptr;
 }
 

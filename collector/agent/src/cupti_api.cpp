@@ -1,6 +1,9 @@
 #include "cupti_api.h"
 
 #include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
 
 #include <vector>
 
@@ -17,6 +20,23 @@ std::string beside_this_library(const char* file) {
   return slash == std::string::npos ? std::string(file) : self.substr(0, slash + 1) + file;
 }
 
+// The path of a libcupti already mapped into the process, or "".
+std::string already_loaded_cupti() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        const char* name = info->dlpi_name;
+        if (!name || !*name) return 0;
+        const char* base = std::strrchr(name, '/');
+        base = base ? base + 1 : name;
+        if (std::strncmp(base, "libcupti.so", 11) != 0) return 0;
+        *static_cast<std::string*>(data) = name;
+        return 1;
+      },
+      &found);
+  return found;
+}
+
 }  // namespace
 
 std::string CuptiApi::load(const std::string& explicit_path) {
@@ -24,6 +44,7 @@ std::string CuptiApi::load(const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     candidates.push_back(explicit_path);  // named by the user: that one or none
   } else {
+    if (std::string loaded = already_loaded_cupti(); !loaded.empty()) candidates.push_back(loaded);
     if (std::string beside = beside_this_library("libcupti.so.13"); !beside.empty())
       candidates.push_back(beside);
 #ifdef FLEETSCOPE_CUPTI_DEFAULT_PATH
@@ -63,15 +84,22 @@ std::string CuptiApi::load(const std::string& explicit_path) {
   resolve(subscribe, "cuptiSubscribe");
   resolve(unsubscribe, "cuptiUnsubscribe");
   resolve(enableCallback, "cuptiEnableCallback");
+  resolve(enableDomain, "cuptiEnableDomain");
   resolve(finalize, "cuptiFinalize");
   resolve(getVersion, "cuptiGetVersion");
-  if (!missing.empty()) return path + " lacks " + missing;
+  if (!missing.empty()) {
+    dlclose(handle);
+    handle = nullptr;
+    return path + " lacks " + missing;
+  }
   // Activity records have the layout of the library that fills them; the translation is compiled
   // for this toolkit's major version (CUpti_ActivityKernel10, ...), so another major is refused.
   uint32_t version = 0;
-  if (getVersion(&version) != CUPTI_SUCCESS || version / 10000 != CUPTI_API_VERSION / 10000)
+  if (getVersion(&version) != CUPTI_SUCCESS || version / 10000 != CUPTI_API_VERSION / 10000) {
+    handle = nullptr;  // the process keeps its own reference if it loaded this one itself
     return path + " has CUPTI API version " + std::to_string(version) + ", the agent needs " +
            std::to_string(CUPTI_API_VERSION / 10000) + ".x";
+  }
   return {};
 }
 

@@ -26,11 +26,14 @@ struct CuptiApi {
   decltype(&cuptiSubscribe) subscribe = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiEnableCallback) enableCallback = nullptr;
+  decltype(&cuptiEnableDomain) enableDomain = nullptr;
   decltype(&cuptiFinalize) finalize = nullptr;
   decltype(&cuptiGetVersion) getVersion = nullptr;
 
-  // Loads libcupti (explicit path first, then the toolkit's, then the loader's search). Returns an
-  // empty string on success, otherwise what went wrong.
+  // Loads libcupti: the explicit path if given; else a libcupti the process already loaded (e.g.
+  // PyTorch's), so that the agent and any other CUPTI user in the process share one CUPTI and its
+  // one-subscriber rule; else the copy beside the agent, the toolkit's, the loader's search.
+  // Returns an empty string on success, otherwise what went wrong.
   std::string load(const std::string& explicit_path);
   std::string result_text(CUptiResult result) const;
 };

@@ -46,6 +46,27 @@ std::string RecordTranslator::plain_api_name(std::string name) {
   return name;
 }
 
+// Whether the runtime filter drops a callback id; decided once per id (the name lookup is not
+// free).
+bool RecordTranslator::filtered(uint32_t cbid) {
+  if (context_.runtime_filter.empty()) return false;
+  auto [it, inserted] = filter_decisions_.try_emplace(cbid, false);
+  if (inserted) {
+    std::string name =
+        context_.api_name ? context_.api_name(store::ApiClass::runtime, cbid) : std::string();
+    if (name.empty()) name = RuntimeFilter::known_name(cbid);
+    it->second = context_.runtime_filter.drops(plain_api_name(name));
+  }
+  return it->second;
+}
+
+// A timed record is complete when CUPTI filled in both timestamps in order.
+bool RecordTranslator::complete(uint64_t start, uint64_t end) {
+  if (start != 0 && end != 0 && end >= start) return true;
+  ++stats_.incomplete;
+  return false;
+}
+
 void RecordTranslator::translate(const CUpti_Activity& record) {
   ++stats_.records;
   switch (record.kind) {
@@ -99,6 +120,7 @@ void RecordTranslator::span(uint64_t start, uint64_t end) {
 }
 
 void RecordTranslator::kernel(const CUpti_ActivityKernel10& r) {
+  if (!complete(r.start, r.end)) return;
   ++stats_.kernels;
   context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
   span(r.start, r.end);
@@ -126,10 +148,11 @@ void RecordTranslator::kernel(const CUpti_ActivityKernel10& r) {
   k.graphNodeId = nonzero(r.graphNodeId);
   k.launchType = r.launchType;
   k.captureId = context_.captureId;
-  sink_.add(std::move(k));
+  emit(std::move(k));
 }
 
 void RecordTranslator::memcpy(const CUpti_ActivityMemcpy6& r) {
+  if (!complete(r.start, r.end)) return;
   ++stats_.memcpys;
   context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
   span(r.start, r.end);
@@ -147,10 +170,11 @@ void RecordTranslator::memcpy(const CUpti_ActivityMemcpy6& r) {
   m.dstKind = r.dstKind;
   m.graphNodeId = nonzero(r.graphNodeId);
   m.captureId = context_.captureId;
-  sink_.add(std::move(m));
+  emit(std::move(m));
 }
 
 void RecordTranslator::peer_memcpy(const CUpti_ActivityMemcpyPtoP4& r) {
+  if (!complete(r.start, r.end)) return;
   ++stats_.memcpys;
   span(r.start, r.end);
   store::Memcpy m;
@@ -169,10 +193,11 @@ void RecordTranslator::peer_memcpy(const CUpti_ActivityMemcpyPtoP4& r) {
   m.dstDeviceId = static_cast<int32_t>(r.dstDeviceId);
   m.graphNodeId = nonzero(r.graphNodeId);
   m.captureId = context_.captureId;
-  sink_.add(std::move(m));
+  emit(std::move(m));
 }
 
 void RecordTranslator::memset(const CUpti_ActivityMemset4& r) {
+  if (!complete(r.start, r.end)) return;
   ++stats_.memsets;
   context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
   span(r.start, r.end);
@@ -189,10 +214,15 @@ void RecordTranslator::memset(const CUpti_ActivityMemset4& r) {
   m.memKind = r.memoryKind;
   m.graphNodeId = nonzero(r.graphNodeId);
   m.captureId = context_.captureId;
-  sink_.add(std::move(m));
+  emit(std::move(m));
 }
 
 void RecordTranslator::api(const CUpti_ActivityAPI& r, store::ApiClass api_class) {
+  if (api_class == store::ApiClass::runtime && filtered(r.cbid)) {
+    ++stats_.filtered;
+    return;
+  }
+  if (!complete(r.start, r.end)) return;
   ++stats_.api_calls;
   span(r.start, r.end);
   store::RuntimeCall c;
@@ -206,10 +236,11 @@ void RecordTranslator::api(const CUpti_ActivityAPI& r, store::ApiClass api_class
   c.returnValue = static_cast<int32_t>(r.returnValue);
   c.cbid = static_cast<int32_t>(r.cbid);
   c.captureId = context_.captureId;
-  sink_.add(std::move(c));
+  emit(std::move(c));
 }
 
 void RecordTranslator::sync(const CUpti_ActivitySynchronization2& r) {
+  if (!complete(r.start, r.end)) return;
   ++stats_.syncs;
   span(r.start, r.end);
   store::Sync s;
@@ -224,7 +255,7 @@ void RecordTranslator::sync(const CUpti_ActivitySynchronization2& r) {
   s.syncType = static_cast<int32_t>(r.type);
   if (auto event = valid_u32(r.cudaEventId)) s.eventId = *event;
   s.captureId = context_.captureId;
-  sink_.add(std::move(s));
+  emit(std::move(s));
 }
 
 int32_t RecordTranslator::domain_id(const char* domain) {
@@ -246,7 +277,7 @@ void RecordTranslator::marker(const CUpti_ActivityMarker2& r) {
     e.domainId = domain_id(r.domain);
     e.globalTid = tid;
     e.captureId = context_.captureId;
-    sink_.add(std::move(e));
+    emit(std::move(e));
     return;
   }
   if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
@@ -274,7 +305,7 @@ void RecordTranslator::marker(const CUpti_ActivityMarker2& r) {
     e.globalTid = open.globalTid;
     e.captureId = context_.captureId;
     step(e.text, e.start, *e.end);
-    sink_.add(std::move(e));
+    emit(std::move(e));
   }
 }
 
@@ -288,7 +319,7 @@ void RecordTranslator::step(const std::string& name, int64_t start, int64_t end)
   it.start = start;
   it.end = end;
   it.source = match->numbered_prefix ? "ProfilerStep" : "nvtx";
-  sink_.add(std::move(it));
+  emit(std::move(it));
 }
 
 void RecordTranslator::memory(const CUpti_ActivityMemory4& r) {
@@ -303,12 +334,12 @@ void RecordTranslator::memory(const CUpti_ActivityMemory4& r) {
   m.address = static_cast<int64_t>(r.address);
   int64_t bytes = static_cast<int64_t>(r.bytes);
   m.bytes = r.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE ? -bytes : bytes;
-  sink_.add(std::move(m));
+  emit(std::move(m));
 }
 
 void RecordTranslator::external(const CUpti_ActivityExternalCorrelation& r) {
   ++stats_.external_correlations;
-  sink_.add(ExternalCorrelation{context_.captureId, r.correlationId,
+  emit(ExternalCorrelation{context_.captureId, r.correlationId,
                                 static_cast<int32_t>(r.externalKind),
                                 static_cast<int64_t>(r.externalId)});
 }
@@ -320,6 +351,12 @@ void RecordTranslator::overhead(const CUpti_ActivityOverhead3& r) {
 
 void RecordTranslator::context(const CUpti_ActivityContext3& r) {
   context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
+}
+
+template <class Row>
+void RecordTranslator::emit(Row&& row) {
+  ++stats_.stored;
+  sink_.add(std::forward<Row>(row));
 }
 
 void RecordTranslator::finish() {

@@ -17,13 +17,13 @@ WindowAction TraceWindow::start(int64_t now_ns) {
   if (started_) return WindowAction::none;
   started_ = true;
   start_ns_ = now_ns;
-  if (iterations_ == 0 && delay_ns_ == 0) return open(now_ns);
+  if (!at_next_step_ && delay_ns_ == 0) return open(now_ns);
   return WindowAction::none;
 }
 
 WindowAction TraceWindow::on_time(int64_t now_ns) {
   if (!started_) return WindowAction::none;
-  if (state_ == WindowState::waiting && iterations_ == 0 && now_ns >= start_ns_ + delay_ns_)
+  if (state_ == WindowState::waiting && !at_next_step_ && now_ns >= start_ns_ + delay_ns_)
     return open(now_ns);
   if (state_ == WindowState::open && duration_ns_ > 0 && now_ns >= open_ns_ + duration_ns_)
     return close();
@@ -31,16 +31,25 @@ WindowAction TraceWindow::on_time(int64_t now_ns) {
 }
 
 WindowAction TraceWindow::on_step_begin(int64_t now_ns) {
-  if (!started_ || iterations_ == 0) return WindowAction::none;
+  if (!started_ || !at_next_step_) return WindowAction::none;
+  step_begin_ns_ = now_ns;
   if (state_ == WindowState::waiting && now_ns >= start_ns_ + delay_ns_) return open(now_ns);
   return WindowAction::none;
 }
 
 WindowAction TraceWindow::on_step_end(int64_t now_ns) {
   if (iterations_ == 0 || state_ != WindowState::open) return WindowAction::none;
-  // A step that began before the window opened does not count (its start was not traced).
-  if (now_ns <= open_ns_) return WindowAction::none;
+  // Only steps that began after the window opened count: the step whose beginning opens the
+  // window is traced from a little after its start (the agent's control thread enables CUPTI
+  // once it hears of the step), so it is not a whole iteration.
+  if (now_ns <= open_ns_ || step_begin_ns_ <= open_ns_) return WindowAction::none;
   if (++steps_done_ >= iterations_) return close();
+  return WindowAction::none;
+}
+
+WindowAction TraceWindow::cancel() {
+  if (state_ == WindowState::open) return close();
+  state_ = WindowState::closed;
   return WindowAction::none;
 }
 
@@ -52,7 +61,7 @@ WindowAction TraceWindow::on_exit() {
 
 std::optional<int64_t> TraceWindow::next_deadline() const {
   if (!started_) return std::nullopt;
-  if (state_ == WindowState::waiting && iterations_ == 0) return start_ns_ + delay_ns_;
+  if (state_ == WindowState::waiting && !at_next_step_) return start_ns_ + delay_ns_;
   if (state_ == WindowState::open && duration_ns_ > 0) return open_ns_ + duration_ns_;
   return std::nullopt;
 }

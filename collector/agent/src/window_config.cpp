@@ -37,6 +37,15 @@ WindowConfig WindowConfig::from_env(const EnvLookup& getenv) {
   read_int(getenv, "FLEETSCOPE_DURATION_MS", config.duration_ms, config.problems);
   read_int(getenv, "FLEETSCOPE_ITERATIONS", config.iterations, config.problems);
   read_int(getenv, "FLEETSCOPE_BUFFER_SIZE_KB", config.buffer_size_kb, config.problems);
+  read_int(getenv, "FLEETSCOPE_BUFFER_POOL_MB", config.buffer_pool_mb, config.problems);
+  read_int(getenv, "FLEETSCOPE_SIGNAL_FLUSH_MS", config.signal_flush_ms, config.problems);
+  if (const char* filter = getenv("FLEETSCOPE_RUNTIME_FILTER")) config.runtime_filter = filter;
+  config.control_fifo = read_text(getenv, "FLEETSCOPE_CONTROL_FIFO");
+  config.control_reply = read_text(getenv, "FLEETSCOPE_CONTROL_REPLY");
+  if (config.buffer_pool_mb < 1) {
+    config.problems.push_back("FLEETSCOPE_BUFFER_POOL_MB below 1; using 1");
+    config.buffer_pool_mb = 1;
+  }
   if (config.buffer_size_kb < 64) {
     // CUPTI needs room for at least a few records; tiny buffers only multiply callbacks.
     config.problems.push_back("FLEETSCOPE_BUFFER_SIZE_KB below 64; using 64");
@@ -50,10 +59,30 @@ WindowConfig WindowConfig::from_env(const EnvLookup& getenv) {
 
 std::string WindowConfig::output_path(int64_t pid) const {
   if (!part_dir.empty()) return part_dir + "/part-" + std::to_string(pid) + ".db";
-  std::string path = output;
-  if (auto pos = path.find("%p"); pos != std::string::npos)
-    path.replace(pos, 2, std::to_string(pid));
+  // Windows asked for by a control source other than the environment, with no output named.
+  std::string path = output.empty() ? std::string("fleetscope-%p.db") : output;
+  std::string id = std::to_string(pid);
+  if (path.find("%p") == std::string::npos) {
+    // No %p: the pid goes before the extension ("trace.db" -> "trace-1234.db").
+    auto slash = path.rfind('/');
+    auto dot = path.rfind('.');
+    bool has_ext = dot != std::string::npos && dot > 0 &&
+                   (slash == std::string::npos || dot > slash + 1);
+    path.insert(has_ext ? dot : path.size(), "-%p");
+  }
+  for (auto pos = path.find("%p"); pos != std::string::npos; pos = path.find("%p", pos))
+    path.replace(pos, 2, id);
   return path;
+}
+
+WindowRequest WindowConfig::request() const {
+  WindowRequest r;
+  r.delay_ms = delay_ms;
+  r.duration_ms = duration_ms;
+  r.iterations = iterations;
+  r.start_at_next_step = iterations > 0;
+  r.requester = "environment";
+  return r;
 }
 
 }  // namespace fleetscope::agent

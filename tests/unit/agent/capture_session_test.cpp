@@ -4,11 +4,14 @@
 
 #include <cupti_runtime_cbid.h>
 
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "fleetscope/agent/capture_session.h"
 #include "fleetscope/agent/fake_activity_source.h"
+#include "fleetscope/agent/sqlite_record_sink.h"
 #include "fleetscope/store/reader.h"
 #include "record_builders.h"
 
@@ -29,9 +32,10 @@ class CaptureSessionTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  SessionOptions options(const std::string& file) {
+  std::string path(const std::string& file) const { return (dir_ / file).string(); }
+
+  SessionOptions options() {
     SessionOptions o;
-    o.output_path = (dir_ / file).string();
     o.pid = 4321;
     o.command = "python train.py --epochs 1";
     o.hostname = "gpu-node-7";
@@ -65,7 +69,8 @@ TEST_F(CaptureSessionTest, RecordSequenceLandsInTheDatabaseWithExpectedCounts) {
                       "cudaLaunchKernel");
   source.set_dropped_records(17);
   source.set_handling_ns(1234);
-  CaptureSession session(source, options("trace.db"));
+  SqliteRecordSink sink(path("trace.db"));
+  CaptureSession session(source, sink, options());
   ASSERT_TRUE(session.open(1'000)) << session.error();
   EXPECT_TRUE(source.enabled());
 
@@ -180,7 +185,8 @@ TEST_F(CaptureSessionTest, RecordSequenceLandsInTheDatabaseWithExpectedCounts) {
 
 TEST_F(CaptureSessionTest, EmptyWindowIsWrittenWithANote) {
   FakeActivitySource source;
-  CaptureSession session(source, options("empty.db"));
+  SqliteRecordSink sink(path("empty.db"));
+  CaptureSession session(source, sink, options());
   ASSERT_TRUE(session.open(5));
   CaptureSummary summary = session.close(10);
   ASSERT_TRUE(summary.written) << summary.error;
@@ -195,33 +201,139 @@ TEST_F(CaptureSessionTest, EmptyWindowIsWrittenWithANote) {
 TEST_F(CaptureSessionTest, SourceThatCannotStartLeavesNoFile) {
   FakeActivitySource source;
   source.fail_enable("CUPTI_ERROR_NOT_INITIALIZED");
-  CaptureSession session(source, options("never.db"));
+  SqliteRecordSink sink(path("never.db"));
+  CaptureSession session(source, sink, options());
   EXPECT_FALSE(session.open(1));
   EXPECT_NE(session.error().find("CUPTI_ERROR_NOT_INITIALIZED"), std::string::npos);
   EXPECT_FALSE(session.close(2).written);
   EXPECT_TRUE(fs::is_empty(dir_));
 }
 
-TEST_F(CaptureSessionTest, AbandonedSessionRemovesItsTemporaryFile) {
+TEST_F(CaptureSessionTest, AbandonedWindowLeavesAConsistentPartialCapture) {
   FakeActivitySource source;
   {
-    CaptureSession session(source, options("abandoned.db"));
+    SqliteRecordSink sink(path("abandoned.db"));
+    CaptureSession session(source, sink, options());
     ASSERT_TRUE(session.open(1));
+    for (int i = 0; i < 30; ++i) source.push(make_kernel("k"));
+    session.pump();  // committed: survives whatever happens next
+    // A reader sees the committed rows while the window is still open, and a partial capture.
+    store::Reader live(path("abandoned.db"));
+    EXPECT_EQ(live.kernels().size(), 30u);
+    EXPECT_EQ(live.captures().at(0).note, std::string(kPartialNote));
     source.push(make_kernel("k"));
-    EXPECT_FALSE(fs::is_empty(dir_));  // the temporary database exists while tracing
   }
   EXPECT_FALSE(source.enabled());
-  EXPECT_TRUE(fs::is_empty(dir_));
+  // Only the final file, no temporary or journal beside it.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+  store::Reader reader(path("abandoned.db"));
+  EXPECT_GE(reader.kernels().size(), 30u);
+  EXPECT_EQ(reader.captures().at(0).note, std::string(kPartialNote));
+}
+
+TEST_F(CaptureSessionTest, SignalEndsTheWindowAsPartialWithEverythingHandedOver) {
+  FakeActivitySource source;
+  SqliteRecordSink sink(path("signal.db"));
+  CaptureSession session(source, sink, options());
+  ASSERT_TRUE(session.open(1));
+  for (int i = 0; i < 12; ++i) source.push(make_kernel("k"));
+  CaptureSummary summary = session.close_on_signal(50, SIGTERM);
+  ASSERT_TRUE(summary.written) << summary.error;
+  EXPECT_FALSE(summary.complete);
+  store::Reader reader(path("signal.db"));
+  EXPECT_EQ(reader.kernels().size(), 12u);
+  auto capture = reader.captures().at(0);
+  EXPECT_EQ(capture.end_ns, 50);
+  EXPECT_EQ(capture.note.value_or("").rfind("partial: the process received SIGTERM", 0), 0u);
+}
+
+TEST_F(CaptureSessionTest, IncompleteRecordsAreDroppedAndCountedWithAReason) {
+  FakeActivitySource source;
+  SqliteRecordSink sink(path("incomplete.db"));
+  CaptureSession session(source, sink, options());
+  ASSERT_TRUE(session.open(1));
+  source.push(make_kernel("done"));
+  auto running = make_kernel("running");
+  running.end = 0;  // still running when the forced flush returned it
+  source.push(running);
+  auto copy = make_memcpy();
+  copy.start = 0;
+  source.push(copy);
+  CaptureSummary summary = session.close(10);
+  ASSERT_TRUE(summary.written);
+  EXPECT_EQ(summary.stats.incomplete, 2);
+  EXPECT_EQ(summary.dropped_records, 2);
+  store::Reader reader(path("incomplete.db"));
+  ASSERT_EQ(reader.kernels().size(), 1u);
+  EXPECT_TRUE(reader.memcpys().empty());
+  auto capture = reader.captures().at(0);
+  EXPECT_EQ(capture.dropped_records, 2);
+  EXPECT_NE(capture.note.value_or("").find("2 incomplete records dropped"), std::string::npos);
+}
+
+TEST_F(CaptureSessionTest, SeveralWindowsOfOneProcessShareOneFile) {
+  FakeActivitySource source;
+  SqliteRecordSink sink(path("windows.db"));
+  for (int window = 1; window <= 3; ++window) {
+    CaptureSession session(source, sink, options());
+    ASSERT_TRUE(session.open(window * 100));
+    for (int i = 0; i < window; ++i) source.push(make_kernel("k"));
+    ASSERT_TRUE(session.close(window * 100 + 50).written);
+  }
+  EXPECT_EQ(sink.destination(), path("windows.db"));
+  store::Reader reader(path("windows.db"));
+  auto captures = reader.captures();
+  ASSERT_EQ(captures.size(), 3u);
+  EXPECT_EQ(reader.hosts().size(), 1u);
+  EXPECT_EQ(reader.processes().size(), 1u);
+  for (int window = 1; window <= 3; ++window) {
+    store::EventFilter filter;
+    filter.captureId = captures[window - 1].id;
+    EXPECT_EQ(reader.kernels(filter).size(), static_cast<size_t>(window));
+    EXPECT_EQ(captures[window - 1].start_ns, window * 100);
+  }
+}
+
+TEST_F(CaptureSessionTest, RuntimeFilterLeavesOutNoiseCallsAndCountsThem) {
+  FakeActivitySource source;
+  source.set_api_name(store::ApiClass::runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                      "cudaLaunchKernel");
+  SqliteRecordSink sink(path("filter.db"));
+  CaptureSession session(source, sink, options());  // default list (Kineto's)
+  ASSERT_TRUE(session.open(1));
+  source.push(make_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 1));
+  source.push(make_api(CUPTI_ACTIVITY_KIND_RUNTIME,
+                       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2));
+  CaptureSummary summary = session.close(2);
+  EXPECT_EQ(summary.stats.filtered, 1);
+  EXPECT_EQ(summary.dropped_records, 0);
+  store::Reader reader(path("filter.db"));
+  auto calls = reader.runtime_calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(reader.string(calls[0].nameId), "cudaLaunchKernel");
 }
 
 TEST_F(CaptureSessionTest, UnwritableOutputFailsOpenCleanly) {
   FakeActivitySource source;
-  SessionOptions o = options("x.db");
-  o.output_path = (dir_ / "missing-dir" / "x.db").string();
-  CaptureSession session(source, o);
+  SqliteRecordSink sink((dir_ / "missing-dir" / "x.db").string());
+  CaptureSession session(source, sink, options());
   EXPECT_FALSE(session.open(1));
   EXPECT_FALSE(source.enabled());
   EXPECT_NE(session.error().find("missing-dir"), std::string::npos);
+}
+
+TEST_F(CaptureSessionTest, ANameTakenByAnotherProcessIsNeverOverwritten) {
+  { std::ofstream(path("taken.db")) << "someone else's file"; }
+  FakeActivitySource source;
+  SqliteRecordSink sink(path("taken.db"));
+  CaptureSession session(source, sink, options());
+  ASSERT_TRUE(session.open(1));
+  ASSERT_TRUE(session.close(2).written);
+  EXPECT_EQ(sink.destination(), path("taken-2.db"));
+  std::ifstream original(path("taken.db"));
+  std::string text;
+  std::getline(original, text);
+  EXPECT_EQ(text, "someone else's file");
 }
 
 }  // namespace

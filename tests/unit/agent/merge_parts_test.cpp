@@ -7,6 +7,7 @@
 
 #include "fleetscope/agent/capture_session.h"
 #include "fleetscope/agent/fake_activity_source.h"
+#include "fleetscope/agent/sqlite_record_sink.h"
 #include "fleetscope/launcher/merge_parts.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
@@ -32,7 +33,8 @@ class MergePartsTest : public ::testing::Test {
   std::string write_part(int64_t pid, int kernels, const char* kernel_name) {
     FakeActivitySource source;
     SessionOptions options;
-    options.output_path = (dir_ / ("part-" + std::to_string(pid) + ".db")).string();
+    std::string output = (dir_ / ("part-" + std::to_string(pid) + ".db")).string();
+    SqliteRecordSink sink(output);
     options.pid = pid;
     options.command = "worker " + std::to_string(pid);
     options.hostname = "node-1";
@@ -43,7 +45,7 @@ class MergePartsTest : public ::testing::Test {
       gpu.smCount = 108;
       return std::vector<store::GpuInfo>{gpu};
     };
-    CaptureSession session(source, options);
+    CaptureSession session(source, sink, options);
     EXPECT_TRUE(session.open(pid * 10));
     for (int i = 0; i < kernels; ++i) source.push(make_kernel(kernel_name));
     source.push(make_memcpy());
@@ -53,7 +55,7 @@ class MergePartsTest : public ::testing::Test {
     x.correlationId = 1;
     source.push(x);
     EXPECT_TRUE(session.close(pid * 10 + 5).written);
-    return options.output_path;
+    return output;
   }
 
   fs::path dir_;

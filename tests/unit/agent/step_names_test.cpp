@@ -35,7 +35,7 @@ TEST(StepNames, ParseTrimsAndFallsBackToDefaults) {
 TEST(WindowConfig, IdleWithoutOutput) {
   auto config = WindowConfig::from_env([](const char*) -> const char* { return nullptr; });
   EXPECT_FALSE(config.active);
-  EXPECT_EQ(config.buffer_size_kb, 8192);
+  EXPECT_EQ(config.buffer_size_kb, 4096);  // Kineto's buffer size
 }
 
 TEST(WindowConfig, ReadsEveryVariable) {

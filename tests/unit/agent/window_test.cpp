@@ -36,6 +36,8 @@ TEST(TraceWindow, IterationsOpenAtAStepAndCloseAfterN) {
   EXPECT_EQ(w.on_time(1000 * ms), WindowAction::none);  // time alone never opens it
   EXPECT_EQ(w.on_step_end(5), WindowAction::none);      // not open yet
   EXPECT_EQ(w.on_step_begin(10), WindowAction::open);
+  EXPECT_EQ(w.on_step_end(15), WindowAction::none);  // the opening step does not count
+  EXPECT_EQ(w.on_step_begin(16), WindowAction::none);
   EXPECT_EQ(w.on_step_end(20), WindowAction::none);
   EXPECT_EQ(w.on_step_begin(21), WindowAction::none);
   EXPECT_EQ(w.on_step_end(30), WindowAction::none);
@@ -51,7 +53,9 @@ TEST(TraceWindow, IterationsAfterDelayIgnoreEarlySteps) {
   EXPECT_EQ(w.on_step_begin(50 * ms), WindowAction::none);
   EXPECT_EQ(w.on_step_end(60 * ms), WindowAction::none);
   EXPECT_EQ(w.on_step_begin(150 * ms), WindowAction::open);
-  EXPECT_EQ(w.on_step_end(160 * ms), WindowAction::close);
+  EXPECT_EQ(w.on_step_end(160 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_step_begin(170 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_step_end(180 * ms), WindowAction::close);
 }
 
 TEST(TraceWindow, DurationCapsAnIterationWindow) {
@@ -59,6 +63,30 @@ TEST(TraceWindow, DurationCapsAnIterationWindow) {
   w.start(0);
   EXPECT_EQ(w.on_step_begin(1 * ms), WindowAction::open);
   EXPECT_EQ(w.on_time(11 * ms), WindowAction::close);
+}
+
+TEST(TraceWindow, NextStepWindowForADurationOpensAtAStep) {
+  TraceWindow w(0, 10 * ms, 0, /*at_next_step=*/true);
+  EXPECT_TRUE(w.watches_steps());
+  EXPECT_EQ(w.start(0), WindowAction::none);
+  EXPECT_EQ(w.on_time(50 * ms), WindowAction::none);
+  EXPECT_FALSE(w.next_deadline().has_value());
+  EXPECT_EQ(w.on_step_begin(60 * ms), WindowAction::open);
+  EXPECT_EQ(w.next_deadline(), 70 * ms);
+  EXPECT_EQ(w.on_step_end(65 * ms), WindowAction::none);
+  EXPECT_EQ(w.on_time(70 * ms), WindowAction::close);
+}
+
+TEST(TraceWindow, CancelClosesAnOpenWindowAndDropsAWaitingOne) {
+  TraceWindow open(0, 0, 0);
+  EXPECT_EQ(open.start(0), WindowAction::open);
+  EXPECT_EQ(open.cancel(), WindowAction::close);
+  EXPECT_EQ(open.state(), WindowState::closed);
+  TraceWindow waiting(5 * ms, 0, 0);
+  waiting.start(0);
+  EXPECT_EQ(waiting.cancel(), WindowAction::none);
+  EXPECT_EQ(waiting.state(), WindowState::closed);
+  EXPECT_EQ(waiting.on_time(10 * ms), WindowAction::none);
 }
 
 }  // namespace

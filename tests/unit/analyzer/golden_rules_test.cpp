@@ -74,9 +74,10 @@ std::string trace_path(const std::string& name) {
   return std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + name;
 }
 
-// expected.json lives in the source tree beside derive.py; found from this file's path.
+// expected.json lives in the source tree beside derive.py. The path comes from CMake, not __FILE__:
+// __FILE__ is relative under compiler caches that rewrite paths (ccache base_dir).
 std::filesystem::path expected_path() {
-  return std::filesystem::path(__FILE__).parent_path() / "../../data/golden_rules/expected.json";
+  return std::filesystem::path(FLEETSCOPE_GOLDEN_RULES_DIR) / "expected.json";
 }
 
 const json& expected() {

@@ -1,7 +1,9 @@
 // The seam between CUPTI and the rest of the agent. The real source (libfleetscope_agent.so) loads
-// libcupti with dlopen and hands over the records CUPTI fills in; the fake source used by tests
-// hands over records built in the test. Both deliver the same `CUpti_Activity*` structs, so the
-// translation is exercised on the exact layouts of the CUDA headers.
+// libcupti with dlopen; CUPTI fills the agent's buffers on its own threads and the source only
+// queues the full ones; the agent's control thread then calls drain(), which reads the queued
+// buffers and hands their records over on that thread. The fake source used by tests hands over
+// records built in the test. Both deliver the same `CUpti_Activity*` structs, so the translation is
+// exercised on the exact layouts of the CUDA headers.
 #pragma once
 
 #include <cupti_activity.h>
@@ -19,15 +21,21 @@ using RecordCallback = std::function<void(const CUpti_Activity& record)>;
 class ActivitySource {
  public:
   virtual ~ActivitySource() = default;
-  // Starts recording; records arrive on `on_record` (from any thread, never concurrently with
-  // each other). Returns false with last_error() set when recording cannot start.
+  // Starts recording; records are handed to `on_record` by drain() and flush(), on the thread
+  // that calls them. Returns false with last_error() set when recording cannot start.
   virtual bool enable(RecordCallback on_record) = 0;
-  // Delivers everything recorded so far before returning.
+  // Hands over the records of every buffer completed so far.
+  virtual void drain() = 0;
+  // Asks for everything recorded so far (a forced flush: records still in flight come back
+  // incomplete), then drains.
   virtual void flush() = 0;
-  // Stops recording and detaches; no callback runs after this returns.
+  // Stops recording; nothing is handed over after this returns.
   virtual void disable() = 0;
-  // Records lost because buffers were full (CUPTI's dropped-record count, summed).
+  // Records lost (CUPTI's dropped-record count, plus records lost to a declined buffer request).
   virtual int64_t dropped_records() const = 0;
+  // Why records were lost, one short phrase per cause ("buffer pool full (128 MiB cap)"); empty
+  // when none were.
+  virtual std::string drop_reasons() const { return {}; }
   // Time the source spent handing records over (buffer handling and the record callbacks), ns;
   // part of the collector overhead stored with the capture.
   virtual int64_t handling_ns() const = 0;

@@ -1,5 +1,5 @@
 // An ActivitySource that replays CUPTI records given to it, for tests and for machines without a
-// GPU. Records are copied when pushed and handed out in push order on flush().
+// GPU. Records are copied when pushed and handed out in push order on drain() and flush().
 #pragma once
 
 #include <map>
@@ -32,7 +32,8 @@ class FakeActivitySource final : public ActivitySource {
     enabled_ = true;
     return true;
   }
-  void flush() override {
+  void flush() override { drain(); }
+  void drain() override {
     std::vector<std::shared_ptr<void>> batch;
     RecordCallback callback;
     {
@@ -49,6 +50,7 @@ class FakeActivitySource final : public ActivitySource {
     on_record_ = nullptr;
   }
   int64_t dropped_records() const override { return dropped_; }
+  std::string drop_reasons() const override { return dropped_ ? "test drops" : ""; }
   int64_t handling_ns() const override { return handling_; }
   void set_handling_ns(int64_t ns) { handling_ = ns; }
   std::string api_name(store::ApiClass api, uint32_t cbid) const override {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "fleetscope/agent/row_sink.h"
+#include "fleetscope/agent/runtime_filter.h"
 #include "fleetscope/agent/step_names.h"
 #include "fleetscope/store/rows.h"
 
@@ -24,6 +25,8 @@ struct TranslationContext {
   int64_t pid = 0;  // the traced process (records of kinds without a process id get this one)
   StepNames step_names;
   ApiNameFn api_name;  // may be empty: names become "cbid:<N>"
+  // Runtime calls not stored (runtime_filter.h); empty = keep every call.
+  RuntimeFilter runtime_filter = RuntimeFilter(std::vector<std::string>{});
 };
 
 struct TranslationStats {
@@ -33,6 +36,12 @@ struct TranslationStats {
   int64_t overhead_ns = 0;            // sum of CUPTI OVERHEAD record durations
   int64_t first_ns = 0, last_ns = 0;  // span of GPU/API activity seen (0 when none)
   int64_t unmatched_markers = 0;      // START without END (or END without START) at finish()
+  // Timed records whose start or end CUPTI had not filled in (a forced flush returns kernels and
+  // copies still in flight with end = 0): dropped, since a zero end would give a duration of about
+  // -1.7e18 ns and poison every utilization figure.
+  int64_t incomplete = 0;
+  int64_t filtered = 0;  // runtime calls left out by the runtime filter
+  int64_t stored = 0;    // rows handed to the sink
 };
 
 class RecordTranslator {
@@ -63,6 +72,10 @@ class RecordTranslator {
   void overhead(const CUpti_ActivityOverhead3& r);
   void context(const CUpti_ActivityContext3& r);
   void span(uint64_t start, uint64_t end);
+  bool complete(uint64_t start, uint64_t end);
+  bool filtered(uint32_t cbid);
+  template <class Row>
+  void emit(Row&& row);
   int32_t domain_id(const char* domain);
   void step(const std::string& name, int64_t start, int64_t end);
 
@@ -79,6 +92,7 @@ class RecordTranslator {
   std::unordered_map<uint32_t, OpenRange> open_ranges_;
   std::unordered_map<uint32_t, int32_t> context_device_;
   std::map<std::string, int32_t> domains_;
+  std::unordered_map<uint32_t, bool> filter_decisions_;
   int64_t next_unnumbered_step_ = 0;
 };
 
