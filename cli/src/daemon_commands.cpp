@@ -11,8 +11,8 @@
 #include <thrift/transport/TTransportException.h>
 
 #include "FleetscopeHost.h"
-#include "fleetscope/agent_link/transport_limits.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/rpc/transport.h"
 
 namespace fleetscope::cli {
 namespace {
@@ -27,8 +27,8 @@ std::string default_socket() {
 class Connection {
  public:
   explicit Connection(const std::string& address) : address_(address) {
-    transport_ = agent_link::make_client_transport(address, agent_link::TransportLimits{}, 70'000);
-    client_ = std::make_unique<rpc::FleetscopeHostClient>(agent_link::make_protocol(transport_, {}));
+    transport_ = rpc::make_client_transport(address, rpc::TransportLimits{}, 70'000);
+    client_ = std::make_unique<rpc::FleetscopeHostClient>(rpc::make_protocol(transport_, {}));
     transport_->open();
   }
   ~Connection() {
@@ -87,23 +87,31 @@ std::string percent(double value) {
 
 std::string gib(int64_t bytes) {
   std::ostringstream os;
-  os << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024) << " GiB";
+  os << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024)
+     << " GiB";
   return os.str();
 }
 
 json agent_json(const rpc::AgentInfo& a) {
-  json j = {{"agent_id", a.agent_id},          {"pid", a.pid},
-            {"uid", a.uid},                    {"workflow", a.workflow},
-            {"workflow_source", a.workflow_source}, {"parent_chain", a.parent_chain},
-            {"devices", a.devices},            {"registered_ns", a.registered_ns}};
+  json j = {{"agent_id", a.agent_id},
+            {"pid", a.pid},
+            {"uid", a.uid},
+            {"workflow", a.workflow},
+            {"workflow_source", a.workflow_source},
+            {"parent_chain", a.parent_chain},
+            {"devices", a.devices},
+            {"registered_ns", a.registered_ns}};
   if (a.__isset.command) j["command"] = a.command;
   if (a.__isset.open_capture_id) j["open_capture_id"] = a.open_capture_id;
   return j;
 }
 
 json progress_json(const rpc::TraceProgress& p) {
-  json j = {{"capture_id", p.capture_id}, {"done", p.done},       {"pids", p.pids},
-            {"records", p.records},       {"dropped_records", p.dropped_records},
+  json j = {{"capture_id", p.capture_id},
+            {"done", p.done},
+            {"pids", p.pids},
+            {"records", p.records},
+            {"dropped_records", p.dropped_records},
             {"database", p.database_path}};
   if (p.__isset.note) j["note"] = p.note;
   if (p.__isset.kernels) j["kernels"] = p.kernels;
@@ -122,18 +130,25 @@ int64_t parse_age(const std::string& text) {
   } catch (...) {
     used = 0;
   }
-  if (used == 0 || value < 0) throw std::invalid_argument("'" + text + "' is not an age like 90s, 10m, 2h or 1d");
+  if (used == 0 || value < 0)
+    throw std::invalid_argument("'" + text + "' is not an age like 90s, 10m, 2h or 1d");
   std::string unit = text.substr(used);
-  double seconds = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : -1;
-  if (seconds < 0) throw std::invalid_argument("'" + text + "' has an unknown unit (use s, m, h or d)");
+  double seconds = unit.empty() || unit == "s" ? 1
+                   : unit == "m"               ? 60
+                   : unit == "h"               ? 3600
+                   : unit == "d"               ? 86400
+                                               : -1;
+  if (seconds < 0)
+    throw std::invalid_argument("'" + text + "' has an unknown unit (use s, m, h or d)");
   return static_cast<int64_t>(value * seconds * 1e9);
 }
 
 int run_status_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string socket = default_socket(), format = "table";
-  common::ArgParser parser("fleetscope status [--socket PATH] [--format table|json]",
-                           "The host daemon: version, database, registered agents (yours unless you are root), "
-                           "GPUs and open trace windows.");
+  common::ArgParser parser(
+      "fleetscope status [--socket PATH] [--format table|json]",
+      "The host daemon: version, database, registered agents (yours unless you are root), "
+      "GPUs and open trace windows.");
   parser.option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
@@ -159,11 +174,16 @@ int run_status_command(const std::vector<std::string>& args, std::ostream& out, 
         if (w.__isset.deadline_ns) j["deadline_ns"] = w.deadline_ns;
         windows.push_back(j);
       }
-      json doc = {{"api_version", s.version.api_version}, {"daemon_version", s.version.daemon_version},
-                  {"hostname", s.version.hostname},       {"schema_version", s.version.schema_version},
-                  {"started_ns", s.started_ns},           {"database", s.database_path},
-                  {"device_sampling", s.device_sampling}, {"agents", agents},
-                  {"devices", devices},                   {"open_windows", windows},
+      json doc = {{"api_version", s.version.api_version},
+                  {"daemon_version", s.version.daemon_version},
+                  {"hostname", s.version.hostname},
+                  {"schema_version", s.version.schema_version},
+                  {"started_ns", s.started_ns},
+                  {"database", s.database_path},
+                  {"device_sampling", s.device_sampling},
+                  {"agents", agents},
+                  {"devices", devices},
+                  {"open_windows", windows},
                   {"caller_uid", s.caller_uid}};
       if (s.__isset.device_sampling_note) doc["device_sampling_note"] = s.device_sampling_note;
       out << doc.dump(2) << "\n";
@@ -172,29 +192,37 @@ int run_status_command(const std::vector<std::string>& args, std::ostream& out, 
     out << "fleetscoped " << s.version.daemon_version << " on " << s.version.hostname << " (API "
         << s.version.api_version << ", schema " << s.version.schema_version << ")\n";
     out << "database: " << s.database_path << "\n";
-    out << "device sampling: " << (s.device_sampling ? "on" : "off") << (s.device_sampling ? "" : " - " + s.device_sampling_note)
-        << "\n\n";
-    out << "GPUS\n" << std::left << std::setw(5) << "GPU" << std::setw(28) << "NAME" << std::setw(8) << "UTIL"
-        << std::setw(22) << "MEMORY" << std::setw(10) << "POWER" << "SM CLOCK\n";
+    out << "device sampling: " << (s.device_sampling ? "on" : "off")
+        << (s.device_sampling ? "" : " - " + s.device_sampling_note) << "\n\n";
+    out << "GPUS\n"
+        << std::left << std::setw(5) << "GPU" << std::setw(28) << "NAME" << std::setw(8) << "UTIL"
+        << std::setw(22) << "MEMORY" << std::setw(10) << "POWER"
+        << "SM CLOCK\n";
     for (const auto& d : s.devices) {
       std::ostringstream memory, power;
-      if (d.__isset.memory_used_bytes) memory << gib(d.memory_used_bytes) << " / " << gib(d.memory_total_bytes);
-      if (d.__isset.power_watts) power << std::fixed << std::setprecision(0) << d.power_watts << " W";
+      if (d.__isset.memory_used_bytes)
+        memory << gib(d.memory_used_bytes) << " / " << gib(d.memory_total_bytes);
+      if (d.__isset.power_watts)
+        power << std::fixed << std::setprecision(0) << d.power_watts << " W";
       out << std::left << std::setw(5) << d.index << std::setw(28) << d.name << std::setw(8)
-          << (d.__isset.gpu_utilization_pct ? percent(d.gpu_utilization_pct) : "-") << std::setw(22) << memory.str()
-          << std::setw(10) << power.str() << (d.__isset.sm_clock_mhz ? std::to_string(d.sm_clock_mhz) + " MHz" : "-")
-          << "\n";
+          << (d.__isset.gpu_utilization_pct ? percent(d.gpu_utilization_pct) : "-") << std::setw(22)
+          << memory.str() << std::setw(10) << power.str()
+          << (d.__isset.sm_clock_mhz ? std::to_string(d.sm_clock_mhz) + " MHz" : "-") << "\n";
     }
     if (s.devices.empty()) out << "(none)\n";
-    out << "\nAGENTS\n" << std::left << std::setw(9) << "PID" << std::setw(8) << "UID" << std::setw(30) << "WORKFLOW"
-        << std::setw(12) << "SOURCE" << std::setw(10) << "WINDOW" << "COMMAND\n";
+    out << "\nAGENTS\n"
+        << std::left << std::setw(9) << "PID" << std::setw(8) << "UID" << std::setw(30)
+        << "WORKFLOW" << std::setw(12) << "SOURCE" << std::setw(10) << "WINDOW"
+        << "COMMAND\n";
     for (const auto& a : s.agents)
-      out << std::left << std::setw(9) << a.pid << std::setw(8) << a.uid << std::setw(30) << a.workflow
-          << std::setw(12) << a.workflow_source << std::setw(10)
-          << (a.__isset.open_capture_id ? std::to_string(a.open_capture_id) : "-") << a.command << "\n";
+      out << std::left << std::setw(9) << a.pid << std::setw(8) << a.uid << std::setw(30)
+          << a.workflow << std::setw(12) << a.workflow_source << std::setw(10)
+          << (a.__isset.open_capture_id ? std::to_string(a.open_capture_id) : "-") << a.command
+          << "\n";
     if (s.agents.empty()) out << "(none)\n";
     out << "\nOPEN WINDOWS\n";
-    for (const auto& w : s.open_windows) out << "capture " << w.capture_id << " on pids " << join(w.pids) << "\n";
+    for (const auto& w : s.open_windows)
+      out << "capture " << w.capture_id << " on pids " << join(w.pids) << "\n";
     if (s.open_windows.empty()) out << "(none)\n";
     return 0;
   });
@@ -202,8 +230,9 @@ int run_status_command(const std::vector<std::string>& args, std::ostream& out, 
 
 int run_jobs_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string socket = default_socket(), format = "table";
-  common::ArgParser parser("fleetscope jobs [--socket PATH] [--format table|json]",
-                           "Jobs (workflows) with the agent on this host: their processes and captures.");
+  common::ArgParser parser(
+      "fleetscope jobs [--socket PATH] [--format table|json]",
+      "Jobs (workflows) with the agent on this host: their processes and captures.");
   parser.option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
@@ -216,21 +245,26 @@ int run_jobs_command(const std::vector<std::string>& args, std::ostream& out, st
       for (const auto& j : jobs) {
         json agents = json::array();
         for (const auto& a : j.agents) agents.push_back(agent_json(a));
-        json item = {{"workflow", j.workflow}, {"uids", j.uids}, {"agents", agents}, {"capture_ids", j.capture_ids}};
+        json item = {{"workflow", j.workflow},
+                     {"uids", j.uids},
+                     {"agents", agents},
+                     {"capture_ids", j.capture_ids}};
         if (j.__isset.workflow_id) item["workflow_id"] = j.workflow_id;
         list.push_back(item);
       }
       out << list.dump(2) << "\n";
       return 0;
     }
-    out << std::left << std::setw(32) << "WORKFLOW" << std::setw(12) << "UIDS" << std::setw(24) << "PIDS" << "CAPTURES\n";
+    out << std::left << std::setw(32) << "WORKFLOW" << std::setw(12) << "UIDS" << std::setw(24)
+        << "PIDS"
+        << "CAPTURES\n";
     for (const auto& j : jobs) {
       std::vector<int32_t> pids;
       for (const auto& a : j.agents) pids.push_back(a.pid);
       std::string captures;
       for (int64_t c : j.capture_ids) captures += (captures.empty() ? "" : ",") + std::to_string(c);
-      out << std::left << std::setw(32) << j.workflow << std::setw(12) << join(j.uids) << std::setw(24) << join(pids)
-          << (captures.empty() ? "-" : captures) << "\n";
+      out << std::left << std::setw(32) << j.workflow << std::setw(12) << join(j.uids)
+          << std::setw(24) << join(pids) << (captures.empty() ? "-" : captures) << "\n";
     }
     if (jobs.empty()) out << "(no process with the fleetscope agent is registered)\n";
     return 0;
@@ -242,10 +276,13 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
   int64_t pid = 0, duration_ms = 0, iterations = 0;
   bool no_wait = false;
   common::ArgParser parser(
-      "fleetscope trace (--pid PID | --workflow NAME) (--duration-ms N | --iterations N) [--no-wait] "
+      "fleetscope trace (--pid PID | --workflow NAME) (--duration-ms N | --iterations N) "
+      "[--no-wait] "
       "[--socket PATH] [--format table|json]",
-      "Traces a running job on demand (like `dyno gputrace`): every process with the agent in the tree of PID, "
-      "or of the workflow, records one window; the daemon stores it in the host database and analyzes it.");
+      "Traces a running job on demand (like `dyno gputrace`): every process with the agent in the "
+      "tree of PID, "
+      "or of the workflow, records one window; the daemon stores it in the host database and "
+      "analyzes it.");
   parser.option("--pid", "PID", "process (its children are traced too)", &pid)
       .option("--workflow", "NAME", "workflow (job) name, as `fleetscope jobs` shows it", &workflow)
       .option("--duration-ms", "N", "window length in milliseconds", &duration_ms)
@@ -272,21 +309,28 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
     if (pid > 0) {
       rpc::TraceRequest request;
       request.__set_pid(static_cast<int32_t>(pid));
-      if (duration_ms > 0) request.__set_duration_ms(static_cast<int32_t>(duration_ms));
-      else request.__set_iterations(static_cast<int32_t>(iterations));
+      if (duration_ms > 0)
+        request.__set_duration_ms(static_cast<int32_t>(duration_ms));
+      else
+        request.__set_iterations(static_cast<int32_t>(iterations));
       daemon->startTrace(started, request);
     } else {
       rpc::TraceByName request;
       request.workflow = workflow;
-      if (duration_ms > 0) request.__set_duration_ms(static_cast<int32_t>(duration_ms));
-      else request.__set_iterations(static_cast<int32_t>(iterations));
+      if (duration_ms > 0)
+        request.__set_duration_ms(static_cast<int32_t>(duration_ms));
+      else
+        request.__set_iterations(static_cast<int32_t>(iterations));
       daemon->startTraceOfWorkflow(started, request);
     }
-    err << "trace: capture " << started.capture_id << " open in pid(s) " << join(started.pids) << "\n";
+    err << "trace: capture " << started.capture_id << " open in pid(s) " << join(started.pids)
+        << "\n";
     rpc::TraceProgress progress;
     if (no_wait) {
-      if (format == "json") out << json({{"capture_id", started.capture_id}, {"pids", started.pids}}).dump(2) << "\n";
-      else out << "capture " << started.capture_id << "\n";
+      if (format == "json")
+        out << json({{"capture_id", started.capture_id}, {"pids", started.pids}}).dump(2) << "\n";
+      else
+        out << "capture " << started.capture_id << "\n";
       return 0;
     }
     do {
@@ -299,10 +343,14 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
     }
     out << "capture " << progress.capture_id << " in " << progress.database_path << "\n";
     out << "  processes:   " << join(progress.pids) << "\n";
-    out << "  records:     " << progress.records << " (" << progress.dropped_records << " dropped)\n";
-    out << "  kernels:     " << (progress.__isset.kernels ? std::to_string(progress.kernels) : "-") << "\n";
-    out << "  GPU busy:    " << (progress.__isset.gpu_busy_pct ? percent(progress.gpu_busy_pct) : "-") << "\n";
-    out << "  top finding: " << (progress.__isset.top_finding ? progress.top_finding : "none") << "\n";
+    out << "  records:     " << progress.records << " (" << progress.dropped_records
+        << " dropped)\n";
+    out << "  kernels:     " << (progress.__isset.kernels ? std::to_string(progress.kernels) : "-")
+        << "\n";
+    out << "  GPU busy:    "
+        << (progress.__isset.gpu_busy_pct ? percent(progress.gpu_busy_pct) : "-") << "\n";
+    out << "  top finding: " << (progress.__isset.top_finding ? progress.top_finding : "none")
+        << "\n";
     if (progress.__isset.note) out << "  note:        " << progress.note << "\n";
     out << "(fleetscope report " << progress.database_path << " --capture " << progress.capture_id
         << " for every finding)\n";
@@ -310,13 +358,15 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
   });
 }
 
-int run_metrics_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
   std::string socket = default_socket(), format = "table", workflow, since;
   int64_t limit = 1000;
-  common::ArgParser parser("fleetscope metrics [--workflow NAME] [--since AGE] [--limit N] [--socket PATH] "
-                           "[--format table|json]",
-                           "Always-on per-workflow GPU metrics from the daemon (workflow_metrics): GPU-seconds, "
-                           "busy fraction and memory peak per GPU and window.");
+  common::ArgParser parser(
+      "fleetscope metrics [--workflow NAME] [--since AGE] [--limit N] [--socket PATH] "
+      "[--format table|json]",
+      "Always-on per-workflow GPU metrics from the daemon (workflow_metrics): GPU-seconds, "
+      "busy fraction and memory peak per GPU and window.");
   parser.option("--workflow", "NAME", "one workflow (default: every one you may see)", &workflow)
       .option("--since", "AGE", "only windows ending within AGE, e.g. 10m, 2h, 1d", &since)
       .option("--limit", "N", "at most N rows (default 1000)", &limit)
@@ -329,7 +379,8 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
   if (!since.empty()) {
     try {
       auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::system_clock::now().time_since_epoch()).count();
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
       query.__set_since_ns(now - parse_age(since));
     } catch (const std::invalid_argument& e) {
       err << "error: --since: " << e.what() << "\n";
@@ -347,17 +398,23 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
     if (format == "json") {
       json list = json::array();
       for (const auto& r : rows)
-        list.push_back({{"workflow", r.workflow}, {"device", r.device}, {"window_start_ns", r.window_start_ns},
-                        {"window_end_ns", r.window_end_ns}, {"metric", r.metric}, {"value", r.value}});
+        list.push_back({{"workflow", r.workflow},
+                        {"device", r.device},
+                        {"window_start_ns", r.window_start_ns},
+                        {"window_end_ns", r.window_end_ns},
+                        {"metric", r.metric},
+                        {"value", r.value}});
       out << list.dump(2) << "\n";
       return 0;
     }
-    out << std::left << std::setw(32) << "WORKFLOW" << std::setw(5) << "GPU" << std::setw(24) << "WINDOW END (ns)"
-        << std::setw(20) << "METRIC" << "VALUE\n";
+    out << std::left << std::setw(32) << "WORKFLOW" << std::setw(5) << "GPU" << std::setw(24)
+        << "WINDOW END (ns)" << std::setw(20) << "METRIC"
+        << "VALUE\n";
     for (const auto& r : rows)
-      out << std::left << std::setw(32) << r.workflow << std::setw(5) << r.device << std::setw(24) << r.window_end_ns
-          << std::setw(20) << r.metric << r.value << "\n";
-    if (rows.empty()) out << "(no metrics yet: rows appear once per metrics window of the daemon)\n";
+      out << std::left << std::setw(32) << r.workflow << std::setw(5) << r.device << std::setw(24)
+          << r.window_end_ns << std::setw(20) << r.metric << r.value << "\n";
+    if (rows.empty())
+      out << "(no metrics yet: rows appear once per metrics window of the daemon)\n";
     return 0;
   });
 }

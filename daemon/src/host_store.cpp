@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "fleetscope/agent_link/record_codec.h"
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/daemon/batch_decoder.h"
 #include "fleetscope/store/reader.h"
 
 namespace fleetscope::daemon {
@@ -73,7 +73,8 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   options.keep_wal_after_finish = true;
   options.batch_rows = 16384;
   writer_ = std::make_unique<store::Writer>(std::move(db), options);
-  maintenance_ = std::make_unique<store::Database>(store::Database::open(path, store::OpenMode::read_write));
+  maintenance_ =
+      std::make_unique<store::Database>(store::Database::open(path, store::OpenMode::read_write));
   {
     auto s = maintenance_->prepare("SELECT id FROM hosts WHERE hostname = ? ORDER BY id LIMIT 1");
     s.bind(1, hostname);
@@ -91,7 +92,9 @@ HostStore::~HostStore() {
   }
 }
 
-int HostStore::schema_version() const { return store::kSchemaVersion; }
+int HostStore::schema_version() const {
+  return store::kSchemaVersion;
+}
 
 int64_t HostStore::workflow_id(const std::string& name, const std::optional<std::string>& user) {
   std::lock_guard lock(mutex_);
@@ -112,7 +115,8 @@ std::optional<int64_t> HostStore::find_workflow(const std::string& name) {
   return it->second;
 }
 
-void HostStore::upsert_process(int pid, int64_t workflow_id, const std::string& command, int64_t start_ns) {
+void HostStore::upsert_process(int pid, int64_t workflow_id, const std::string& command,
+                               int64_t start_ns) {
   store::Process p;
   p.globalPid = store::global_pid(pid);
   p.pid = pid;
@@ -134,13 +138,13 @@ int64_t HostStore::open_capture(const std::string& source_path, int64_t start_ns
 }
 
 size_t HostStore::commit_batch(const rpc::RecordBatch& batch, int64_t capture_id) {
-  size_t rows = agent_link::write_batch(batch, capture_id, *writer_);
+  size_t rows = write_batch(batch, capture_id, *writer_);
   writer_->flush();
   return rows;
 }
 
-void HostStore::close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped, int64_t overhead_ns,
-                              const std::optional<std::string>& note) {
+void HostStore::close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped,
+                              int64_t overhead_ns, const std::optional<std::string>& note) {
   writer_->flush();
   store::Reader reader(store::Database::open(path_));
   auto capture = reader.capture(capture_id);
@@ -165,9 +169,11 @@ CaptureSummary HostStore::analyze(int64_t capture_id) {
     busy += device.busy_all_ns;
     span += device.span_ns;
   }
-  if (span > 0) summary.gpu_busy_pct = 100.0 * static_cast<double>(busy) / static_cast<double>(span);
+  if (span > 0)
+    summary.gpu_busy_pct = 100.0 * static_cast<double>(busy) / static_cast<double>(span);
   auto findings = analyzer::analyze(data);
-  if (!findings.empty()) summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;
+  if (!findings.empty())
+    summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;
   analyzer::store_findings(*writer_, capture_id, findings);
   writer_->flush();
   return summary;
@@ -189,7 +195,8 @@ void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows)
   Transaction transaction(*maintenance_);
   {
     auto s = maintenance_->prepare(
-        "INSERT INTO workflow_metrics(workflow_id, deviceId, window_start, window_end, metric, value) "
+        "INSERT INTO workflow_metrics(workflow_id, deviceId, window_start, window_end, metric, "
+        "value) "
         "VALUES (?,?,?,?,?,?)");
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& row = rows[i];
@@ -200,23 +207,25 @@ void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows)
   transaction.commit();
 }
 
-std::vector<WorkflowMetricRow> HostStore::workflow_metrics(const std::optional<std::string>& workflow,
-                                                           std::optional<int64_t> since_ns, int limit) {
+std::vector<WorkflowMetricRow> HostStore::workflow_metrics(
+    const std::optional<std::string>& workflow, std::optional<int64_t> since_ns, int limit) {
   store::Database db = store::Database::open(path_);
   auto s = db.prepare(
-      "SELECT w.name, m.deviceId, m.window_start, m.window_end, m.metric, m.value FROM workflow_metrics m "
-      "JOIN workflows w ON w.id = m.workflow_id WHERE (?1 IS NULL OR w.name = ?1) AND (?2 IS NULL OR "
+      "SELECT w.name, m.deviceId, m.window_start, m.window_end, m.metric, m.value FROM "
+      "workflow_metrics m "
+      "JOIN workflows w ON w.id = m.workflow_id WHERE (?1 IS NULL OR w.name = ?1) AND (?2 IS NULL "
+      "OR "
       "m.window_end >= ?2) ORDER BY m.window_start DESC, w.name, m.deviceId, m.metric LIMIT ?3");
   s.bind(1, workflow).bind(2, since_ns).bind(3, static_cast<int64_t>(limit));
   std::vector<WorkflowMetricRow> out;
   while (s.step())
-    out.push_back({s.column_text(0), static_cast<int32_t>(s.column_int(1)), s.column_int(2), s.column_int(3),
-                   s.column_text(4), s.column_double(5)});
+    out.push_back({s.column_text(0), static_cast<int32_t>(s.column_int(1)), s.column_int(2),
+                   s.column_int(3), s.column_text(4), s.column_double(5)});
   return out;
 }
 
-std::vector<rpc::Capture> HostStore::captures(std::optional<int64_t> workflow_id, std::optional<int64_t> since_ns,
-                                              int limit) {
+std::vector<rpc::Capture> HostStore::captures(std::optional<int64_t> workflow_id,
+                                              std::optional<int64_t> since_ns, int limit) {
   writer_->flush();
   store::Reader reader(store::Database::open(path_));
   std::vector<int64_t> of_workflow;
@@ -227,7 +236,8 @@ std::vector<rpc::Capture> HostStore::captures(std::optional<int64_t> workflow_id
   for (const auto& c : all) {
     if (static_cast<int>(out.size()) >= limit) break;
     if (since_ns && c.end_ns && *c.end_ns < *since_ns) continue;
-    if (workflow_id && std::find(of_workflow.begin(), of_workflow.end(), c.id) == of_workflow.end()) continue;
+    if (workflow_id && std::find(of_workflow.begin(), of_workflow.end(), c.id) == of_workflow.end())
+      continue;
     out.push_back(to_rpc(c));
   }
   return out;
@@ -243,7 +253,8 @@ std::optional<rpc::Capture> HostStore::capture(int64_t capture_id) {
 
 std::vector<int64_t> HostStore::captures_of_workflow(int64_t workflow_id) {
   store::Database db = store::Database::open(path_);
-  auto s = db.prepare("SELECT captureId FROM daemon_capture_owner WHERE workflow_id = ? ORDER BY captureId");
+  auto s = db.prepare(
+      "SELECT captureId FROM daemon_capture_owner WHERE workflow_id = ? ORDER BY captureId");
   s.bind(1, workflow_id);
   std::vector<int64_t> out;
   while (s.step()) out.push_back(s.column_int(0));
@@ -274,16 +285,25 @@ int64_t HostStore::size_bytes() {
   return total;
 }
 
-HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& policy, int64_t now_ns) {
+HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& policy,
+                                                      int64_t now_ns) {
   RetentionResult result;
   writer_->flush();
   std::lock_guard lock(mutex_);
   store::Database& db = *maintenance_;
-  static const char* const kEventTables[] = {
-      "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-      "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS", "cpu_ops",
-      "external_correlation", "iterations", "memory_events", "TARGET_INFO_GPU", "findings",
-      "daemon_capture_owner"};
+  static const char* const kEventTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
+                                             "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                             "CUPTI_ACTIVITY_KIND_MEMSET",
+                                             "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                             "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                             "NVTX_EVENTS",
+                                             "cpu_ops",
+                                             "external_correlation",
+                                             "iterations",
+                                             "memory_events",
+                                             "TARGET_INFO_GPU",
+                                             "findings",
+                                             "daemon_capture_owner"};
   auto drop_capture = [&](int64_t id) {
     Transaction transaction(db);
     for (const char* table : kEventTables) {
@@ -297,7 +317,8 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   };
   auto oldest_capture = [&](std::optional<int64_t> ended_before) -> std::optional<int64_t> {
     auto s = db.prepare(
-        "SELECT id FROM captures WHERE end_ns IS NOT NULL AND (?1 IS NULL OR end_ns < ?1) ORDER BY end_ns, id LIMIT 1");
+        "SELECT id FROM captures WHERE end_ns IS NOT NULL AND (?1 IS NULL OR end_ns < ?1) ORDER BY "
+        "end_ns, id LIMIT 1");
     s.bind(1, ended_before);
     if (s.step()) return s.column_int(0);
     return std::nullopt;
@@ -307,17 +328,21 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
     const int64_t cutoff = now_ns - policy.downsample_after_ns;
     Transaction transaction(db);
     {  // statements finalized before the temporary table is dropped
-      auto count = db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
+      auto count =
+          db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
       count.bind(1, cutoff);
       count.step();
       result.samples_downsampled = count.column_int(0);
       auto mean = db.prepare(
-          "CREATE TEMP TABLE downsampled AS SELECT (ts / ?1) * ?1 AS ts, host_id, deviceId, metric_id, avg(value) AS value "
+          "CREATE TEMP TABLE downsampled AS SELECT (ts / ?1) * ?1 AS ts, host_id, deviceId, "
+          "metric_id, avg(value) AS value "
           "FROM device_samples WHERE captureId IS NULL AND ts < ?2 GROUP BY 1, 2, 3, 4");
       mean.bind(1, policy.downsample_bucket_ns).bind(2, cutoff).execute();
       auto drop = db.prepare("DELETE FROM device_samples WHERE captureId IS NULL AND ts < ?");
       drop.bind(1, cutoff).execute();
-      db.exec("INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value) SELECT ts, host_id, deviceId, metric_id, value FROM downsampled");
+      db.exec(
+          "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value) SELECT ts, host_id, "
+          "deviceId, metric_id, value FROM downsampled");
     }
     db.exec("DROP TABLE downsampled");
     transaction.commit();
@@ -336,8 +361,9 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
     // Deleted pages are reused by SQLite; the file shrinks only with VACUUM, which would block the
     // writer, so the bound is on the pages in use (page_count - freelist_count).
     auto used = [&] {
-      auto s = db.prepare("SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM "
-                          "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())");
+      auto s = db.prepare(
+          "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM "
+          "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())");
       s.step();
       return s.column_int(0) * s.column_int(1);
     };
@@ -350,7 +376,9 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   return result;
 }
 
-void HostStore::flush() { writer_->flush(); }
+void HostStore::flush() {
+  writer_->flush();
+}
 
 void HostStore::close() {
   if (!writer_) return;

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "fleetscope/agent_link/record_codec.h"
+#include "fleetscope/daemon/batch_decoder.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope_constants.h"
 
@@ -49,8 +49,11 @@ rpc::AgentInfo to_info(const AgentEntry& e) {
 
 rpc::Severity::type severity_of(const std::string& text) {
   static const std::map<std::string, rpc::Severity::type> table = {
-      {"info", rpc::Severity::INFO}, {"low", rpc::Severity::LOW}, {"medium", rpc::Severity::MEDIUM},
-      {"high", rpc::Severity::HIGH}, {"critical", rpc::Severity::CRITICAL}};
+      {"info", rpc::Severity::INFO},
+      {"low", rpc::Severity::LOW},
+      {"medium", rpc::Severity::MEDIUM},
+      {"high", rpc::Severity::HIGH},
+      {"critical", rpc::Severity::CRITICAL}};
   auto it = table.find(text);
   return it == table.end() ? rpc::Severity::INFO : it->second;
 }
@@ -68,7 +71,8 @@ rpc::VersionInfo RpcHandler::version() {
 
 void RpcHandler::check_capture_access(int64_t capture_id) {
   if (!core_.store().capture(capture_id))
-    not_found("no capture " + std::to_string(capture_id) + " in " + core_.store().path(), "capture", capture_id);
+    not_found("no capture " + std::to_string(capture_id) + " in " + core_.store().path(), "capture",
+              capture_id);
   if (caller_.is_root()) return;
   auto owner = core_.store().capture_owner(capture_id);
   if (!owner || !caller_.may_access(static_cast<uid_t>(*owner)))
@@ -78,9 +82,10 @@ void RpcHandler::check_capture_access(int64_t capture_id) {
 std::vector<rpc::Capture> RpcHandler::list_captures(const rpc::CaptureFilter& filter) {
   int limit = filter.__isset.limit ? filter.limit : 100;
   if (limit <= 0 || limit > 100000) invalid("limit must be in 1..100000", "limit");
-  auto all = core_.store().captures(filter.__isset.workflow_id ? std::optional<int64_t>(filter.workflow_id) : std::nullopt,
-                                    filter.__isset.since_ns ? std::optional<int64_t>(filter.since_ns) : std::nullopt,
-                                    caller_.is_root() ? limit : 100000);
+  auto all = core_.store().captures(
+      filter.__isset.workflow_id ? std::optional<int64_t>(filter.workflow_id) : std::nullopt,
+      filter.__isset.since_ns ? std::optional<int64_t>(filter.since_ns) : std::nullopt,
+      caller_.is_root() ? limit : 100000);
   if (caller_.is_root()) return all;
   std::vector<rpc::Capture> mine;
   for (auto& c : all) {
@@ -97,7 +102,8 @@ rpc::Capture RpcHandler::get_capture(int64_t capture_id) {
 }
 
 rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& request) {
-  if (request.window.end_ns <= request.window.begin_ns) invalid("window end must be after its begin", "window");
+  if (request.window.end_ns <= request.window.begin_ns)
+    invalid("window end must be after its begin", "window");
   int limit = request.__isset.limit ? request.limit : 10000;
   if (limit <= 0 || limit > 1'000'000) invalid("limit must be in 1..1000000", "limit");
   check_capture_access(request.capture_id);
@@ -127,7 +133,8 @@ rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& 
     row.__set_grid({k.gridX, k.gridY, k.gridZ});
     row.__set_block({k.blockX, k.blockY, k.blockZ});
     if (k.registersPerThread) row.__set_registers_per_thread(*k.registersPerThread);
-    row.__set_shared_memory_bytes(k.staticSharedMemory.value_or(0) + k.dynamicSharedMemory.value_or(0));
+    row.__set_shared_memory_bytes(k.staticSharedMemory.value_or(0) +
+                                  k.dynamicSharedMemory.value_or(0));
     out.rows.push_back(std::move(row));
   });
   return out;
@@ -170,9 +177,10 @@ rpc::TraceStarted RpcHandler::start_trace(const rpc::TraceRequest& request) {
   // workflow_id is the host database's id: find its name.
   store::Reader reader(core_.store().path());
   for (const auto& w : reader.workflows())
-    if (w.id == request.workflow_id) return core_.traces().start_for_workflow(w.name, window, caller_);
-  not_found("no workflow " + std::to_string(request.workflow_id) + " in " + core_.store().path(), "workflow",
-            request.workflow_id);
+    if (w.id == request.workflow_id)
+      return core_.traces().start_for_workflow(w.name, window, caller_);
+  not_found("no workflow " + std::to_string(request.workflow_id) + " in " + core_.store().path(),
+            "workflow", request.workflow_id);
 }
 
 rpc::TraceStarted RpcHandler::start_trace_of_workflow(const rpc::TraceByName& request) {
@@ -183,7 +191,8 @@ rpc::TraceStarted RpcHandler::start_trace_of_workflow(const rpc::TraceByName& re
 }
 
 rpc::TraceProgress RpcHandler::trace_progress(int64_t capture_id, int32_t timeout_ms) {
-  if (timeout_ms < 0 || timeout_ms > 60'000) invalid("timeout_ms must be in 0..60000", "timeout_ms");
+  if (timeout_ms < 0 || timeout_ms > 60'000)
+    invalid("timeout_ms must be in 0..60000", "timeout_ms");
   return core_.traces().progress(capture_id, timeout_ms, caller_);
 }
 
@@ -219,7 +228,8 @@ std::vector<rpc::Job> RpcHandler::jobs() {
     if (!caller_.may_access(agent.uid)) continue;
     rpc::Job& job = by_name[agent.workflow];
     job.workflow = agent.workflow;
-    if (std::find(job.uids.begin(), job.uids.end(), static_cast<int32_t>(agent.uid)) == job.uids.end())
+    if (std::find(job.uids.begin(), job.uids.end(), static_cast<int32_t>(agent.uid)) ==
+        job.uids.end())
       job.uids.push_back(static_cast<int32_t>(agent.uid));
     job.agents.push_back(to_info(agent));
   }
@@ -229,7 +239,8 @@ std::vector<rpc::Job> RpcHandler::jobs() {
       job.__set_workflow_id(*id);
       for (int64_t capture : core_.store().captures_of_workflow(*id)) {
         auto owner = core_.store().capture_owner(capture);
-        if (owner && caller_.may_access(static_cast<uid_t>(*owner))) job.capture_ids.push_back(capture);
+        if (owner && caller_.may_access(static_cast<uid_t>(*owner)))
+          job.capture_ids.push_back(capture);
       }
     }
     out.push_back(std::move(job));
@@ -256,11 +267,12 @@ std::vector<rpc::WorkflowMetric> RpcHandler::metrics(const rpc::MetricsQuery& qu
   if (query.__isset.workflow) {
     workflow = query.workflow;
     if (!may_see_workflow(query.workflow))
-      denied("workflow '" + query.workflow + "' has no process or capture of uid " + std::to_string(caller_.uid));
+      denied("workflow '" + query.workflow + "' has no process or capture of uid " +
+             std::to_string(caller_.uid));
   }
-  auto rows = core_.store().workflow_metrics(workflow, query.__isset.since_ns ? std::optional<int64_t>(query.since_ns)
-                                                                               : std::nullopt,
-                                             caller_.is_root() || workflow ? limit : 1'000'000);
+  auto rows = core_.store().workflow_metrics(
+      workflow, query.__isset.since_ns ? std::optional<int64_t>(query.since_ns) : std::nullopt,
+      caller_.is_root() || workflow ? limit : 1'000'000);
   std::vector<rpc::WorkflowMetric> out;
   std::map<std::string, bool> visible;
   for (const auto& row : rows) {
@@ -285,7 +297,8 @@ AgentLinkHandler::~AgentLinkHandler() {
 }
 
 rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& hello) {
-  if (registered_id_ > 0) invalid("this connection already registered agent " + std::to_string(registered_id_), "pid");
+  if (registered_id_ > 0)
+    invalid("this connection already registered agent " + std::to_string(registered_id_), "pid");
   AgentEntry entry = core_.registry().add(hello, caller_, core_.now());
   registered_id_ = entry.id;
   rpc::AgentWelcome welcome;
@@ -295,15 +308,18 @@ rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& hello)
 }
 
 rpc::AgentOrder AgentLinkHandler::await_order(int64_t agent_id, int32_t timeout_ms) {
-  if (agent_id != registered_id_) invalid("awaitOrder on a connection that did not register agent " +
-                                              std::to_string(agent_id), "agent_id");
-  if (timeout_ms < 0 || timeout_ms > 60'000) invalid("timeout_ms must be in 0..60000", "timeout_ms");
+  if (agent_id != registered_id_)
+    invalid("awaitOrder on a connection that did not register agent " + std::to_string(agent_id),
+            "agent_id");
+  if (timeout_ms < 0 || timeout_ms > 60'000)
+    invalid("timeout_ms must be in 0..60000", "timeout_ms");
   return core_.registry().await(agent_id, std::chrono::milliseconds(timeout_ms));
 }
 
 void AgentLinkHandler::push_records(int64_t agent_id, const rpc::RecordBatch& batch) {
-  if (agent_link::row_count(batch) > static_cast<size_t>(kMaxBatchRows))
-    invalid("batch of " + std::to_string(agent_link::row_count(batch)) + " rows exceeds " + std::to_string(kMaxBatchRows),
+  if (row_count(batch) > static_cast<size_t>(kMaxBatchRows))
+    invalid("batch of " + std::to_string(row_count(batch)) + " rows exceeds " +
+                std::to_string(kMaxBatchRows),
             "batch");
   core_.traces().on_batch(agent_id, batch, caller_);
 }

@@ -45,7 +45,8 @@ class LimitedServerSocket : public TServerSocket {
 
  protected:
   std::shared_ptr<TSocket> createSocket(THRIFT_SOCKET client) override {
-    if (interruptableChildren_) return std::make_shared<TSocket>(client, pChildInterruptSockReader_, config_);
+    if (interruptableChildren_)
+      return std::make_shared<TSocket>(client, pChildInterruptSockReader_, config_);
     return std::make_shared<TSocket>(client, config_);
   }
 
@@ -55,7 +56,8 @@ class LimitedServerSocket : public TServerSocket {
 
 class LimitedFramedFactory : public TTransportFactory {
  public:
-  explicit LimitedFramedFactory(std::shared_ptr<TConfiguration> config) : config_(std::move(config)) {}
+  explicit LimitedFramedFactory(std::shared_ptr<TConfiguration> config)
+      : config_(std::move(config)) {}
   std::shared_ptr<TTransport> getTransport(std::shared_ptr<TTransport> inner) override {
     return std::make_shared<TFramedTransport>(inner, config_);
   }
@@ -69,7 +71,8 @@ Caller identify(const TConnectionInfo& info, bool tcp) {
   Caller nobody{0, static_cast<uid_t>(-1)};
   auto socket = std::dynamic_pointer_cast<TSocket>(info.transport);
   if (!socket) return nobody;
-  auto peer = tcp ? peer_of_loopback_tcp(socket->getSocketFD()) : peer_of_unix_socket(socket->getSocketFD());
+  auto peer = tcp ? peer_of_loopback_tcp(socket->getSocketFD())
+                  : peer_of_unix_socket(socket->getSocketFD());
   return peer.value_or(nobody);
 }
 
@@ -85,8 +88,12 @@ class HostAdapter : public rpc::FleetscopeHostIf {
   void kernelsInWindow(rpc::KernelWindow& out, const rpc::KernelWindowRequest& r) override {
     out = handler_.kernels_in_window(r);
   }
-  void findings(std::vector<rpc::Finding>& out, const int64_t id) override { out = handler_.findings(id); }
-  void startTrace(rpc::TraceStarted& out, const rpc::TraceRequest& r) override { out = handler_.start_trace(r); }
+  void findings(std::vector<rpc::Finding>& out, const int64_t id) override {
+    out = handler_.findings(id);
+  }
+  void startTrace(rpc::TraceStarted& out, const rpc::TraceRequest& r) override {
+    out = handler_.start_trace(r);
+  }
   void status(rpc::DaemonStatus& out) override { out = handler_.status(); }
   void jobs(std::vector<rpc::Job>& out) override { out = handler_.jobs(); }
   void metrics(std::vector<rpc::WorkflowMetric>& out, const rpc::MetricsQuery& q) override {
@@ -125,8 +132,12 @@ class AgentAdapter : public rpc::FleetscopeAgentLinkIf {
   void awaitOrder(rpc::AgentOrder& out, const int64_t id, const int32_t timeout_ms) override {
     out = handler_.await_order(id, timeout_ms);
   }
-  void pushRecords(const int64_t id, const rpc::RecordBatch& batch) override { handler_.push_records(id, batch); }
-  void windowClosed(const int64_t id, const rpc::WindowClosed& closed) override { handler_.window_closed(id, closed); }
+  void pushRecords(const int64_t id, const rpc::RecordBatch& batch) override {
+    handler_.push_records(id, batch);
+  }
+  void windowClosed(const int64_t id, const rpc::WindowClosed& closed) override {
+    handler_.window_closed(id, closed);
+  }
 
  private:
   AgentLinkHandler handler_;
@@ -162,7 +173,8 @@ class ReadyHandler : public TServerEventHandler {
   // Empty when serving; else why not.
   std::string wait(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [&] { return ready_ || !failure_.empty(); })) return "timed out";
+    if (!changed_.wait_for(lock, timeout, [&] { return ready_ || !failure_.empty(); }))
+      return "timed out";
     return ready_ ? std::string() : failure_;
   }
 
@@ -179,7 +191,8 @@ class ReadyHandler : public TServerEventHandler {
 void prepare_socket_path(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.size() >= sizeof(sockaddr_un{}.sun_path))
-    throw std::runtime_error(path + ": socket path too long (max " + std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + ")");
+    throw std::runtime_error(path + ": socket path too long (max " +
+                             std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + ")");
   fs::path parent = fs::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) fs::create_directories(parent, ec);
@@ -206,18 +219,22 @@ struct ThriftServers::Served {
   std::string path;
 };
 
-ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config) : core_(core), config_(config) {
+ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config)
+    : core_(core), config_(config) {
   limits_.max_frame_bytes = static_cast<int32_t>(config.max_frame_bytes);
   limits_.max_message_bytes = static_cast<int32_t>(config.max_message_bytes);
 }
 
-ThriftServers::~ThriftServers() { stop(); }
+ThriftServers::~ThriftServers() {
+  stop();
+}
 
 void ThriftServers::start() {
-  auto config = agent_link::make_configuration(limits_);
-  auto protocol = agent_link::make_protocol_factory(limits_);
+  auto config = rpc::make_configuration(limits_);
+  auto protocol = rpc::make_protocol_factory(limits_);
   auto transport = std::make_shared<LimitedFramedFactory>(config);
-  auto add = [&](std::shared_ptr<TServerSocket> socket, std::shared_ptr<apache::thrift::TProcessorFactory> processor,
+  auto add = [&](std::shared_ptr<TServerSocket> socket,
+                 std::shared_ptr<apache::thrift::TProcessorFactory> processor,
                  const std::string& what, const std::string& path, int receive_timeout_ms) {
     socket->setRecvTimeout(receive_timeout_ms);
     auto served = std::make_shared<Served>();
@@ -243,14 +260,18 @@ void ThriftServers::start() {
   // Idle connections are closed after a minute; an agent's control connection is never idle that
   // long (it polls every second or so).
   add(std::make_shared<LimitedServerSocket>(config_.socket, config),
-      std::make_shared<rpc::FleetscopeHostProcessorFactory>(std::make_shared<HostFactory>(core_, false)),
+      std::make_shared<rpc::FleetscopeHostProcessorFactory>(
+          std::make_shared<HostFactory>(core_, false)),
       "the API on " + config_.socket, config_.socket, 60'000);
   add(std::make_shared<LimitedServerSocket>(config_.agent_socket, config),
-      std::make_shared<rpc::FleetscopeAgentLinkProcessorFactory>(std::make_shared<AgentFactory>(core_)),
+      std::make_shared<rpc::FleetscopeAgentLinkProcessorFactory>(
+          std::make_shared<AgentFactory>(core_)),
       "the agent link on " + config_.agent_socket, config_.agent_socket, 120'000);
   if (config_.tcp_port > 0)
-    add(std::make_shared<LimitedServerSocket>("127.0.0.1", static_cast<int>(config_.tcp_port), config),
-        std::make_shared<rpc::FleetscopeHostProcessorFactory>(std::make_shared<HostFactory>(core_, true)),
+    add(std::make_shared<LimitedServerSocket>("127.0.0.1", static_cast<int>(config_.tcp_port),
+                                              config),
+        std::make_shared<rpc::FleetscopeHostProcessorFactory>(
+            std::make_shared<HostFactory>(core_, true)),
         "the API on 127.0.0.1:" + std::to_string(config_.tcp_port), "", 60'000);
 }
 

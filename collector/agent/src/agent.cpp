@@ -15,6 +15,7 @@
 #include <iterator>
 #include <thread>
 
+#include "daemon_control.h"
 #include "fleetscope/agent/environment_control.h"
 #include "fleetscope/agent/line_control.h"
 #include "fleetscope/agent/refusal.h"
@@ -90,8 +91,8 @@ const char* ascii_message(const nvtxEventAttributes_t* attributes) {
 // CUPTI's one subscriber callback: NVTX step boundaries (while a window watches steps) and the
 // API-exit callback that finalizes CUPTI after a window. Runs on application threads: it only
 // posts to the control thread.
-void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
-                             CUpti_CallbackId cbid, const void* data) {
+void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void* data) {
   if (!data || g_forked_child.load(std::memory_order_relaxed)) return;
   try {
     Agent& agent = Agent::instance();
@@ -104,7 +105,8 @@ void CUPTIAPI cupti_callback(void* /*userdata*/, CUpti_CallbackDomain domain,
     const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
     switch (cbid) {
       case CUPTI_CBID_NVTX_nvtxRangePushA:
-        agent.on_nvtx_push(static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message);
+        agent.on_nvtx_push(
+            static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message);
         break;
       case CUPTI_CBID_NVTX_nvtxRangePushEx:
         agent.on_nvtx_push(ascii_message(
@@ -199,12 +201,16 @@ void Agent::start() {
   pthread_atfork(nullptr, nullptr, mark_forked_child);
   std::atexit(fleetscope_agent_at_exit);
 
-  // The control sources: the environment window, a FIFO if asked for (and, next, the daemon).
+  // The control sources: the environment window, a FIFO if asked for, and the daemon.
   auto log = [](const std::string& line) { log_once(line); };
   sources_.push_back(std::make_unique<EnvironmentControl>(config_, log));
   if (!config_.control_fifo.empty())
     sources_.push_back(
         std::make_unique<LineControl>(config_.control_fifo, config_.control_reply, log));
+  if (auto daemon = DaemonControl::from_environment(log)) {
+    daemon_ = daemon.get();
+    sources_.push_back(std::move(daemon));
+  }
 
   BlockTerminatingSignals blocked;
   for (auto& source : sources_) source->start(*this);
@@ -234,9 +240,10 @@ WindowReply Agent::open_window(const WindowRequest& request) {
   if (phase() != WindowPhase::idle) return {false, refusal::window_already_open()};
   std::string why;
   if (!attach_cupti(why)) return {false, why};
-  window_ = std::make_unique<TraceWindow>(request.delay_ms * 1'000'000,
-                                          request.duration_ms * 1'000'000, request.iterations,
-                                          request.start_at_next_step);
+  daemon_window_ = request.requester == "daemon";
+  window_ =
+      std::make_unique<TraceWindow>(request.delay_ms * 1'000'000, request.duration_ms * 1'000'000,
+                                    request.iterations, request.start_at_next_step);
   if (window_->watches_steps()) watch_steps(true);
   install_signal_chain(on_terminating_signal);
   int64_t now = now_ns();
@@ -380,6 +387,10 @@ void Agent::at_exit() {
 // ---- the control thread ----
 
 RecordSink& Agent::sink() {
+  if (daemon_window_ && daemon_) {
+    if (!daemon_sink_) daemon_sink_ = std::make_unique<DaemonRecordSink>(*daemon_);
+    return *daemon_sink_;
+  }
   if (!sink_) sink_ = std::make_unique<SqliteRecordSink>(config_.output_path(getpid()));
   return *sink_;
 }
@@ -468,8 +479,7 @@ void Agent::control_loop() {
       }
       std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
       for (auto& source : sources_) fds.push_back({source->poll_fd(), POLLIN, 0});
-      int timeout_ms =
-          timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+      int timeout_ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
       int ready = poll(fds.data(), fds.size(), timeout_ms);
       if (ready < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       if (ready > 0 && (fds[0].revents & POLLIN)) consume(wake_fd_);

@@ -78,6 +78,10 @@ class Agent final : public WindowController {
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<CuptiActivitySource> source_;
   std::unique_ptr<RecordSink> sink_;
+  // The daemon link (one of sources_, or null when off) and the sink of the windows it orders.
+  class DaemonControl* daemon_ = nullptr;
+  std::unique_ptr<RecordSink> daemon_sink_;
+  bool daemon_window_ = false;  // the current window was ordered by the daemon
   std::unique_ptr<CaptureSession> session_;
   std::unique_ptr<TraceWindow> window_;
   CUpti_SubscriberHandle subscriber_ = nullptr;

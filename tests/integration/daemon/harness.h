@@ -21,14 +21,15 @@
 #include <thrift/transport/TTransport.h>
 
 #include "FleetscopeHost.h"
-#include "fleetscope/agent_link/transport_limits.h"
+#include "fleetscope/rpc/transport.h"
 #include "temp_dir.h"
 
 namespace fleetscope::test_support {
 
 class Child {
  public:
-  // argv[0] is the program path; its stdout and stderr go to the pipe. `env` entries ("NAME=value") are added to the environment.
+  // argv[0] is the program path; its stdout and stderr go to the pipe. `env` entries ("NAME=value")
+  // are added to the environment.
   Child(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
     int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
@@ -61,7 +62,8 @@ class Child {
   void signal(int sig) const { ::kill(pid_, sig); }
 
   // The next stdout line starting with `prefix` within `timeout`, or nullopt.
-  std::optional<std::string> wait_line(const std::string& prefix, std::chrono::milliseconds timeout) {
+  std::optional<std::string> wait_line(const std::string& prefix,
+                                       std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (true) {
       size_t newline;
@@ -70,7 +72,8 @@ class Child {
         buffer_.erase(0, newline + 1);
         if (line.rfind(prefix, 0) == 0) return line;
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return std::nullopt;
       pollfd p{out_fd_, POLLIN, 0};
       if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -113,7 +116,8 @@ inline ProgramResult run_program(const std::vector<std::string>& argv,
   Child child(argv);
   ProgramResult result;
   while (auto line = child.wait_line("", timeout)) result.output += *line + "\n";
-  if (auto status = child.wait_exit(timeout); status && WIFEXITED(*status)) result.exit_code = WEXITSTATUS(*status);
+  if (auto status = child.wait_exit(timeout); status && WIFEXITED(*status))
+    result.exit_code = WEXITSTATUS(*status);
   return result;
 }
 
@@ -131,9 +135,9 @@ inline bool socket_accepts(const std::string& path) {
 class ApiClient {
  public:
   explicit ApiClient(const std::string& address, int timeout_ms = 10'000) {
-    transport_ = agent_link::make_client_transport(address, agent_link::TransportLimits{}, timeout_ms);
+    transport_ = rpc::make_client_transport(address, rpc::TransportLimits{}, timeout_ms);
     client_ = std::make_unique<rpc::FleetscopeHostClient>(
-        agent_link::make_protocol(transport_, agent_link::TransportLimits{}));
+        rpc::make_protocol(transport_, rpc::TransportLimits{}));
     transport_->open();
   }
   ~ApiClient() {
@@ -157,16 +161,17 @@ struct DaemonUnderTest {
   std::unique_ptr<Child> process;
 
   void start(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv = {FLEETSCOPED,      "--database",          database,  "--socket",
-                                     api_socket,        "--agent-socket",      agent_socket,
-                                     "--prometheus-port", "-1",               "--nvml-library",
-                                     NVML_STANDIN,      "--sample-interval-ms", "100",     "--trace-grace-ms",
-                                     "2000"};
+    std::vector<std::string> argv = {
+        FLEETSCOPED, "--database",       database,     "--socket",
+        api_socket,  "--agent-socket",   agent_socket, "--prometheus-port",
+        "-1",        "--nvml-library",   NVML_STANDIN, "--sample-interval-ms",
+        "100",       "--trace-grace-ms", "2000"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     process = std::make_unique<Child>(argv, env);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!(socket_accepts(api_socket) && socket_accepts(agent_socket))) {
-      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("fleetscoped did not start");
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("fleetscoped did not start");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "fleetscope/agent_link/batch_builder.h"
 #include "fleetscope/agent_link/link_client.h"
 #include "fleetscope/agent_link/process_facts.h"
-#include "fleetscope/agent_link/record_codec.h"
 
 namespace {
 
@@ -44,15 +44,17 @@ void say(const std::string& line) {
   std::fflush(stdout);
 }
 
-void stream_window(fleetscope::agent_link::ControlLoop& loop, const fleetscope::rpc::AgentOrder& order,
-                   const Options& options) {
+void stream_window(fleetscope::agent_link::ControlLoop& loop,
+                   const fleetscope::agent_link::Order& order, const Options& options) {
   using namespace fleetscope;
-  rpc::WindowClosed closed;
+  agent_link::WindowClosed closed;
   closed.capture_id = order.capture_id;
   closed.dropped_records = 0;
   closed.collector_overhead_ns = 1000;
   if (options.cupti_busy) {
-    closed.__set_error("CUPTI is in use by another profiler in this process (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)");
+    closed.error = std::string(
+        "CUPTI is in use by another profiler in this process "
+        "(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)");
     loop.window_closed(closed);
     say("window capture=" + std::to_string(order.capture_id) + " rows=0");
     return;
@@ -67,9 +69,11 @@ void stream_window(fleetscope::agent_link::ControlLoop& loop, const fleetscope::
   int64_t sent = 0, dropped = 0;
   auto send = [&] {
     auto batch = builder.take();
-    size_t rows = agent_link::row_count(batch);
-    if (loop.push(batch)) sent += static_cast<int64_t>(rows);
-    else dropped += static_cast<int64_t>(rows);
+    size_t rows = batch.rows;
+    if (loop.push(batch))
+      sent += static_cast<int64_t>(rows);
+    else
+      dropped += static_cast<int64_t>(rows);
     if (++batches == options.crash_after_batches) {
       say("crashing after " + std::to_string(batches) + " batches");
       ::kill(getpid(), SIGKILL);
@@ -90,9 +94,10 @@ void stream_window(fleetscope::agent_link::ControlLoop& loop, const fleetscope::
   }
   if (!builder.empty()) send();
   // Like the agent, the window stays open for its duration (or until the daemon closes it).
-  if (order.__isset.duration_ms) {
-    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(order.duration_ms);
-    while (std::chrono::steady_clock::now() < end && close_ordered != order.capture_id && !stop_requested)
+  if (order.duration_ms) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(*order.duration_ms);
+    while (std::chrono::steady_clock::now() < end && close_ordered != order.capture_id &&
+           !stop_requested)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   closed.dropped_records = dropped;
@@ -113,9 +118,9 @@ int run_agent(const Options& options) {
   callbacks.on_registered = [](int64_t id) {
     say("registered pid=" + std::to_string(getpid()) + " agent=" + std::to_string(id));
   };
-  callbacks.on_order = [&](const rpc::AgentOrder& order) {
-    if (order.kind == rpc::AgentOrderKind::CLOSE_WINDOW) close_ordered = order.capture_id;
-    if (order.kind != rpc::AgentOrderKind::OPEN_WINDOW) return;
+  callbacks.on_order = [&](const agent_link::Order& order) {
+    if (order.kind == agent_link::Order::close_window) close_ordered = order.capture_id;
+    if (order.kind != agent_link::Order::open_window) return;
     // The window streams on its own thread, as the agent's flush path would: the control
     // thread goes back to polling at once.
     std::lock_guard lock(windows_mutex);
@@ -142,13 +147,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (arg == "--socket") options.socket = next();
-    else if (arg == "--children") options.children = std::atoi(next().c_str());
-    else if (arg == "--kernels") options.kernels = std::atoi(next().c_str());
-    else if (arg == "--batch-rows") options.batch_rows = std::atoi(next().c_str());
-    else if (arg == "--crash-after-batches") options.crash_after_batches = std::atoi(next().c_str());
-    else if (arg == "--cupti-busy") options.cupti_busy = true;
-    else if (arg == "--lifetime-ms") options.lifetime_ms = std::atoi(next().c_str());
+    if (arg == "--socket")
+      options.socket = next();
+    else if (arg == "--children")
+      options.children = std::atoi(next().c_str());
+    else if (arg == "--kernels")
+      options.kernels = std::atoi(next().c_str());
+    else if (arg == "--batch-rows")
+      options.batch_rows = std::atoi(next().c_str());
+    else if (arg == "--crash-after-batches")
+      options.crash_after_batches = std::atoi(next().c_str());
+    else if (arg == "--cupti-busy")
+      options.cupti_busy = true;
+    else if (arg == "--lifetime-ms")
+      options.lifetime_ms = std::atoi(next().c_str());
     else {
       std::fprintf(stderr, "test_agent: unknown argument '%s'\n", arg.c_str());
       return 2;

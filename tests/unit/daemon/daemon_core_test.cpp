@@ -2,7 +2,6 @@
 // database in a temporary directory.
 #include <gtest/gtest.h>
 
-#include "fleetscope/agent_link/record_codec.h"
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/rpc_handler.h"
 #include "fleetscope/store/database.h"
@@ -28,7 +27,8 @@ struct Fixture : ::testing::Test {
   }
 
   // Registers an agent for (pid, uid) through the agent link handler, as its connection would.
-  std::pair<std::unique_ptr<AgentLinkHandler>, int64_t> agent(int pid, uid_t uid, std::vector<int> chain = {},
+  std::pair<std::unique_ptr<AgentLinkHandler>, int64_t> agent(int pid, uid_t uid,
+                                                              std::vector<int> chain = {},
                                                               std::string workflow = "job") {
     auto handler = std::make_unique<AgentLinkHandler>(*core, Caller{pid, uid});
     rpc::AgentHello hello;
@@ -41,17 +41,19 @@ struct Fixture : ::testing::Test {
   }
 
   rpc::RecordBatch kernels(int64_t capture, int64_t sequence, int count, int pid) {
-    agent_link::BatchBuilder builder(capture, 100000);
-    for (int i = 0; i < count; ++i) {
-      store::Kernel k;
-      k.start = now + i * 1000;
-      k.end = k.start + 800;
-      k.globalPid = store::global_pid(pid);
-      k.demangledName = "k";
-      builder.add(k);
-    }
-    auto batch = builder.take();
+    rpc::RecordBatch batch;
+    batch.capture_id = capture;
     batch.sequence = sequence;
+    for (int i = 0; i < count; ++i) {
+      rpc::KernelRecord k;
+      k.start_ns = now + i * 1000;
+      k.end_ns = k.start_ns + 800;
+      k.__set_globalPid(store::global_pid(pid));
+      k.demangledName = "k";
+      k.grid = k.block = {1, 1, 1};
+      batch.kernels.push_back(k);
+    }
+    batch.__isset.kernels = true;
     return batch;
   }
 };
@@ -83,14 +85,18 @@ TEST_F(Fixture, WindowLifecycleCommitsBatchesAndAnalyzes) {
   EXPECT_EQ(api.status().open_windows.size(), 1u);
   link->push_records(id, kernels(started.capture_id, 0, 10, 500));
   // Out of order and replayed batches are refused.
-  EXPECT_THROW(link->push_records(id, kernels(started.capture_id, 0, 10, 500)), rpc::InvalidRequest);
-  EXPECT_THROW(link->push_records(id, kernels(started.capture_id, 5, 10, 500)), rpc::InvalidRequest);
+  EXPECT_THROW(link->push_records(id, kernels(started.capture_id, 0, 10, 500)),
+               rpc::InvalidRequest);
+  EXPECT_THROW(link->push_records(id, kernels(started.capture_id, 5, 10, 500)),
+               rpc::InvalidRequest);
   // A batch for a capture not open in this process is refused.
-  EXPECT_THROW(link->push_records(id, kernels(started.capture_id + 1, 1, 10, 500)), rpc::InvalidRequest);
+  EXPECT_THROW(link->push_records(id, kernels(started.capture_id + 1, 1, 10, 500)),
+               rpc::InvalidRequest);
   link->push_records(id, kernels(started.capture_id, 1, 5, 500));
   // Another process cannot push into this agent's window, even with its id.
   AgentLinkHandler intruder(*core, Caller{501, 1000});
-  EXPECT_THROW(intruder.push_records(id, kernels(started.capture_id, 2, 1, 501)), rpc::InvalidRequest);
+  EXPECT_THROW(intruder.push_records(id, kernels(started.capture_id, 2, 1, 501)),
+               rpc::InvalidRequest);
   rpc::WindowClosed closed;
   closed.capture_id = started.capture_id;
   closed.dropped_records = 3;
@@ -171,7 +177,8 @@ TEST_F(Fixture, AgentThatVanishesOrOverrunsIsClosedWithANote) {
   core->traces().expire();
   progress = api.trace_progress(second.capture_id, 10'000);
   ASSERT_TRUE(progress.done);
-  EXPECT_NE(progress.note.find("did not close its window in time"), std::string::npos) << progress.note;
+  EXPECT_NE(progress.note.find("did not close its window in time"), std::string::npos)
+      << progress.note;
 }
 
 TEST_F(Fixture, BadRequestsGetClearAnswers) {

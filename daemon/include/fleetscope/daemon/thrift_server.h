@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "fleetscope/agent_link/transport_limits.h"
 #include "fleetscope/daemon/daemon_core.h"
+#include "fleetscope/rpc/transport.h"
 
 namespace fleetscope::daemon {
 
@@ -33,7 +33,7 @@ class ThriftServers {
 
   DaemonCore& core_;
   DaemonConfig config_;
-  agent_link::TransportLimits limits_;
+  rpc::TransportLimits limits_;
   std::vector<std::shared_ptr<Served>> served_;
 };
 

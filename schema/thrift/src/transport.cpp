@@ -1,4 +1,4 @@
-#include "fleetscope/agent_link/transport_limits.h"
+#include "fleetscope/rpc/transport.h"
 
 #include <thrift/TConfiguration.h>
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-namespace fleetscope::agent_link {
+namespace fleetscope::rpc {
 
 using apache::thrift::TConfiguration;
 using apache::thrift::transport::TFramedTransport;
@@ -41,15 +41,18 @@ std::shared_ptr<TTransport> make_client_transport(const std::string& address,
   return std::make_shared<TFramedTransport>(socket, config);
 }
 
-std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(std::shared_ptr<TTransport> transport,
-                                                                  const TransportLimits& limits) {
+std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(
+    std::shared_ptr<TTransport> transport, const TransportLimits& limits) {
   return std::make_shared<apache::thrift::protocol::TBinaryProtocol>(
-      transport, limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true, /*strict_write=*/true);
+      transport, limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true,
+      /*strict_write=*/true);
 }
 
-std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(const TransportLimits& limits) {
+std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(
+    const TransportLimits& limits) {
   return std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>(
-      limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true, /*strict_write=*/true);
+      limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true,
+      /*strict_write=*/true);
 }
 
-}  // namespace fleetscope::agent_link
+}  // namespace fleetscope::rpc

@@ -1,11 +1,17 @@
-// Rows survive the agent link: store row -> record -> Thrift binary -> record -> store row.
+// Rows survive the agent link: store rows encoded by the agent's own codec (batch_builder.h,
+// wire.h) are decoded by Thrift's generated code (what the daemon runs) and turned back into
+// store rows by the daemon's batch decoder; every field is compared.
 #include <gtest/gtest.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
-#include "fleetscope/agent_link/record_codec.h"
+#include "fleetscope/agent_link/batch_builder.h"
+#include "fleetscope/agent_link/wire.h"
+#include "fleetscope/daemon/batch_decoder.h"
 
 namespace fleetscope::agent_link {
+using daemon::row_count;
+using daemon::write_batch;
 namespace {
 
 // Keeps what it is given.
@@ -40,14 +46,17 @@ class KeepingSink : public store::RowSink {
   std::vector<store::ExternalCorrelation> external;
 };
 
-rpc::RecordBatch through_the_wire(const rpc::RecordBatch& batch) {
+// What the daemon does with the bytes: Thrift's generated reader.
+rpc::RecordBatch decoded_by_thrift(const EncodedBatch& batch) {
   using apache::thrift::protocol::TBinaryProtocol;
   using apache::thrift::transport::TMemoryBuffer;
-  auto buffer = std::make_shared<TMemoryBuffer>();
+  std::string bytes = batch.bytes;
+  auto buffer = std::make_shared<TMemoryBuffer>(reinterpret_cast<uint8_t*>(bytes.data()),
+                                                static_cast<uint32_t>(bytes.size()));
   TBinaryProtocol protocol(buffer);
-  batch.write(&protocol);
   rpc::RecordBatch back;
-  back.read(&protocol);
+  back.read(&protocol);  // throws on a missing required field or a malformed value
+  EXPECT_EQ(buffer->available_read(), 0u) << "the whole encoding was consumed";
   return back;
 }
 
@@ -61,13 +70,15 @@ TEST(RecordCodec, EveryTableRoundTripsWithOptionalFieldsKeptOrAbsent) {
   k.registersPerThread = 32, k.dynamicSharedMemory = 1024, k.graphId = 9;
   builder.add(k);
   store::Memcpy m;
-  m.start = 300, m.end = 400, m.bytes = 4096, m.copyKind = store::kMemcpyHtoD, m.srcKind = store::kMemPinned;
+  m.start = 300, m.end = 400, m.bytes = 4096, m.copyKind = store::kMemcpyHtoD,
+  m.srcKind = store::kMemPinned;
   builder.add(m);
   store::Memset ms;
   ms.start = 500, ms.end = 510, ms.bytes = 64, ms.value = 0;
   builder.add(ms);
   store::RuntimeCall r;
-  r.start = 90, r.end = 99, r.eventClass = store::ApiClass::driver, r.globalTid = store::global_tid(1234, 5);
+  r.start = 90, r.end = 99, r.eventClass = store::ApiClass::driver,
+  r.globalTid = store::global_tid(1234, 5);
   r.name = "cuLaunchKernel", r.correlationId = 42, r.cbid = 307;
   builder.add(r);
   store::Sync s;
@@ -91,7 +102,10 @@ TEST(RecordCodec, EveryTableRoundTripsWithOptionalFieldsKeptOrAbsent) {
   builder.add_gpu(gpu);
   EXPECT_EQ(builder.rows(), 9u);
 
-  auto batch = through_the_wire(builder.take());
+  auto encoded = builder.take();
+  EXPECT_EQ(encoded.rows, 9u);
+  auto batch = decoded_by_thrift(encoded);
+  EXPECT_EQ(batch.capture_id, 5);
   EXPECT_EQ(batch.sequence, 0);
   EXPECT_EQ(builder.take().sequence, 1);
   EXPECT_EQ(row_count(batch), 9u);
@@ -151,9 +165,36 @@ TEST(RecordCodec, BuilderReportsFullAtItsRowBound) {
   EXPECT_FALSE(builder.full());
   builder.add(k);
   EXPECT_TRUE(builder.full());
-  auto batch = builder.take();
+  auto batch = decoded_by_thrift(builder.take());
   EXPECT_EQ(batch.kernels.size(), 2u);
   EXPECT_TRUE(builder.empty());
+}
+
+TEST(Wire, ReaderRefusesTruncatedAndUnversionedInput) {
+  wire::Writer w;
+  w.message("awaitOrder", wire::kReply, 7);
+  w.i64_field(1, 42);
+  w.stop();
+  std::string bytes = w.bytes();
+  wire::Reader r(bytes);
+  std::string name;
+  wire::MessageType type;
+  int32_t seqid = 0;
+  r.message(name, type, seqid);
+  EXPECT_EQ(name, "awaitOrder");
+  EXPECT_EQ(type, wire::kReply);
+  EXPECT_EQ(seqid, 7);
+  r.skip(wire::kStruct);
+  EXPECT_TRUE(r.done());
+  wire::Reader truncated(std::string_view(bytes).substr(0, bytes.size() - 3));
+  truncated.message(name, type, seqid);
+  EXPECT_THROW(truncated.skip(wire::kStruct), wire::WireError);
+  std::string old_style = std::string("\x00\x00\x00\x05", 4) + "hello";
+  wire::Reader unversioned(old_style);
+  EXPECT_THROW(unversioned.message(name, type, seqid), wire::WireError);
+  std::string huge = std::string("\x7f\xff\xff\xff", 4);
+  wire::Reader claims(huge);
+  EXPECT_THROW(claims.str(), wire::WireError);  // never allocated: the claim exceeds the input
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The framing and size limits of every fleetscope Thrift connection (CLI <-> daemon and agent <->
-// daemon), applied on both ends: Thrift's framed transport refuses a frame above max_frame_bytes
+// daemon), applied on both ends (the agent's own codec, collector/agent_link/wire.h, applies the
+// frame limit on its side): Thrift's framed transport refuses a frame above max_frame_bytes
 // before allocating it (TConfiguration, Thrift >= 0.14); its binary protocol checks containers
 // against the message size but allocates a string of whatever length the peer claims (0.17's
 // readStringBody resizes first), so the protocol also gets explicit string and container limits,
@@ -19,9 +20,9 @@ class TTransport;
 namespace apache::thrift::protocol {
 class TProtocol;
 class TProtocolFactory;
-}
+}  // namespace apache::thrift::protocol
 
-namespace fleetscope::agent_link {
+namespace fleetscope::rpc {
 
 struct TransportLimits {
   // 16 MiB: a record batch of max_batch_rows kernels with long names fits with room to spare;
@@ -40,8 +41,10 @@ std::shared_ptr<apache::thrift::transport::TTransport> make_client_transport(
 
 // TBinaryProtocol over `transport` with the limits (client side).
 std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(
-    std::shared_ptr<apache::thrift::transport::TTransport> transport, const TransportLimits& limits);
+    std::shared_ptr<apache::thrift::transport::TTransport> transport,
+    const TransportLimits& limits);
 // The same for servers.
-std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(const TransportLimits& limits);
+std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(
+    const TransportLimits& limits);
 
-}  // namespace fleetscope::agent_link
+}  // namespace fleetscope::rpc
