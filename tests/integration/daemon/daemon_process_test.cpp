@@ -70,7 +70,8 @@ TEST(DaemonProcess, AgentRegistersAndStatusShowsItWithDevicesFromNvml) {
 TEST(DaemonProcess, TraceReachesEveryProcessOfTheTreeAndRowsLandInTheDatabase) {
   DaemonUnderTest daemon;
   daemon.start();
-  auto agent = start_agent(daemon.agent_socket, {"--children", "2", "--kernels", "1000", "--batch-rows", "100"});
+  auto agent = start_agent(daemon.agent_socket,
+                           {"--children", "2", "--kernels", "1000", "--batch-rows", "100"});
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(agent->wait_line("registered", 10s)) << i;
   ApiClient api(daemon.api_socket);
   rpc::TraceRequest request;
@@ -87,13 +88,22 @@ TEST(DaemonProcess, TraceReachesEveryProcessOfTheTreeAndRowsLandInTheDatabase) {
   EXPECT_TRUE(progress.__isset.gpu_busy_pct);
   EXPECT_EQ(progress.database_path, daemon.database);
   const std::string capture = std::to_string(started.capture_id);
-  EXPECT_EQ(query_int(daemon.database, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = " + capture), 3000);
-  EXPECT_EQ(query_int(daemon.database, "SELECT count(DISTINCT globalPid) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 3);
-  EXPECT_EQ(query_text(daemon.database, "SELECT kind FROM captures WHERE id = " + capture), "on_demand");
-  EXPECT_EQ(query_int(daemon.database, "SELECT end_ns IS NOT NULL FROM captures WHERE id = " + capture), 1);
+  EXPECT_EQ(
+      query_int(daemon.database,
+                "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = " + capture),
+      3000);
+  EXPECT_EQ(query_int(daemon.database,
+                      "SELECT count(DISTINCT globalPid) FROM CUPTI_ACTIVITY_KIND_KERNEL"),
+            3);
+  EXPECT_EQ(query_text(daemon.database, "SELECT kind FROM captures WHERE id = " + capture),
+            "on_demand");
+  EXPECT_EQ(
+      query_int(daemon.database, "SELECT end_ns IS NOT NULL FROM captures WHERE id = " + capture),
+      1);
   // The capture is linked to its workflow through the traced processes.
-  EXPECT_EQ(query_int(daemon.database, "SELECT count(*) FROM processes p JOIN workflows w ON w.id = p.workflow_id "
-                                       "WHERE w.name = 'job-a'"),
+  EXPECT_EQ(query_int(daemon.database,
+                      "SELECT count(*) FROM processes p JOIN workflows w ON w.id = p.workflow_id "
+                      "WHERE w.name = 'job-a'"),
             3);
   std::vector<rpc::Capture> captures;
   api->listCaptures(captures, rpc::CaptureFilter());
@@ -114,7 +124,8 @@ TEST(DaemonProcess, ClearAnswersForNoMatchAnOpenWindowAndABusyCupti) {
     api->startTrace(started, nobody);
     FAIL() << "tracing a process without an agent must fail";
   } catch (const rpc::NotFound& e) {
-    EXPECT_NE(e.message.find("no process with the fleetscope agent"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("no process with the fleetscope agent"), std::string::npos)
+        << e.message;
   }
   auto agent = start_agent(daemon.agent_socket, {"--kernels", "10"});
   ASSERT_TRUE(agent->wait_line("registered", 10s));
@@ -172,7 +183,8 @@ TEST(DaemonProcess, AgentReconnectsAfterTheDaemonRestarts) {
 TEST(DaemonProcess, KillMinus9MidWindowKeepsTheCommittedBatchesAndAnIntactDatabase) {
   DaemonUnderTest daemon;
   daemon.start();
-  auto agent = start_agent(daemon.agent_socket, {"--kernels", "5000", "--batch-rows", "500", "--crash-after-batches", "3"});
+  auto agent = start_agent(daemon.agent_socket, {"--kernels", "5000", "--batch-rows", "500",
+                                                 "--crash-after-batches", "3"});
   ASSERT_TRUE(agent->wait_line("registered", 10s));
   ApiClient api(daemon.api_socket);
   rpc::TraceRequest request;
@@ -194,7 +206,8 @@ TEST(DaemonProcess, KillMinus9MidWindowKeepsTheCommittedBatchesAndAnIntactDataba
   EXPECT_EQ(query_text(daemon.database, "PRAGMA integrity_check"), "ok");
 }
 
-// Sends raw bytes on a fresh connection; true when the daemon closed it (read returns 0 or an error).
+// Sends raw bytes on a fresh connection; true when the daemon closed it (read returns 0 or an
+// error).
 bool daemon_hangs_up_after(const std::string& socket_path, const std::string& bytes) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
@@ -214,8 +227,8 @@ bool daemon_hangs_up_after(const std::string& socket_path, const std::string& by
 }
 
 std::string frame_header(uint32_t size) {
-  return {static_cast<char>(size >> 24), static_cast<char>(size >> 16), static_cast<char>(size >> 8),
-          static_cast<char>(size)};
+  return {static_cast<char>(size >> 24), static_cast<char>(size >> 16),
+          static_cast<char>(size >> 8), static_cast<char>(size)};
 }
 
 TEST(DaemonProcess, OversizedAndMalformedFramesAreRefusedWithoutHarm) {
@@ -230,10 +243,12 @@ TEST(DaemonProcess, OversizedAndMalformedFramesAreRefusedWithoutHarm) {
     EXPECT_TRUE(daemon_hangs_up_after(socket, frame_header(12) + "not thrift!!")) << socket;
     // A well-formed call header whose string argument claims 1 GiB inside a small frame.
     // (strict binary-protocol CALL "status", seqid 1, then a string field claiming 1 GiB)
-    std::string body = std::string("\x80\x01\x00\x01", 4) + std::string("\x00\x00\x00\x06", 4) + "status" +
-                       std::string("\x00\x00\x00\x01", 4) + std::string("\x0b\x00\x01", 3) +
-                       std::string("\x40\x00\x00\x00", 4);
-    EXPECT_TRUE(daemon_hangs_up_after(socket, frame_header(static_cast<uint32_t>(body.size())) + body)) << socket;
+    std::string body = std::string("\x80\x01\x00\x01", 4) + std::string("\x00\x00\x00\x06", 4) +
+                       "status" + std::string("\x00\x00\x00\x01", 4) +
+                       std::string("\x0b\x00\x01", 3) + std::string("\x40\x00\x00\x00", 4);
+    EXPECT_TRUE(
+        daemon_hangs_up_after(socket, frame_header(static_cast<uint32_t>(body.size())) + body))
+        << socket;
   }
   // No claimed size was allocated: the daemon's peak resident memory stays far below the 1 GiB
   // and 1.8 GiB that the string cases claim.
@@ -266,7 +281,8 @@ TEST(DaemonProcess, ServesTwoHundredConcurrentClients) {
         ++connected;
         // Every client holds its connection until all are connected: 200 at once.
         auto deadline = std::chrono::steady_clock::now() + 20s;
-        while (connected < kClients && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+        while (connected < kClients && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(5ms);
         for (int call = 0; call < 3; ++call) {
           rpc::DaemonStatus status;
           api->status(status);
@@ -285,10 +301,12 @@ TEST(DaemonProcess, ServesTwoHundredConcurrentClients) {
 
 TEST(DaemonProcess, CallerOfAnotherUserIsRefused) {
   if (getuid() != 0)
-    GTEST_SKIP() << "needs root to create a second user and switch to it (run the tests as root to cover this)";
+    GTEST_SKIP() << "needs root to create a second user and switch to it (run the tests as root to "
+                    "cover this)";
   const char* user = "fleetscope-test2";
   if (!getpwnam(user)) {
-    std::string command = std::string("useradd --system --no-create-home --shell /usr/sbin/nologin ") + user;
+    std::string command =
+        std::string("useradd --system --no-create-home --shell /usr/sbin/nologin ") + user;
     ASSERT_EQ(std::system(command.c_str()), 0) << "could not create user " << user;
   }
   passwd* other = getpwnam(user);
@@ -299,7 +317,8 @@ TEST(DaemonProcess, CallerOfAnotherUserIsRefused) {
   auto agent = start_agent(daemon.agent_socket, {"--kernels", "10"});  // a root process
   ASSERT_TRUE(agent->wait_line("registered", 10s));
   // The other user's client runs in a child that dropped to its uid; its verdicts come back as
-  // the exit code: bit 0 = trace refused, bit 1 = status hides root's agent, bit 2 = metrics refused.
+  // the exit code: bit 0 = trace refused, bit 1 = status hides root's agent, bit 2 = metrics
+  // refused.
   pid_t child = fork();
   if (child == 0) {
     if (setgid(other->pw_gid) != 0 || setuid(other->pw_uid) != 0) _exit(100);
@@ -317,7 +336,8 @@ TEST(DaemonProcess, CallerOfAnotherUserIsRefused) {
       }
       rpc::DaemonStatus status;
       api->status(status);
-      if (status.agents.empty() && status.caller_uid == static_cast<int32_t>(other->pw_uid)) verdict |= 2;
+      if (status.agents.empty() && status.caller_uid == static_cast<int32_t>(other->pw_uid))
+        verdict |= 2;
       rpc::MetricsQuery query;
       query.__set_workflow("job-a");
       std::vector<rpc::WorkflowMetric> rows;
@@ -334,7 +354,8 @@ TEST(DaemonProcess, CallerOfAnotherUserIsRefused) {
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 7) << "1 = trace refused, 2 = status filtered, 4 = metrics refused";
+  EXPECT_EQ(WEXITSTATUS(status), 7)
+      << "1 = trace refused, 2 = status filtered, 4 = metrics refused";
   // Root itself may trace it.
   ApiClient api(daemon.api_socket);
   rpc::TraceRequest request;
@@ -350,8 +371,9 @@ TEST(DaemonProcess, WorkflowMetricsAndPrometheusFromSampledProcesses) {
   // The agent starts first (it retries until the daemon is up) so that its pid can be given to
   // the NVML stand-in as a process on GPU 0 using 1 MB and 40 % of the SMs.
   auto agent = start_agent(daemon.agent_socket, {}, "job-m");
-  daemon.start({"--metrics-window-s", "1", "--prometheus-port", "0"},
-               {"FLEETSCOPE_NVML_STANDIN_PROCESSES=0:" + std::to_string(agent->pid()) + ":1000000:40"});
+  daemon.start(
+      {"--metrics-window-s", "1", "--prometheus-port", "0"},
+      {"FLEETSCOPE_NVML_STANDIN_PROCESSES=0:" + std::to_string(agent->pid()) + ":1000000:40"});
   ASSERT_TRUE(agent->wait_line("registered", 10s));
   auto line = daemon.process->wait_line("fleetscoped: Prometheus metrics on", 10s);
   ASSERT_TRUE(line);
@@ -393,11 +415,13 @@ TEST(DaemonProcess, WorkflowMetricsAndPrometheusFromSampledProcesses) {
   while ((n = recv(fd, chunk, sizeof chunk, 0)) > 0) page.append(chunk, static_cast<size_t>(n));
   close(fd);
   EXPECT_NE(page.find("HTTP/1.1 200 OK"), std::string::npos);
-  EXPECT_NE(page.find("fleetscope_workflow_gpu_seconds_total{gpu=\"0\",UUID=\"GPU-5eed0000-0000-0000-0000-000000000000\","
+  EXPECT_NE(page.find("fleetscope_workflow_gpu_seconds_total{gpu=\"0\",UUID=\"GPU-5eed0000-0000-"
+                      "0000-0000-000000000000\","
                       "Hostname=\""),
             std::string::npos)
       << page;
-  EXPECT_NE(page.find("modelName=\"Stand-in GPU 0\",workflow=\"job-m\"}"), std::string::npos) << page;
+  EXPECT_NE(page.find("modelName=\"Stand-in GPU 0\",workflow=\"job-m\"}"), std::string::npos)
+      << page;
   EXPECT_NE(page.find("fleetscope_gpu_power_watts{gpu=\"1\""), std::string::npos) << page;
   EXPECT_EQ(page.find("pid="), std::string::npos) << "no pid labels";
   EXPECT_EQ(daemon.stop(), 0);
@@ -416,8 +440,10 @@ TEST(DaemonProcess, SighupReloadsTheConfigFile) {
   daemon.process->signal(SIGHUP);
   auto refused = daemon.process->wait_line("fleetscoped: ", 5s);
   ASSERT_TRUE(refused);
-  EXPECT_NE(refused->find("fleetscoped.conf:1: unknown key 'no_such_key'"), std::string::npos) << *refused;
-  EXPECT_TRUE(daemon.process->wait_line("fleetscoped: reload failed; keeping the running configuration", 5s));
+  EXPECT_NE(refused->find("fleetscoped.conf:1: unknown key 'no_such_key'"), std::string::npos)
+      << *refused;
+  EXPECT_TRUE(daemon.process->wait_line(
+      "fleetscoped: reload failed; keeping the running configuration", 5s));
   EXPECT_EQ(daemon.stop(), 0);
 }
 
@@ -438,23 +464,24 @@ TEST(DaemonProcess, CliCommandsTalkToTheDaemon) {
   auto jobs = run_program({cli, "jobs", "--socket", daemon.api_socket});
   EXPECT_NE(jobs.output.find("cli-job"), std::string::npos) << jobs.output;
 
-  auto trace = run_program({cli, "trace", "--pid", std::to_string(agent->pid()), "--duration-ms", "100", "--socket",
-                            daemon.api_socket});
+  auto trace = run_program({cli, "trace", "--pid", std::to_string(agent->pid()), "--duration-ms",
+                            "100", "--socket", daemon.api_socket});
   ASSERT_EQ(trace.exit_code, 0) << trace.output;
   EXPECT_NE(trace.output.find("kernels:     200"), std::string::npos) << trace.output;
   EXPECT_NE(trace.output.find("GPU busy:"), std::string::npos) << trace.output;
   EXPECT_NE(trace.output.find("in " + daemon.database), std::string::npos) << trace.output;
 
-  auto by_workflow = run_program({cli, "trace", "--workflow", "cli-job", "--iterations", "2", "--socket",
-                                  daemon.api_socket, "--format", "json", "--no-wait"});
+  auto by_workflow = run_program({cli, "trace", "--workflow", "cli-job", "--iterations", "2",
+                                  "--socket", daemon.api_socket, "--format", "json", "--no-wait"});
   EXPECT_EQ(by_workflow.exit_code, 0) << by_workflow.output;
   EXPECT_NE(by_workflow.output.find("\"capture_id\": 2"), std::string::npos) << by_workflow.output;
 
   // (not this test's pid: the agent is its child, so tracing it would reach the agent)
-  auto missing = run_program({cli, "trace", "--pid", std::to_string(daemon.process->pid()), "--duration-ms", "10", "--socket",
-                              daemon.api_socket});
+  auto missing = run_program({cli, "trace", "--pid", std::to_string(daemon.process->pid()),
+                              "--duration-ms", "10", "--socket", daemon.api_socket});
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.output.find("error: no process with the fleetscope agent"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("error: no process with the fleetscope agent"), std::string::npos)
+      << missing.output;
   auto usage = run_program({cli, "trace", "--pid", "1", "--socket", daemon.api_socket});
   EXPECT_EQ(usage.exit_code, 2) << usage.output;
   auto metrics = run_program({cli, "metrics", "--socket", daemon.api_socket, "--since", "1h"});
@@ -464,7 +491,8 @@ TEST(DaemonProcess, CliCommandsTalkToTheDaemon) {
   EXPECT_EQ(daemon.stop(), 0);
   auto unreachable = run_program({cli, "status", "--socket", daemon.api_socket});
   EXPECT_EQ(unreachable.exit_code, 1);
-  EXPECT_NE(unreachable.output.find("cannot reach fleetscoped at " + daemon.api_socket), std::string::npos)
+  EXPECT_NE(unreachable.output.find("cannot reach fleetscoped at " + daemon.api_socket),
+            std::string::npos)
       << unreachable.output;
 }
 
