@@ -59,6 +59,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends from the programs' shared libraries (dpkg-shlibdeps)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_SET_DESTDIR ON)  # install with prefix /usr under DESTDIR, so the config lands in /etc
+set(CPACK_INSTALL_PREFIX /usr)
 file(WRITE ${CMAKE_BINARY_DIR}/debian/conffiles "/etc/fleetscope/fleetscoped.conf\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian/conffiles)
 include(CPack)
