@@ -1,6 +1,7 @@
 // fleetscoped in a real process with agents in real processes (test_agent, which links the agent
 // link client library the agent uses), over real Unix sockets.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -444,6 +445,30 @@ TEST(DaemonProcess, SighupReloadsTheConfigFile) {
       << *refused;
   EXPECT_TRUE(daemon.process->wait_line(
       "fleetscoped: reload failed; keeping the running configuration", 5s));
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+TEST(DaemonProcess, LoopbackTcpCallersAreIdentifiedLikeUnixSocketOnes) {
+  int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
+  const int port = ntohs(address.sin_port);
+  close(probe);
+  DaemonUnderTest daemon;
+  daemon.start({"--tcp-port", std::to_string(port)});
+  auto agent = start_agent(daemon.agent_socket, {});
+  ASSERT_TRUE(agent->wait_line("registered", 10s));
+  std::this_thread::sleep_for(200ms);  // the TCP listener comes up with the others
+  ApiClient api("127.0.0.1:" + std::to_string(port));
+  rpc::DaemonStatus status;
+  api->status(status);
+  // The uid owning the peer socket, from /proc/net/tcp: this process's, so its agent is visible.
+  EXPECT_EQ(status.caller_uid, static_cast<int32_t>(getuid()));
+  EXPECT_EQ(status.agents.size(), 1u);
   EXPECT_EQ(daemon.stop(), 0);
 }
 
