@@ -164,3 +164,232 @@ service FleetscopeDaemon {
   TraceStarted startTrace(1: TraceRequest request)
       throws (1: InvalidRequest invalid, 2: NotFound not_found, 3: PermissionDenied denied),
 }
+
+// ================================================================================================
+// API version 2 additions: host status, jobs, metrics, trace progress (the `fleetscope status |
+// jobs | metrics | trace` commands) and the agent link. Everything above is unchanged.
+// ================================================================================================
+
+const i32 API_VERSION_2 = 2
+
+// A registered agent (one traced-able process on the host).
+struct AgentInfo {
+  1: required i64 agent_id,
+  2: required i32 pid,
+  3: required i32 uid,
+  4: required string workflow,          // workflow name (see AgentHello.workflow)
+  5: required string workflow_source,   // 'env', 'slurm', 'kubernetes', 'command'
+  6: optional string command,
+  7: required list<i32> parent_chain,   // parent pid, grandparent pid, ... up to (excluding) pid 1
+  8: required list<i32> devices,        // CUDA device ordinals the process may use
+  9: required i64 registered_ns,
+  10: optional i64 open_capture_id,     // the window currently open in this process, if any
+}
+
+// One GPU as the daemon's device sampler sees it.
+struct DeviceStatus {
+  1: required i32 index,
+  2: required string name,
+  3: optional string uuid,
+  4: optional double gpu_utilization_pct,
+  5: optional i64 memory_used_bytes,
+  6: optional i64 memory_total_bytes,
+  7: optional double power_watts,
+  8: optional i64 sm_clock_mhz,
+}
+
+struct OpenWindow {
+  1: required i64 capture_id,
+  2: required list<i32> pids,
+  3: required i64 start_ns,
+  4: optional i64 deadline_ns,
+}
+
+struct DaemonStatus {
+  1: required VersionInfo version,
+  2: required i64 started_ns,
+  3: required string database_path,
+  4: required list<AgentInfo> agents,          // only the caller's own unless the caller is root
+  5: required list<DeviceStatus> devices,
+  6: required list<OpenWindow> open_windows,   // only the caller's own unless the caller is root
+  7: required bool device_sampling,            // false when NVML could not be loaded
+  8: optional string device_sampling_note,     // why sampling is off
+  9: required i32 caller_uid,
+}
+
+// A job as the daemon knows it: its agents now, and the captures it has.
+struct Job {
+  1: required string workflow,
+  2: optional i64 workflow_id,                 // id in the host database once anything was stored
+  3: required list<i32> uids,
+  4: required list<AgentInfo> agents,
+  5: required list<i64> capture_ids,
+}
+
+// One row of workflow_metrics.
+struct WorkflowMetric {
+  1: required string workflow,
+  2: required i32 device,
+  3: required i64 window_start_ns,
+  4: required i64 window_end_ns,
+  5: required string metric,                   // 'gpu_seconds', 'busy_fraction', 'memory_peak_bytes'
+  6: required double value,
+}
+
+struct MetricsQuery {
+  1: optional string workflow,                 // unset = every workflow the caller may see
+  2: optional i64 since_ns,
+  3: optional i32 limit = 1000,
+}
+
+// Where a trace window stands; `done` once every agent of the window has closed it (or vanished).
+struct TraceProgress {
+  1: required i64 capture_id,
+  2: required bool done,
+  3: required list<i32> pids,
+  4: required i64 records,                     // rows committed so far
+  5: required i64 dropped_records,
+  6: optional string note,                     // e.g. 'pid 12 left mid-window', CUPTI busy
+  7: optional i64 kernels,                     // filled when done
+  8: optional double gpu_busy_pct,             // union of kernels+copies over the window span
+  9: optional string top_finding,              // rule: recommendation of the largest finding
+  10: required string database_path,
+}
+
+// TraceRequest by workflow name (TraceRequest.workflow_id is the database id).
+struct TraceByName {
+  1: required string workflow,
+  2: optional i32 duration_ms,
+  3: optional i32 iterations,
+}
+
+service FleetscopeHost extends FleetscopeDaemon {
+  DaemonStatus status(),
+  list<Job> jobs(),
+  list<WorkflowMetric> metrics(1: MetricsQuery query)
+      throws (1: InvalidRequest invalid, 2: PermissionDenied denied),
+  TraceStarted startTraceOfWorkflow(1: TraceByName request)
+      throws (1: InvalidRequest invalid, 2: NotFound not_found, 3: PermissionDenied denied),
+  // Waits up to timeout_ms for the window to finish, then reports where it stands.
+  TraceProgress traceProgress(1: i64 capture_id, 2: i32 timeout_ms)
+      throws (1: NotFound not_found, 2: PermissionDenied denied),
+}
+
+// --- the agent link -----------------------------------------------------------------------------
+// Each process that loads the agent connects to the daemon's agent socket (framed binary protocol,
+// the same limits as the API socket), registers, and then long-polls for window orders. The agent
+// never blocks the job: all of this runs on its own control thread. The caller's pid and uid come
+// from SO_PEERCRED; the daemon does not trust the ones a hello carries.
+
+struct AgentHello {
+  1: required i32 pid,
+  2: required list<i32> parent_chain,
+  3: required list<i32> devices,
+  4: required string workflow,
+  5: required string workflow_source,   // 'env', 'slurm', 'kubernetes', 'command'
+  6: optional string command,
+  7: optional string hostname,
+  8: required i32 protocol_version = 1,
+}
+
+struct AgentWelcome {
+  1: required i64 agent_id,
+  2: required i32 max_batch_rows,       // the agent splits record batches to stay below this
+}
+
+// What the agent's control thread is told to do next.
+enum AgentOrderKind {
+  NOTHING = 0,        // the poll timed out; ask again
+  OPEN_WINDOW = 1,
+  CLOSE_WINDOW = 2,   // close the open window now (the CLI's --duration-ms elapsed, or a stop)
+}
+
+struct AgentOrder {
+  1: required AgentOrderKind kind,
+  2: optional i64 capture_id,
+  3: optional i32 duration_ms,
+  4: optional i32 iterations,
+}
+
+// Rows of one window, as the store's row types (schema/store/rows.h); names travel as strings and
+// are interned by the daemon's writer.
+struct KernelRecord {
+  1: required i64 start_ns, 2: required i64 end_ns, 3: required i32 deviceId, 4: optional i32 contextId,
+  5: required i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
+  8: required string demangledName, 9: optional string shortName,
+  10: required list<i32> grid, 11: required list<i32> block,
+  12: optional i32 registersPerThread, 13: optional i32 staticSharedMemory,
+  14: optional i32 dynamicSharedMemory, 15: optional i32 localMemoryPerThread,
+  16: optional i64 graphId, 17: optional i64 graphNodeId, 18: optional i32 launchType,
+}
+struct MemcpyRecord {
+  1: required i64 start_ns, 2: required i64 end_ns, 3: required i32 deviceId, 4: optional i32 contextId,
+  5: required i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
+  8: required i64 bytes, 9: required i32 copyKind, 10: optional i32 srcKind, 11: optional i32 dstKind,
+  12: optional i32 srcDeviceId, 13: optional i32 dstDeviceId, 14: optional i64 graphNodeId,
+}
+struct MemsetRecord {
+  1: required i64 start_ns, 2: required i64 end_ns, 3: required i32 deviceId, 4: optional i32 contextId,
+  5: required i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
+  8: optional i32 value, 9: required i64 bytes, 10: optional i32 memKind, 11: optional i64 graphNodeId,
+}
+struct RuntimeRecord {
+  1: required i64 start_ns, 2: required i64 end_ns, 3: required bool driver, 4: required i64 globalTid,
+  5: optional i64 correlationId, 6: required string name, 7: optional i32 returnValue, 8: optional i32 cbid,
+}
+struct SyncRecord {
+  1: required i64 start_ns, 2: required i64 end_ns, 3: optional i32 deviceId, 4: optional i32 contextId,
+  5: optional i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
+  8: optional i64 globalTid, 9: required i32 syncType, 10: optional i64 eventId,
+}
+struct NvtxRecord {
+  1: required i64 start_ns, 2: optional i64 end_ns, 3: required i32 eventType, 4: optional i64 rangeId,
+  5: required string text, 6: optional i32 domainId, 7: optional i64 globalTid,
+}
+struct IterationRecord {
+  1: optional i64 globalPid, 2: required i64 step, 3: required i64 start_ns, 4: required i64 end_ns,
+  5: required string source,
+}
+struct MemoryRecord {
+  1: required i64 ts, 2: optional i64 globalPid, 3: required i32 deviceId, 4: optional i64 address,
+  5: required i64 bytes, 6: optional i64 totalAllocated, 7: optional i64 totalReserved,
+}
+struct ExternalCorrelationRecord {
+  1: required i64 correlationId, 2: required i32 externalKind, 3: required i64 externalId,
+}
+struct GpuRecord {
+  1: required i32 id, 2: required string name, 3: optional string uuid, 4: optional i64 totalMemory,
+  5: optional i32 smCount, 6: optional i32 computeMajor, 7: optional i32 computeMinor,
+}
+
+struct RecordBatch {
+  1: required i64 capture_id,
+  2: required i64 sequence,             // 0, 1, 2 ... per agent and window (duplicates are refused)
+  3: list<KernelRecord> kernels,
+  4: list<MemcpyRecord> memcpys,
+  5: list<MemsetRecord> memsets,
+  6: list<RuntimeRecord> runtime,
+  7: list<SyncRecord> syncs,
+  8: list<NvtxRecord> nvtx,
+  9: list<IterationRecord> iterations,
+  10: list<MemoryRecord> memory,
+  11: list<ExternalCorrelationRecord> external_correlations,
+  12: list<GpuRecord> gpus,
+}
+
+struct WindowClosed {
+  1: required i64 capture_id,
+  2: required i64 dropped_records,
+  3: required i64 collector_overhead_ns,
+  4: optional string error,             // why the window could not be traced (e.g. CUPTI busy)
+  5: optional i64 start_ns,
+  6: optional i64 end_ns,
+}
+
+service FleetscopeAgentLink {
+  AgentWelcome registerAgent(1: AgentHello hello) throws (1: InvalidRequest invalid),
+  AgentOrder awaitOrder(1: i64 agent_id, 2: i32 timeout_ms) throws (1: InvalidRequest invalid),
+  // Returns after the batch is committed to the host database.
+  void pushRecords(1: i64 agent_id, 2: RecordBatch batch) throws (1: InvalidRequest invalid),
+  void windowClosed(1: i64 agent_id, 2: WindowClosed closed) throws (1: InvalidRequest invalid),
+}

@@ -24,10 +24,10 @@
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/writer.h"
-#include "fleetscope/importers/importers.h"
 
 namespace fleetscope::analyzer {
 
@@ -401,14 +401,56 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
   });
 }
 
+void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::string& format,
+                         std::ostream& out) {
+  if (format == "json") {
+    json list = json::array();
+    for (const auto& w : ranking)
+      list.push_back({{"workflow", w.workflow},
+                      {"user", w.user},
+                      {"captures", w.captures},
+                      {"devices", w.devices},
+                      {"gpu_hours", w.gpu_hours()},
+                      {"wasted_gpu_hours", w.wasted_gpu_hours()},
+                      {"utilization", w.utilization()},
+                      {"idle_ns", w.idle_ns},
+                      {"span_ns", w.span_ns},
+                      {"findings_impact_ns", w.findings_impact_ns},
+                      {"top_rule", w.top_rule}});
+    out << list.dump(2) << "\n";
+  } else if (format == "csv") {
+    out << "workflow,user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
+           "findings_impact_ns,top_rule\n";
+    for (const auto& w : ranking)
+      out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
+          << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
+          << w.findings_impact_ns << "," << w.top_rule << "\n";
+  } else {
+    int name_width = 32;
+    for (const auto& w : ranking)
+      name_width = std::max(name_width, static_cast<int>(w.workflow.size()) + 2);
+    out << std::left << std::setw(name_width) << "WORKFLOW" << std::setw(14) << "WASTED GPU-H"
+        << std::setw(12) << "GPU-H" << std::setw(8) << "UTIL" << std::setw(10) << "CAPTURES"
+        << "TOP FINDING\n";
+    for (const auto& w : ranking) {
+      std::ostringstream wasted, held;
+      wasted << std::fixed << std::setprecision(6) << w.wasted_gpu_hours();
+      held << std::fixed << std::setprecision(6) << w.gpu_hours();
+      out << std::left << std::setw(name_width) << w.workflow << std::setw(14) << wasted.str()
+          << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization()) << std::setw(10)
+          << w.captures << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
+    }
+  }
+}
+
 int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
   std::vector<std::string> positionals;
   std::string format = "table";
   int64_t top = 20;
   common::ArgParser parser("fleetscope fleet DB... [--format table|json|csv] [--top N]",
-                        "Ranks jobs across trace databases by wasted GPU-hours (GPU idle time "
-                        "inside each job's first-to-last GPU-event span, per GPU).");
+                           "Ranks jobs across trace databases by wasted GPU-hours (GPU idle time "
+                           "inside each job's first-to-last GPU-event span, per GPU).");
   parser.positionals("DB...", "trace databases (one per host or capture)", &positionals, 1)
       .option("--format", "FORMAT", "table (default), json or csv", &format)
       .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);
@@ -423,44 +465,7 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
     });
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
-    if (format == "json") {
-      json list = json::array();
-      for (const auto& w : ranking)
-        list.push_back({{"workflow", w.workflow},
-                        {"user", w.user},
-                        {"captures", w.captures},
-                        {"devices", w.devices},
-                        {"gpu_hours", w.gpu_hours()},
-                        {"wasted_gpu_hours", w.wasted_gpu_hours()},
-                        {"utilization", w.utilization()},
-                        {"idle_ns", w.idle_ns},
-                        {"span_ns", w.span_ns},
-                        {"findings_impact_ns", w.findings_impact_ns},
-                        {"top_rule", w.top_rule}});
-      out << list.dump(2) << "\n";
-    } else if (format == "csv") {
-      out << "workflow,user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
-             "findings_impact_ns,top_rule\n";
-      for (const auto& w : ranking)
-        out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
-            << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
-            << w.findings_impact_ns << "," << w.top_rule << "\n";
-    } else {
-      int name_width = 32;
-      for (const auto& w : ranking)
-        name_width = std::max(name_width, static_cast<int>(w.workflow.size()) + 2);
-      out << std::left << std::setw(name_width) << "WORKFLOW" << std::setw(14) << "WASTED GPU-H"
-          << std::setw(12) << "GPU-H" << std::setw(8) << "UTIL" << std::setw(10) << "CAPTURES"
-          << "TOP FINDING\n";
-      for (const auto& w : ranking) {
-        std::ostringstream wasted, held;
-        wasted << std::fixed << std::setprecision(6) << w.wasted_gpu_hours();
-        held << std::fixed << std::setprecision(6) << w.gpu_hours();
-        out << std::left << std::setw(name_width) << w.workflow << std::setw(14) << wasted.str()
-            << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization()) << std::setw(10)
-            << w.captures << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
-      }
-    }
+    write_fleet_ranking(ranking, format, out);
     return 0;
   });
 }

@@ -1,11 +1,13 @@
 // The table of `fleetscope` subcommands. Each entry calls into the library that owns the logic.
-#include "fleetscope/cli/command.h"
-#include "fleetscope/cli/store_commands.h"
 #include "fleetscope/analyzer/commands.h"
+#include "fleetscope/cli/command.h"
+#include "fleetscope/cli/daemon_commands.h"
+#include "fleetscope/cli/prometheus_fleet.h"
+#include "fleetscope/cli/store_commands.h"
+#include "fleetscope/export/export_command.h"
+#include "fleetscope/importers/import_command.h"
 #include "fleetscope/launcher/run_command.h"
 #include "fleetscope/sharer/commands.h"
-#include "fleetscope/importers/import_command.h"
-#include "fleetscope/export/export_command.h"
 
 namespace fleetscope::cli {
 
@@ -13,16 +15,37 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"info", "summarize a trace database (devices, processes, span, counts)", run_info_command},
       {"sql", "run a read-only SQL query on a trace database", run_sql_command},
-      {"import", "import Kineto/PyTorch-profiler JSON or nsys SQLite exports into a trace database", importers::run_import_command},
-      {"run", "trace a command on the GPU with the fleetscope agent (like nsys profile)", [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) { return launcher::run_run_command(a, o, e, run_info_command); }},
-      {"analyze", "run the antipattern rules on a capture and store the findings", analyzer::run_analyze_command},
-      {"report", "print the findings stored for a capture (table, markdown, json, chrome-trace)", analyzer::run_report_command},
-      {"fleet", "rank jobs across trace databases by wasted GPU-hours", analyzer::run_fleet_command},
+      {"import", "import Kineto/PyTorch-profiler JSON or nsys SQLite exports into a trace database",
+       importers::run_import_command},
+      {"run", "trace a command on the GPU with the fleetscope agent (like nsys profile)",
+       [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) {
+         return launcher::run_run_command(a, o, e, run_info_command);
+       }},
+      {"analyze", "run the antipattern rules on a capture and store the findings",
+       analyzer::run_analyze_command},
+      {"report", "print the findings stored for a capture (table, markdown, json, chrome-trace)",
+       analyzer::run_report_command},
+      {"fleet", "rank jobs by wasted GPU-hours across trace databases or a Prometheus server",
+       [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) {
+         for (const auto& arg : a)
+           if (arg == "--prometheus" || arg.rfind("--prometheus=", 0) == 0)
+             return run_prometheus_fleet(a, o, e);
+         return analyzer::run_fleet_command(a, o, e);
+       }},
       {"diff", "compare the metrics of two captures", analyzer::run_diff_command},
-      {"candidates", "jobs that could share a GPU: utilization, persistent P and ephemeral T memory", analyzer::run_candidates_command},
-      {"export", "write a trace database (or one capture) as Chrome-trace JSON for Perfetto", exporter::run_export_command},
-      {"share plan", "plan GPU consolidation: which jobs share which GPU memory lane", sharer::run_share_plan_command},
+      {"candidates",
+       "jobs that could share a GPU: utilization, persistent P and ephemeral T memory",
+       analyzer::run_candidates_command},
+      {"export", "write a trace database (or one capture) as Chrome-trace JSON for Perfetto",
+       exporter::run_export_command},
+      {"share plan", "plan GPU consolidation: which jobs share which GPU memory lane",
+       sharer::run_share_plan_command},
       {"sim", "simulate scheduling policies and GPU lanes on a job trace", sharer::run_sim_command},
+      {"status", "the host daemon: agents, GPUs, open trace windows", run_status_command},
+      {"jobs", "jobs running with the agent on this host, and their captures", run_jobs_command},
+      {"trace", "trace a running job on demand through the daemon (like dyno gputrace)",
+       run_trace_command},
+      {"metrics", "always-on per-workflow GPU metrics from the daemon", run_metrics_command},
       // COMMANDS: one line per command; keep this marker.
   };
   return table;

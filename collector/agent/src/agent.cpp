@@ -16,6 +16,7 @@
 #include <iterator>
 #include <thread>
 
+#include "daemon_control.h"
 #include "fleetscope/agent/environment_control.h"
 #include "fleetscope/agent/line_control.h"
 #include "fleetscope/agent/refusal.h"
@@ -203,12 +204,13 @@ void Agent::start() {
   pthread_atfork(nullptr, nullptr, mark_forked_child);
   std::atexit(fleetscope_agent_at_exit);
 
-  // The control sources: the environment window, a FIFO if asked for (and, next, the daemon).
+  // The control sources: the environment window, a FIFO if asked for, and the daemon.
   auto log = [](const std::string& line) { log_once(line); };
   sources_.push_back(std::make_unique<EnvironmentControl>(config_, log));
   if (!config_.control_fifo.empty())
     sources_.push_back(
         std::make_unique<LineControl>(config_.control_fifo, config_.control_reply, log));
+  if (auto daemon = DaemonControl::from_environment(log)) sources_.push_back(std::move(daemon));
 
   if (sources_.size() > kMaxSources) sources_.resize(kMaxSources);
   BlockTerminatingSignals blocked;

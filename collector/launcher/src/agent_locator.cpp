@@ -20,8 +20,11 @@ std::optional<std::string> find_agent(std::string& searched) {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return std::nullopt;
-  for (const fs::path& candidate :
-       {exe.parent_path() / kAgentName, exe.parent_path().parent_path() / "lib" / kAgentName}) {
+  // Beside the program (build tree), in PREFIX/lib, and in PREFIX/lib/fleetscope where
+  // `cmake --install` and the .deb put it (with its CUPTI beside it).
+  const fs::path prefix = exe.parent_path().parent_path();
+  for (const fs::path& candidate : {exe.parent_path() / kAgentName, prefix / "lib" / kAgentName,
+                                    prefix / "lib" / "fleetscope" / kAgentName}) {
     searched += (searched.empty() ? "" : ", ") + candidate.string();
     if (fs::exists(candidate, ec)) return candidate.string();
   }

@@ -1,0 +1,301 @@
+// fleetscoped benchmarks, each against a named reference measured in the same run:
+//   rtt N              status() round trips over the API socket (p50/p99) vs a raw Unix-socket
+//                      round trip of the same number of bytes (an echo thread, no Thrift, no work)
+//   stream ROWS        kernel rows streamed by an agent link client into the host database (rows/s,
+//                      every batch committed before the next is sent) vs store::Writer's insert
+//                      loop of the same rows into a fresh database
+//   idle AGENTS SECS   the fleetscoped process: CPU % and RSS with AGENTS registered agents (one
+//                      process each, polling) vs the same daemon with none, sampling 2 stand-in GPUs
+//
+//   build/release/bench/daemon/bench_daemon rtt 20000
+//   build/release/bench/daemon/bench_daemon stream 2000000
+//   build/release/bench/daemon/bench_daemon idle 64 20
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+
+#include "FleetscopeHost.h"
+#include "fleetscope/agent_link/batch_builder.h"
+#include "fleetscope/agent_link/link_client.h"
+#include "fleetscope/daemon/daemon_core.h"
+#include "fleetscope/daemon/rpc_handler.h"
+#include "fleetscope/daemon/thrift_server.h"
+#include "fleetscope/rpc/transport.h"
+#include "fleetscope/store/writer.h"
+
+using namespace fleetscope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string temp_dir() {
+  std::string pattern = "/tmp/fleetscope-bench-XXXXXX";
+  return mkdtemp(pattern.data());
+}
+
+struct InProcessDaemon {
+  std::string dir = temp_dir();
+  std::ostringstream log;
+  std::unique_ptr<daemon::DaemonCore> core;
+  std::unique_ptr<daemon::ThriftServers> servers;
+  daemon::DaemonConfig config;
+  InProcessDaemon() {
+    config.database = dir + "/host.db";
+    config.socket = dir + "/api.sock";
+    config.agent_socket = dir + "/agent.sock";
+    config.nvml_library = dir + "/no-nvml.so";
+    core = std::make_unique<daemon::DaemonCore>(config, log);
+    servers = std::make_unique<daemon::ThriftServers>(*core, config);
+    servers->start();
+  }
+  ~InProcessDaemon() {
+    core->registry().close();
+    core->traces().stop();
+    servers->stop();
+    core->shutdown();
+    std::system(("rm -rf " + dir).c_str());
+  }
+};
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+int rtt(int n) {
+  InProcessDaemon d;
+  auto transport = rpc::make_client_transport(d.config.socket, {}, 10'000);
+  rpc::FleetscopeHostClient client(rpc::make_protocol(transport, {}));
+  transport->open();
+  rpc::DaemonStatus status;
+  for (int i = 0; i < 200; ++i) client.status(status);
+  std::vector<double> status_us;
+  for (int i = 0; i < n; ++i) {
+    auto t = Clock::now();
+    client.status(status);
+    status_us.push_back(seconds_since(t) * 1e6);
+  }
+  // The reference: the same request and reply sizes echoed over a Unix socket pair by a thread.
+  size_t request_bytes = 4 + 4 + 6 + 4 + 1, reply_bytes = 0;
+  {
+    auto buffer = std::make_shared<apache::thrift::transport::TMemoryBuffer>();
+    apache::thrift::protocol::TBinaryProtocol protocol(buffer);
+    status.write(&protocol);
+    reply_bytes = buffer->available_read() + 4 + 4 + 6 + 4 + 3 + 1 + 4;
+  }
+  int fds[2];
+  socketpair(AF_UNIX, SOCK_STREAM, 0, fds);
+  std::thread echo([&] {
+    std::vector<char> in(request_bytes), out(reply_bytes, 'x');
+    for (int i = 0; i < n + 200; ++i) {
+      size_t got = 0;
+      while (got < in.size()) got += static_cast<size_t>(read(fds[1], in.data() + got, in.size() - got));
+      (void)!write(fds[1], out.data(), out.size());
+    }
+  });
+  std::vector<char> request(request_bytes, 'r'), reply(reply_bytes);
+  std::vector<double> raw_us;
+  for (int i = 0; i < n + 200; ++i) {
+    auto t = Clock::now();
+    (void)!write(fds[0], request.data(), request.size());
+    size_t got = 0;
+    while (got < reply.size()) got += static_cast<size_t>(read(fds[0], reply.data() + got, reply.size() - got));
+    if (i >= 200) raw_us.push_back(seconds_since(t) * 1e6);
+  }
+  echo.join();
+  std::printf("status() round trip, %d calls, reply %zu bytes:\n", n, reply_bytes);
+  std::printf("  %-44s p50 %8.1f us  p99 %8.1f us\n", "raw Unix-socket echo (reference)", percentile(raw_us, 0.5),
+              percentile(raw_us, 0.99));
+  std::printf("  %-44s p50 %8.1f us  p99 %8.1f us  (p99 %.1fx the reference)\n", "fleetscoped status() over Thrift",
+              percentile(status_us, 0.5), percentile(status_us, 0.99),
+              percentile(status_us, 0.99) / percentile(raw_us, 0.99));
+  return 0;
+}
+
+std::vector<std::string> name_pool() {
+  std::vector<std::string> names;
+  for (int i = 0; i < 200; ++i)
+    names.push_back("void at::native::elementwise_kernel<128, 4, at::native::op_" + std::to_string(i) +
+                    "<float> >(int, at::native::op_" + std::to_string(i) + "<float>)");
+  return names;
+}
+
+store::Kernel kernel(int64_t i, const std::vector<std::string>& names) {
+  store::Kernel k;
+  k.start = 1'700'000'000'000'000'000 + i * 2000;
+  k.end = k.start + 1500;
+  k.deviceId = static_cast<int32_t>(i % 8);
+  k.streamId = 7;
+  k.correlationId = i;
+  k.globalPid = store::global_pid(getpid());
+  k.demangledName = names[static_cast<size_t>(i % 200)];
+  k.gridX = 128, k.gridY = 1, k.gridZ = 1, k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+  return k;
+}
+
+int stream(int64_t rows) {
+  auto names = name_pool();
+  // Reference: the store's own insert loop into a fresh live database.
+  double reference_rate = 0;
+  {
+    std::string dir = temp_dir();
+    auto t = Clock::now();
+    {
+      store::WriterOptions options;
+      options.keep_wal_after_finish = true;
+      options.build_indexes = false;
+      store::Writer writer(store::Database::create(dir + "/ref.db"), options);
+      for (int64_t i = 0; i < rows; ++i) {
+        auto k = kernel(i, names);
+        k.captureId = 1;
+        writer.add(std::move(k));
+      }
+      writer.flush();
+      reference_rate = static_cast<double>(rows) / seconds_since(t);
+      writer.finish();
+    }
+    std::system(("rm -rf " + dir).c_str());
+  }
+  // The agent link: register, get a window ordered, stream, close.
+  InProcessDaemon d;
+  std::atomic<int64_t> capture{0};
+  agent_link::LinkOptions options;
+  options.socket_path = d.config.agent_socket;
+  agent_link::ControlLoop::Callbacks callbacks;
+  callbacks.on_order = [&](const agent_link::Order& order) {
+    if (order.kind == agent_link::Order::open_window) capture = order.capture_id;
+  };
+  agent_link::ProcessFacts facts;
+  facts.pid = getpid();
+  facts.workflow = {"bench", "env"};
+  agent_link::ControlLoop loop(options, facts, callbacks);
+  loop.start();
+  while (!loop.registered()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  daemon::RpcHandler api(*d.core, daemon::Caller{1, 0});
+  rpc::TraceRequest request;
+  request.__set_pid(getpid());
+  request.__set_duration_ms(3'600'000);
+  api.start_trace(request);
+  while (capture == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  agent_link::BatchBuilder builder(capture, static_cast<size_t>(loop.max_batch_rows()));
+  auto t = Clock::now();
+  for (int64_t i = 0; i < rows; ++i) {
+    builder.add(kernel(i, names));
+    if (builder.full() && !loop.push(builder.take())) {
+      std::fprintf(stderr, "push failed: %s\n", loop.last_error().c_str());
+      return 1;
+    }
+  }
+  if (!builder.empty() && !loop.push(builder.take())) return 1;
+  double link_rate = static_cast<double>(rows) / seconds_since(t);
+  agent_link::WindowClosed closed;
+  closed.capture_id = capture;
+  loop.window_closed(closed);
+  loop.stop();
+  std::printf("%lld kernel rows into the host database, batches of %d rows:\n", static_cast<long long>(rows),
+              loop.max_batch_rows());
+  std::printf("  %-52s %10.0f rows/s\n", "store::Writer insert loop, live database (reference)", reference_rate);
+  std::printf("  %-52s %10.0f rows/s  (%.2fx the reference)\n", "agent link -> fleetscoped -> store::Writer",
+              link_rate, link_rate / reference_rate);
+  return 0;
+}
+
+struct ProcessUsage {
+  double cpu_seconds = 0;
+  long rss_kib = 0, hwm_kib = 0;
+};
+
+ProcessUsage usage_of(pid_t pid) {
+  ProcessUsage u;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string skip;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 13; ++i) fields >> skip;
+  fields >> utime >> stime;
+  u.cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) u.rss_kib = std::stol(line.substr(6));
+    if (line.rfind("VmHWM:", 0) == 0) u.hwm_kib = std::stol(line.substr(6));
+  }
+  return u;
+}
+
+int idle(int agents, int seconds) {
+  std::string dir = temp_dir();
+  pid_t daemon_pid = fork();
+  if (daemon_pid == 0) {
+    execl(FLEETSCOPED, FLEETSCOPED, "--database", (dir + "/host.db").c_str(), "--socket", (dir + "/api.sock").c_str(),
+          "--agent-socket", (dir + "/agent.sock").c_str(), "--nvml-library", NVML_STANDIN, "--prometheus-port", "0",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto measure = [&](const char* what) {
+    ProcessUsage before = usage_of(daemon_pid);
+    auto t = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    ProcessUsage after = usage_of(daemon_pid);
+    double cpu_pct = 100.0 * (after.cpu_seconds - before.cpu_seconds) / seconds_since(t);
+    std::printf("  %-40s CPU %5.2f %%  RSS %6.1f MiB  peak RSS %6.1f MiB\n", what, cpu_pct, after.rss_kib / 1024.0,
+                after.hwm_kib / 1024.0);
+    return cpu_pct;
+  };
+  std::printf("fleetscoped idle over %d s, sampling 2 stand-in GPUs every second:\n", seconds);
+  double alone = measure("no agents (reference)");
+  std::vector<pid_t> children;
+  for (int a = 0; a < agents; ++a) {
+    pid_t child = fork();
+    if (child == 0) {
+      agent_link::LinkOptions options;
+      options.socket_path = dir + "/agent.sock";
+      agent_link::ControlLoop loop(options, agent_link::read_process_facts(), {});
+      loop.start();
+      pause();
+      _exit(0);
+    }
+    children.push_back(child);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  double with_agents = measure((std::to_string(agents) + " registered agents (1 s polls)").c_str());
+  std::printf("  CPU with agents - without: %.2f percentage points\n", with_agents - alone);
+  for (pid_t child : children) kill(child, SIGKILL);
+  for (pid_t child : children) waitpid(child, nullptr, 0);
+  kill(daemon_pid, SIGTERM);
+  waitpid(daemon_pid, nullptr, 0);
+  std::system(("rm -rf " + dir).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "rtt") return rtt(argc > 2 ? std::atoi(argv[2]) : 20000);
+  if (mode == "stream") return stream(argc > 2 ? std::atoll(argv[2]) : 2'000'000);
+  if (mode == "idle") return idle(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 20);
+  std::fprintf(stderr, "usage: bench_daemon rtt N | stream ROWS | idle AGENTS SECONDS\n");
+  return 2;
+}

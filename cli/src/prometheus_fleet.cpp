@@ -1,0 +1,188 @@
+#include "fleetscope/cli/prometheus_fleet.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "fleetscope/common/args.h"
+
+namespace fleetscope::cli {
+namespace {
+
+std::string counter(const std::string& name, const std::string& range) {
+  return range.empty() ? name : "increase(" + name + "[" + range + "])";
+}
+
+std::string url_encode(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
+      out += static_cast<char>(c);
+    else
+      out += {'%', hex[c >> 4], hex[c & 15]};
+  }
+  return out;
+}
+
+}  // namespace
+
+// Metric names: daemon/prometheus.h. Summed over hosts and GPUs per workflow label.
+std::string held_query(const std::string& range) {
+  return "sum by (workflow) (" + counter("fleetscope_workflow_gpu_seconds_total", range) + ")";
+}
+std::string busy_query(const std::string& range) {
+  return "sum by (workflow) (" + counter("fleetscope_workflow_gpu_busy_seconds_total", range) + ")";
+}
+std::string devices_query(const std::string& range) {
+  return "count by (workflow) (" + counter("fleetscope_workflow_gpu_seconds_total", range) + ")";
+}
+
+std::vector<std::pair<std::string, double>> parse_vector_by_workflow(const std::string& json_text) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json_text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("Prometheus answer is not JSON: ") + e.what());
+  }
+  if (doc.value("status", "") != "success")
+    throw std::runtime_error(
+        "Prometheus query failed: " + doc.value("errorType", std::string("?")) + ": " +
+        doc.value("error", std::string("?")));
+  const auto& data = doc.at("data");
+  if (data.value("resultType", "") != "vector")
+    throw std::runtime_error("Prometheus answered a " + data.value("resultType", std::string("?")) +
+                             ", expected a vector");
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& sample : data.at("result")) {
+    std::string workflow = sample.at("metric").value("workflow", "");
+    // value: [ <unix time>, "<number as text>" ] (Prometheus HTTP API, instant vectors)
+    double value = std::stod(sample.at("value").at(1).get<std::string>());
+    out.emplace_back(workflow, value);
+  }
+  return out;
+}
+
+std::vector<analyzer::WorkflowWaste> ranking_from_prometheus(
+    const std::vector<std::pair<std::string, double>>& held,
+    const std::vector<std::pair<std::string, double>>& busy,
+    const std::vector<std::pair<std::string, double>>& devices) {
+  std::map<std::string, analyzer::WorkflowWaste> by_name;
+  for (const auto& [workflow, seconds] : held) {
+    auto& w = by_name[workflow];
+    w.workflow = workflow;
+    w.span_ns = static_cast<int64_t>(seconds * 1e9);
+  }
+  for (const auto& [workflow, seconds] : busy)
+    if (auto it = by_name.find(workflow); it != by_name.end())
+      it->second.busy_ns = std::min(it->second.span_ns, static_cast<int64_t>(seconds * 1e9));
+  for (const auto& [workflow, count] : devices)
+    if (auto it = by_name.find(workflow); it != by_name.end())
+      it->second.devices = static_cast<int64_t>(count);
+  std::vector<analyzer::WorkflowWaste> ranking;
+  for (auto& [name, w] : by_name) {
+    w.idle_ns = w.span_ns - w.busy_ns;
+    ranking.push_back(w);
+  }
+  std::sort(ranking.begin(), ranking.end(), [](const auto& a, const auto& b) {
+    return a.idle_ns != b.idle_ns ? a.idle_ns > b.idle_ns : a.workflow < b.workflow;
+  });
+  return ranking;
+}
+
+std::string http_get(const std::string& url, int timeout_ms) {
+  const std::string scheme = "http://";
+  if (url.rfind(scheme, 0) != 0)
+    throw std::runtime_error("'" + url + "': only http:// URLs are supported");
+  std::string rest = url.substr(scheme.size());
+  std::string authority = rest.substr(0, rest.find('/'));
+  std::string path = rest.size() > authority.size() ? rest.substr(authority.size()) : "/";
+  std::string host = authority, port = "80";
+  if (auto colon = authority.rfind(':'); colon != std::string::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0)
+    throw std::runtime_error("cannot resolve " + host + ": " + gai_strerror(rc));
+  int fd = -1;
+  for (addrinfo* a = found; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    timeval timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0)
+    throw std::runtime_error("cannot connect to " + authority + ": " + std::strerror(errno));
+  // HTTP/1.0: the server closes after the body, so no chunked encoding to undo.
+  std::string request =
+      "GET " + path + " HTTP/1.0\r\nHost: " + authority + "\r\nAccept: application/json\r\n\r\n";
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string reply;
+  char chunk[8192];
+  ssize_t n;
+  while ((n = recv(fd, chunk, sizeof chunk, 0)) > 0) reply.append(chunk, static_cast<size_t>(n));
+  close(fd);
+  auto header_end = reply.find("\r\n\r\n");
+  if (reply.rfind("HTTP/", 0) != 0 || header_end == std::string::npos)
+    throw std::runtime_error("no HTTP answer from " + authority);
+  std::string status = reply.substr(0, reply.find("\r\n"));
+  std::string body = reply.substr(header_end + 4);
+  if (status.find(" 200 ") == std::string::npos && status.find(" 400 ") == std::string::npos &&
+      status.find(" 422 ") ==
+          std::string::npos)  // the API puts errors in the JSON body with 400/422
+    throw std::runtime_error(authority + " answered '" + status + "'");
+  return body;
+}
+
+int run_prometheus_fleet(const std::vector<std::string>& args, std::ostream& out,
+                         std::ostream& err) {
+  std::string url, format = "table", range;
+  int64_t top = 20;
+  common::ArgParser parser(
+      "fleetscope fleet --prometheus URL [--range DURATION] [--format table|json|csv] [--top N]",
+      "Ranks jobs across every host a Prometheus server scrapes by wasted GPU-hours "
+      "(GPU-seconds held minus busy GPU-seconds, from each host's fleetscoped).");
+  parser.option("--prometheus", "URL", "Prometheus server, e.g. http://prometheus:9090", &url)
+      .option("--range", "DURATION",
+              "only the last DURATION (PromQL, e.g. 1d); default: since each daemon started",
+              &range)
+      .option("--format", "FORMAT", "table (default), json or csv", &format)
+      .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (format != "table" && format != "json" && format != "csv") {
+    err << "error: --format must be table, json or csv\n";
+    return 2;
+  }
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  try {
+    auto query = [&](const std::string& promql) {
+      return parse_vector_by_workflow(http_get(url + "/api/v1/query?query=" + url_encode(promql)));
+    };
+    auto ranking = ranking_from_prometheus(query(held_query(range)), query(busy_query(range)),
+                                           query(devices_query(range)));
+    if (top > 0 && ranking.size() > static_cast<size_t>(top))
+      ranking.resize(static_cast<size_t>(top));
+    analyzer::write_fleet_ranking(ranking, format, out);
+    return 0;
+  } catch (const std::exception& e) {
+    err << "error: " << url << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace fleetscope::cli

@@ -1,0 +1,22 @@
+// The daemon's side of the agent link's record batches (schema/fleetscope.thrift, RecordBatch):
+// rows decoded by Thrift become store rows for the host database's writer. The agent encodes them
+// from the same store rows (collector/agent_link/batch_builder.h); every field of a store row the
+// agent can know travels, read-side ids (name ids) never do.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fleetscope/store/rows.h"
+#include "fleetscope/store/writer.h"
+#include "fleetscope_types.h"
+
+namespace fleetscope::daemon {
+
+size_t row_count(const rpc::RecordBatch& batch);  // every row of every table, gpus excluded
+
+// Appends every row of `batch` to `sink`, each stamped with `capture_id` (never the batch's own
+// field: the daemon decides which capture an agent may write to). Returns the rows written.
+size_t write_batch(const rpc::RecordBatch& batch, int64_t capture_id, store::RowSink& sink);
+
+}  // namespace fleetscope::daemon

@@ -1,0 +1,75 @@
+// The daemon's state without its sockets: host database, agent registry, trace windows, device
+// sampling and per-workflow aggregates. The RPC handlers and the tests drive it directly; the
+// program adds the Thrift servers, the Prometheus endpoint and a thread that calls tick().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "fleetscope/daemon/config.h"
+#include "fleetscope/daemon/host_store.h"
+#include "fleetscope/daemon/nvml_sampler.h"
+#include "fleetscope/daemon/registry.h"
+#include "fleetscope/daemon/trace_control.h"
+#include "fleetscope/daemon/workflow_metrics.h"
+
+namespace fleetscope::daemon {
+
+int64_t realtime_ns();
+std::string host_name();
+
+class DaemonCore {
+ public:
+  using Clock = std::function<int64_t()>;
+  DaemonCore(DaemonConfig config, std::ostream& log, Clock clock = realtime_ns);
+  ~DaemonCore();  // shutdown()
+  DaemonCore(const DaemonCore&) = delete;
+  DaemonCore& operator=(const DaemonCore&) = delete;
+
+  Registry& registry() { return registry_; }
+  HostStore& store() { return *store_; }
+  TraceControl& traces() { return *traces_; }
+  DaemonConfig config() const;
+  const std::string& hostname() const { return hostname_; }
+  int64_t started_ns() const { return started_ns_; }
+  int64_t now() const { return clock_(); }
+
+  // One sampling period: devices -> device_samples and aggregates; overdue windows; a
+  // workflow_metrics row set when its window is over; retention once an hour.
+  void tick();
+  bool device_sampling() const { return sampler_->available(); }
+  const std::string& device_sampling_note() const { return sampler_->note(); }
+  std::vector<DeviceReading> latest_devices() const;
+  std::string exposition() const;
+  void agent_gone(int64_t agent_id);
+
+  // SIGHUP: takes the settings that can change while running; says which need a restart.
+  void reload(const DaemonConfig& fresh);
+  // SIGTERM: the current metrics window, every queued row, then the database is closed.
+  void shutdown();
+
+ private:
+  DaemonConfig config_;
+  std::ostream& log_;
+  Clock clock_;
+  std::string hostname_;
+  int64_t started_ns_;
+  Registry registry_;
+  std::unique_ptr<HostStore> store_;
+  std::unique_ptr<TraceControl> traces_;
+  std::unique_ptr<NvmlSampler> sampler_;
+  mutable std::mutex mutex_;  // guards latest_, aggregator_, config_, timing below
+  std::vector<DeviceReading> latest_;
+  WorkflowAggregator aggregator_;
+  int64_t last_sample_ns_ = 0;
+  int64_t next_window_end_ns_ = 0;
+  int64_t next_retention_ns_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace fleetscope::daemon

@@ -1,0 +1,102 @@
+// The daemon's host database: the one store::Writer (the single writer, WAL) plus a maintenance
+// connection for the daemon's own tables (workflow_metrics) and retention, and short-lived
+// read-only connections for queries. Batches from agents are committed one by one: pushRecords
+// returns only after its rows are in the database, so a killed agent loses at most the batch in
+// flight and what was acknowledged stays.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleetscope/store/database.h"
+#include "fleetscope/store/writer.h"
+#include "fleetscope_types.h"
+
+namespace fleetscope::daemon {
+
+struct CaptureSummary {
+  int64_t kernels = 0;
+  std::optional<double> gpu_busy_pct;
+  std::optional<std::string> top_finding;  // "rule: recommendation"
+};
+
+struct WorkflowMetricRow {
+  std::string workflow;
+  int32_t device = 0;
+  int64_t window_start_ns = 0, window_end_ns = 0;
+  std::string metric;
+  double value = 0;
+};
+
+class HostStore {
+ public:
+  // Opens (migrating) or creates the database at `path`.
+  explicit HostStore(const std::string& path, const std::string& hostname);
+  ~HostStore();  // close()
+  HostStore(const HostStore&) = delete;
+  HostStore& operator=(const HostStore&) = delete;
+
+  const std::string& path() const { return path_; }
+  int schema_version() const;
+  int64_t host_id() const { return host_id_; }
+
+  // The workflows row of `name`, created on first use.
+  int64_t workflow_id(const std::string& name, const std::optional<std::string>& user);
+  std::optional<int64_t> find_workflow(const std::string& name);
+  void upsert_process(int pid, int64_t workflow_id, const std::string& command, int64_t start_ns);
+
+  int64_t open_capture(const std::string& source_path, int64_t start_ns);
+  // Rows of one batch, committed before returning. Returns the rows written.
+  size_t commit_batch(const rpc::RecordBatch& batch, int64_t capture_id);
+  void close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped, int64_t overhead_ns,
+                     const std::optional<std::string>& note);
+  // Runs the analyzer on a finished capture, stores its findings, and summarizes it.
+  CaptureSummary analyze(int64_t capture_id);
+
+  void add_device_samples(std::vector<store::DeviceSample> samples);
+  void add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows);
+  std::vector<WorkflowMetricRow> workflow_metrics(const std::optional<std::string>& workflow,
+                                                  std::optional<int64_t> since_ns, int limit);
+
+  std::vector<rpc::Capture> captures(std::optional<int64_t> workflow_id, std::optional<int64_t> since_ns,
+                                     int limit);
+  std::optional<rpc::Capture> capture(int64_t capture_id);
+  // Captures linked to a workflow through the processes of its agents' windows.
+  std::vector<int64_t> captures_of_workflow(int64_t workflow_id);
+  // Owner uid recorded for a capture (the uid of the process traced), if any.
+  std::optional<int64_t> capture_owner(int64_t capture_id);
+  void set_capture_owner(int64_t capture_id, int64_t uid, int64_t workflow_id);
+
+  // Retention: drops whole captures, oldest first, and downsamples then drops device samples.
+  struct RetentionPolicy {
+    int64_t max_bytes = 0;        // 0 = unbounded
+    int64_t max_age_ns = 0;       // 0 = unbounded
+    int64_t downsample_after_ns = 0;  // device samples older than this become 1-minute means
+    int64_t downsample_bucket_ns = 60'000'000'000;
+  };
+  struct RetentionResult {
+    int64_t captures_dropped = 0;
+    int64_t samples_downsampled = 0;
+    int64_t samples_dropped = 0;
+  };
+  RetentionResult apply_retention(const RetentionPolicy& policy, int64_t now_ns);
+  int64_t size_bytes();
+
+  void flush();
+  void close();  // flush, checkpoint, close (the file stays in WAL mode for readers)
+
+ private:
+  std::string path_;
+  std::unique_ptr<store::Writer> writer_;
+  std::mutex mutex_;  // guards workflows_, maintenance_
+  std::map<std::string, int64_t> workflows_;
+  std::unique_ptr<store::Database> maintenance_;
+  int64_t host_id_ = 0;
+};
+
+}  // namespace fleetscope::daemon

@@ -1,0 +1,62 @@
+// The daemon's API (schema/fleetscope.thrift, service FleetscopeHost) as a plain class: one per
+// connection, bound to the caller the kernel identified. Every per-user rule lives here: a
+// non-root caller sees and traces only its own uid's processes, workflows and captures.
+// thrift_server.cpp adapts it to the generated interface; tests call it directly.
+#pragma once
+
+#include <vector>
+
+#include "fleetscope/daemon/daemon_core.h"
+#include "fleetscope/daemon/peer.h"
+#include "fleetscope_types.h"
+
+namespace fleetscope::daemon {
+
+class RpcHandler {
+ public:
+  RpcHandler(DaemonCore& core, Caller caller) : core_(core), caller_(caller) {}
+
+  rpc::VersionInfo version();
+  std::vector<rpc::Capture> list_captures(const rpc::CaptureFilter& filter);
+  rpc::Capture get_capture(int64_t capture_id);
+  rpc::KernelWindow kernels_in_window(const rpc::KernelWindowRequest& request);
+  std::vector<rpc::Finding> findings(int64_t capture_id);
+  rpc::TraceStarted start_trace(const rpc::TraceRequest& request);
+
+  rpc::DaemonStatus status();
+  std::vector<rpc::Job> jobs();
+  std::vector<rpc::WorkflowMetric> metrics(const rpc::MetricsQuery& query);
+  rpc::TraceStarted start_trace_of_workflow(const rpc::TraceByName& request);
+  rpc::TraceProgress trace_progress(int64_t capture_id, int32_t timeout_ms);
+
+  const Caller& caller() const { return caller_; }
+
+ private:
+  void check_capture_access(int64_t capture_id);
+  bool may_see_workflow(const std::string& workflow);
+
+  DaemonCore& core_;
+  Caller caller_;
+};
+
+// The agent link (service FleetscopeAgentLink), one per agent connection.
+class AgentLinkHandler {
+ public:
+  AgentLinkHandler(DaemonCore& core, Caller caller) : core_(core), caller_(caller) {}
+  ~AgentLinkHandler();  // an agent whose control connection ends is gone
+
+  rpc::AgentWelcome register_agent(const rpc::AgentHello& hello);
+  rpc::AgentOrder await_order(int64_t agent_id, int32_t timeout_ms);
+  void push_records(int64_t agent_id, const rpc::RecordBatch& batch);
+  void window_closed(int64_t agent_id, const rpc::WindowClosed& closed);
+
+ private:
+  DaemonCore& core_;
+  Caller caller_;
+  int64_t registered_id_ = 0;  // the agent this connection registered, if it did
+};
+
+// Largest record batch an agent may send (rows); agents split their flushes to stay below it.
+inline constexpr int32_t kMaxBatchRows = 16384;
+
+}  // namespace fleetscope::daemon

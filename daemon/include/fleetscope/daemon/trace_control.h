@@ -1,0 +1,92 @@
+// On-demand trace windows of running jobs (like `dyno gputrace`): picks the agents of a process
+// tree or a workflow, checks the caller may trace them, opens a capture in the host database,
+// orders each agent to open its window, takes their record batches, and finalizes the capture
+// (end time, drops, overhead, analyzer findings) once every agent closed its window, vanished,
+// or overran the deadline.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fleetscope/daemon/host_store.h"
+#include "fleetscope/daemon/peer.h"
+#include "fleetscope/daemon/registry.h"
+#include "fleetscope_types.h"
+
+namespace fleetscope::daemon {
+
+struct WindowSpec {
+  std::optional<int32_t> duration_ms;
+  std::optional<int32_t> iterations;
+};
+
+class TraceControl {
+ public:
+  using Clock = std::function<int64_t()>;  // ns, CLOCK_REALTIME base
+  // grace_ms: how long after the deadline a window may stay open before the daemon closes it
+  // without the agents that did not answer.
+  TraceControl(Registry& registry, HostStore& store, Clock clock, int64_t grace_ms = 5000);
+  ~TraceControl();  // stop()
+  void stop();      // finalizes nothing more; joins the finalizer
+
+  rpc::TraceStarted start_for_pid(int pid, const WindowSpec& window, const Caller& caller);
+  rpc::TraceStarted start_for_workflow(const std::string& workflow, const WindowSpec& window,
+                                       const Caller& caller);
+
+  // From the agent link (the caller is the agent's connection).
+  void on_batch(int64_t agent_id, const rpc::RecordBatch& batch, const Caller& caller);
+  void on_closed(int64_t agent_id, const rpc::WindowClosed& closed, const Caller& caller);
+  void on_agent_gone(int64_t agent_id);
+
+  // Waits up to timeout_ms for the window to be finalized.
+  rpc::TraceProgress progress(int64_t capture_id, int32_t timeout_ms, const Caller& caller);
+  std::vector<rpc::OpenWindow> open_windows(const Caller& caller) const;
+  bool any_open() const;
+  // Sends CLOSE orders at deadlines and finalizes overdue windows; the daemon calls it each tick.
+  void expire();
+
+ private:
+  struct Window {
+    int64_t capture_id = 0;
+    uid_t uid = 0;
+    int64_t workflow_id = 0;
+    std::map<int64_t, int> agents;  // agent id -> pid, every agent ordered to open
+    std::set<int64_t> pending;      // agents that have not closed yet
+    std::map<int64_t, int64_t> next_sequence;
+    int64_t start_ns = 0;
+    std::optional<int64_t> deadline_ns;
+    bool close_sent = false;
+    int64_t records = 0, dropped = 0, overhead_ns = 0;
+    std::vector<std::string> notes;
+    bool finalizing = false, done = false;
+    CaptureSummary summary;
+  };
+
+  rpc::TraceStarted start(std::vector<AgentEntry> agents, const std::string& what, const WindowSpec& window,
+                          const Caller& caller);
+  void agent_finished(Window& window, int64_t agent_id);  // mutex_ held
+  void finalizer_loop();
+  rpc::TraceProgress progress_of(const Window& window) const;
+
+  Registry& registry_;
+  HostStore& store_;
+  Clock clock_;
+  int64_t grace_ns_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int64_t, Window> windows_;  // by capture id; finished ones stay for progress()
+  std::deque<int64_t> to_finalize_;
+  bool stopping_ = false;
+  std::thread finalizer_;
+};
+
+}  // namespace fleetscope::daemon

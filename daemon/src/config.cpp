@@ -1,0 +1,145 @@
+#include "fleetscope/daemon/config.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "fleetscope/common/args.h"
+
+namespace fleetscope::daemon {
+namespace {
+
+struct Key {
+  std::string* text = nullptr;
+  int64_t* integer = nullptr;
+  int64_t min = 0, max = INT64_MAX;
+};
+
+std::map<std::string, Key> keys(DaemonConfig& c) {
+  return {
+      {"database", {&c.database}},
+      {"socket", {&c.socket}},
+      {"agent_socket", {&c.agent_socket}},
+      {"tcp_port", {nullptr, &c.tcp_port, 0, 65535}},
+      {"prometheus_address", {&c.prometheus_address}},
+      {"prometheus_port", {nullptr, &c.prometheus_port, -1, 65535}},
+      {"sample_interval_ms", {nullptr, &c.sample_interval_ms, 10, 3'600'000}},
+      {"metrics_window_s", {nullptr, &c.metrics_window_s, 1, 86'400}},
+      {"nvml_library", {&c.nvml_library}},
+      {"retention_max_mb", {nullptr, &c.retention_max_mb, 0, INT64_MAX / (1 << 20)}},
+      {"retention_max_age_days", {nullptr, &c.retention_max_age_days, 0, 36'500}},
+      {"downsample_after_hours", {nullptr, &c.downsample_after_hours, 0, 876'000}},
+      {"max_frame_bytes", {nullptr, &c.max_frame_bytes, 1024, INT32_MAX}},
+      {"max_message_bytes", {nullptr, &c.max_message_bytes, 1024, INT32_MAX}},
+      {"trace_grace_ms", {nullptr, &c.trace_grace_ms, 0, 3'600'000}},
+  };
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  size_t e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+void apply_config_text(DaemonConfig& config, const std::string& text, const std::string& origin) {
+  auto table = keys(config);
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    std::string where = origin + ":" + std::to_string(number) + ": ";
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    line = trim(line);
+    if (line.empty()) continue;
+    auto eq = line.find('=');
+    if (eq == std::string::npos) throw std::runtime_error(where + "expected 'key = value', got '" + line + "'");
+    std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    for (char& c : key)
+      if (c == '-') c = '_';
+    auto it = table.find(key);
+    if (it == table.end()) throw std::runtime_error(where + "unknown key '" + key + "'");
+    if (it->second.text) {
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+      *it->second.text = value;
+      continue;
+    }
+    size_t used = 0;
+    int64_t parsed = 0;
+    try {
+      parsed = std::stoll(value, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size())
+      throw std::runtime_error(where + "'" + key + "' expects an integer, got '" + value + "'");
+    if (parsed < it->second.min || parsed > it->second.max)
+      throw std::runtime_error(where + "'" + key + "' must be in " + std::to_string(it->second.min) + ".." +
+                               std::to_string(it->second.max) + ", got " + value);
+    *it->second.integer = parsed;
+  }
+}
+
+void apply_config_file(DaemonConfig& config, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read the config file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  apply_config_text(config, text.str(), path);
+  config.config_file = path;
+}
+
+std::optional<int> parse_command_line(const std::vector<std::string>& args, DaemonConfig& config,
+                                      std::ostream& out, std::ostream& err) {
+  // Flags are parsed into text first, so that the config file (named by one of them) is applied
+  // before them and they still win.
+  DaemonConfig defaults;
+  std::map<std::string, std::string> given;
+  std::string config_file;
+  common::ArgParser parser("fleetscoped [--config FILE] [options]",
+                           "The fleetscope host daemon: agent registry, on-demand traces of running jobs, "
+                           "always-on GPU metrics, Thrift API on a Unix socket, Prometheus endpoint.");
+  parser.option("--config", "FILE", "config file (key = value lines; keys are the options below)", &config_file);
+  auto table = keys(defaults);
+  std::map<std::string, std::string> help = {
+      {"database", "host database (created when missing)"},
+      {"socket", "API socket (CLI, GUI)"},
+      {"agent_socket", "socket agents register on"},
+      {"tcp_port", "also serve the API on 127.0.0.1:PORT (0 = off)"},
+      {"prometheus_address", "address of the Prometheus endpoint"},
+      {"prometheus_port", "port of the Prometheus endpoint (0 = any, -1 = off)"},
+      {"sample_interval_ms", "device sampling period"},
+      {"metrics_window_s", "period of workflow_metrics rows"},
+      {"nvml_library", "NVML library to dlopen"},
+      {"retention_max_mb", "bound on the database size (0 = none)"},
+      {"retention_max_age_days", "drop captures and samples older than this (0 = never)"},
+      {"downsample_after_hours", "device samples older than this become 1-minute means (0 = never)"},
+      {"max_frame_bytes", "largest Thrift frame accepted"},
+      {"max_message_bytes", "largest Thrift message accepted"},
+      {"trace_grace_ms", "how long past its deadline a window may stay open"},
+  };
+  for (auto& [key, spec] : table) {
+    std::string flag = "--" + key;
+    for (char& c : flag)
+      if (c == '_') c = '-';
+    std::string shown = spec.text ? *spec.text : std::to_string(*spec.integer);
+    parser.option(flag, spec.text ? "TEXT" : "N", help[key] + " [" + shown + "]", &given[key]);
+  }
+  if (auto code = parser.parse(args, out, err)) return code;
+  try {
+    if (!config_file.empty()) apply_config_file(config, config_file);
+    std::string flags;
+    for (const auto& [key, value] : given)
+      if (!value.empty()) flags += key + " = " + value + "\n";
+    apply_config_text(config, flags, "command line");
+  } catch (const std::exception& e) {
+    err << "fleetscoped: " << e.what() << '\n';
+    return 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fleetscope::daemon

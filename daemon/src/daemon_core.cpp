@@ -1,0 +1,154 @@
+#include "fleetscope/daemon/daemon_core.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "fleetscope/daemon/prometheus.h"
+
+namespace fleetscope::daemon {
+
+int64_t realtime_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
+    : config_(std::move(config)),
+      log_(log),
+      clock_(std::move(clock)),
+      hostname_(host_name()),
+      started_ns_(clock_()),
+      aggregator_(started_ns_) {
+  store_ = std::make_unique<HostStore>(config_.database, hostname_);
+  traces_ = std::make_unique<TraceControl>(registry_, *store_, clock_, config_.trace_grace_ms);
+  sampler_ = std::make_unique<NvmlSampler>(config_.nvml_library);
+  if (sampler_->available())
+    log_ << "fleetscoped: sampling " << sampler_->device_count() << " GPU(s) every " << config_.sample_interval_ms
+         << " ms\n";
+  else
+    log_ << "fleetscoped: " << sampler_->note() << "; everything else works\n";
+  last_sample_ns_ = started_ns_;
+  next_window_end_ns_ = started_ns_ + config_.metrics_window_s * 1'000'000'000;
+  next_retention_ns_ = started_ns_;
+}
+
+DaemonCore::~DaemonCore() {
+  try {
+    shutdown();
+  } catch (...) {
+  }
+}
+
+DaemonConfig DaemonCore::config() const {
+  std::lock_guard lock(mutex_);
+  return config_;
+}
+
+void DaemonCore::tick() {
+  const int64_t now = clock_();
+  traces_->expire();
+  std::vector<WorkflowMetricRow> window_rows;
+  HostStore::RetentionPolicy policy;
+  bool retention_due = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_down_) return;
+    if (sampler_->available()) {
+      latest_ = sampler_->sample();
+      std::vector<store::DeviceSample> samples;
+      for (const auto& d : latest_) {
+        auto put = [&](const char* metric, auto value) {
+          if (value) samples.push_back({now, std::nullopt, d.index, metric, 0, static_cast<double>(*value), std::nullopt});
+        };
+        put("gpu_util_pct", d.gpu_utilization_pct);
+        put("mem_used_bytes", d.memory_used_bytes);
+        put("power_w", d.power_watts);
+        put("sm_clock_mhz", d.sm_clock_mhz);
+      }
+      store_->add_device_samples(std::move(samples));
+      aggregator_.add(latest_, now - last_sample_ns_,
+                      [this](int pid) { return registry_.workflow_of_pid(pid); });
+    }
+    last_sample_ns_ = now;
+    if (now >= next_window_end_ns_) {
+      window_rows = aggregator_.drain(now);
+      next_window_end_ns_ = now + config_.metrics_window_s * 1'000'000'000;
+    }
+    if (now >= next_retention_ns_) {
+      retention_due = true;
+      next_retention_ns_ = now + int64_t{3600} * 1'000'000'000;
+      policy.max_bytes = config_.retention_max_mb * 1024 * 1024;
+      policy.max_age_ns = config_.retention_max_age_days * 86'400 * 1'000'000'000;
+      policy.downsample_after_ns = config_.downsample_after_hours * 3600 * 1'000'000'000;
+    }
+  }
+  store_->add_workflow_metrics(window_rows);
+  if (retention_due) {
+    auto result = store_->apply_retention(policy, now);
+    if (result.captures_dropped > 0)
+      log_ << "fleetscoped: retention dropped " << result.captures_dropped << " capture(s)\n";
+  }
+}
+
+std::vector<DeviceReading> DaemonCore::latest_devices() const {
+  std::lock_guard lock(mutex_);
+  return latest_;
+}
+
+std::string DaemonCore::exposition() const {
+  ExpositionInput input;
+  input.hostname = hostname_;
+  input.agents = static_cast<int64_t>(registry_.size());
+  input.open_windows = static_cast<int64_t>(traces_->open_windows(Caller{0, 0}).size());
+  input.device_sampling = sampler_->available();
+  std::lock_guard lock(mutex_);
+  input.devices = latest_;
+  input.workflows = aggregator_.totals();
+  return render_exposition(input);
+}
+
+void DaemonCore::agent_gone(int64_t agent_id) {
+  traces_->on_agent_gone(agent_id);
+  registry_.remove(agent_id);
+}
+
+void DaemonCore::reload(const DaemonConfig& fresh) {
+  std::lock_guard lock(mutex_);
+  for (auto [name, changed] : {std::pair{"database", fresh.database != config_.database},
+                               std::pair{"socket", fresh.socket != config_.socket},
+                               std::pair{"agent_socket", fresh.agent_socket != config_.agent_socket},
+                               std::pair{"tcp_port", fresh.tcp_port != config_.tcp_port},
+                               std::pair{"prometheus_port", fresh.prometheus_port != config_.prometheus_port},
+                               std::pair{"nvml_library", fresh.nvml_library != config_.nvml_library}})
+    if (changed) log_ << "fleetscoped: reload: '" << name << "' changes at the next restart\n";
+  config_.sample_interval_ms = fresh.sample_interval_ms;
+  config_.metrics_window_s = fresh.metrics_window_s;
+  config_.retention_max_mb = fresh.retention_max_mb;
+  config_.retention_max_age_days = fresh.retention_max_age_days;
+  config_.downsample_after_hours = fresh.downsample_after_hours;
+  config_.trace_grace_ms = fresh.trace_grace_ms;
+  next_retention_ns_ = clock_();  // apply the new bounds at the next tick
+  log_ << "fleetscoped: configuration reloaded\n";
+}
+
+void DaemonCore::shutdown() {
+  std::vector<WorkflowMetricRow> rows;
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    rows = aggregator_.drain(clock_());
+  }
+  traces_->stop();
+  store_->add_workflow_metrics(rows);
+  store_->close();
+}
+
+}  // namespace fleetscope::daemon

@@ -1,0 +1,393 @@
+#include "fleetscope/daemon/host_store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/device_metrics.h"
+#include "fleetscope/analyzer/loader.h"
+#include "fleetscope/daemon/batch_decoder.h"
+#include "fleetscope/store/reader.h"
+
+namespace fleetscope::daemon {
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+// The daemon's own table: which uid and workflow a capture was taken for. Kept beside the store's
+// tables (not in trace.sql) because only the host database needs it for its per-user rules.
+constexpr const char* kOwnerTable =
+    "CREATE TABLE IF NOT EXISTS daemon_capture_owner ("
+    " captureId INTEGER PRIMARY KEY NOT NULL,"  // the capture
+    " uid INTEGER NOT NULL,"                    // uid of the traced processes
+    " workflow_id INTEGER)";                    // workflow the window was opened for
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope first.
+class Transaction {
+ public:
+  explicit Transaction(store::Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!committed_) try {
+        db_.exec("ROLLBACK");
+      } catch (...) {
+      }
+  }
+  void commit() {
+    db_.exec("COMMIT");
+    committed_ = true;
+  }
+
+ private:
+  store::Database& db_;
+  bool committed_ = false;
+};
+
+rpc::Capture to_rpc(const store::Capture& c) {
+  rpc::Capture out;
+  out.id = c.id;
+  out.kind = static_cast<rpc::CaptureKind::type>(static_cast<int>(c.kind));
+  out.source = c.source;
+  if (!c.source_path.empty()) out.__set_source_path(c.source_path);
+  if (c.start_ns) out.__set_start_ns(*c.start_ns);
+  if (c.end_ns) out.__set_end_ns(*c.end_ns);
+  out.dropped_records = c.dropped_records;
+  out.collector_overhead_ns = c.collector_overhead_ns;
+  if (c.gpu_vendor) out.__set_gpu_vendor(*c.gpu_vendor);
+  if (c.note) out.__set_note(*c.note);
+  return out;
+}
+
+}  // namespace
+
+HostStore::HostStore(const std::string& path, const std::string& hostname) : path_(path) {
+  store::Database db = exists(path) ? store::Database::open(path, store::OpenMode::read_write)
+                                    : store::Database::create(path);
+  db.exec(kOwnerTable);
+  store::WriterOptions options;
+  options.writer_name = "fleetscoped";
+  options.keep_wal_after_finish = true;
+  options.batch_rows = 16384;
+  writer_ = std::make_unique<store::Writer>(std::move(db), options);
+  maintenance_ =
+      std::make_unique<store::Database>(store::Database::open(path, store::OpenMode::read_write));
+  {
+    auto s = maintenance_->prepare("SELECT id FROM hosts WHERE hostname = ? ORDER BY id LIMIT 1");
+    s.bind(1, hostname);
+    if (s.step()) host_id_ = s.column_int(0);
+  }
+  if (host_id_ == 0) host_id_ = writer_->add_host({0, hostname, std::nullopt});
+  auto s = maintenance_->prepare("SELECT id, name FROM workflows");
+  while (s.step()) workflows_[s.column_text(1)] = s.column_int(0);
+}
+
+HostStore::~HostStore() {
+  try {
+    close();
+  } catch (...) {
+  }
+}
+
+int HostStore::schema_version() const {
+  return store::kSchemaVersion;
+}
+
+int64_t HostStore::workflow_id(const std::string& name, const std::optional<std::string>& user) {
+  std::lock_guard lock(mutex_);
+  auto it = workflows_.find(name);
+  if (it != workflows_.end()) return it->second;
+  store::Workflow w;
+  w.name = name;
+  w.user = user;
+  int64_t id = writer_->add_workflow(w);
+  workflows_[name] = id;
+  return id;
+}
+
+std::optional<int64_t> HostStore::find_workflow(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = workflows_.find(name);
+  if (it == workflows_.end()) return std::nullopt;
+  return it->second;
+}
+
+void HostStore::upsert_process(int pid, int64_t workflow_id, const std::string& command,
+                               int64_t start_ns) {
+  store::Process p;
+  p.globalPid = store::global_pid(pid);
+  p.pid = pid;
+  p.host_id = host_id_;
+  p.workflow_id = workflow_id;
+  if (!command.empty()) p.command = command;
+  p.start_ns = start_ns;
+  writer_->upsert_process(p);
+}
+
+int64_t HostStore::open_capture(const std::string& source_path, int64_t start_ns) {
+  store::Capture c;
+  c.kind = store::CaptureKind::on_demand;
+  c.source = "fleetscope-agent";
+  c.source_path = source_path;
+  c.start_ns = start_ns;
+  c.gpu_vendor = "nvidia";
+  return writer_->add_capture(c);
+}
+
+size_t HostStore::commit_batch(const rpc::RecordBatch& batch, int64_t capture_id) {
+  size_t rows = write_batch(batch, capture_id, *writer_);
+  writer_->flush();
+  return rows;
+}
+
+void HostStore::close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped,
+                              int64_t overhead_ns, const std::optional<std::string>& note) {
+  writer_->flush();
+  store::Reader reader(store::Database::open(path_));
+  auto capture = reader.capture(capture_id);
+  if (!capture) return;
+  capture->end_ns = end_ns;
+  capture->dropped_records = dropped;
+  capture->collector_overhead_ns = overhead_ns;
+  if (note) capture->note = note;
+  writer_->update_capture(*capture);
+  writer_->flush();
+}
+
+CaptureSummary HostStore::analyze(int64_t capture_id) {
+  writer_->flush();
+  CaptureSummary summary;
+  store::Reader reader(store::Database::open(path_));
+  analyzer::CaptureData data = analyzer::load_capture(reader, capture_id);
+  for (size_t i = 0; i < data.gpu.size(); ++i)
+    if (data.gpu.kind[i] == analyzer::GpuEventKind::kernel) ++summary.kernels;
+  int64_t busy = 0, span = 0;
+  for (const auto& device : analyzer::device_metrics(data)) {
+    busy += device.busy_all_ns;
+    span += device.span_ns;
+  }
+  if (span > 0)
+    summary.gpu_busy_pct = 100.0 * static_cast<double>(busy) / static_cast<double>(span);
+  auto findings = analyzer::analyze(data);
+  if (!findings.empty())
+    summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;
+  analyzer::store_findings(*writer_, capture_id, findings);
+  writer_->flush();
+  return summary;
+}
+
+void HostStore::add_device_samples(std::vector<store::DeviceSample> samples) {
+  for (auto& s : samples) {
+    s.host_id = host_id_;
+    writer_->add(std::move(s));
+  }
+}
+
+void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows) {
+  if (rows.empty()) return;
+  std::vector<int64_t> ids;
+  for (const auto& row : rows) ids.push_back(workflow_id(row.workflow, std::nullopt));
+  writer_->flush();
+  std::lock_guard lock(mutex_);
+  Transaction transaction(*maintenance_);
+  {
+    auto s = maintenance_->prepare(
+        "INSERT INTO workflow_metrics(workflow_id, deviceId, window_start, window_end, metric, "
+        "value) "
+        "VALUES (?,?,?,?,?,?)");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& row = rows[i];
+      s.bind(1, ids[i]).bind(2, static_cast<int64_t>(row.device)).bind(3, row.window_start_ns);
+      s.bind(4, row.window_end_ns).bind(5, row.metric).bind(6, row.value).execute();
+    }
+  }
+  transaction.commit();
+}
+
+std::vector<WorkflowMetricRow> HostStore::workflow_metrics(
+    const std::optional<std::string>& workflow, std::optional<int64_t> since_ns, int limit) {
+  store::Database db = store::Database::open(path_);
+  auto s = db.prepare(
+      "SELECT w.name, m.deviceId, m.window_start, m.window_end, m.metric, m.value FROM "
+      "workflow_metrics m "
+      "JOIN workflows w ON w.id = m.workflow_id WHERE (?1 IS NULL OR w.name = ?1) AND (?2 IS NULL "
+      "OR "
+      "m.window_end >= ?2) ORDER BY m.window_start DESC, w.name, m.deviceId, m.metric LIMIT ?3");
+  s.bind(1, workflow).bind(2, since_ns).bind(3, static_cast<int64_t>(limit));
+  std::vector<WorkflowMetricRow> out;
+  while (s.step())
+    out.push_back({s.column_text(0), static_cast<int32_t>(s.column_int(1)), s.column_int(2),
+                   s.column_int(3), s.column_text(4), s.column_double(5)});
+  return out;
+}
+
+std::vector<rpc::Capture> HostStore::captures(std::optional<int64_t> workflow_id,
+                                              std::optional<int64_t> since_ns, int limit) {
+  writer_->flush();
+  store::Reader reader(store::Database::open(path_));
+  std::vector<int64_t> of_workflow;
+  if (workflow_id) of_workflow = captures_of_workflow(*workflow_id);
+  std::vector<rpc::Capture> out;
+  auto all = reader.captures();
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
+  for (const auto& c : all) {
+    if (static_cast<int>(out.size()) >= limit) break;
+    if (since_ns && c.end_ns && *c.end_ns < *since_ns) continue;
+    if (workflow_id && std::find(of_workflow.begin(), of_workflow.end(), c.id) == of_workflow.end())
+      continue;
+    out.push_back(to_rpc(c));
+  }
+  return out;
+}
+
+std::optional<rpc::Capture> HostStore::capture(int64_t capture_id) {
+  writer_->flush();
+  store::Reader reader(store::Database::open(path_));
+  auto c = reader.capture(capture_id);
+  if (!c) return std::nullopt;
+  return to_rpc(*c);
+}
+
+std::vector<int64_t> HostStore::captures_of_workflow(int64_t workflow_id) {
+  store::Database db = store::Database::open(path_);
+  auto s = db.prepare(
+      "SELECT captureId FROM daemon_capture_owner WHERE workflow_id = ? ORDER BY captureId");
+  s.bind(1, workflow_id);
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.column_int(0));
+  return out;
+}
+
+std::optional<int64_t> HostStore::capture_owner(int64_t capture_id) {
+  store::Database db = store::Database::open(path_);
+  auto s = db.prepare("SELECT uid FROM daemon_capture_owner WHERE captureId = ?");
+  s.bind(1, capture_id);
+  if (s.step()) return s.column_int(0);
+  return std::nullopt;
+}
+
+void HostStore::set_capture_owner(int64_t capture_id, int64_t uid, int64_t workflow_id) {
+  std::lock_guard lock(mutex_);
+  auto s = maintenance_->prepare(
+      "INSERT OR REPLACE INTO daemon_capture_owner(captureId, uid, workflow_id) VALUES (?,?,?)");
+  s.bind(1, capture_id).bind(2, uid).bind(3, workflow_id).execute();
+}
+
+int64_t HostStore::size_bytes() {
+  int64_t total = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    struct stat info {};
+    if (::stat((path_ + suffix).c_str(), &info) == 0) total += info.st_size;
+  }
+  return total;
+}
+
+HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& policy,
+                                                      int64_t now_ns) {
+  RetentionResult result;
+  writer_->flush();
+  std::lock_guard lock(mutex_);
+  store::Database& db = *maintenance_;
+  static const char* const kEventTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
+                                             "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                             "CUPTI_ACTIVITY_KIND_MEMSET",
+                                             "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                             "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                             "NVTX_EVENTS",
+                                             "cpu_ops",
+                                             "external_correlation",
+                                             "iterations",
+                                             "memory_events",
+                                             "TARGET_INFO_GPU",
+                                             "findings",
+                                             "daemon_capture_owner"};
+  auto drop_capture = [&](int64_t id) {
+    Transaction transaction(db);
+    for (const char* table : kEventTables) {
+      auto s = db.prepare(std::string("DELETE FROM ") + table + " WHERE captureId = ?");
+      s.bind(1, id).execute();
+    }
+    auto s = db.prepare("DELETE FROM captures WHERE id = ?");
+    s.bind(1, id).execute();
+    transaction.commit();
+    ++result.captures_dropped;
+  };
+  auto oldest_capture = [&](std::optional<int64_t> ended_before) -> std::optional<int64_t> {
+    auto s = db.prepare(
+        "SELECT id FROM captures WHERE end_ns IS NOT NULL AND (?1 IS NULL OR end_ns < ?1) ORDER BY "
+        "end_ns, id LIMIT 1");
+    s.bind(1, ended_before);
+    if (s.step()) return s.column_int(0);
+    return std::nullopt;
+  };
+  // Metrics first: old samples become per-minute means (kept), then only the means survive.
+  if (policy.downsample_after_ns > 0) {
+    const int64_t cutoff = now_ns - policy.downsample_after_ns;
+    Transaction transaction(db);
+    {  // statements finalized before the temporary table is dropped
+      auto count =
+          db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
+      count.bind(1, cutoff);
+      count.step();
+      result.samples_downsampled = count.column_int(0);
+      auto mean = db.prepare(
+          "CREATE TEMP TABLE downsampled AS SELECT (ts / ?1) * ?1 AS ts, host_id, deviceId, "
+          "metric_id, avg(value) AS value "
+          "FROM device_samples WHERE captureId IS NULL AND ts < ?2 GROUP BY 1, 2, 3, 4");
+      mean.bind(1, policy.downsample_bucket_ns).bind(2, cutoff).execute();
+      auto drop = db.prepare("DELETE FROM device_samples WHERE captureId IS NULL AND ts < ?");
+      drop.bind(1, cutoff).execute();
+      db.exec(
+          "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value) SELECT ts, host_id, "
+          "deviceId, metric_id, value FROM downsampled");
+    }
+    db.exec("DROP TABLE downsampled");
+    transaction.commit();
+  }
+  if (policy.max_age_ns > 0) {
+    const int64_t cutoff = now_ns - policy.max_age_ns;
+    while (auto id = oldest_capture(cutoff)) drop_capture(*id);
+    auto s = db.prepare("DELETE FROM device_samples WHERE ts < ?");
+    s.bind(1, cutoff).execute();
+    result.samples_dropped += sqlite3_changes(db.raw());
+    auto m = db.prepare("DELETE FROM workflow_metrics WHERE window_end < ?");
+    m.bind(1, cutoff).execute();
+  }
+  if (policy.max_bytes > 0) {
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    // Deleted pages are reused by SQLite; the file shrinks only with VACUUM, which would block the
+    // writer, so the bound is on the pages in use (page_count - freelist_count).
+    auto used = [&] {
+      auto s = db.prepare(
+          "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM "
+          "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())");
+      s.step();
+      return s.column_int(0) * s.column_int(1);
+    };
+    while (used() > policy.max_bytes) {
+      auto id = oldest_capture(std::nullopt);
+      if (!id) break;
+      drop_capture(*id);
+    }
+  }
+  return result;
+}
+
+void HostStore::flush() {
+  writer_->flush();
+}
+
+void HostStore::close() {
+  if (!writer_) return;
+  {
+    std::lock_guard lock(mutex_);
+    maintenance_.reset();
+  }
+  writer_->finish();
+  writer_.reset();
+}
+
+}  // namespace fleetscope::daemon

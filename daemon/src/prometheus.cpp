@@ -1,0 +1,178 @@
+#include "fleetscope/daemon/prometheus.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace fleetscope::daemon {
+namespace {
+
+std::string number(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
+}
+
+struct Family {
+  const char* name;
+  const char* type;
+  const char* help;
+};
+
+}  // namespace
+
+std::string escape_label_value(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string render_exposition(const ExpositionInput& in) {
+  std::ostringstream out;
+  std::map<int, const DeviceReading*> by_index;
+  for (const auto& d : in.devices) by_index[d.index] = &d;
+  auto device_labels = [&](int index) {
+    std::string uuid, model;
+    if (auto it = by_index.find(index); it != by_index.end()) {
+      uuid = it->second->uuid;
+      model = it->second->name;
+    }
+    return "gpu=\"" + std::to_string(index) + "\",UUID=\"" + escape_label_value(uuid) + "\",Hostname=\"" +
+           escape_label_value(in.hostname) + "\",modelName=\"" + escape_label_value(model) + "\"";
+  };
+  auto header = [&](const Family& f) {
+    out << "# HELP " << f.name << ' ' << f.help << "\n# TYPE " << f.name << ' ' << f.type << '\n';
+  };
+  auto device_family = [&](const Family& f, auto value_of) {
+    bool any = false;
+    for (const auto& d : in.devices) {
+      auto value = value_of(d);
+      if (!value) continue;
+      if (!any) header(f);
+      any = true;
+      out << f.name << '{' << device_labels(d.index) << "} " << number(static_cast<double>(*value)) << '\n';
+    }
+  };
+  header({"fleetscope_device_sampling_up", "gauge", "1 when NVML device sampling works on this host"});
+  out << "fleetscope_device_sampling_up{Hostname=\"" << escape_label_value(in.hostname) << "\"} "
+      << (in.device_sampling ? 1 : 0) << '\n';
+  header({"fleetscope_agents", "gauge", "Processes with a registered fleetscope agent"});
+  out << "fleetscope_agents{Hostname=\"" << escape_label_value(in.hostname) << "\"} " << in.agents << '\n';
+  header({"fleetscope_trace_windows_open", "gauge", "On-demand trace windows currently open"});
+  out << "fleetscope_trace_windows_open{Hostname=\"" << escape_label_value(in.hostname) << "\"} "
+      << in.open_windows << '\n';
+  device_family({"fleetscope_gpu_utilization_ratio", "gauge", "Fraction of time a kernel ran on the GPU (NVML)"},
+                [](const DeviceReading& d) -> std::optional<double> {
+                  if (!d.gpu_utilization_pct) return std::nullopt;
+                  return *d.gpu_utilization_pct / 100.0;
+                });
+  device_family({"fleetscope_gpu_memory_used_bytes", "gauge", "Device memory in use"},
+                [](const DeviceReading& d) { return d.memory_used_bytes; });
+  device_family({"fleetscope_gpu_memory_total_bytes", "gauge", "Device memory in total"},
+                [](const DeviceReading& d) { return d.memory_total_bytes; });
+  device_family({"fleetscope_gpu_power_watts", "gauge", "Board power draw"},
+                [](const DeviceReading& d) { return d.power_watts; });
+  device_family({"fleetscope_gpu_sm_clock_hertz", "gauge", "SM clock"},
+                [](const DeviceReading& d) -> std::optional<double> {
+                  if (!d.sm_clock_mhz) return std::nullopt;
+                  return static_cast<double>(*d.sm_clock_mhz) * 1e6;
+                });
+  auto workflow_family = [&](const Family& f, auto value_of) {
+    if (in.workflows.empty()) return;
+    header(f);
+    for (const auto& [key, totals] : in.workflows)
+      out << f.name << '{' << device_labels(key.second) << ",workflow=\"" << escape_label_value(key.first)
+          << "\"} " << number(value_of(totals)) << '\n';
+  };
+  workflow_family({"fleetscope_workflow_gpu_seconds_total", "counter",
+                   "Seconds the workflow held a context on the GPU"},
+                  [](const WorkflowTotals& t) { return t.gpu_seconds; });
+  workflow_family({"fleetscope_workflow_gpu_busy_seconds_total", "counter",
+                   "GPU seconds weighted by the workflow's SM utilization"},
+                  [](const WorkflowTotals& t) { return t.busy_seconds; });
+  workflow_family({"fleetscope_workflow_gpu_memory_peak_bytes", "gauge",
+                   "Largest device memory the workflow used in one sample since the daemon started"},
+                  [](const WorkflowTotals& t) { return static_cast<double>(t.memory_peak_bytes); });
+  return out.str();
+}
+
+MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<std::string()> render)
+    : render_(std::move(render)) {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) throw std::runtime_error("metrics endpoint: socket: " + std::string(strerror(errno)));
+  int one = 1;
+  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in bound{};
+  bound.sin_family = AF_INET;
+  bound.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, address.c_str(), &bound.sin_addr) != 1) {
+    ::close(listen_fd_);
+    throw std::runtime_error("metrics endpoint: '" + address + "' is not an IPv4 address");
+  }
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&bound), sizeof bound) != 0 || ::listen(listen_fd_, 16) != 0) {
+    std::string why = strerror(errno);
+    ::close(listen_fd_);
+    throw std::runtime_error("metrics endpoint: cannot listen on " + address + ":" + std::to_string(port) + ": " + why);
+  }
+  socklen_t length = sizeof bound;
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &length);
+  port_ = ntohs(bound.sin_port);
+  thread_ = std::thread([this] { serve(); });
+}
+
+MetricsEndpoint::~MetricsEndpoint() { stop(); }
+
+void MetricsEndpoint::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+}
+
+void MetricsEndpoint::serve() {
+  while (!stopping_) {
+    pollfd waiting{listen_fd_, POLLIN, 0};
+    if (::poll(&waiting, 1, 200) <= 0) continue;
+    int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    timeval timeout{2, 0};
+    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    std::string request;
+    char buffer[2048];
+    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
+      ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      request.append(buffer, static_cast<size_t>(n));
+    }
+    std::string status = "404 Not Found", type = "text/plain", body = "only GET /metrics is served\n";
+    if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
+      status = "200 OK";
+      type = "text/plain; version=0.0.4; charset=utf-8";
+      body = render_();
+    }
+    std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
+                           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    size_t sent = 0;
+    while (sent < response.size()) {
+      ssize_t n = ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    ::close(client);
+  }
+}
+
+}  // namespace fleetscope::daemon

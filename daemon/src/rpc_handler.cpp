@@ -1,0 +1,331 @@
+#include "fleetscope/daemon/rpc_handler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "fleetscope/daemon/batch_decoder.h"
+#include "fleetscope/store/reader.h"
+#include "fleetscope_constants.h"
+
+namespace fleetscope::daemon {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message, const std::string& field) {
+  rpc::InvalidRequest error;
+  error.message = message;
+  error.__set_field(field);
+  throw error;
+}
+
+[[noreturn]] void denied(const std::string& message) {
+  rpc::PermissionDenied error;
+  error.message = message;
+  throw error;
+}
+
+[[noreturn]] void not_found(const std::string& message, const std::string& kind, int64_t id) {
+  rpc::NotFound error;
+  error.message = message;
+  error.__set_kind(kind);
+  error.__set_id(id);
+  throw error;
+}
+
+rpc::AgentInfo to_info(const AgentEntry& e) {
+  rpc::AgentInfo info;
+  info.agent_id = e.id;
+  info.pid = e.pid;
+  info.uid = static_cast<int32_t>(e.uid);
+  info.workflow = e.workflow;
+  info.workflow_source = e.workflow_source;
+  if (!e.command.empty()) info.__set_command(e.command);
+  info.parent_chain = e.parent_chain;
+  info.devices = e.devices;
+  info.registered_ns = e.registered_ns;
+  if (e.open_capture) info.__set_open_capture_id(*e.open_capture);
+  return info;
+}
+
+rpc::Severity::type severity_of(const std::string& text) {
+  static const std::map<std::string, rpc::Severity::type> table = {
+      {"info", rpc::Severity::INFO},
+      {"low", rpc::Severity::LOW},
+      {"medium", rpc::Severity::MEDIUM},
+      {"high", rpc::Severity::HIGH},
+      {"critical", rpc::Severity::CRITICAL}};
+  auto it = table.find(text);
+  return it == table.end() ? rpc::Severity::INFO : it->second;
+}
+
+}  // namespace
+
+rpc::VersionInfo RpcHandler::version() {
+  rpc::VersionInfo v;
+  v.api_version = rpc::g_fleetscope_constants.API_VERSION_2;
+  v.daemon_version = FLEETSCOPE_DAEMON_VERSION;
+  v.schema_version = core_.store().schema_version();
+  v.__set_hostname(core_.hostname());
+  return v;
+}
+
+void RpcHandler::check_capture_access(int64_t capture_id) {
+  if (!core_.store().capture(capture_id))
+    not_found("no capture " + std::to_string(capture_id) + " in " + core_.store().path(), "capture",
+              capture_id);
+  if (caller_.is_root()) return;
+  auto owner = core_.store().capture_owner(capture_id);
+  if (!owner || !caller_.may_access(static_cast<uid_t>(*owner)))
+    denied("capture " + std::to_string(capture_id) + " belongs to another user");
+}
+
+std::vector<rpc::Capture> RpcHandler::list_captures(const rpc::CaptureFilter& filter) {
+  int limit = filter.__isset.limit ? filter.limit : 100;
+  if (limit <= 0 || limit > 100000) invalid("limit must be in 1..100000", "limit");
+  auto all = core_.store().captures(
+      filter.__isset.workflow_id ? std::optional<int64_t>(filter.workflow_id) : std::nullopt,
+      filter.__isset.since_ns ? std::optional<int64_t>(filter.since_ns) : std::nullopt,
+      caller_.is_root() ? limit : 100000);
+  if (caller_.is_root()) return all;
+  std::vector<rpc::Capture> mine;
+  for (auto& c : all) {
+    auto owner = core_.store().capture_owner(c.id);
+    if (owner && static_cast<uid_t>(*owner) == caller_.uid) mine.push_back(std::move(c));
+    if (static_cast<int>(mine.size()) >= limit) break;
+  }
+  return mine;
+}
+
+rpc::Capture RpcHandler::get_capture(int64_t capture_id) {
+  check_capture_access(capture_id);
+  return *core_.store().capture(capture_id);
+}
+
+rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& request) {
+  if (request.window.end_ns <= request.window.begin_ns)
+    invalid("window end must be after its begin", "window");
+  int limit = request.__isset.limit ? request.limit : 10000;
+  if (limit <= 0 || limit > 1'000'000) invalid("limit must be in 1..1000000", "limit");
+  check_capture_access(request.capture_id);
+  core_.store().flush();
+  store::Reader reader(core_.store().path());
+  store::EventFilter filter;
+  filter.captureId = request.capture_id;
+  filter.deviceId = request.device_id;
+  if (request.__isset.stream_id) filter.streamId = request.stream_id;
+  filter.window = {request.window.begin_ns, request.window.end_ns};
+  rpc::KernelWindow out;
+  out.truncated = false;
+  reader.for_each_kernel(filter, [&](const store::Kernel& k) {
+    if (static_cast<int>(out.rows.size()) >= limit) {
+      out.truncated = true;
+      return;
+    }
+    rpc::KernelRow row;
+    row.start_ns = k.start;
+    row.end_ns = k.end;
+    row.device_id = k.deviceId;
+    row.stream_id = k.streamId;
+    if (k.correlationId) row.__set_correlation_id(*k.correlationId);
+    if (k.globalPid) row.__set_global_pid(*k.globalPid);
+    row.name = reader.string(k.demangledNameId);
+    row.__set_short_name(reader.string(k.shortNameId));
+    row.__set_grid({k.gridX, k.gridY, k.gridZ});
+    row.__set_block({k.blockX, k.blockY, k.blockZ});
+    if (k.registersPerThread) row.__set_registers_per_thread(*k.registersPerThread);
+    row.__set_shared_memory_bytes(k.staticSharedMemory.value_or(0) +
+                                  k.dynamicSharedMemory.value_or(0));
+    out.rows.push_back(std::move(row));
+  });
+  return out;
+}
+
+std::vector<rpc::Finding> RpcHandler::findings(int64_t capture_id) {
+  check_capture_access(capture_id);
+  core_.store().flush();
+  store::Reader reader(core_.store().path());
+  std::vector<rpc::Finding> out;
+  for (const auto& f : reader.findings(capture_id)) {
+    rpc::Finding r;
+    r.id = f.id;
+    r.capture_id = f.captureId;
+    r.rule = f.rule;
+    r.severity = severity_of(f.severity);
+    r.impact_ns = f.impact_ns;
+    if (f.window_start && f.window_end) {
+      rpc::TimeWindow w;
+      w.begin_ns = *f.window_start;
+      w.end_ns = *f.window_end;
+      r.windows.push_back(w);
+    }
+    r.evidence_json = f.evidence_json;
+    r.recommendation = f.recommendation;
+    if (f.deviceId) r.__set_device_id(*f.deviceId);
+    r.__set_created_ns(f.created_ns);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+rpc::TraceStarted RpcHandler::start_trace(const rpc::TraceRequest& request) {
+  if (request.__isset.pid == request.__isset.workflow_id)
+    invalid("give exactly one of pid and workflow_id", "pid");
+  WindowSpec window;
+  if (request.__isset.duration_ms) window.duration_ms = request.duration_ms;
+  if (request.__isset.iterations) window.iterations = request.iterations;
+  if (request.__isset.pid) return core_.traces().start_for_pid(request.pid, window, caller_);
+  // workflow_id is the host database's id: find its name.
+  store::Reader reader(core_.store().path());
+  for (const auto& w : reader.workflows())
+    if (w.id == request.workflow_id)
+      return core_.traces().start_for_workflow(w.name, window, caller_);
+  not_found("no workflow " + std::to_string(request.workflow_id) + " in " + core_.store().path(),
+            "workflow", request.workflow_id);
+}
+
+rpc::TraceStarted RpcHandler::start_trace_of_workflow(const rpc::TraceByName& request) {
+  WindowSpec window;
+  if (request.__isset.duration_ms) window.duration_ms = request.duration_ms;
+  if (request.__isset.iterations) window.iterations = request.iterations;
+  return core_.traces().start_for_workflow(request.workflow, window, caller_);
+}
+
+rpc::TraceProgress RpcHandler::trace_progress(int64_t capture_id, int32_t timeout_ms) {
+  if (timeout_ms < 0 || timeout_ms > 60'000)
+    invalid("timeout_ms must be in 0..60000", "timeout_ms");
+  return core_.traces().progress(capture_id, timeout_ms, caller_);
+}
+
+rpc::DaemonStatus RpcHandler::status() {
+  rpc::DaemonStatus s;
+  s.version = version();
+  s.started_ns = core_.started_ns();
+  s.database_path = core_.store().path();
+  for (const auto& agent : core_.registry().all())
+    if (caller_.may_access(agent.uid)) s.agents.push_back(to_info(agent));
+  for (const auto& d : core_.latest_devices()) {
+    rpc::DeviceStatus ds;
+    ds.index = d.index;
+    ds.name = d.name;
+    if (!d.uuid.empty()) ds.__set_uuid(d.uuid);
+    if (d.gpu_utilization_pct) ds.__set_gpu_utilization_pct(*d.gpu_utilization_pct);
+    if (d.memory_used_bytes) ds.__set_memory_used_bytes(*d.memory_used_bytes);
+    if (d.memory_total_bytes) ds.__set_memory_total_bytes(*d.memory_total_bytes);
+    if (d.power_watts) ds.__set_power_watts(*d.power_watts);
+    if (d.sm_clock_mhz) ds.__set_sm_clock_mhz(*d.sm_clock_mhz);
+    s.devices.push_back(ds);
+  }
+  s.open_windows = core_.traces().open_windows(caller_);
+  s.device_sampling = core_.device_sampling();
+  if (!core_.device_sampling()) s.__set_device_sampling_note(core_.device_sampling_note());
+  s.caller_uid = static_cast<int32_t>(caller_.uid);
+  return s;
+}
+
+std::vector<rpc::Job> RpcHandler::jobs() {
+  std::map<std::string, rpc::Job> by_name;
+  for (const auto& agent : core_.registry().all()) {
+    if (!caller_.may_access(agent.uid)) continue;
+    rpc::Job& job = by_name[agent.workflow];
+    job.workflow = agent.workflow;
+    if (std::find(job.uids.begin(), job.uids.end(), static_cast<int32_t>(agent.uid)) ==
+        job.uids.end())
+      job.uids.push_back(static_cast<int32_t>(agent.uid));
+    job.agents.push_back(to_info(agent));
+  }
+  std::vector<rpc::Job> out;
+  for (auto& [name, job] : by_name) {
+    if (auto id = core_.store().find_workflow(name)) {
+      job.__set_workflow_id(*id);
+      for (int64_t capture : core_.store().captures_of_workflow(*id)) {
+        auto owner = core_.store().capture_owner(capture);
+        if (owner && caller_.may_access(static_cast<uid_t>(*owner)))
+          job.capture_ids.push_back(capture);
+      }
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+bool RpcHandler::may_see_workflow(const std::string& workflow) {
+  if (caller_.is_root()) return true;
+  for (const auto& agent : core_.registry().of_workflow(workflow))
+    if (agent.uid == caller_.uid) return true;
+  if (auto id = core_.store().find_workflow(workflow))
+    for (int64_t capture : core_.store().captures_of_workflow(*id)) {
+      auto owner = core_.store().capture_owner(capture);
+      if (owner && static_cast<uid_t>(*owner) == caller_.uid) return true;
+    }
+  return false;
+}
+
+std::vector<rpc::WorkflowMetric> RpcHandler::metrics(const rpc::MetricsQuery& query) {
+  int limit = query.__isset.limit ? query.limit : 1000;
+  if (limit <= 0 || limit > 1'000'000) invalid("limit must be in 1..1000000", "limit");
+  std::optional<std::string> workflow;
+  if (query.__isset.workflow) {
+    workflow = query.workflow;
+    if (!may_see_workflow(query.workflow))
+      denied("workflow '" + query.workflow + "' has no process or capture of uid " +
+             std::to_string(caller_.uid));
+  }
+  auto rows = core_.store().workflow_metrics(
+      workflow, query.__isset.since_ns ? std::optional<int64_t>(query.since_ns) : std::nullopt,
+      caller_.is_root() || workflow ? limit : 1'000'000);
+  std::vector<rpc::WorkflowMetric> out;
+  std::map<std::string, bool> visible;
+  for (const auto& row : rows) {
+    if (static_cast<int>(out.size()) >= limit) break;
+    auto [it, fresh] = visible.try_emplace(row.workflow, false);
+    if (fresh) it->second = may_see_workflow(row.workflow);
+    if (!it->second) continue;
+    rpc::WorkflowMetric m;
+    m.workflow = row.workflow;
+    m.device = row.device;
+    m.window_start_ns = row.window_start_ns;
+    m.window_end_ns = row.window_end_ns;
+    m.metric = row.metric;
+    m.value = row.value;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+AgentLinkHandler::~AgentLinkHandler() {
+  if (registered_id_ > 0) core_.agent_gone(registered_id_);
+}
+
+rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& hello) {
+  if (registered_id_ > 0)
+    invalid("this connection already registered agent " + std::to_string(registered_id_), "pid");
+  AgentEntry entry = core_.registry().add(hello, caller_, core_.now());
+  registered_id_ = entry.id;
+  rpc::AgentWelcome welcome;
+  welcome.agent_id = entry.id;
+  welcome.max_batch_rows = kMaxBatchRows;
+  return welcome;
+}
+
+rpc::AgentOrder AgentLinkHandler::await_order(int64_t agent_id, int32_t timeout_ms) {
+  if (agent_id != registered_id_)
+    invalid("awaitOrder on a connection that did not register agent " + std::to_string(agent_id),
+            "agent_id");
+  if (timeout_ms < 0 || timeout_ms > 60'000)
+    invalid("timeout_ms must be in 0..60000", "timeout_ms");
+  return core_.registry().await(agent_id, std::chrono::milliseconds(timeout_ms));
+}
+
+void AgentLinkHandler::push_records(int64_t agent_id, const rpc::RecordBatch& batch) {
+  if (row_count(batch) > static_cast<size_t>(kMaxBatchRows))
+    invalid("batch of " + std::to_string(row_count(batch)) + " rows exceeds " +
+                std::to_string(kMaxBatchRows),
+            "batch");
+  core_.traces().on_batch(agent_id, batch, caller_);
+}
+
+void AgentLinkHandler::window_closed(int64_t agent_id, const rpc::WindowClosed& closed) {
+  core_.traces().on_closed(agent_id, closed, caller_);
+}
+
+}  // namespace fleetscope::daemon

@@ -1,0 +1,287 @@
+#include "fleetscope/daemon/thrift_server.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+
+#include <thrift/TConfiguration.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/server/TThreadedServer.h>
+#include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TServerSocket.h>
+#include <thrift/transport/TSocket.h>
+
+#include "FleetscopeAgentLink.h"
+#include "FleetscopeHost.h"
+#include "fleetscope/daemon/rpc_handler.h"
+
+namespace fleetscope::daemon {
+
+using apache::thrift::TConfiguration;
+using apache::thrift::TConnectionInfo;
+using apache::thrift::server::TServerEventHandler;
+using apache::thrift::server::TThreadedServer;
+using apache::thrift::transport::TFramedTransport;
+using apache::thrift::transport::TServerSocket;
+using apache::thrift::transport::TSocket;
+using apache::thrift::transport::TTransport;
+using apache::thrift::transport::TTransportFactory;
+
+namespace {
+
+// Accepted sockets carry the limits (TServerSocket would give them Thrift's defaults).
+class LimitedServerSocket : public TServerSocket {
+ public:
+  LimitedServerSocket(const std::string& path, std::shared_ptr<TConfiguration> config)
+      : TServerSocket(path), config_(std::move(config)) {}
+  LimitedServerSocket(const std::string& address, int port, std::shared_ptr<TConfiguration> config)
+      : TServerSocket(address, port), config_(std::move(config)) {}
+
+ protected:
+  std::shared_ptr<TSocket> createSocket(THRIFT_SOCKET client) override {
+    if (interruptableChildren_)
+      return std::make_shared<TSocket>(client, pChildInterruptSockReader_, config_);
+    return std::make_shared<TSocket>(client, config_);
+  }
+
+ private:
+  std::shared_ptr<TConfiguration> config_;
+};
+
+class LimitedFramedFactory : public TTransportFactory {
+ public:
+  explicit LimitedFramedFactory(std::shared_ptr<TConfiguration> config)
+      : config_(std::move(config)) {}
+  std::shared_ptr<TTransport> getTransport(std::shared_ptr<TTransport> inner) override {
+    return std::make_shared<TFramedTransport>(inner, config_);
+  }
+
+ private:
+  std::shared_ptr<TConfiguration> config_;
+};
+
+Caller identify(const TConnectionInfo& info, bool tcp) {
+  // An unidentified caller is nobody: not root, and no process has its uid.
+  Caller nobody{0, static_cast<uid_t>(-1)};
+  auto socket = std::dynamic_pointer_cast<TSocket>(info.transport);
+  if (!socket) return nobody;
+  auto peer = tcp ? peer_of_loopback_tcp(socket->getSocketFD())
+                  : peer_of_unix_socket(socket->getSocketFD());
+  return peer.value_or(nobody);
+}
+
+// The generated interfaces, forwarded to the plain handlers.
+class HostAdapter : public rpc::FleetscopeHostIf {
+ public:
+  HostAdapter(DaemonCore& core, Caller caller) : handler_(core, caller) {}
+  void version(rpc::VersionInfo& out) override { out = handler_.version(); }
+  void listCaptures(std::vector<rpc::Capture>& out, const rpc::CaptureFilter& f) override {
+    out = handler_.list_captures(f);
+  }
+  void getCapture(rpc::Capture& out, const int64_t id) override { out = handler_.get_capture(id); }
+  void kernelsInWindow(rpc::KernelWindow& out, const rpc::KernelWindowRequest& r) override {
+    out = handler_.kernels_in_window(r);
+  }
+  void findings(std::vector<rpc::Finding>& out, const int64_t id) override {
+    out = handler_.findings(id);
+  }
+  void startTrace(rpc::TraceStarted& out, const rpc::TraceRequest& r) override {
+    out = handler_.start_trace(r);
+  }
+  void status(rpc::DaemonStatus& out) override { out = handler_.status(); }
+  void jobs(std::vector<rpc::Job>& out) override { out = handler_.jobs(); }
+  void metrics(std::vector<rpc::WorkflowMetric>& out, const rpc::MetricsQuery& q) override {
+    out = handler_.metrics(q);
+  }
+  void startTraceOfWorkflow(rpc::TraceStarted& out, const rpc::TraceByName& r) override {
+    out = handler_.start_trace_of_workflow(r);
+  }
+  void traceProgress(rpc::TraceProgress& out, const int64_t id, const int32_t timeout_ms) override {
+    out = handler_.trace_progress(id, timeout_ms);
+  }
+
+ private:
+  RpcHandler handler_;
+};
+
+class HostFactory : public rpc::FleetscopeHostIfFactory {
+ public:
+  HostFactory(DaemonCore& core, bool tcp) : core_(core), tcp_(tcp) {}
+  rpc::FleetscopeHostIf* getHandler(const TConnectionInfo& info) override {
+    return new HostAdapter(core_, identify(info, tcp_));
+  }
+  void releaseHandler(rpc::FleetscopeDaemonIf* handler) override { delete handler; }
+
+ private:
+  DaemonCore& core_;
+  bool tcp_;
+};
+
+class AgentAdapter : public rpc::FleetscopeAgentLinkIf {
+ public:
+  AgentAdapter(DaemonCore& core, Caller caller) : handler_(core, caller) {}
+  void registerAgent(rpc::AgentWelcome& out, const rpc::AgentHello& hello) override {
+    out = handler_.register_agent(hello);
+  }
+  void awaitOrder(rpc::AgentOrder& out, const int64_t id, const int32_t timeout_ms) override {
+    out = handler_.await_order(id, timeout_ms);
+  }
+  void pushRecords(const int64_t id, const rpc::RecordBatch& batch) override {
+    handler_.push_records(id, batch);
+  }
+  void windowClosed(const int64_t id, const rpc::WindowClosed& closed) override {
+    handler_.window_closed(id, closed);
+  }
+
+ private:
+  AgentLinkHandler handler_;
+};
+
+class AgentFactory : public rpc::FleetscopeAgentLinkIfFactory {
+ public:
+  explicit AgentFactory(DaemonCore& core) : core_(core) {}
+  rpc::FleetscopeAgentLinkIf* getHandler(const TConnectionInfo& info) override {
+    return new AgentAdapter(core_, identify(info, false));
+  }
+  void releaseHandler(rpc::FleetscopeAgentLinkIf* handler) override { delete handler; }
+
+ private:
+  DaemonCore& core_;
+};
+
+// Makes the socket file connectable by everyone once it exists, then reports readiness.
+class ReadyHandler : public TServerEventHandler {
+ public:
+  explicit ReadyHandler(std::string path) : path_(std::move(path)) {}
+  void preServe() override {
+    if (!path_.empty()) ::chmod(path_.c_str(), 0666);
+    std::lock_guard lock(mutex_);
+    ready_ = true;
+    changed_.notify_all();
+  }
+  void fail(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    failure_ = why;
+    changed_.notify_all();
+  }
+  // Empty when serving; else why not.
+  std::string wait(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [&] { return ready_ || !failure_.empty(); }))
+      return "timed out";
+    return ready_ ? std::string() : failure_;
+  }
+
+ private:
+  std::string path_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool ready_ = false;
+  std::string failure_;
+};
+
+// A socket file left by a daemon that died is removed; one that answers belongs to a running
+// daemon, which is an error.
+void prepare_socket_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path))
+    throw std::runtime_error(path + ": socket path too long (max " +
+                             std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + ")");
+  fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return;
+  if (!S_ISSOCK(info.st_mode)) throw std::runtime_error(path + ": exists and is not a socket");
+  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  bool live = ::connect(probe, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(probe);
+  if (live) throw std::runtime_error(path + ": another daemon is serving this socket");
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+
+struct ThriftServers::Served {
+  std::shared_ptr<TThreadedServer> server;
+  std::shared_ptr<ReadyHandler> ready;
+  std::thread thread;
+  std::string what;
+  std::string path;
+};
+
+ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config)
+    : core_(core), config_(config) {
+  limits_.max_frame_bytes = static_cast<int32_t>(config.max_frame_bytes);
+  limits_.max_message_bytes = static_cast<int32_t>(config.max_message_bytes);
+}
+
+ThriftServers::~ThriftServers() {
+  stop();
+}
+
+void ThriftServers::start() {
+  auto config = rpc::make_configuration(limits_);
+  auto protocol = rpc::make_protocol_factory(limits_);
+  auto transport = std::make_shared<LimitedFramedFactory>(config);
+  auto add = [&](std::shared_ptr<TServerSocket> socket,
+                 std::shared_ptr<apache::thrift::TProcessorFactory> processor,
+                 const std::string& what, const std::string& path, int receive_timeout_ms) {
+    socket->setRecvTimeout(receive_timeout_ms);
+    auto served = std::make_shared<Served>();
+    served->server = std::make_shared<TThreadedServer>(processor, socket, transport, protocol);
+    served->ready = std::make_shared<ReadyHandler>(path);
+    served->server->setServerEventHandler(served->ready);
+    served->what = what;
+    served->path = path;
+    served->thread = std::thread([server = served->server, ready = served->ready, what] {
+      try {
+        server->serve();
+      } catch (const std::exception& e) {
+        ready->fail(e.what());
+        std::fprintf(stderr, "fleetscoped: serving %s failed: %s\n", what.c_str(), e.what());
+      }
+    });
+    served_.push_back(served);
+    if (std::string why = served->ready->wait(std::chrono::seconds(10)); !why.empty())
+      throw std::runtime_error("cannot serve " + what + ": " + why);
+  };
+  prepare_socket_path(config_.socket);
+  prepare_socket_path(config_.agent_socket);
+  // Idle connections are closed after a minute; an agent's control connection is never idle that
+  // long (it polls every second or so).
+  add(std::make_shared<LimitedServerSocket>(config_.socket, config),
+      std::make_shared<rpc::FleetscopeHostProcessorFactory>(
+          std::make_shared<HostFactory>(core_, false)),
+      "the API on " + config_.socket, config_.socket, 60'000);
+  add(std::make_shared<LimitedServerSocket>(config_.agent_socket, config),
+      std::make_shared<rpc::FleetscopeAgentLinkProcessorFactory>(
+          std::make_shared<AgentFactory>(core_)),
+      "the agent link on " + config_.agent_socket, config_.agent_socket, 120'000);
+  if (config_.tcp_port > 0)
+    add(std::make_shared<LimitedServerSocket>("127.0.0.1", static_cast<int>(config_.tcp_port),
+                                              config),
+        std::make_shared<rpc::FleetscopeHostProcessorFactory>(
+            std::make_shared<HostFactory>(core_, true)),
+        "the API on 127.0.0.1:" + std::to_string(config_.tcp_port), "", 60'000);
+}
+
+void ThriftServers::stop() {
+  for (auto& served : served_) served->server->stop();
+  for (auto& served : served_) {
+    if (served->thread.joinable()) served->thread.join();
+    if (!served->path.empty()) ::unlink(served->path.c_str());
+  }
+  served_.clear();
+}
+
+}  // namespace fleetscope::daemon

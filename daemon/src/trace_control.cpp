@@ -1,0 +1,297 @@
+#include "fleetscope/daemon/trace_control.h"
+
+#include <chrono>
+#include <sstream>
+
+namespace fleetscope::daemon {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message, const std::string& field = {}) {
+  rpc::InvalidRequest error;
+  error.message = message;
+  if (!field.empty()) error.__set_field(field);
+  throw error;
+}
+
+[[noreturn]] void not_found(const std::string& message, const std::string& kind, std::optional<int64_t> id = {}) {
+  rpc::NotFound error;
+  error.message = message;
+  error.__set_kind(kind);
+  if (id) error.__set_id(*id);
+  throw error;
+}
+
+[[noreturn]] void denied(const std::string& message) {
+  rpc::PermissionDenied error;
+  error.message = message;
+  throw error;
+}
+
+void check_window(const WindowSpec& window) {
+  if (window.duration_ms.has_value() == window.iterations.has_value())
+    invalid("give exactly one of duration_ms and iterations", "duration_ms");
+  if (window.duration_ms && (*window.duration_ms <= 0 || *window.duration_ms > 3'600'000))
+    invalid("duration_ms must be in 1..3600000, got " + std::to_string(*window.duration_ms), "duration_ms");
+  if (window.iterations && (*window.iterations <= 0 || *window.iterations > 100000))
+    invalid("iterations must be in 1..100000, got " + std::to_string(*window.iterations), "iterations");
+}
+
+}  // namespace
+
+TraceControl::TraceControl(Registry& registry, HostStore& store, Clock clock, int64_t grace_ms)
+    : registry_(registry), store_(store), clock_(std::move(clock)), grace_ns_(grace_ms * 1'000'000) {
+  finalizer_ = std::thread([this] { finalizer_loop(); });
+}
+
+TraceControl::~TraceControl() { stop(); }
+
+void TraceControl::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (finalizer_.joinable()) finalizer_.join();
+}
+
+rpc::TraceStarted TraceControl::start_for_pid(int pid, const WindowSpec& window, const Caller& caller) {
+  if (pid <= 0) invalid("pid must be positive, got " + std::to_string(pid), "pid");
+  auto agents = registry_.in_tree_of(pid);
+  if (agents.empty())
+    not_found("no process with the fleetscope agent in the process tree of pid " + std::to_string(pid) +
+                  " (is the job running with the agent loaded, e.g. through `fleetscope run` or "
+                  "CUDA_INJECTION64_PATH?)",
+              "process", pid);
+  return start(std::move(agents), "pid " + std::to_string(pid), window, caller);
+}
+
+rpc::TraceStarted TraceControl::start_for_workflow(const std::string& workflow, const WindowSpec& window,
+                                                   const Caller& caller) {
+  if (workflow.empty()) invalid("workflow must not be empty", "workflow");
+  auto agents = registry_.of_workflow(workflow);
+  if (agents.empty())
+    not_found("no process with the fleetscope agent belongs to workflow '" + workflow + "'", "workflow");
+  return start(std::move(agents), "workflow '" + workflow + "'", window, caller);
+}
+
+rpc::TraceStarted TraceControl::start(std::vector<AgentEntry> agents, const std::string& what,
+                                      const WindowSpec& window, const Caller& caller) {
+  check_window(window);
+  for (const auto& agent : agents)
+    if (!caller.may_access(agent.uid))
+      denied(what + " includes pid " + std::to_string(agent.pid) + " of uid " + std::to_string(agent.uid) +
+             "; uid " + std::to_string(caller.uid) + " may only trace its own processes");
+  std::unique_lock lock(mutex_);
+  for (const auto& agent : agents) {
+    auto current = registry_.get(agent.id);
+    if (current && current->open_capture)
+      invalid("a trace window is already open in pid " + std::to_string(agent.pid) + " (capture " +
+              std::to_string(*current->open_capture) + "); wait for it to finish (fleetscope status)");
+  }
+  const int64_t now = clock_();
+  const int64_t workflow_id = store_.workflow_id(agents.front().workflow, std::nullopt);
+  std::string source_path = agents.front().command.empty() ? what : agents.front().command;
+  const int64_t capture_id = store_.open_capture(source_path, now);
+  store_.set_capture_owner(capture_id, agents.front().uid, workflow_id);
+  Window& w = windows_[capture_id];
+  w.capture_id = capture_id;
+  w.uid = agents.front().uid;
+  w.workflow_id = workflow_id;
+  w.start_ns = now;
+  if (window.duration_ms) w.deadline_ns = now + int64_t{*window.duration_ms} * 1'000'000;
+  rpc::AgentOrder order;
+  order.kind = rpc::AgentOrderKind::OPEN_WINDOW;
+  order.__set_capture_id(capture_id);
+  if (window.duration_ms) order.__set_duration_ms(*window.duration_ms);
+  if (window.iterations) order.__set_iterations(*window.iterations);
+  rpc::TraceStarted started;
+  started.capture_id = capture_id;
+  started.start_ns = now;
+  for (const auto& agent : agents) {
+    store_.upsert_process(agent.pid, store_.workflow_id(agent.workflow, std::nullopt), agent.command,
+                          agent.registered_ns);
+    registry_.set_open_capture(agent.id, capture_id);
+    if (!registry_.post(agent.id, order)) continue;  // vanished in between
+    w.agents[agent.id] = agent.pid;
+    w.pending.insert(agent.id);
+    w.next_sequence[agent.id] = 0;
+    started.pids.push_back(agent.pid);
+  }
+  if (w.pending.empty()) {
+    w.notes.push_back("every agent left before the window opened");
+    w.finalizing = true;
+    to_finalize_.push_back(capture_id);
+    changed_.notify_all();
+  }
+  return started;
+}
+
+void TraceControl::on_batch(int64_t agent_id, const rpc::RecordBatch& batch, const Caller& caller) {
+  auto agent = registry_.get(agent_id);
+  if (!agent || (caller.pid != 0 && agent->pid != caller.pid) || agent->uid != caller.uid)
+    invalid("agent " + std::to_string(agent_id) + " is not registered for this connection", "agent_id");
+  {
+    std::lock_guard lock(mutex_);
+    auto it = windows_.find(batch.capture_id);
+    if (it == windows_.end() || !it->second.pending.count(agent_id))
+      invalid("capture " + std::to_string(batch.capture_id) + " is not open in pid " + std::to_string(agent->pid),
+              "capture_id");
+    int64_t& expected = it->second.next_sequence[agent_id];
+    if (batch.sequence != expected)
+      invalid("batch sequence " + std::to_string(batch.sequence) + " out of order (expected " +
+                  std::to_string(expected) + ")",
+              "sequence");
+    ++expected;
+  }
+  // Committed outside the lock: other agents' batches and status calls go on meanwhile.
+  size_t rows = store_.commit_batch(batch, batch.capture_id);
+  std::lock_guard lock(mutex_);
+  auto it = windows_.find(batch.capture_id);
+  if (it != windows_.end()) it->second.records += static_cast<int64_t>(rows);
+}
+
+void TraceControl::on_closed(int64_t agent_id, const rpc::WindowClosed& closed, const Caller& caller) {
+  auto agent = registry_.get(agent_id);
+  if (!agent || (caller.pid != 0 && agent->pid != caller.pid) || agent->uid != caller.uid)
+    invalid("agent " + std::to_string(agent_id) + " is not registered for this connection", "agent_id");
+  std::lock_guard lock(mutex_);
+  auto it = windows_.find(closed.capture_id);
+  if (it == windows_.end() || !it->second.pending.count(agent_id))
+    invalid("capture " + std::to_string(closed.capture_id) + " is not open in pid " + std::to_string(agent->pid),
+            "capture_id");
+  Window& w = it->second;
+  w.dropped += closed.dropped_records;
+  w.overhead_ns += closed.collector_overhead_ns;
+  if (closed.__isset.error) w.notes.push_back("pid " + std::to_string(agent->pid) + ": " + closed.error);
+  agent_finished(w, agent_id);
+}
+
+void TraceControl::on_agent_gone(int64_t agent_id) {
+  std::lock_guard lock(mutex_);
+  for (auto& [id, w] : windows_) {
+    if (!w.pending.count(agent_id)) continue;
+    w.notes.push_back("pid " + std::to_string(w.agents[agent_id]) +
+                      " went away mid-window; the batches it sent before are kept");
+    agent_finished(w, agent_id);
+  }
+}
+
+void TraceControl::agent_finished(Window& w, int64_t agent_id) {
+  w.pending.erase(agent_id);
+  registry_.set_open_capture(agent_id, std::nullopt);
+  if (w.pending.empty() && !w.finalizing) {
+    w.finalizing = true;
+    to_finalize_.push_back(w.capture_id);
+  }
+  changed_.notify_all();
+}
+
+void TraceControl::expire() {
+  std::lock_guard lock(mutex_);
+  const int64_t now = clock_();
+  for (auto& [id, w] : windows_) {
+    if (w.finalizing || !w.deadline_ns) continue;
+    if (!w.close_sent && now >= *w.deadline_ns) {
+      rpc::AgentOrder order;
+      order.kind = rpc::AgentOrderKind::CLOSE_WINDOW;
+      order.__set_capture_id(id);
+      for (int64_t agent : w.pending) registry_.post(agent, order);
+      w.close_sent = true;
+    }
+    if (now >= *w.deadline_ns + grace_ns_) {
+      for (int64_t agent : std::set<int64_t>(w.pending)) {
+        w.notes.push_back("pid " + std::to_string(w.agents[agent]) + " did not close its window in time");
+        agent_finished(w, agent);
+      }
+    }
+  }
+}
+
+void TraceControl::finalizer_loop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || !to_finalize_.empty(); });
+    if (stopping_) return;
+    int64_t id = to_finalize_.front();
+    to_finalize_.pop_front();
+    Window snapshot = windows_[id];
+    lock.unlock();
+    std::optional<std::string> note;
+    if (!snapshot.notes.empty()) {
+      std::string joined;
+      for (const auto& n : snapshot.notes) joined += (joined.empty() ? "" : "; ") + n;
+      note = joined;
+    }
+    CaptureSummary summary;
+    try {
+      store_.close_capture(id, clock_(), snapshot.dropped, snapshot.overhead_ns, note);
+      summary = store_.analyze(id);
+    } catch (const std::exception& e) {
+      snapshot.notes.push_back(std::string("analysis failed: ") + e.what());
+    }
+    lock.lock();
+    Window& w = windows_[id];
+    w.summary = summary;
+    w.notes = snapshot.notes;
+    w.done = true;
+    changed_.notify_all();
+  }
+}
+
+rpc::TraceProgress TraceControl::progress_of(const Window& w) const {
+  rpc::TraceProgress p;
+  p.capture_id = w.capture_id;
+  p.done = w.done;
+  for (const auto& [agent, pid] : w.agents) p.pids.push_back(pid);
+  p.records = w.records;
+  p.dropped_records = w.dropped;
+  p.database_path = store_.path();
+  if (!w.notes.empty()) {
+    std::string joined;
+    for (const auto& n : w.notes) joined += (joined.empty() ? "" : "; ") + n;
+    p.__set_note(joined);
+  }
+  if (w.done) {
+    p.__set_kernels(w.summary.kernels);
+    if (w.summary.gpu_busy_pct) p.__set_gpu_busy_pct(*w.summary.gpu_busy_pct);
+    if (w.summary.top_finding) p.__set_top_finding(*w.summary.top_finding);
+  }
+  return p;
+}
+
+rpc::TraceProgress TraceControl::progress(int64_t capture_id, int32_t timeout_ms, const Caller& caller) {
+  std::unique_lock lock(mutex_);
+  auto it = windows_.find(capture_id);
+  if (it == windows_.end())
+    not_found("capture " + std::to_string(capture_id) + " is not a window this daemon opened since it started",
+              "trace", capture_id);
+  if (!caller.may_access(it->second.uid))
+    denied("capture " + std::to_string(capture_id) + " traced processes of another user");
+  changed_.wait_for(lock, std::chrono::milliseconds(std::max(0, timeout_ms)),
+                    [&] { return stopping_ || windows_[capture_id].done; });
+  return progress_of(windows_[capture_id]);
+}
+
+std::vector<rpc::OpenWindow> TraceControl::open_windows(const Caller& caller) const {
+  std::lock_guard lock(mutex_);
+  std::vector<rpc::OpenWindow> out;
+  for (const auto& [id, w] : windows_) {
+    if (w.done || !caller.may_access(w.uid)) continue;
+    rpc::OpenWindow o;
+    o.capture_id = id;
+    for (const auto& [agent, pid] : w.agents) o.pids.push_back(pid);
+    o.start_ns = w.start_ns;
+    if (w.deadline_ns) o.__set_deadline_ns(*w.deadline_ns);
+    out.push_back(o);
+  }
+  return out;
+}
+
+bool TraceControl::any_open() const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, w] : windows_)
+    if (!w.done) return true;
+  return false;
+}
+
+}  // namespace fleetscope::daemon

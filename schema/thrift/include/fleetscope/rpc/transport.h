@@ -1,0 +1,50 @@
+// The framing and size limits of every fleetscope Thrift connection (CLI <-> daemon and agent <->
+// daemon), applied on both ends (the agent's own codec, collector/agent_link/wire.h, applies the
+// frame limit on its side): Thrift's framed transport refuses a frame above max_frame_bytes
+// before allocating it (TConfiguration, Thrift >= 0.14); its binary protocol checks containers
+// against the message size but allocates a string of whatever length the peer claims (0.17's
+// readStringBody resizes first), so the protocol also gets explicit string and container limits,
+// and reads strict (versioned) messages only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace apache::thrift {
+class TConfiguration;
+}
+namespace apache::thrift::transport {
+class TTransport;
+}
+namespace apache::thrift::protocol {
+class TProtocol;
+class TProtocolFactory;
+}  // namespace apache::thrift::protocol
+
+namespace fleetscope::rpc {
+
+struct TransportLimits {
+  // 16 MiB: a record batch of max_batch_rows kernels with long names fits with room to spare;
+  // Thrift's own defaults (100 MiB message, 16 MiB frame) are looser than a host daemon needs.
+  int32_t max_frame_bytes = 16 * 1024 * 1024;
+  int32_t max_message_bytes = 16 * 1024 * 1024;
+  int32_t recursion_limit = 64;
+};
+
+std::shared_ptr<apache::thrift::TConfiguration> make_configuration(const TransportLimits& limits);
+
+// A framed transport over a Unix-socket (path starting with '/') or a "host:port" TCP socket, with
+// the limits above. Not opened yet. timeout_ms bounds connect/send/receive (0 = none).
+std::shared_ptr<apache::thrift::transport::TTransport> make_client_transport(
+    const std::string& address, const TransportLimits& limits, int timeout_ms);
+
+// TBinaryProtocol over `transport` with the limits (client side).
+std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(
+    std::shared_ptr<apache::thrift::transport::TTransport> transport,
+    const TransportLimits& limits);
+// The same for servers.
+std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(
+    const TransportLimits& limits);
+
+}  // namespace fleetscope::rpc

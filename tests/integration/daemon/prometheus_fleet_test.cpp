@@ -1,0 +1,104 @@
+// A real Prometheus server (Debian's `prometheus`, started on loopback) scrapes two daemons, and
+// `fleetscope fleet --prometheus` over it ranks their workflows by wasted GPU-hours.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "harness.h"
+
+namespace fleetscope::test_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::string metrics_port(DaemonUnderTest& daemon) {
+  auto line = daemon.process->wait_line("fleetscoped: Prometheus metrics on", 10s);
+  std::smatch port;
+  if (!line || !std::regex_search(*line, port, std::regex(R"(127\.0\.0\.1:(\d+)/metrics)")))
+    return "";
+  return port[1];
+}
+
+std::unique_ptr<Child> start_agent(const std::string& socket, const std::string& workflow) {
+  return std::make_unique<Child>(std::vector<std::string>{TEST_AGENT, "--socket", socket},
+                                 std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
+}
+
+TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
+  if (access(PROMETHEUS, X_OK) != 0)
+    GTEST_SKIP() << PROMETHEUS
+                 << " is missing: scripts/install-deps installs Debian's prometheus package";
+  // Host A: "idle-job" at 10 % SM. Host B: "busy-job" at 90 % and "half-job" at 50 %.
+  DaemonUnderTest a, b;
+  auto idle = start_agent(a.agent_socket, "idle-job");
+  auto busy = start_agent(b.agent_socket, "busy-job");
+  auto half = start_agent(b.agent_socket, "half-job");
+  a.start({"--prometheus-port", "0"},
+          {"FLEETSCOPE_NVML_STANDIN_PROCESSES=0:" + std::to_string(idle->pid()) + ":1000:10"});
+  b.start({"--prometheus-port", "0"},
+          {"FLEETSCOPE_NVML_STANDIN_PROCESSES=0:" + std::to_string(busy->pid()) +
+           ":1000:90,1:" + std::to_string(half->pid()) + ":1000:50"});
+  std::string port_a = metrics_port(a), port_b = metrics_port(b);
+  ASSERT_FALSE(port_a.empty());
+  ASSERT_FALSE(port_b.empty());
+  ASSERT_TRUE(idle->wait_line("registered", 10s) && busy->wait_line("registered", 10s) &&
+              half->wait_line("registered", 10s));
+
+  TempDir prometheus_dir;
+  std::ofstream(prometheus_dir.file("prometheus.yml"))
+      << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+      << "scrape_configs:\n  - job_name: fleetscoped\n    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << port_a << "', '127.0.0.1:" << port_b << "']\n";
+  const std::string web = "127.0.0.1:" + std::to_string(free_port());
+  Child prometheus({PROMETHEUS, "--config.file=" + prometheus_dir.file("prometheus.yml"),
+                    "--storage.tsdb.path=" + prometheus_dir.file("data"),
+                    "--web.listen-address=" + web});
+
+  const std::string cli = FLEETSCOPE_CLI;
+  ProgramResult ranking;
+  auto deadline = std::chrono::steady_clock::now() + 25s;
+  do {  // until Prometheus has scraped both daemons
+    std::this_thread::sleep_for(500ms);
+    ranking = run_program({cli, "fleet", "--prometheus", "http://" + web, "--format", "csv"});
+  } while ((ranking.exit_code != 0 || ranking.output.find("half-job") == std::string::npos ||
+            ranking.output.find("idle-job") == std::string::npos) &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(ranking.exit_code, 0) << ranking.output;
+  // csv: header, then workflows by wasted GPU-hours: 90 % idle, 50 %, 10 %.
+  auto idle_at = ranking.output.find("\nidle-job,"), half_at = ranking.output.find("\nhalf-job,"),
+       busy_at = ranking.output.find("\nbusy-job,");
+  ASSERT_NE(idle_at, std::string::npos) << ranking.output;
+  ASSERT_NE(half_at, std::string::npos) << ranking.output;
+  ASSERT_NE(busy_at, std::string::npos) << ranking.output;
+  EXPECT_LT(idle_at, half_at) << ranking.output;
+  EXPECT_LT(half_at, busy_at) << ranking.output;
+  auto table = run_program({cli, "fleet", "--prometheus", "http://" + web});
+  EXPECT_NE(table.output.find("WASTED GPU-H"), std::string::npos)
+      << table.output;  // the same table as FILES...
+  auto bad =
+      run_program({cli, "fleet", "--prometheus", "http://" + web, "--range", "not-a-duration"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("Prometheus query failed"), std::string::npos) << bad.output;
+  prometheus.signal(SIGTERM);
+  prometheus.wait_exit(10s);
+  EXPECT_EQ(a.stop(), 0);
+  EXPECT_EQ(b.stop(), 0);
+}
+
+}  // namespace
+}  // namespace fleetscope::test_support

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the build into a staging prefix with `cmake --install` and runs the installed programs
+# from there: the CLI, the daemon (on sockets in a temporary directory, answering the installed
+# CLI), the unit file, the config, the man pages, and `fleetscope run` finding the installed agent.
+#   staging_install_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+stage=$(mktemp -d)
+trap '[ -n "${daemon_pid:-}" ] && kill "$daemon_pid" 2>/dev/null; rm -rf "$stage"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$stage/usr" >/dev/null
+for f in usr/bin/fleetscope usr/sbin/fleetscoped usr/lib/systemd/system/fleetscoped.service \
+         usr/etc/fleetscope/fleetscoped.conf usr/share/man/man1/fleetscope.1 \
+         usr/share/man/man8/fleetscoped.8 usr/share/doc/fleetscope/daemon.md; do
+  [ -e "$stage/$f" ] || fail "not installed: $f"
+done
+grep -q "^ExecStart=$stage/usr/sbin/fleetscoped --config $stage/usr/etc/fleetscope/fleetscoped.conf" \
+  "$stage/usr/lib/systemd/system/fleetscoped.service" || fail "unit does not start the installed daemon"
+grep -q '^CPUQuota=' "$stage/usr/lib/systemd/system/fleetscoped.service" || fail "unit has no CPU cap"
+grep -q '^MemoryMax=' "$stage/usr/lib/systemd/system/fleetscoped.service" || fail "unit has no memory cap"
+grep -q '^\.TH FLEETSCOPED 8' "$stage/usr/share/man/man8/fleetscoped.8" || fail "bad man page"
+
+"$stage/usr/bin/fleetscope" --help | grep -q "status" || fail "installed fleetscope --help"
+run=$(mktemp -d -p "$stage")
+"$stage/usr/sbin/fleetscoped" --config "$stage/usr/etc/fleetscope/fleetscoped.conf" \
+  --database "$run/host.db" --socket "$run/api.sock" --agent-socket "$run/agent.sock" \
+  --prometheus-port -1 --nvml-library "$run/none.so" 2>"$run/daemon.log" &
+daemon_pid=$!
+for _ in $(seq 100); do [ -S "$run/agent.sock" ] && break; sleep 0.05; done
+status=$("$stage/usr/bin/fleetscope" status --socket "$run/api.sock" --format json) || fail "status: $status"
+echo "$status" | grep -q '"database": "'"$run/host.db"'"' || fail "status from the installed daemon: $status"
+kill -TERM "$daemon_pid"
+wait "$daemon_pid" || fail "installed daemon did not exit 0 on SIGTERM: $(cat "$run/daemon.log")"
+daemon_pid=
+
+if [ -e "$stage/usr/lib/fleetscope/libfleetscope_agent.so" ]; then
+  # `fleetscope run` finds the installed agent (the command itself fails fast: `false`).
+  out=$("$stage/usr/bin/fleetscope" run -o "$run/t.db" -- false 2>&1 || true)
+  echo "$out" | grep -q "cannot find libfleetscope_agent.so" && fail "run did not find the installed agent: $out"
+  readelf -d "$stage/usr/lib/fleetscope/libfleetscope_agent.so" | grep NEEDED | grep -vqE 'lib(c|m|dl|pthread|rt)\.so|ld-linux' \
+    && fail "installed agent has extra dependencies"
+fi
+echo "staging install OK ($stage)"

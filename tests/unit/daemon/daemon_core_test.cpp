@@ -1,0 +1,211 @@
+// TraceControl, RpcHandler and AgentLinkHandler driven directly (no sockets), on a real host
+// database in a temporary directory.
+#include <gtest/gtest.h>
+
+#include "fleetscope/daemon/daemon_core.h"
+#include "fleetscope/daemon/rpc_handler.h"
+#include "fleetscope/store/database.h"
+#include "temp_dir.h"
+
+namespace fleetscope::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Fixture : ::testing::Test {
+  test_support::TempDir dir;
+  std::ostringstream log;
+  int64_t now = 1'700'000'000'000'000'000;
+  std::unique_ptr<DaemonCore> core;
+
+  void SetUp() override {
+    DaemonConfig config;
+    config.database = dir.file("host.db");
+    config.nvml_library = dir.file("no-such-libnvidia-ml.so");
+    config.trace_grace_ms = 100;
+    core = std::make_unique<DaemonCore>(config, log, [this] { return now; });
+  }
+
+  // Registers an agent for (pid, uid) through the agent link handler, as its connection would.
+  std::pair<std::unique_ptr<AgentLinkHandler>, int64_t> agent(int pid, uid_t uid,
+                                                              std::vector<int> chain = {},
+                                                              std::string workflow = "job") {
+    auto handler = std::make_unique<AgentLinkHandler>(*core, Caller{pid, uid});
+    rpc::AgentHello hello;
+    hello.pid = pid;
+    hello.parent_chain = std::move(chain);
+    hello.workflow = std::move(workflow);
+    hello.workflow_source = "env";
+    int64_t id = handler->register_agent(hello).agent_id;
+    return {std::move(handler), id};
+  }
+
+  rpc::RecordBatch kernels(int64_t capture, int64_t sequence, int count, int pid) {
+    rpc::RecordBatch batch;
+    batch.capture_id = capture;
+    batch.sequence = sequence;
+    for (int i = 0; i < count; ++i) {
+      rpc::KernelRecord k;
+      k.start_ns = now + i * 1000;
+      k.end_ns = k.start_ns + 800;
+      k.__set_globalPid(store::global_pid(pid));
+      k.demangledName = "k";
+      k.grid = k.block = {1, 1, 1};
+      batch.kernels.push_back(k);
+    }
+    batch.__isset.kernels = true;
+    return batch;
+  }
+};
+
+TEST_F(Fixture, WithoutNvmlTheDaemonSaysSoOnceAndWorks) {
+  EXPECT_FALSE(core->device_sampling());
+  EXPECT_NE(log.str().find("device sampling is off: cannot load"), std::string::npos) << log.str();
+  core->tick();
+  RpcHandler api(*core, Caller{1, 0});
+  auto status = api.status();
+  EXPECT_FALSE(status.device_sampling);
+  EXPECT_TRUE(status.devices.empty());
+  EXPECT_NE(status.device_sampling_note.find("no-such-libnvidia-ml.so"), std::string::npos);
+  EXPECT_EQ(api.version().api_version, 2);
+}
+
+TEST_F(Fixture, WindowLifecycleCommitsBatchesAndAnalyzes) {
+  auto [link, id] = agent(500, 1000);
+  RpcHandler api(*core, Caller{42, 1000});
+  rpc::TraceRequest request;
+  request.__set_pid(500);
+  request.__set_duration_ms(1000);
+  auto started = api.start_trace(request);
+  EXPECT_EQ(started.pids, std::vector<int32_t>{500});
+  auto order = link->await_order(id, 0);
+  ASSERT_EQ(order.kind, rpc::AgentOrderKind::OPEN_WINDOW);
+  EXPECT_EQ(order.capture_id, started.capture_id);
+  EXPECT_EQ(order.duration_ms, 1000);
+  EXPECT_EQ(api.status().open_windows.size(), 1u);
+  link->push_records(id, kernels(started.capture_id, 0, 10, 500));
+  // Out of order and replayed batches are refused.
+  EXPECT_THROW(link->push_records(id, kernels(started.capture_id, 0, 10, 500)),
+               rpc::InvalidRequest);
+  EXPECT_THROW(link->push_records(id, kernels(started.capture_id, 5, 10, 500)),
+               rpc::InvalidRequest);
+  // A batch for a capture not open in this process is refused.
+  EXPECT_THROW(link->push_records(id, kernels(started.capture_id + 1, 1, 10, 500)),
+               rpc::InvalidRequest);
+  link->push_records(id, kernels(started.capture_id, 1, 5, 500));
+  // Another process cannot push into this agent's window, even with its id.
+  AgentLinkHandler intruder(*core, Caller{501, 1000});
+  EXPECT_THROW(intruder.push_records(id, kernels(started.capture_id, 2, 1, 501)),
+               rpc::InvalidRequest);
+  rpc::WindowClosed closed;
+  closed.capture_id = started.capture_id;
+  closed.dropped_records = 3;
+  closed.collector_overhead_ns = 777;
+  link->window_closed(id, closed);
+  auto progress = api.trace_progress(started.capture_id, 10'000);
+  ASSERT_TRUE(progress.done);
+  EXPECT_EQ(progress.records, 15);
+  EXPECT_EQ(progress.kernels, 15);
+  EXPECT_EQ(progress.dropped_records, 3);
+  auto capture = api.get_capture(started.capture_id);
+  EXPECT_EQ(capture.dropped_records, 3);
+  EXPECT_EQ(capture.collector_overhead_ns, 777);
+  EXPECT_EQ(capture.kind, rpc::CaptureKind::ON_DEMAND);
+  EXPECT_TRUE(api.status().open_windows.empty());
+  rpc::KernelWindowRequest window;
+  window.capture_id = started.capture_id;
+  window.window.begin_ns = now;
+  window.window.end_ns = now + 5000;
+  window.device_id = 0;
+  auto rows = api.kernels_in_window(window);
+  EXPECT_EQ(rows.rows.size(), 10u);  // five of each batch start in [now, now + 5 us)
+  auto jobs = api.jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].capture_ids, std::vector<int64_t>{started.capture_id});
+}
+
+TEST_F(Fixture, OtherUsersProcessesAreInvisibleAndUntraceable) {
+  auto [root_link, root_id] = agent(600, 0, {}, "root-job");
+  auto [user_link, user_id] = agent(700, 1000, {}, "user-job");
+  RpcHandler user(*core, Caller{50, 1000});
+  RpcHandler root(*core, Caller{51, 0});
+  EXPECT_EQ(user.status().agents.size(), 1u);
+  EXPECT_EQ(root.status().agents.size(), 2u);
+  EXPECT_EQ(user.jobs().size(), 1u);
+  rpc::TraceRequest request;
+  request.__set_pid(600);
+  request.__set_duration_ms(100);
+  EXPECT_THROW(user.start_trace(request), rpc::PermissionDenied);
+  rpc::TraceByName by_name;
+  by_name.workflow = "root-job";
+  by_name.__set_duration_ms(100);
+  EXPECT_THROW(user.start_trace_of_workflow(by_name), rpc::PermissionDenied);
+  rpc::MetricsQuery query;
+  query.__set_workflow("root-job");
+  EXPECT_THROW(user.metrics(query), rpc::PermissionDenied);
+  // Root may trace the user's process; the user then cannot see root's progress or capture.
+  request.__set_pid(600);
+  auto started = root.start_trace(request);
+  EXPECT_THROW(user.trace_progress(started.capture_id, 0), rpc::PermissionDenied);
+  EXPECT_THROW(user.get_capture(started.capture_id), rpc::PermissionDenied);
+  EXPECT_TRUE(user.list_captures(rpc::CaptureFilter()).empty());
+  EXPECT_EQ(root.list_captures(rpc::CaptureFilter()).size(), 1u);
+}
+
+TEST_F(Fixture, AgentThatVanishesOrOverrunsIsClosedWithANote) {
+  auto [link, id] = agent(800, 1000);
+  RpcHandler api(*core, Caller{1, 1000});
+  rpc::TraceRequest request;
+  request.__set_pid(800);
+  request.__set_duration_ms(10);
+  auto first = api.start_trace(request);
+  link->push_records(id, kernels(first.capture_id, 0, 4, 800));
+  link.reset();  // the control connection ends: the agent is gone
+  auto progress = api.trace_progress(first.capture_id, 10'000);
+  ASSERT_TRUE(progress.done);
+  EXPECT_NE(progress.note.find("went away mid-window"), std::string::npos);
+  EXPECT_EQ(progress.kernels, 4);
+
+  auto [late, late_id] = agent(801, 1000);
+  request.__set_pid(801);
+  auto second = api.start_trace(request);
+  late->await_order(late_id, 0);  // the OPEN order
+  now += 20'000'000;              // past the deadline: a CLOSE order goes out
+  core->traces().expire();
+  EXPECT_EQ(late->await_order(late_id, 0).kind, rpc::AgentOrderKind::CLOSE_WINDOW);
+  now += 200'000'000;  // past the grace period
+  core->traces().expire();
+  progress = api.trace_progress(second.capture_id, 10'000);
+  ASSERT_TRUE(progress.done);
+  EXPECT_NE(progress.note.find("did not close its window in time"), std::string::npos)
+      << progress.note;
+}
+
+TEST_F(Fixture, BadRequestsGetClearAnswers) {
+  RpcHandler api(*core, Caller{1, 1000});
+  rpc::TraceRequest both;
+  both.__set_pid(5);
+  both.__set_workflow_id(1);
+  both.__set_duration_ms(10);
+  EXPECT_THROW(api.start_trace(both), rpc::InvalidRequest);
+  rpc::TraceRequest none;
+  none.__set_pid(99999);
+  none.__set_duration_ms(10);
+  try {
+    api.start_trace(none);
+    FAIL();
+  } catch (const rpc::NotFound& e) {
+    EXPECT_NE(e.message.find("pid 99999"), std::string::npos);
+  }
+  auto [link, id] = agent(900, 1000);
+  rpc::TraceRequest zero;
+  zero.__set_pid(900);
+  zero.__set_duration_ms(0);
+  EXPECT_THROW(api.start_trace(zero), rpc::InvalidRequest);
+  EXPECT_THROW(api.trace_progress(12345, 0), rpc::NotFound);
+  EXPECT_THROW(api.get_capture(12345), rpc::NotFound);
+  EXPECT_THROW(link->await_order(id + 1, 0), rpc::InvalidRequest);
+}
+
+}  // namespace
+}  // namespace fleetscope::daemon
