@@ -32,11 +32,30 @@ std::atomic<void*> g_ctx_synchronize{nullptr};
 
 }  // namespace
 
+namespace {
+std::atomic<LaneState*> g_created{nullptr};
+}
+
 LaneState& LaneState::instance() {
   // Never destroyed: wrappers may run from other libraries' destructors at exit.
-  static LaneState* state = new LaneState();
+  static LaneState* state = [] {
+    auto* created = new LaneState();
+    g_created.store(created, std::memory_order_release);
+    return created;
+  }();
   return *state;
 }
+
+void LaneState::leave_at_exit() {
+  LaneState* state = g_created.load(std::memory_order_acquire);
+  if (!state || !state->segment_ || state->slot_ < 0) return;
+  std::lock_guard lock(state->mutex_);
+  state->exiting_ = true;
+  state->segment_->leave(state->slot_);
+  state->slot_ = -1;
+}
+
+__attribute__((destructor)) static void leave_lane_at_exit() { LaneState::leave_at_exit(); }
 
 void LaneState::report(const std::string& message) const {
   std::fprintf(stderr, "fleetscope lanes [pid %d]: %s\n", static_cast<int>(::getpid()), message.c_str());
@@ -92,13 +111,13 @@ void LaneState::after_fork_child() {
 }
 
 void LaneState::rejoin_after_fork() {
-  if (slot_ >= 0 || !segment_) return;
+  if (slot_ >= 0 || !segment_ || exiting_) return;
   slot_ = segment_->join(lanes::current_process());
   if (slot_ < 0) broken_ = true;
 }
 
 bool LaneState::charge(uint64_t bytes) {
-  if (!enforcing_) return true;
+  if (!enforcing_ || exiting_) return true;
   if (broken_) return false;
   rejoin_after_fork();
   if (slot_ < 0) return false;

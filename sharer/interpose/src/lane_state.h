@@ -64,6 +64,9 @@ class LaneState {
   // The iteration gate (nullptr outside a lane).
   lanes::StepGate* gate();
 
+  // At normal process exit: give the ledger slot back (the driver frees the process's memory).
+  static void leave_at_exit();
+
  private:
   LaneState();
   void report(const std::string& message) const;
@@ -74,6 +77,7 @@ class LaneState {
   void before_handover();
 
   bool enforcing_ = false;
+  bool exiting_ = false;
   bool broken_ = false;
   lanes::LaneAssignment assignment_;
   std::unique_ptr<lanes::LaneSegment> segment_;
