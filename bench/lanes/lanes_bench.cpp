@@ -72,20 +72,25 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const auto& run : runs) {
       if (run.run_type == Run::RT_Iteration || run.aggregate_name == "median") {
-        times_[run.run_name.function_name] = run.GetAdjustedRealTime();
+        times_[run.run_name.function_name] = {run.GetAdjustedRealTime(), run.GetAdjustedCPUTime()};
       }
     }
     ConsoleReporter::ReportRuns(runs);
   }
   void print_ratio(const char* measured, const char* reference) const {
     auto m = times_.find(measured), r = times_.find(reference);
-    if (m == times_.end() || r == times_.end() || r->second <= 0) return;
-    std::printf("%-24s %9.1f ns  vs  %-20s %9.1f ns  ratio %.2f\n", measured, m->second, reference, r->second,
-                m->second / r->second);
+    if (m == times_.end() || r == times_.end() || r->second.wall <= 0 || r->second.cpu <= 0) return;
+    std::printf("%-22s wall %8.1f ns cpu %8.1f ns  vs  %-19s wall %8.1f ns cpu %8.1f ns  ratio wall %.2f cpu %.2f\n",
+                measured, m->second.wall, m->second.cpu, reference, r->second.wall, r->second.cpu,
+                m->second.wall / r->second.wall, m->second.cpu / r->second.cpu);
   }
 
  private:
-  std::map<std::string, double> times_;
+  struct Times {
+    double wall = 0;
+    double cpu = 0;
+  };
+  std::map<std::string, Times> times_;
 };
 
 int reexec_with_lane(int argc, char** argv) {
