@@ -26,6 +26,10 @@ DlsymFunction libc_dlsym();
 void* real_cuda_symbol(const char* name);
 void* real_nvml_symbol(const char* name);
 
+// The NVTX loader looked up `real_init` (another tool's InitializeInjectionNvtx2): remembers it and
+// returns our own init, which runs it first and then wraps the range slots (nvtx_hooks.cpp).
+void* chain_nvtx_injection(void* real_init);
+
 }  // namespace fleetscope::interpose
 
 extern "C" {

@@ -138,6 +138,7 @@ extern "C" void* fleetscope_lanes_dlsym_dispatch(void* handle, const char* symbo
   if (!lookup) return nullptr;
   void* real = lookup(handle, symbol);
   if (!real || !symbol || handle == RTLD_DEFAULT) return real;
+  if (std::strcmp(symbol, "InitializeInjectionNvtx2") == 0) return chain_nvtx_injection(real);
   bool cuda = symbol[0] == 'c' && symbol[1] == 'u';
   bool nvml = !cuda && starts_with(symbol, "nvml");
   if (!cuda && !nvml) return real;

@@ -148,6 +148,46 @@ TEST_F(IterationGateTest, GatesOpenWhenTheArbiterGoesAway) {
   for (int step = 0; step < 3; ++step) EXPECT_EQ(waiter->read_line(5000), "turn unshared " + std::to_string(step));
 }
 
+TEST_F(IterationGateTest, NvtxStepRangesAreIterationBoundaries) {
+  start_arbiter("fifo");
+  auto environment = env();
+  environment["NVTX_INJECTION64_PATH"] = FLEETSCOPE_LANES_LIBRARY;
+  auto holder = std::make_unique<MemberProcess>(
+      FLEETSCOPE_LANE_MEMBER,
+      std::vector<std::string>{"dlsym", "nvtx", "step", "wait", "nvtx", "forward", "ready", "wait", "nvtxex",
+                               "ProfilerStep#7"},
+      environment);
+  ASSERT_EQ(holder->read_line(), "nvtx step");  // first boundary: the turn
+  auto waiter = std::make_unique<MemberProcess>(
+      FLEETSCOPE_LANE_MEMBER, std::vector<std::string>{"dlsym", "nvtx", "ProfilerStep#1"}, environment);
+  ASSERT_TRUE(wait_for_waiting(1));  // an NVTX step range made the waiter queue
+  holder->write_line("go");
+  EXPECT_EQ(holder->read_line(), "continued");
+  EXPECT_EQ(holder->read_line(), "nvtx forward");  // not a step name: no handover
+  EXPECT_EQ(holder->read_line(), "ready");
+  EXPECT_EQ(arbiter_->waiting("gate"), 1u);
+  holder->write_line("go");
+  EXPECT_EQ(holder->read_line(), "continued");
+  // A domain range with an ASCII "ProfilerStep#7" message hands the turn over.
+  EXPECT_EQ(waiter->read_line(), "nvtx ProfilerStep#1");
+  EXPECT_EQ(holder->read_line(), "nvtxex ProfilerStep#7");
+}
+
+TEST_F(IterationGateTest, NvtxChainsToTheToolAlreadyInjected) {
+  start_arbiter("fifo");
+  auto environment = env();
+  environment["NVTX_INJECTION64_PATH"] = FLEETSCOPE_STAND_IN_DIR "/libfleetscope_stand_in_nvtx_tool.so";
+  MemberProcess job(FLEETSCOPE_LANE_MEMBER, {"dlsym", "nvtx", "step", "nvtx", "forward", "toolpushes"},
+                    environment);
+  EXPECT_EQ(job.read_line(), "nvtx step");
+  EXPECT_EQ(job.read_line(), "nvtx forward");
+  EXPECT_EQ(job.read_line(), "toolpushes 2");  // the other tool still sees every push
+  job.wait();
+  size_t requests = 0;
+  for (const auto& event : arbiter_->events()) requests += event.kind == GateEventKind::kWaiting;
+  EXPECT_EQ(requests, 1u);  // and "step" still reached the gate
+}
+
 TEST(IterationGateWithoutArbiter, StepIsANoOpWithoutASocketOrWithoutTheLibrary) {
   test_support::TempDir dir;
   std::map<std::string, std::string> in_lane{{"LD_PRELOAD", FLEETSCOPE_LANES_LIBRARY},

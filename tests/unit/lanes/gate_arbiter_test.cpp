@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fleetscope/lanes/gate_protocol.h"
+#include "fleetscope/lanes/step_range_names.h"
 
 namespace fleetscope::lanes {
 namespace {
@@ -102,6 +103,30 @@ TEST(GateProtocol, MalformedLinesAreRejectedWithTheReason) {
   EXPECT_FALSE(parse_request("NEXT 12x", &error));
   EXPECT_FALSE(parse_request("GO", &error));
   EXPECT_NE(error.find("got 'GO'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fleetscope::lanes
+
+namespace fleetscope::lanes {
+namespace {
+
+TEST(StepRangeNames, DefaultsFollowPyTorchAndTheAgent) {
+  StepRangeNames names;
+  EXPECT_TRUE(names.matches("ProfilerStep#12"));
+  EXPECT_TRUE(names.matches("step"));
+  EXPECT_FALSE(names.matches("ProfilerStep#"));
+  EXPECT_FALSE(names.matches("ProfilerStep#1x"));
+  EXPECT_FALSE(names.matches("steps"));
+  EXPECT_FALSE(names.matches(nullptr));
+}
+
+TEST(StepRangeNames, CustomListReplacesTheDefaults) {
+  StepRangeNames names(" train_iter , it# ");
+  EXPECT_TRUE(names.matches("train_iter"));
+  EXPECT_TRUE(names.matches("it#3"));
+  EXPECT_FALSE(names.matches("step"));
+  EXPECT_EQ(StepRangeNames("").entries(), StepRangeNames().entries());
 }
 
 }  // namespace
