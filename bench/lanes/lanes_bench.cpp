@@ -1,9 +1,11 @@
 // Cost of lane enforcement on the job's hot paths, each against a named reference in the same run:
-//   AllocFree/ThroughLane   cuMemAlloc_v2 + cuMemFree_v2 through libfleetscope_lanes.so (dlsym path,
+//   AllocFree/ThroughLane   cuMemAlloc_v2 + cuMemFree_v2 through libfleetscope_lanes.so (dlsym
+//   path,
 //                           ledger charge/refund, pointer bookkeeping) on the stand-in libcuda.so.1
 //   AllocFree/StandIn       reference: the same two stand-in functions called directly
 //   StepBoundary/Alone      fleetscope_step() for a job alone in its gated lane (arbiter running)
-//   DriverCall/StandIn      reference: one cheap driver call (an idle cuCtxSynchronize of the stand-in)
+//   DriverCall/StandIn      reference: one cheap driver call (an idle cuCtxSynchronize of the
+//   stand-in)
 // The program re-executes itself with LD_PRELOAD and the lane variables set (the real path a job
 // takes), then prints each ratio after Google Benchmark's table.
 
@@ -80,9 +82,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void print_ratio(const char* measured, const char* reference) const {
     auto m = times_.find(measured), r = times_.find(reference);
     if (m == times_.end() || r == times_.end() || r->second.wall <= 0 || r->second.cpu <= 0) return;
-    std::printf("%-22s wall %8.1f ns cpu %8.1f ns  vs  %-19s wall %8.1f ns cpu %8.1f ns  ratio wall %.2f cpu %.2f\n",
-                measured, m->second.wall, m->second.cpu, reference, r->second.wall, r->second.cpu,
-                m->second.wall / r->second.wall, m->second.cpu / r->second.cpu);
+    std::printf(
+        "%-22s wall %8.1f ns cpu %8.1f ns  vs  %-19s wall %8.1f ns cpu %8.1f ns  ratio wall %.2f "
+        "cpu %.2f\n",
+        measured, m->second.wall, m->second.cpu, reference, r->second.wall, r->second.cpu,
+        m->second.wall / r->second.wall, m->second.cpu / r->second.cpu);
   }
 
  private:
@@ -124,7 +128,8 @@ int main(int argc, char** argv) {
   // dlsym is interposed: these are the wrappers. The stand-in's own lookup gives the originals.
   g_wrapped.alloc = reinterpret_cast<Alloc>(dlsym(stand_in, "cuMemAlloc_v2"));
   g_wrapped.free = reinterpret_cast<Free>(dlsym(stand_in, "cuMemFree_v2"));
-  auto own = reinterpret_cast<void* (*)(const char*)>(dlsym(stand_in, "fleetscope_standin_function"));
+  auto own =
+      reinterpret_cast<void* (*)(const char*)>(dlsym(stand_in, "fleetscope_standin_function"));
   if (!g_wrapped.alloc || !g_wrapped.free || !own) return 1;
   g_direct.alloc = reinterpret_cast<Alloc>(own("cuMemAlloc_v2"));
   g_direct.free = reinterpret_cast<Free>(own("cuMemFree_v2"));

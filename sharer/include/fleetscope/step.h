@@ -35,7 +35,8 @@ static inline void* fleetscope_step_lookup_(void** cache, int* resolved, const c
 static inline void fleetscope_step(void) {
   static void* cache;
   static int resolved;
-  fleetscope_step_fn fn = (fleetscope_step_fn)fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_boundary");
+  fleetscope_step_fn fn =
+      (fleetscope_step_fn)fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_boundary");
   if (fn) fn();
 }
 
@@ -44,7 +45,8 @@ static inline void fleetscope_step(void) {
 static inline void fleetscope_step_release(void) {
   static void* cache;
   static int resolved;
-  fleetscope_step_fn fn = (fleetscope_step_fn)fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_release");
+  fleetscope_step_fn fn =
+      (fleetscope_step_fn)fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_release");
   if (fn) fn();
 }
 
@@ -52,8 +54,8 @@ static inline void fleetscope_step_release(void) {
 static inline void fleetscope_step_set_total(unsigned long long total_steps) {
   static void* cache;
   static int resolved;
-  fleetscope_step_total_fn fn =
-      (fleetscope_step_total_fn)fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_set_total");
+  fleetscope_step_total_fn fn = (fleetscope_step_total_fn)fleetscope_step_lookup_(
+      &cache, &resolved, "fleetscope_step_set_total");
   if (fn) fn(total_steps);
 }
 

@@ -38,8 +38,8 @@ struct CUmemLocationPrefix {
   int id;
 };
 struct CUmemAllocationPropPrefix {
-  int type;                   // CUmemAllocationType
-  int requested_handle_types; // CUmemAllocationHandleType
+  int type;                    // CUmemAllocationType
+  int requested_handle_types;  // CUmemAllocationHandleType
   CUmemLocationPrefix location;
 };
 
@@ -57,8 +57,8 @@ using cuMemAllocFromPoolAsync_t = CUresult (*)(CUdeviceptr*, size_t, CUmemoryPoo
 using cuMemFreeAsync_t = CUresult (*)(CUdeviceptr, CUstream);
 using cuMemPoolTrimTo_t = CUresult (*)(CUmemoryPool, size_t);
 using cuMemPoolGetAttribute_t = CUresult (*)(CUmemoryPool, int, void*);
-using cuMemCreate_t = CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationPropPrefix*,
-                                   unsigned long long);
+using cuMemCreate_t = CUresult (*)(CUmemGenericAllocationHandle*, size_t,
+                                   const CUmemAllocationPropPrefix*, unsigned long long);
 using cuMemRelease_t = CUresult (*)(CUmemGenericAllocationHandle);
 using cuCtxGetDevice_t = CUresult (*)(CUdevice*);
 using cuDeviceGetMemPool_t = CUresult (*)(CUmemoryPool*, CUdevice);

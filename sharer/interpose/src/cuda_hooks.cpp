@@ -12,7 +12,9 @@ using namespace fleetscope::interpose;
 
 namespace {
 
-CUresult missing_driver() { return CUDA_ERROR_NOT_INITIALIZED; }
+CUresult missing_driver() {
+  return CUDA_ERROR_NOT_INITIALIZED;
+}
 
 // Charges `bytes`, runs `allocate`, and refunds when it fails.
 template <typename Allocate>
@@ -46,11 +48,13 @@ CUresult allocate_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, bool
   return result;
 }
 
-CUresult call_alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool, CUstream stream, void* real) {
+CUresult call_alloc_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool, CUstream stream,
+                          void* real) {
   return reinterpret_cast<cuMemAllocAsync_t>(real)(dptr, bytes, stream);
 }
 
-CUresult call_alloc_from_pool(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream, void* real) {
+CUresult call_alloc_from_pool(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream,
+                              void* real) {
   return reinterpret_cast<cuMemAllocFromPoolAsync_t>(real)(dptr, bytes, pool, stream);
 }
 
@@ -75,7 +79,8 @@ CUresult alloc_async_common(Hook hook, CUdeviceptr* dptr, size_t bytes, CUstream
   return allocate_async(dptr, bytes, pool, true, &call_alloc_async, stream, real);
 }
 
-CUresult alloc_from_pool_common(Hook hook, CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
+CUresult alloc_from_pool_common(Hook hook, CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
+                                CUstream stream) {
   void* real = reinterpret_cast<void*>(real_function<cuMemAllocFromPoolAsync_t>(hook));
   if (!real) return missing_driver();
   return allocate_async(dptr, bytes, pool, true, &call_alloc_from_pool, stream, real);
@@ -122,7 +127,8 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size
   if (!lane.enforcing()) return real(dptr, pitch, width, height, element_bytes);
   // The pitch is known only afterwards: charge width x height first, then the padding.
   uint64_t requested = static_cast<uint64_t>(width) * height;
-  CUresult result = charged(requested, [&] { return real(dptr, pitch, width, height, element_bytes); });
+  CUresult result =
+      charged(requested, [&] { return real(dptr, pitch, width, height, element_bytes); });
   if (result != CUDA_SUCCESS) return result;
   uint64_t actual = static_cast<uint64_t>(*pitch) * height;
   if (actual > requested && !lane.charge(actual - requested)) {
@@ -167,11 +173,13 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) 
   return alloc_async_common(Hook::kMemAllocAsyncPtsz, dptr, bytes, stream);
 }
 
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
+                                 CUstream stream) {
   return alloc_from_pool_common(Hook::kMemAllocFromPoolAsync, dptr, bytes, pool, stream);
 }
 
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
+                                      CUstream stream) {
   return alloc_from_pool_common(Hook::kMemAllocFromPoolAsyncPtsz, dptr, bytes, pool, stream);
 }
 
@@ -192,8 +200,8 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep_bytes) {
   return result;
 }
 
-CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes, const CUmemAllocationPropPrefix* prop,
-                     unsigned long long flags) {
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
+                     const CUmemAllocationPropPrefix* prop, unsigned long long flags) {
   auto real = real_function<cuMemCreate_t>(Hook::kMemCreate);
   if (!real) return missing_driver();
   LaneState& lane = LaneState::instance();
@@ -211,7 +219,8 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   CUresult result = real(handle);
   LaneState& lane = LaneState::instance();
   uint64_t bytes = 0;
-  if (result == CUDA_SUCCESS && lane.enforcing() && lane.forget_handle(handle, &bytes)) lane.refund(bytes);
+  if (result == CUDA_SUCCESS && lane.enforcing() && lane.forget_handle(handle, &bytes))
+    lane.refund(bytes);
   return result;
 }
 
@@ -219,7 +228,8 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_
   auto real = real_function<cuGetProcAddress_t>(Hook::kGetProcAddress);
   if (!real) return missing_driver();
   CUresult result = real(symbol, pfn, version, flags);
-  if (result == CUDA_SUCCESS && pfn && *pfn) *pfn = substitute_proc_address(symbol, *pfn, version, flags);
+  if (result == CUDA_SUCCESS && pfn && *pfn)
+    *pfn = substitute_proc_address(symbol, *pfn, version, flags);
   return result;
 }
 
@@ -228,7 +238,8 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint
   auto real = real_function<cuGetProcAddress_v2_t>(Hook::kGetProcAddressV2);
   if (!real) return missing_driver();
   CUresult result = real(symbol, pfn, version, flags, status);
-  if (result == CUDA_SUCCESS && pfn && *pfn) *pfn = substitute_proc_address(symbol, *pfn, version, flags);
+  if (result == CUDA_SUCCESS && pfn && *pfn)
+    *pfn = substitute_proc_address(symbol, *pfn, version, flags);
   return result;
 }
 

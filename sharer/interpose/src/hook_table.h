@@ -22,13 +22,15 @@ CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes);
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream);
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream);
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream);
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
+                                 CUstream stream);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
+                                      CUstream stream);
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream);
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep_bytes);
-CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes, const CUmemAllocationPropPrefix* prop,
-                     unsigned long long flags);
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t bytes,
+                     const CUmemAllocationPropPrefix* prop, unsigned long long flags);
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
@@ -61,10 +63,10 @@ enum class Hook : int {
 
 struct HookEntry {
   const char* exported_name;
-  const char* base_name;  // what cuGetProcAddress is asked for (nullptr: NVML)
-  int min_version;        // cuGetProcAddress hands out this variant from this CUDA version on...
-  int max_version;        // ...up to this one
-  bool per_thread_stream; // the _ptsz variant
+  const char* base_name;   // what cuGetProcAddress is asked for (nullptr: NVML)
+  int min_version;         // cuGetProcAddress hands out this variant from this CUDA version on...
+  int max_version;         // ...up to this one
+  bool per_thread_stream;  // the _ptsz variant
   void* wrapper;
   std::atomic<void*> real;
 };

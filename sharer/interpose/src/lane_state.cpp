@@ -55,10 +55,13 @@ void LaneState::leave_at_exit() {
   state->slot_ = -1;
 }
 
-__attribute__((destructor)) static void leave_lane_at_exit() { LaneState::leave_at_exit(); }
+__attribute__((destructor)) static void leave_lane_at_exit() {
+  LaneState::leave_at_exit();
+}
 
 void LaneState::report(const std::string& message) const {
-  std::fprintf(stderr, "fleetscope lanes [pid %d]: %s\n", static_cast<int>(::getpid()), message.c_str());
+  std::fprintf(stderr, "fleetscope lanes [pid %d]: %s\n", static_cast<int>(::getpid()),
+               message.c_str());
 }
 
 LaneState::LaneState() {
@@ -73,8 +76,10 @@ LaneState::LaneState() {
   }
   assignment_ = *assignment;
   enforcing_ = true;
-  std::string path = lanes::LaneSegment::path_for_lane(assignment_.ledger_directory, assignment_.lane_id);
-  uint64_t capacity = assignment_.lane_bytes > 0 ? assignment_.lane_bytes : lanes::LaneSegment::kUnlimited;
+  std::string path =
+      lanes::LaneSegment::path_for_lane(assignment_.ledger_directory, assignment_.lane_id);
+  uint64_t capacity =
+      assignment_.lane_bytes > 0 ? assignment_.lane_bytes : lanes::LaneSegment::kUnlimited;
   segment_ = lanes::LaneSegment::open_or_create(path, capacity, &error);
   if (!segment_) {
     broken_ = true;
@@ -84,7 +89,8 @@ LaneState::LaneState() {
   slot_ = segment_->join(lanes::current_process());
   if (slot_ < 0) {
     broken_ = true;
-    report("lane '" + assignment_.lane_id + "' has " + std::to_string(lanes::LaneSegment::kMaxMembers) +
+    report("lane '" + assignment_.lane_id + "' has " +
+           std::to_string(lanes::LaneSegment::kMaxMembers) +
            " live members already; refusing device allocations");
     return;
   }
@@ -92,12 +98,17 @@ LaneState::LaneState() {
     report("joined lane '" + assignment_.lane_id + "' (" + path + ", capacity " +
            std::to_string(segment_->capacity()) + " bytes) in slot " + std::to_string(slot_));
   }
-  pthread_atfork(&LaneState::before_fork, &LaneState::after_fork_parent, &LaneState::after_fork_child);
+  pthread_atfork(&LaneState::before_fork, &LaneState::after_fork_parent,
+                 &LaneState::after_fork_child);
 }
 
-void LaneState::before_fork() { instance().mutex_.lock(); }
+void LaneState::before_fork() {
+  instance().mutex_.lock();
+}
 
-void LaneState::after_fork_parent() { instance().mutex_.unlock(); }
+void LaneState::after_fork_parent() {
+  instance().mutex_.unlock();
+}
 
 void LaneState::after_fork_child() {
   // The child is a new member: none of the parent's allocations, pools or gate connection are its.
@@ -190,7 +201,8 @@ void LaneState::pool_trimmed(CUmemoryPool pool, uint64_t keep_bytes) {
   auto get_attribute =
       helper<cuMemPoolGetAttribute_t>(g_mem_pool_get_attribute, "cuMemPoolGetAttribute");
   cuuint64_t reserved = 0, used = 0;
-  if (get_attribute && get_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == CUDA_SUCCESS &&
+  if (get_attribute &&
+      get_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == CUDA_SUCCESS &&
       get_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS) {
     driver_idle = reserved > used ? reserved - used : 0;
   }
@@ -237,14 +249,19 @@ CUmemoryPool LaneState::current_pool() const {
   return pool;
 }
 
-uint64_t LaneState::capacity() const { return segment_ ? segment_->capacity() : lanes::LaneSegment::kUnlimited; }
+uint64_t LaneState::capacity() const {
+  return segment_ ? segment_->capacity() : lanes::LaneSegment::kUnlimited;
+}
 
-uint64_t LaneState::lane_used() const { return segment_ ? segment_->used() : 0; }
+uint64_t LaneState::lane_used() const {
+  return segment_ ? segment_->used() : 0;
+}
 
 void LaneState::before_handover() {
   // The next member's iteration must find this one's ephemeral memory free: finish our queued
   // work (its frees included), then give the pools' idle memory back to the device.
-  if (auto synchronize = helper<cuCtxSynchronize_t>(g_ctx_synchronize, "cuCtxSynchronize")) synchronize();
+  if (auto synchronize = helper<cuCtxSynchronize_t>(g_ctx_synchronize, "cuCtxSynchronize"))
+    synchronize();
   trim_own_pools();
 }
 
@@ -258,7 +275,8 @@ lanes::StepGate* LaneState::gate() {
     settings.lane_id = assignment_.lane_id;
     settings.priority = assignment_.priority;
     settings.total_steps = assignment_.total_steps;
-    gate_ = std::make_unique<lanes::StepGate>(settings, segment_.get(), slot_, [this] { before_handover(); });
+    gate_ = std::make_unique<lanes::StepGate>(settings, segment_.get(), slot_,
+                                              [this] { before_handover(); });
   }
   return gate_.get();
 }

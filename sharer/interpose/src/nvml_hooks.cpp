@@ -32,7 +32,8 @@ bool is_lane_device(nvmlDevice_t device) {
 }
 
 // Rewrites total/free/used to the lane's view.
-void lane_view(unsigned long long* total, unsigned long long* free_bytes, unsigned long long* used) {
+void lane_view(unsigned long long* total, unsigned long long* free_bytes,
+               unsigned long long* used) {
   LaneState& lane = LaneState::instance();
   unsigned long long capacity = std::min<unsigned long long>(*total, lane.capacity());
   unsigned long long lane_used = std::min<unsigned long long>(lane.lane_used(), capacity);

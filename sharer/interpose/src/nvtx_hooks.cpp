@@ -26,14 +26,16 @@ using InitializeInjection = int (*)(GetExportTable);
 
 struct ExportTableCallbacks {
   size_t struct_size;
-  int (*get_module_function_table)(int module, NvtxFunctionTable* out_table, unsigned int* out_size);
+  int (*get_module_function_table)(int module, NvtxFunctionTable* out_table,
+                                   unsigned int* out_size);
 };
 
 // Values from nvtxTypes.h.
 constexpr uint32_t kExportTableCallbacks = 1;  // NVTX_ETID_CALLBACKS
 constexpr int kModuleCore = 1;                 // NVTX_CB_MODULE_CORE
 constexpr int kModuleCore2 = 5;                // NVTX_CB_MODULE_CORE2
-constexpr unsigned kCoreRangeStartEx = 4, kCoreRangeStartA = 5, kCoreRangePushEx = 8, kCoreRangePushA = 9;
+constexpr unsigned kCoreRangeStartEx = 4, kCoreRangeStartA = 5, kCoreRangePushEx = 8,
+                   kCoreRangePushA = 9;
 constexpr unsigned kCore2RangeStartEx = 2, kCore2RangePushEx = 4;
 constexpr int kMessageAscii = 1;  // NVTX_MESSAGE_TYPE_ASCII
 
@@ -53,8 +55,8 @@ struct EventAttributes {
 
 std::atomic<InitializeInjection> g_chained{nullptr};
 // What the chained tool installed in each slot we wrap (nullptr: nothing).
-NvtxFunctionPointer g_next_push_a, g_next_push_ex, g_next_start_a, g_next_start_ex, g_next_domain_push_ex,
-    g_next_domain_start_ex;
+NvtxFunctionPointer g_next_push_a, g_next_push_ex, g_next_start_a, g_next_start_ex,
+    g_next_domain_push_ex, g_next_domain_start_ex;
 
 const fleetscope::lanes::StepRangeNames& step_names() {
   static const auto* names = new fleetscope::lanes::StepRangeNames(
@@ -69,7 +71,8 @@ void boundary_if_step(const char* name) {
 
 const char* ascii_message(const void* attributes) {
   auto* event = static_cast<const EventAttributes*>(attributes);
-  if (!event || event->size < sizeof(EventAttributes) || event->message_type != kMessageAscii) return nullptr;
+  if (!event || event->size < sizeof(EventAttributes) || event->message_type != kMessageAscii)
+    return nullptr;
   return event->message;
 }
 
@@ -87,19 +90,20 @@ uint64_t start_a(const char* message) {
 }
 uint64_t start_ex(const void* attributes) {
   boundary_if_step(ascii_message(attributes));
-  return g_next_start_ex ? reinterpret_cast<uint64_t (*)(const void*)>(g_next_start_ex)(attributes) : 0;
+  return g_next_start_ex ? reinterpret_cast<uint64_t (*)(const void*)>(g_next_start_ex)(attributes)
+                         : 0;
 }
 int domain_push_ex(void* domain, const void* attributes) {
   boundary_if_step(ascii_message(attributes));
-  return g_next_domain_push_ex
-             ? reinterpret_cast<int (*)(void*, const void*)>(g_next_domain_push_ex)(domain, attributes)
-             : 0;
+  return g_next_domain_push_ex ? reinterpret_cast<int (*)(void*, const void*)>(
+                                     g_next_domain_push_ex)(domain, attributes)
+                               : 0;
 }
 uint64_t domain_start_ex(void* domain, const void* attributes) {
   boundary_if_step(ascii_message(attributes));
-  return g_next_domain_start_ex
-             ? reinterpret_cast<uint64_t (*)(void*, const void*)>(g_next_domain_start_ex)(domain, attributes)
-             : 0;
+  return g_next_domain_start_ex ? reinterpret_cast<uint64_t (*)(void*, const void*)>(
+                                      g_next_domain_start_ex)(domain, attributes)
+                                : 0;
 }
 
 struct Wrap {
@@ -116,13 +120,18 @@ extern "C" {
 
 int InitializeInjectionNvtx2(GetExportTable get_export_table) {
   if (!get_export_table) return 0;
-  auto* callbacks = static_cast<const ExportTableCallbacks*>(get_export_table(kExportTableCallbacks));
+  auto* callbacks =
+      static_cast<const ExportTableCallbacks*>(get_export_table(kExportTableCallbacks));
   if (!callbacks || !callbacks->get_module_function_table) return 0;
   const Wrap wraps[] = {
-      {kModuleCore, kCoreRangePushA, &g_next_push_a, reinterpret_cast<NvtxFunctionPointer>(&push_a)},
-      {kModuleCore, kCoreRangePushEx, &g_next_push_ex, reinterpret_cast<NvtxFunctionPointer>(&push_ex)},
-      {kModuleCore, kCoreRangeStartA, &g_next_start_a, reinterpret_cast<NvtxFunctionPointer>(&start_a)},
-      {kModuleCore, kCoreRangeStartEx, &g_next_start_ex, reinterpret_cast<NvtxFunctionPointer>(&start_ex)},
+      {kModuleCore, kCoreRangePushA, &g_next_push_a,
+       reinterpret_cast<NvtxFunctionPointer>(&push_a)},
+      {kModuleCore, kCoreRangePushEx, &g_next_push_ex,
+       reinterpret_cast<NvtxFunctionPointer>(&push_ex)},
+      {kModuleCore, kCoreRangeStartA, &g_next_start_a,
+       reinterpret_cast<NvtxFunctionPointer>(&start_a)},
+      {kModuleCore, kCoreRangeStartEx, &g_next_start_ex,
+       reinterpret_cast<NvtxFunctionPointer>(&start_ex)},
       {kModuleCore2, kCore2RangePushEx, &g_next_domain_push_ex,
        reinterpret_cast<NvtxFunctionPointer>(&domain_push_ex)},
       {kModuleCore2, kCore2RangeStartEx, &g_next_domain_start_ex,
@@ -136,13 +145,15 @@ int InitializeInjectionNvtx2(GetExportTable get_export_table) {
   for (size_t i = 0; i < kWraps; ++i) {
     NvtxFunctionTable table = nullptr;
     unsigned size = 0;
-    if (callbacks->get_module_function_table(wraps[i].module, &table, &size) && table && wraps[i].slot < size) {
+    if (callbacks->get_module_function_table(wraps[i].module, &table, &size) && table &&
+        wraps[i].slot < size) {
       slots[i] = table[wraps[i].slot];
       if (slots[i]) before[i] = *slots[i];
     }
   }
   if (InitializeInjection chained = g_chained.load(std::memory_order_acquire)) {
-    if (!chained(get_export_table)) return 0;  // the other tool failed: NVTX rolls back, as without us
+    if (!chained(get_export_table))
+      return 0;  // the other tool failed: NVTX rolls back, as without us
   }
   for (size_t i = 0; i < kWraps; ++i) {
     if (!slots[i]) continue;

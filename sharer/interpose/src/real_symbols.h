@@ -36,5 +36,6 @@ extern "C" {
 // Used by dlsym_entry.S: the cached libc dlsym and its resolver.
 __attribute__((visibility("hidden"))) extern void* fleetscope_lanes_next_dlsym;
 __attribute__((visibility("hidden"))) void* fleetscope_lanes_resolve_next_dlsym();
-__attribute__((visibility("hidden"))) void* fleetscope_lanes_dlsym_dispatch(void* handle, const char* symbol);
+__attribute__((visibility("hidden"))) void* fleetscope_lanes_dlsym_dispatch(void* handle,
+                                                                            const char* symbol);
 }

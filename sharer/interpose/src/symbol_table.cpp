@@ -15,26 +15,126 @@ namespace fleetscope::interpose {
 namespace {
 
 HookEntry g_hooks[] = {
-    {"cuGetProcAddress", "cuGetProcAddress", 0, 11999, false, reinterpret_cast<void*>(&::cuGetProcAddress), {}},
-    {"cuGetProcAddress_v2", "cuGetProcAddress", 12000, 1 << 30, false, reinterpret_cast<void*>(&::cuGetProcAddress_v2), {}},
-    {"cuMemAlloc_v2", "cuMemAlloc", 3020, 1 << 30, false, reinterpret_cast<void*>(&::cuMemAlloc_v2), {}},
-    {"cuMemAllocManaged", "cuMemAllocManaged", 0, 1 << 30, false, reinterpret_cast<void*>(&::cuMemAllocManaged), {}},
-    {"cuMemAllocPitch_v2", "cuMemAllocPitch", 3020, 1 << 30, false, reinterpret_cast<void*>(&::cuMemAllocPitch_v2), {}},
-    {"cuMemFree_v2", "cuMemFree", 3020, 1 << 30, false, reinterpret_cast<void*>(&::cuMemFree_v2), {}},
-    {"cuMemGetInfo_v2", "cuMemGetInfo", 3020, 1 << 30, false, reinterpret_cast<void*>(&::cuMemGetInfo_v2), {}},
-    {"cuMemAllocAsync", "cuMemAllocAsync", 0, 1 << 30, false, reinterpret_cast<void*>(&::cuMemAllocAsync), {}},
-    {"cuMemAllocAsync_ptsz", "cuMemAllocAsync", 0, 1 << 30, true, reinterpret_cast<void*>(&::cuMemAllocAsync_ptsz), {}},
-    {"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", 0, 1 << 30, false,
-     reinterpret_cast<void*>(&::cuMemAllocFromPoolAsync), {}},
-    {"cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync", 0, 1 << 30, true,
-     reinterpret_cast<void*>(&::cuMemAllocFromPoolAsync_ptsz), {}},
-    {"cuMemFreeAsync", "cuMemFreeAsync", 0, 1 << 30, false, reinterpret_cast<void*>(&::cuMemFreeAsync), {}},
-    {"cuMemFreeAsync_ptsz", "cuMemFreeAsync", 0, 1 << 30, true, reinterpret_cast<void*>(&::cuMemFreeAsync_ptsz), {}},
-    {"cuMemPoolTrimTo", "cuMemPoolTrimTo", 0, 1 << 30, false, reinterpret_cast<void*>(&::cuMemPoolTrimTo), {}},
+    {"cuGetProcAddress",
+     "cuGetProcAddress",
+     0,
+     11999,
+     false,
+     reinterpret_cast<void*>(&::cuGetProcAddress),
+     {}},
+    {"cuGetProcAddress_v2",
+     "cuGetProcAddress",
+     12000,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuGetProcAddress_v2),
+     {}},
+    {"cuMemAlloc_v2",
+     "cuMemAlloc",
+     3020,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemAlloc_v2),
+     {}},
+    {"cuMemAllocManaged",
+     "cuMemAllocManaged",
+     0,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemAllocManaged),
+     {}},
+    {"cuMemAllocPitch_v2",
+     "cuMemAllocPitch",
+     3020,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemAllocPitch_v2),
+     {}},
+    {"cuMemFree_v2",
+     "cuMemFree",
+     3020,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemFree_v2),
+     {}},
+    {"cuMemGetInfo_v2",
+     "cuMemGetInfo",
+     3020,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemGetInfo_v2),
+     {}},
+    {"cuMemAllocAsync",
+     "cuMemAllocAsync",
+     0,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemAllocAsync),
+     {}},
+    {"cuMemAllocAsync_ptsz",
+     "cuMemAllocAsync",
+     0,
+     1 << 30,
+     true,
+     reinterpret_cast<void*>(&::cuMemAllocAsync_ptsz),
+     {}},
+    {"cuMemAllocFromPoolAsync",
+     "cuMemAllocFromPoolAsync",
+     0,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemAllocFromPoolAsync),
+     {}},
+    {"cuMemAllocFromPoolAsync_ptsz",
+     "cuMemAllocFromPoolAsync",
+     0,
+     1 << 30,
+     true,
+     reinterpret_cast<void*>(&::cuMemAllocFromPoolAsync_ptsz),
+     {}},
+    {"cuMemFreeAsync",
+     "cuMemFreeAsync",
+     0,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemFreeAsync),
+     {}},
+    {"cuMemFreeAsync_ptsz",
+     "cuMemFreeAsync",
+     0,
+     1 << 30,
+     true,
+     reinterpret_cast<void*>(&::cuMemFreeAsync_ptsz),
+     {}},
+    {"cuMemPoolTrimTo",
+     "cuMemPoolTrimTo",
+     0,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemPoolTrimTo),
+     {}},
     {"cuMemCreate", "cuMemCreate", 0, 1 << 30, false, reinterpret_cast<void*>(&::cuMemCreate), {}},
-    {"cuMemRelease", "cuMemRelease", 0, 1 << 30, false, reinterpret_cast<void*>(&::cuMemRelease), {}},
-    {"nvmlDeviceGetMemoryInfo", nullptr, 0, 0, false, reinterpret_cast<void*>(&::nvmlDeviceGetMemoryInfo), {}},
-    {"nvmlDeviceGetMemoryInfo_v2", nullptr, 0, 0, false, reinterpret_cast<void*>(&::nvmlDeviceGetMemoryInfo_v2), {}},
+    {"cuMemRelease",
+     "cuMemRelease",
+     0,
+     1 << 30,
+     false,
+     reinterpret_cast<void*>(&::cuMemRelease),
+     {}},
+    {"nvmlDeviceGetMemoryInfo",
+     nullptr,
+     0,
+     0,
+     false,
+     reinterpret_cast<void*>(&::nvmlDeviceGetMemoryInfo),
+     {}},
+    {"nvmlDeviceGetMemoryInfo_v2",
+     nullptr,
+     0,
+     0,
+     false,
+     reinterpret_cast<void*>(&::nvmlDeviceGetMemoryInfo_v2),
+     {}},
 };
 static_assert(sizeof(g_hooks) / sizeof(g_hooks[0]) == static_cast<size_t>(Hook::kCount));
 
@@ -48,7 +148,8 @@ bool starts_with(const char* text, const char* prefix) {
 
 // `ours` is our wrapper of that name: a handle whose scope includes this library (the program's
 // own, dlopen(NULL)) would answer with it, which is not the real function.
-void* find_real(std::atomic<void*>& remembered_handle, const char* library, const char* name, void* ours) {
+void* find_real(std::atomic<void*>& remembered_handle, const char* library, const char* name,
+                void* ours) {
   DlsymFunction lookup = libc_dlsym();
   if (!lookup) return nullptr;
   if (void* handle = remembered_handle.load(std::memory_order_acquire)) {
@@ -74,13 +175,17 @@ DlsymFunction libc_dlsym() {
   return reinterpret_cast<DlsymFunction>(fleetscope_lanes_resolve_next_dlsym());
 }
 
-void* real_cuda_symbol(const char* name) { return find_real(g_cuda_handle, "libcuda.so.1", name, nullptr); }
+void* real_cuda_symbol(const char* name) {
+  return find_real(g_cuda_handle, "libcuda.so.1", name, nullptr);
+}
 
 void* real_nvml_symbol(const char* name) {
   return find_real(g_nvml_handle, "libnvidia-ml.so.1", name, nullptr);
 }
 
-HookEntry& hook_entry(Hook hook) { return g_hooks[static_cast<int>(hook)]; }
+HookEntry& hook_entry(Hook hook) {
+  return g_hooks[static_cast<int>(hook)];
+}
 
 HookEntry* find_hook(const char* name) {
   for (auto& entry : g_hooks) {
@@ -94,8 +199,10 @@ void note_real(HookEntry& entry, void* real) {
 }
 
 void* resolve_real(HookEntry& entry) {
-  void* real = entry.base_name ? find_real(g_cuda_handle, "libcuda.so.1", entry.exported_name, entry.wrapper)
-                               : find_real(g_nvml_handle, "libnvidia-ml.so.1", entry.exported_name, entry.wrapper);
+  void* real =
+      entry.base_name
+          ? find_real(g_cuda_handle, "libcuda.so.1", entry.exported_name, entry.wrapper)
+          : find_real(g_nvml_handle, "libnvidia-ml.so.1", entry.exported_name, entry.wrapper);
   note_real(entry, real);
   return entry.real.load(std::memory_order_acquire);
 }
@@ -107,7 +214,8 @@ void* substitute_proc_address(const char* base_name, void* real, int version, cu
   for (auto& entry : g_hooks) {
     if (!entry.base_name || std::strcmp(entry.base_name, base_name) != 0) continue;
     if (version < entry.min_version || version > entry.max_version) continue;
-    if (real == entry.real.load(std::memory_order_acquire) || real == entry.wrapper) return entry.wrapper;
+    if (real == entry.real.load(std::memory_order_acquire) || real == entry.wrapper)
+      return entry.wrapper;
     if (entry.per_thread_stream == per_thread) by_flags = &entry;
   }
   if (!by_flags) return real;  // a variant we do not wrap (e.g. the 32-bit cuMemAlloc of CUDA 3.1)
@@ -152,4 +260,6 @@ extern "C" void* fleetscope_lanes_dlsym_dispatch(void* handle, const char* symbo
 }
 
 // Resolve libc's dlsym before the job's code runs, so the assembly entry's fast path is taken.
-__attribute__((constructor)) static void resolve_dlsym_early() { fleetscope_lanes_resolve_next_dlsym(); }
+__attribute__((constructor)) static void resolve_dlsym_early() {
+  fleetscope_lanes_resolve_next_dlsym();
+}

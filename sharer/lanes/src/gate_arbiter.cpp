@@ -10,11 +10,16 @@ constexpr size_t kMaxEvents = 10000;
 
 std::string_view gate_event_name(GateEventKind kind) {
   switch (kind) {
-    case GateEventKind::kJoined: return "joined";
-    case GateEventKind::kWaiting: return "waiting";
-    case GateEventKind::kGranted: return "granted";
-    case GateEventKind::kReleased: return "released";
-    case GateEventKind::kLeft: return "left";
+    case GateEventKind::kJoined:
+      return "joined";
+    case GateEventKind::kWaiting:
+      return "waiting";
+    case GateEventKind::kGranted:
+      return "granted";
+    case GateEventKind::kReleased:
+      return "released";
+    case GateEventKind::kLeft:
+      return "left";
   }
   return "unknown";
 }
@@ -37,7 +42,8 @@ bool GateArbiter::set_lane_policy(const std::string& lane_id, std::string_view p
   return true;
 }
 
-void GateArbiter::record_locked(const std::string& lane_id, uint64_t member_id, GateEventKind kind) {
+void GateArbiter::record_locked(const std::string& lane_id, uint64_t member_id,
+                                GateEventKind kind) {
   GateEvent event;
   event.sequence = next_event_++;
   event.lane_id = lane_id;

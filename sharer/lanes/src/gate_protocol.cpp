@@ -34,9 +34,13 @@ std::string format_hello(const GateHello& hello) {
          std::to_string(hello.pid) + " " + std::to_string(hello.priority) + "\n";
 }
 
-std::string format_next(uint64_t remaining_ns) { return "NEXT " + std::to_string(remaining_ns) + "\n"; }
+std::string format_next(uint64_t remaining_ns) {
+  return "NEXT " + std::to_string(remaining_ns) + "\n";
+}
 
-std::string format_release() { return "RELEASE\n"; }
+std::string format_release() {
+  return "RELEASE\n";
+}
 
 std::optional<GateHello> parse_hello(std::string_view line, std::string* error) {
   auto fields = split_spaces(line);

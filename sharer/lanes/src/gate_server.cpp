@@ -27,7 +27,9 @@ void send_line(int fd, const std::string& line) {
 GateServer::GateServer(GateArbiter& arbiter, std::string socket_path, mode_t socket_mode)
     : arbiter_(arbiter), socket_path_(std::move(socket_path)), socket_mode_(socket_mode) {}
 
-GateServer::~GateServer() { stop(); }
+GateServer::~GateServer() {
+  stop();
+}
 
 bool GateServer::start(std::string* error) {
   sockaddr_un address{};

@@ -50,8 +50,10 @@ Environment interposition_environment(const LaneAssignment& assignment, const st
   if (!assignment.ledger_directory.empty()) {
     environment.emplace_back(kLaneDirectoryVariable, assignment.ledger_directory);
   }
-  if (!assignment.gpu_uuid.empty()) environment.emplace_back(kLaneGpuUuidVariable, assignment.gpu_uuid);
-  if (!assignment.gate_socket.empty()) environment.emplace_back(kGateSocketVariable, assignment.gate_socket);
+  if (!assignment.gpu_uuid.empty())
+    environment.emplace_back(kLaneGpuUuidVariable, assignment.gpu_uuid);
+  if (!assignment.gate_socket.empty())
+    environment.emplace_back(kGateSocketVariable, assignment.gate_socket);
   if (assignment.priority != 0) {
     environment.emplace_back(kJobPriorityVariable, std::to_string(assignment.priority));
   }
@@ -88,12 +90,14 @@ std::optional<LaneAssignment> assignment_from_environment(std::string* error) {
   if (const char* bytes = std::getenv(kLaneBytesVariable); bytes && *bytes) {
     auto parsed = parse_byte_size(bytes);
     if (!parsed) {
-      *error = std::string(kLaneBytesVariable) + "='" + bytes + "': expected a byte count such as 8GiB";
+      *error =
+          std::string(kLaneBytesVariable) + "='" + bytes + "': expected a byte count such as 8GiB";
       return std::nullopt;
     }
     assignment.lane_bytes = *parsed;
   }
-  if (const char* directory = std::getenv(kLaneDirectoryVariable)) assignment.ledger_directory = directory;
+  if (const char* directory = std::getenv(kLaneDirectoryVariable))
+    assignment.ledger_directory = directory;
   if (const char* uuid = std::getenv(kLaneGpuUuidVariable)) assignment.gpu_uuid = uuid;
   if (const char* socket = std::getenv(kGateSocketVariable)) assignment.gate_socket = socket;
   long long value = 0;
@@ -133,11 +137,14 @@ Environment mps_client_environment(const MpsClientLimits& limits, std::string* e
                " bytes: MPS takes whole MiB, expected at least 1 MiB";
       return {};
     }
-    environment.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-                             std::to_string(limits.device_ordinal) + "=" + std::to_string(mebibytes) + "M");
+    environment.emplace_back(
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+        std::to_string(limits.device_ordinal) + "=" + std::to_string(mebibytes) + "M");
   }
-  environment.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(limits.active_thread_percentage));
-  if (!limits.pipe_directory.empty()) environment.emplace_back("CUDA_MPS_PIPE_DIRECTORY", limits.pipe_directory);
+  environment.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                           std::to_string(limits.active_thread_percentage));
+  if (!limits.pipe_directory.empty())
+    environment.emplace_back("CUDA_MPS_PIPE_DIRECTORY", limits.pipe_directory);
   return environment;
 }
 

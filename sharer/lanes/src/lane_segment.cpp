@@ -62,7 +62,8 @@ class LaneSegment::Lock {
   void rebuild_totals() {
     uint64_t sum = 0;
     for (auto& slot : layout_->slots) {
-      if (slot.pid.load(std::memory_order_relaxed) != 0) sum += slot.bytes.load(std::memory_order_relaxed);
+      if (slot.pid.load(std::memory_order_relaxed) != 0)
+        sum += slot.bytes.load(std::memory_order_relaxed);
     }
     layout_->used_bytes.store(sum, std::memory_order_relaxed);
   }
@@ -113,7 +114,8 @@ bool initialise_layout(SegmentLayout* layout, uint64_t capacity_bytes, std::stri
 
 }  // namespace
 
-std::unique_ptr<LaneSegment> LaneSegment::map_file(int fd, const std::string& path, std::string* error) {
+std::unique_ptr<LaneSegment> LaneSegment::map_file(int fd, const std::string& path,
+                                                   std::string* error) {
   struct stat info {};
   if (::fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) < sizeof(SegmentLayout)) {
     *error = path + ": not a fleetscope lane segment (size " + std::to_string(info.st_size) +
@@ -131,13 +133,15 @@ std::unique_ptr<LaneSegment> LaneSegment::map_file(int fd, const std::string& pa
   if (layout->magic != kMagic || layout->layout_version != kLayoutVersion ||
       layout->max_members != kMaxMembers) {
     ::munmap(memory, sizeof(SegmentLayout));
-    *error = path + ": not a fleetscope lane segment of layout version " + std::to_string(kLayoutVersion);
+    *error = path + ": not a fleetscope lane segment of layout version " +
+             std::to_string(kLayoutVersion);
     return nullptr;
   }
   return std::unique_ptr<LaneSegment>(new LaneSegment(path, layout));
 }
 
-std::unique_ptr<LaneSegment> LaneSegment::open_existing(const std::string& path, std::string* error) {
+std::unique_ptr<LaneSegment> LaneSegment::open_existing(const std::string& path,
+                                                        std::string* error) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     *error = path + ": " + std::strerror(errno);
@@ -146,7 +150,8 @@ std::unique_ptr<LaneSegment> LaneSegment::open_existing(const std::string& path,
   return map_file(fd, path, error);
 }
 
-std::unique_ptr<LaneSegment> LaneSegment::open_or_create(const std::string& path, uint64_t capacity_bytes,
+std::unique_ptr<LaneSegment> LaneSegment::open_or_create(const std::string& path,
+                                                         uint64_t capacity_bytes,
                                                          std::string* error) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd >= 0) return map_file(fd, path, error);
@@ -164,8 +169,9 @@ std::unique_ptr<LaneSegment> LaneSegment::open_or_create(const std::string& path
   }
   bool ok = ::ftruncate(fd, sizeof(SegmentLayout)) == 0;
   if (!ok) *error = temporary + ": ftruncate: " + std::strerror(errno);
-  void* memory = ok ? ::mmap(nullptr, sizeof(SegmentLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                    : MAP_FAILED;
+  void* memory =
+      ok ? ::mmap(nullptr, sizeof(SegmentLayout), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+         : MAP_FAILED;
   if (ok && memory == MAP_FAILED) {
     ok = false;
     *error = temporary + ": mmap: " + std::strerror(errno);
@@ -294,9 +300,13 @@ void LaneSegment::set_capacity(uint64_t capacity_bytes) {
   layout_->capacity_bytes.store(capacity_bytes, std::memory_order_relaxed);
 }
 
-uint64_t LaneSegment::capacity() const { return layout_->capacity_bytes.load(std::memory_order_relaxed); }
+uint64_t LaneSegment::capacity() const {
+  return layout_->capacity_bytes.load(std::memory_order_relaxed);
+}
 
-uint64_t LaneSegment::used() const { return layout_->used_bytes.load(std::memory_order_relaxed); }
+uint64_t LaneSegment::used() const {
+  return layout_->used_bytes.load(std::memory_order_relaxed);
+}
 
 uint64_t LaneSegment::slot_bytes(int slot) const {
   if (slot < 0 || slot >= kMaxMembers) return 0;

@@ -11,7 +11,9 @@
 
 namespace fleetscope::lanes {
 
-GateClient::~GateClient() { close(); }
+GateClient::~GateClient() {
+  close();
+}
 
 void GateClient::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -47,7 +49,8 @@ bool GateClient::read_line(std::string* line) {
   }
 }
 
-bool GateClient::connect(const std::string& socket_path, const GateHello& hello, std::string* error) {
+bool GateClient::connect(const std::string& socket_path, const GateHello& hello,
+                         std::string* error) {
   close();
   sockaddr_un address{};
   if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) {
@@ -89,7 +92,9 @@ bool GateClient::request_turn(uint64_t remaining_ns) {
   return false;
 }
 
-bool GateClient::release() { return fd_ >= 0 && send_all(format_release()); }
+bool GateClient::release() {
+  return fd_ >= 0 && send_all(format_release());
+}
 
 StepGate::StepGate(StepGateSettings settings, LaneSegment* segment, int slot,
                    std::function<void()> before_handover)
@@ -172,7 +177,8 @@ void StepGate::boundary() {
   turn_start_ = Clock::now();
   // A waiting bit left by a member that was killed while it waited would send every boundary of
   // ours to the arbiter; clear such bits, at most once a second.
-  if (segment_ && segment_->others_waiting(slot_) && turn_start_ - last_reclaim_ > std::chrono::seconds(1)) {
+  if (segment_ && segment_->others_waiting(slot_) &&
+      turn_start_ - last_reclaim_ > std::chrono::seconds(1)) {
     last_reclaim_ = turn_start_;
     segment_->reclaim_dead();
   }

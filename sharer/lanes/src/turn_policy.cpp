@@ -29,7 +29,8 @@ class SrtfTurnPolicy final : public TurnPolicy {
   std::string_view name() const override { return "srtf"; }
   size_t pick(const std::vector<TurnCandidate>& waiting) const override {
     return pick_min(waiting, [](const TurnCandidate& c) {
-      uint64_t remaining = c.remaining_ns == 0 ? std::numeric_limits<uint64_t>::max() : c.remaining_ns;
+      uint64_t remaining =
+          c.remaining_ns == 0 ? std::numeric_limits<uint64_t>::max() : c.remaining_ns;
       return std::make_tuple(remaining, c.arrival);
     });
   }
@@ -39,7 +40,9 @@ class PriorityTurnPolicy final : public TurnPolicy {
  public:
   std::string_view name() const override { return "priority"; }
   size_t pick(const std::vector<TurnCandidate>& waiting) const override {
-    return pick_min(waiting, [](const TurnCandidate& c) { return std::make_tuple(-static_cast<int64_t>(c.priority), c.arrival); });
+    return pick_min(waiting, [](const TurnCandidate& c) {
+      return std::make_tuple(-static_cast<int64_t>(c.priority), c.arrival);
+    });
   }
 };
 

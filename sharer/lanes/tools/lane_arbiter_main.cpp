@@ -18,12 +18,15 @@ int main(int argc, char** argv) {
     if ((arg == "--socket" || arg == "--policy") && i + 1 < argc) {
       (arg == "--socket" ? socket_path : policy) = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: fleetscope-lane-arbiter --socket PATH [--policy fifo|srtf|priority]\n");
+      std::fprintf(stderr,
+                   "usage: fleetscope-lane-arbiter --socket PATH [--policy fifo|srtf|priority]\n");
       return 2;
     }
   }
   if (socket_path.empty() || !fleetscope::lanes::make_turn_policy(policy)) {
-    std::fprintf(stderr, "fleetscope-lane-arbiter: need --socket PATH and a policy among fifo, srtf, priority\n");
+    std::fprintf(
+        stderr,
+        "fleetscope-lane-arbiter: need --socket PATH and a policy among fifo, srtf, priority\n");
     return 2;
   }
   sigset_t signals;
@@ -38,7 +41,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fleetscope-lane-arbiter: %s\n", error.c_str());
     return 1;
   }
-  std::fprintf(stderr, "fleetscope-lane-arbiter: %s policy on %s\n", policy.c_str(), socket_path.c_str());
+  std::fprintf(stderr, "fleetscope-lane-arbiter: %s policy on %s\n", policy.c_str(),
+               socket_path.c_str());
   int received = 0;
   sigwait(&signals, &received);
   server.stop();

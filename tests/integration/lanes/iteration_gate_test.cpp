@@ -33,7 +33,8 @@ class IterationGateTest : public ::testing::Test {
             {"FLEETSCOPE_GATE_SOCKET", dir_.file("gate.sock")},
             {"FLEETSCOPE_JOB_PRIORITY", std::to_string(priority)}};
   }
-  std::unique_ptr<MemberProcess> member(const std::vector<std::string>& commands, int priority = 0) const {
+  std::unique_ptr<MemberProcess> member(const std::vector<std::string>& commands,
+                                        int priority = 0) const {
     std::vector<std::string> arguments{"dlsym"};
     arguments.insert(arguments.end(), commands.begin(), commands.end());
     return std::make_unique<MemberProcess>(FLEETSCOPE_LANE_MEMBER, arguments, env(priority));
@@ -55,7 +56,8 @@ class IterationGateTest : public ::testing::Test {
   }
 
   // A holder and three waiters queued in the order given; returns the waiters' grant order.
-  std::vector<pid_t> turn_order(const std::vector<int>& waiter_priorities, std::vector<pid_t>* waiter_pids) {
+  std::vector<pid_t> turn_order(const std::vector<int>& waiter_priorities,
+                                std::vector<pid_t>* waiter_pids) {
     auto holder = member({"step", "holder", "wait", "step", "holder-again"});
     EXPECT_EQ(holder->read_line(), "turn holder");
     std::vector<std::unique_ptr<MemberProcess>> waiters;
@@ -101,7 +103,8 @@ TEST_F(IterationGateTest, PriorityGrantsTurnsHighestFirst) {
 TEST_F(IterationGateTest, AloneInTheLaneTheGateNeverTalksToTheArbiterAgain) {
   start_arbiter("fifo");
   auto job = member({"steps", "500", "0", "solo"});
-  for (int step = 0; step < 500; ++step) ASSERT_EQ(job->read_line(), "turn solo " + std::to_string(step));
+  for (int step = 0; step < 500; ++step)
+    ASSERT_EQ(job->read_line(), "turn solo " + std::to_string(step));
   job->wait();
   size_t requests = 0;
   for (const auto& event : arbiter_->events()) requests += event.kind == GateEventKind::kWaiting;
@@ -123,7 +126,8 @@ TEST_F(IterationGateTest, ContendedLaneAlternatesEveryIteration) {
     grants = granted_pids();
   }
   ASSERT_GE(grants.size(), 6u);
-  for (size_t i = 1; i + 1 < grants.size(); ++i) EXPECT_NE(grants[i], grants[i + 1]) << "grant " << i;
+  for (size_t i = 1; i + 1 < grants.size(); ++i)
+    EXPECT_NE(grants[i], grants[i + 1]) << "grant " << i;
 }
 
 TEST_F(IterationGateTest, KilledTurnHolderDoesNotDeadlockTheLane) {
@@ -145,7 +149,8 @@ TEST_F(IterationGateTest, GatesOpenWhenTheArbiterGoesAway) {
   ASSERT_TRUE(wait_for_waiting(1));
   server_->stop();
   EXPECT_EQ(waiter->read_line(5000), "turn waiter");
-  for (int step = 0; step < 3; ++step) EXPECT_EQ(waiter->read_line(5000), "turn unshared " + std::to_string(step));
+  for (int step = 0; step < 3; ++step)
+    EXPECT_EQ(waiter->read_line(5000), "turn unshared " + std::to_string(step));
 }
 
 TEST_F(IterationGateTest, NvtxStepRangesAreIterationBoundaries) {
@@ -154,12 +159,13 @@ TEST_F(IterationGateTest, NvtxStepRangesAreIterationBoundaries) {
   environment["NVTX_INJECTION64_PATH"] = FLEETSCOPE_LANES_LIBRARY;
   auto holder = std::make_unique<MemberProcess>(
       FLEETSCOPE_LANE_MEMBER,
-      std::vector<std::string>{"dlsym", "nvtx", "step", "wait", "nvtx", "forward", "ready", "wait", "nvtxex",
-                               "ProfilerStep#7"},
+      std::vector<std::string>{"dlsym", "nvtx", "step", "wait", "nvtx", "forward", "ready", "wait",
+                               "nvtxex", "ProfilerStep#7"},
       environment);
   ASSERT_EQ(holder->read_line(), "nvtx step");  // first boundary: the turn
   auto waiter = std::make_unique<MemberProcess>(
-      FLEETSCOPE_LANE_MEMBER, std::vector<std::string>{"dlsym", "nvtx", "ProfilerStep#1"}, environment);
+      FLEETSCOPE_LANE_MEMBER, std::vector<std::string>{"dlsym", "nvtx", "ProfilerStep#1"},
+      environment);
   ASSERT_TRUE(wait_for_waiting(1));  // an NVTX step range made the waiter queue
   holder->write_line("go");
   EXPECT_EQ(holder->read_line(), "continued");
@@ -176,9 +182,10 @@ TEST_F(IterationGateTest, NvtxStepRangesAreIterationBoundaries) {
 TEST_F(IterationGateTest, NvtxChainsToTheToolAlreadyInjected) {
   start_arbiter("fifo");
   auto environment = env();
-  environment["NVTX_INJECTION64_PATH"] = FLEETSCOPE_STAND_IN_DIR "/libfleetscope_stand_in_nvtx_tool.so";
-  MemberProcess job(FLEETSCOPE_LANE_MEMBER, {"dlsym", "nvtx", "step", "nvtx", "forward", "toolpushes"},
-                    environment);
+  environment["NVTX_INJECTION64_PATH"] =
+      FLEETSCOPE_STAND_IN_DIR "/libfleetscope_stand_in_nvtx_tool.so";
+  MemberProcess job(FLEETSCOPE_LANE_MEMBER,
+                    {"dlsym", "nvtx", "step", "nvtx", "forward", "toolpushes"}, environment);
   EXPECT_EQ(job.read_line(), "nvtx step");
   EXPECT_EQ(job.read_line(), "nvtx forward");
   EXPECT_EQ(job.read_line(), "toolpushes 2");  // the other tool still sees every push
@@ -190,13 +197,16 @@ TEST_F(IterationGateTest, NvtxChainsToTheToolAlreadyInjected) {
 
 TEST(IterationGateWithoutArbiter, StepIsANoOpWithoutASocketOrWithoutTheLibrary) {
   test_support::TempDir dir;
-  std::map<std::string, std::string> in_lane{{"LD_PRELOAD", FLEETSCOPE_LANES_LIBRARY},
-                                             {"LD_LIBRARY_PATH", FLEETSCOPE_STAND_IN_DIR},
-                                             {"FLEETSCOPE_LANE_ID", "nogate"},
-                                             {"FLEETSCOPE_LANE_DIR", dir.path().string()},
-                                             {"FLEETSCOPE_GATE_SOCKET", dir.file("nobody-listens.sock")}};
-  MemberProcess unreachable(FLEETSCOPE_LANE_MEMBER, {"dlsym", "steps", "3", "0", "x", "enforcing"}, in_lane);
-  for (int step = 0; step < 3; ++step) EXPECT_EQ(unreachable.read_line(), "turn x " + std::to_string(step));
+  std::map<std::string, std::string> in_lane{
+      {"LD_PRELOAD", FLEETSCOPE_LANES_LIBRARY},
+      {"LD_LIBRARY_PATH", FLEETSCOPE_STAND_IN_DIR},
+      {"FLEETSCOPE_LANE_ID", "nogate"},
+      {"FLEETSCOPE_LANE_DIR", dir.path().string()},
+      {"FLEETSCOPE_GATE_SOCKET", dir.file("nobody-listens.sock")}};
+  MemberProcess unreachable(FLEETSCOPE_LANE_MEMBER, {"dlsym", "steps", "3", "0", "x", "enforcing"},
+                            in_lane);
+  for (int step = 0; step < 3; ++step)
+    EXPECT_EQ(unreachable.read_line(), "turn x " + std::to_string(step));
   EXPECT_EQ(unreachable.read_line(), "enforcing 1");
   MemberProcess plain(FLEETSCOPE_LANE_MEMBER, {"dlsym", "step", "y", "enforcing"},
                       {{"LD_LIBRARY_PATH", FLEETSCOPE_STAND_IN_DIR}});

@@ -8,8 +8,8 @@
 // linked: the program links libcuda.so.1 and calls the entry points directly.
 //
 // Commands: alloc N | managed N | pitch W H | free | async N | freeasync | trim KEEP | vmm N |
-// vmmrelease | meminfo | nvml | launch US | sync | step LABEL | release | enforcing | ready | wait |
-// sleep MS | steps COUNT US LABEL | nvtx NAME (nvtxRangePushA/Pop) | nvtxex NAME
+// vmmrelease | meminfo | nvml | launch US | sync | step LABEL | release | enforcing | ready | wait
+// | sleep MS | steps COUNT US LABEL | nvtx NAME (nvtxRangePushA/Pop) | nvtxex NAME
 // (nvtxDomainRangePushEx) | toolpushes (pushes counted by the stand-in NVTX tool).
 
 #include <dlfcn.h>
@@ -52,10 +52,11 @@ struct Driver {
   CUresult (*mem_free_async)(CUdeviceptr, void*) = nullptr;
   CUresult (*device_get_mem_pool)(CUmemoryPool*, int) = nullptr;
   CUresult (*mem_pool_trim_to)(CUmemoryPool, size_t) = nullptr;
-  CUresult (*mem_create)(unsigned long long*, size_t, const AllocationProp*, unsigned long long) = nullptr;
+  CUresult (*mem_create)(unsigned long long*, size_t, const AllocationProp*,
+                         unsigned long long) = nullptr;
   CUresult (*mem_release)(unsigned long long) = nullptr;
-  CUresult (*launch_kernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
-                            void**, void**) = nullptr;
+  CUresult (*launch_kernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, void*, void**, void**) = nullptr;
   CUresult (*ctx_synchronize)() = nullptr;
 };
 
@@ -77,8 +78,8 @@ CUresult cuDeviceGetMemPool(CUmemoryPool*, int);
 CUresult cuMemPoolTrimTo(CUmemoryPool, size_t);
 CUresult cuMemCreate(unsigned long long*, size_t, const AllocationProp*, unsigned long long);
 CUresult cuMemRelease(unsigned long long);
-CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
-                        void**);
+CUresult cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        void*, void**, void**);
 CUresult cuCtxSynchronize();
 }
 bool load_linked(Driver& d) {
@@ -173,7 +174,9 @@ int get_module_function_table(int module, FunctionTable* table, unsigned* size) 
   return 1;
 }
 const Callbacks kCallbacks{sizeof(Callbacks), &get_module_function_table};
-const void* get_export_table(uint32_t id) { return id == 1 ? &kCallbacks : nullptr; }
+const void* get_export_table(uint32_t id) {
+  return id == 1 ? &kCallbacks : nullptr;
+}
 bool initialised = false;
 void initialise() {
   if (initialised) return;
@@ -186,8 +189,8 @@ void initialise() {
   bool ok = false;
   if (const char* path = std::getenv("NVTX_INJECTION64_PATH")) {
     void* library = dlopen(path, RTLD_LAZY);
-    auto init = reinterpret_cast<int (*)(const void* (*)(uint32_t))>(library ? dlsym(library, "InitializeInjectionNvtx2")
-                                                                              : nullptr);
+    auto init = reinterpret_cast<int (*)(const void* (*)(uint32_t))>(
+        library ? dlsym(library, "InitializeInjectionNvtx2") : nullptr);
     ok = init && init(&get_export_table);
   }
   for (int i = 0; i < 16; ++i) {
@@ -208,12 +211,13 @@ struct EventAttributes {
 void push_a(const char* name) {
   initialise();
   if (core_slots[9]) reinterpret_cast<int (*)(const char*)>(core_slots[9])(name);  // nvtxRangePushA
-  if (core_slots[11]) reinterpret_cast<int (*)()>(core_slots[11])();                // nvtxRangePop
+  if (core_slots[11]) reinterpret_cast<int (*)()>(core_slots[11])();               // nvtxRangePop
 }
 void domain_push_ex(const char* name) {
   initialise();
   EventAttributes attributes{3, sizeof(EventAttributes), 0, 0, 0, 0, 0, 0, 1, name};
-  if (core2_slots[4]) reinterpret_cast<int (*)(void*, const void*)>(core2_slots[4])(nullptr, &attributes);
+  if (core2_slots[4])
+    reinterpret_cast<int (*)(void*, const void*)>(core2_slots[4])(nullptr, &attributes);
 }
 }  // namespace nvtx
 
@@ -246,7 +250,8 @@ int main(int argc, char** argv) {
   if (path == "linked") loaded = load_linked(d);
 #endif
   if (!loaded) {
-    std::fprintf(stderr, "lane_member: cannot load the driver through '%s': %s\n", path.c_str(), dlerror());
+    std::fprintf(stderr, "lane_member: cannot load the driver through '%s': %s\n", path.c_str(),
+                 dlerror());
     return 2;
   }
   std::vector<CUdeviceptr> device_pointers, async_pointers;
@@ -256,7 +261,8 @@ int main(int argc, char** argv) {
     if (command == "alloc" || command == "managed") {
       unsigned long long bytes = number(argv, i, argc);
       CUdeviceptr pointer = 0;
-      CUresult rc = command == "alloc" ? d.mem_alloc(&pointer, bytes) : d.mem_alloc_managed(&pointer, bytes, 1);
+      CUresult rc = command == "alloc" ? d.mem_alloc(&pointer, bytes)
+                                       : d.mem_alloc_managed(&pointer, bytes, 1);
       if (rc == 0) device_pointers.push_back(pointer);
       print(command + " " + std::to_string(bytes) + " " + std::to_string(rc));
     } else if (command == "pitch") {
@@ -302,7 +308,8 @@ int main(int argc, char** argv) {
     } else if (command == "meminfo") {
       size_t free_bytes = 0, total = 0;
       CUresult rc = d.mem_get_info(&free_bytes, &total);
-      print("meminfo " + std::to_string(rc) + " " + std::to_string(free_bytes) + " " + std::to_string(total));
+      print("meminfo " + std::to_string(rc) + " " + std::to_string(free_bytes) + " " +
+            std::to_string(total));
     } else if (command == "nvml") {
       void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
       struct Memory {
@@ -311,18 +318,18 @@ int main(int argc, char** argv) {
       auto init = reinterpret_cast<int (*)()>(nvml ? dlsym(nvml, "nvmlInit_v2") : nullptr);
       auto handle_by_index = reinterpret_cast<int (*)(unsigned, void**)>(
           nvml ? dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2") : nullptr);
-      auto memory_info =
-          reinterpret_cast<int (*)(void*, Memory*)>(nvml ? dlsym(nvml, "nvmlDeviceGetMemoryInfo") : nullptr);
+      auto memory_info = reinterpret_cast<int (*)(void*, Memory*)>(
+          nvml ? dlsym(nvml, "nvmlDeviceGetMemoryInfo") : nullptr);
       void* device = nullptr;
       int rc = (!init || !handle_by_index || !memory_info) ? -1 : init();
       if (rc == 0) rc = handle_by_index(0, &device);
       if (rc == 0) rc = memory_info(device, &memory);
-      print("nvml " + std::to_string(rc) + " " + std::to_string(memory.free) + " " + std::to_string(memory.total) +
-            " " + std::to_string(memory.used));
+      print("nvml " + std::to_string(rc) + " " + std::to_string(memory.free) + " " +
+            std::to_string(memory.total) + " " + std::to_string(memory.used));
     } else if (command == "launch") {
       unsigned long long us = number(argv, i, argc);
-      CUresult rc = d.launch_kernel(reinterpret_cast<void*>(static_cast<uintptr_t>(us)), 1, 1, 1, 1, 1, 1, 0,
-                                    nullptr, nullptr, nullptr);
+      CUresult rc = d.launch_kernel(reinterpret_cast<void*>(static_cast<uintptr_t>(us)), 1, 1, 1, 1,
+                                    1, 1, 0, nullptr, nullptr, nullptr);
       print("launch " + std::to_string(rc));
     } else if (command == "sync") {
       print("sync " + std::to_string(d.ctx_synchronize()));
@@ -336,8 +343,8 @@ int main(int argc, char** argv) {
       for (unsigned long long step = 0; step < count; ++step) {
         fleetscope_step();
         print("turn " + label + " " + std::to_string(step));
-        d.launch_kernel(reinterpret_cast<void*>(static_cast<uintptr_t>(us)), 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr,
-                        nullptr);
+        d.launch_kernel(reinterpret_cast<void*>(static_cast<uintptr_t>(us)), 1, 1, 1, 1, 1, 1, 0,
+                        nullptr, nullptr, nullptr);
         d.ctx_synchronize();
       }
     } else if (command == "nvtx" || command == "nvtxex") {
@@ -346,13 +353,15 @@ int main(int argc, char** argv) {
       print(command + " " + name);
     } else if (command == "toolpushes") {
       void* tool = dlopen(std::getenv("NVTX_INJECTION64_PATH"), RTLD_LAZY | RTLD_NOLOAD);
-      auto pushes = reinterpret_cast<int (*)()>(tool ? dlsym(tool, "stand_in_nvtx_tool_pushes") : nullptr);
+      auto pushes =
+          reinterpret_cast<int (*)()>(tool ? dlsym(tool, "stand_in_nvtx_tool_pushes") : nullptr);
       print("toolpushes " + (pushes ? std::to_string(pushes()) : std::string("absent")));
     } else if (command == "release") {
       fleetscope_step_release();
       print("released");
     } else if (command == "enforcing") {
-      auto enforcing = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "fleetscope_lanes_enforcing"));
+      auto enforcing =
+          reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "fleetscope_lanes_enforcing"));
       print(std::string("enforcing ") + (enforcing ? std::to_string(enforcing()) : "absent"));
     } else if (command == "ready") {
       print("ready");

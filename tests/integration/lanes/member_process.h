@@ -77,7 +77,8 @@ class MemberProcess {
         buffer_.erase(0, newline + 1);
         return line;
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return "";
       pollfd fd{out_, POLLIN, 0};
       if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) return "";

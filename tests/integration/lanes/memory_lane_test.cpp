@@ -46,9 +46,11 @@ class MemoryLaneTest : public ::testing::TestWithParam<std::string> {
     MemberProcess member(program(), arguments, env);
     member.close_input();
     std::vector<std::string> lines;
-    for (std::string line = member.read_line(); !line.empty(); line = member.read_line()) lines.push_back(line);
+    for (std::string line = member.read_line(); !line.empty(); line = member.read_line())
+      lines.push_back(line);
     int status = member.wait();
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "lane_member exited with status " << status;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "lane_member exited with status " << status;
     return lines;
   }
   uint64_t device_used() const {
@@ -59,7 +61,8 @@ class MemoryLaneTest : public ::testing::TestWithParam<std::string> {
   }
   std::unique_ptr<LaneSegment> ledger(const std::string& lane) const {
     std::string error;
-    auto segment = LaneSegment::open_existing(LaneSegment::path_for_lane(dir_.path().string(), lane), &error);
+    auto segment =
+        LaneSegment::open_existing(LaneSegment::path_for_lane(dir_.path().string(), lane), &error);
     EXPECT_NE(segment, nullptr) << error;
     return segment;
   }
@@ -68,8 +71,9 @@ class MemoryLaneTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(MemoryLaneTest, AllocationFailsExactlyAtTheCapWithoutTouchingTheDevice) {
-  auto lines = run({"alloc", "524288", "alloc", "524288", "alloc", "1", "free", "alloc", "524288", "alloc", "1"},
-                   lane_env("cap", kMiB));
+  auto lines = run(
+      {"alloc", "524288", "alloc", "524288", "alloc", "1", "free", "alloc", "524288", "alloc", "1"},
+      lane_env("cap", kMiB));
   std::vector<std::string> expected{"alloc 524288 0", "alloc 524288 0", "alloc 1 2",
                                     "free 0",         "alloc 524288 0", "alloc 1 2"};
   EXPECT_EQ(lines, expected);
@@ -78,7 +82,8 @@ TEST_P(MemoryLaneTest, AllocationFailsExactlyAtTheCapWithoutTouchingTheDevice) {
 TEST_P(MemoryLaneTest, DeniedRequestNeverReachesTheDevice) {
   // The job ends holding 1 MiB (the stand-in device keeps what a process never freed); the 3 MiB
   // it was refused never reached the (16 MiB) device.
-  auto lines = run({"alloc", std::to_string(kMiB), "alloc", std::to_string(3 * kMiB)}, lane_env("untouched", 2 * kMiB));
+  auto lines = run({"alloc", std::to_string(kMiB), "alloc", std::to_string(3 * kMiB)},
+                   lane_env("untouched", 2 * kMiB));
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1], "alloc " + std::to_string(3 * kMiB) + " 2");
   EXPECT_EQ(device_used(), kMiB);
@@ -92,31 +97,35 @@ TEST_P(MemoryLaneTest, WithoutALaneTheSameRequestSucceeds) {
 
 TEST_P(MemoryLaneTest, MemoryQueriesShowTheLane) {
   auto lines = run({"meminfo", "alloc", "262144", "meminfo", "nvml"}, lane_env("view", kMiB));
-  std::vector<std::string> expected{"meminfo 0 1048576 1048576", "alloc 262144 0", "meminfo 0 786432 1048576",
-                                    "nvml 0 786432 1048576 262144"};
+  std::vector<std::string> expected{"meminfo 0 1048576 1048576", "alloc 262144 0",
+                                    "meminfo 0 786432 1048576", "nvml 0 786432 1048576 262144"};
   EXPECT_EQ(lines, expected);
 }
 
 TEST_P(MemoryLaneTest, PoolMemoryStaysChargedUntilTrimmed) {
   auto env = lane_env("pool", kMiB);
-  auto lines = run({"async", "786432", "freeasync", "async", "524288", "freeasync", "ready", "trim", "0", "ready"},
+  auto lines = run({"async", "786432", "freeasync", "async", "524288", "freeasync", "ready", "trim",
+                    "0", "ready"},
                    env);
-  std::vector<std::string> expected{"async 786432 0", "freeasync 0", "async 524288 0", "freeasync 0",
-                                    "ready",          "trim 0",      "ready"};
+  std::vector<std::string> expected{
+      "async 786432 0", "freeasync 0", "async 524288 0", "freeasync 0", "ready", "trim 0", "ready"};
   EXPECT_EQ(lines, expected);
   EXPECT_EQ(device_used(), 0u);
 }
 
 TEST_P(MemoryLaneTest, FullLaneTrimsTheJobsOwnPoolBeforeRefusing) {
   // 768 KiB idle in the pool + 512 KiB new > 1 MiB: the library trims its pool and succeeds.
-  auto lines = run({"async", "786432", "freeasync", "alloc", "524288", "alloc", "786432"}, lane_env("retry", kMiB));
-  std::vector<std::string> expected{"async 786432 0", "freeasync 0", "alloc 524288 0", "alloc 786432 2"};
+  auto lines = run({"async", "786432", "freeasync", "alloc", "524288", "alloc", "786432"},
+                   lane_env("retry", kMiB));
+  std::vector<std::string> expected{"async 786432 0", "freeasync 0", "alloc 524288 0",
+                                    "alloc 786432 2"};
   EXPECT_EQ(lines, expected);
 }
 
 TEST_P(MemoryLaneTest, VirtualMemoryCreateIsCharged) {
-  auto lines = run({"vmm", std::to_string(kMiB), "vmm", "1", "vmmrelease", "vmm", std::to_string(kMiB)},
-                   lane_env("vmm", kMiB));
+  auto lines =
+      run({"vmm", std::to_string(kMiB), "vmm", "1", "vmmrelease", "vmm", std::to_string(kMiB)},
+          lane_env("vmm", kMiB));
   std::vector<std::string> expected{"vmm 1048576 0", "vmm 1 2", "vmmrelease 0", "vmm 1048576 0"};
   EXPECT_EQ(lines, expected);
 }
@@ -135,7 +144,8 @@ TEST_P(MemoryLaneTest, PitchPaddingIsCharged) {
 
 TEST_P(MemoryLaneTest, LaneMatesShareTheCapAndNeighbourLanesAreUntouched) {
   std::string half = std::to_string(kMiB / 2), one = std::to_string(kMiB);
-  MemberProcess first(program(), {GetParam(), "alloc", std::to_string(3 * kMiB / 2), "ready", "wait"},
+  MemberProcess first(program(),
+                      {GetParam(), "alloc", std::to_string(3 * kMiB / 2), "ready", "wait"},
                       lane_env("shared", 2 * kMiB));
   ASSERT_EQ(first.read_line(), "alloc 1572864 0");
   ASSERT_EQ(first.read_line(), "ready");

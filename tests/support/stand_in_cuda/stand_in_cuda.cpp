@@ -42,7 +42,8 @@ struct Device {
   uint64_t total = 16ull << 30;
 
   Device() {
-    if (const char* bytes = std::getenv("FLEETSCOPE_STANDIN_DEVICE_BYTES")) total = std::strtoull(bytes, nullptr, 10);
+    if (const char* bytes = std::getenv("FLEETSCOPE_STANDIN_DEVICE_BYTES"))
+      total = std::strtoull(bytes, nullptr, 10);
     used = &local_used;
     if (const char* file = std::getenv("FLEETSCOPE_STANDIN_DEVICE_FILE")) {
       int fd = ::open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -165,7 +166,9 @@ void start_worker_locked(State& s) {
 
 extern "C" {
 
-CUresult cuInit(unsigned int) { return kSuccess; }
+CUresult cuInit(unsigned int) {
+  return kSuccess;
+}
 CUresult cuDriverGetVersion(int* version) {
   if (!version) return kInvalidValue;
   *version = 13000;
@@ -187,14 +190,21 @@ CUresult cuCtxGetDevice(CUdevice* dev) {
   return kSuccess;
 }
 
-CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) { return allocate(dptr, bytes); }
-CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int) { return allocate(dptr, bytes); }
-CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned int) {
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  return allocate(dptr, bytes);
+}
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int) {
+  return allocate(dptr, bytes);
+}
+CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                            unsigned int) {
   if (!pitch) return kInvalidValue;
   *pitch = (width + 511) / 512 * 512;  // rows padded to 512 bytes
   return allocate(dptr, static_cast<uint64_t>(*pitch) * height);
 }
-CUresult cuMemFree_v2(CUdeviceptr dptr) { return release(dptr); }
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  return release(dptr);
+}
 CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   if (!free_bytes || !total_bytes) return kInvalidValue;
   uint64_t used = device().used->load();
@@ -208,7 +218,9 @@ CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice) {
   *pool = &state().default_pool;
   return kSuccess;
 }
-CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) { return cuDeviceGetMemPool(pool, dev); }
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
+  return cuDeviceGetMemPool(pool, dev);
+}
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream) {
   return pool_allocate(dptr, bytes, &state().default_pool);
 }
@@ -218,11 +230,16 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream) {
   return pool_allocate(dptr, bytes, static_cast<Pool*>(pool));
 }
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
+                                      CUstream stream) {
   return cuMemAllocFromPoolAsync(dptr, bytes, pool, stream);
 }
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream) { return release(dptr); }
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) { return cuMemFreeAsync(dptr, stream); }
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream) {
+  return release(dptr);
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
+  return cuMemFreeAsync(dptr, stream);
+}
 CUresult cuMemPoolTrimTo(CUmemoryPool handle, size_t keep) {
   if (!handle) return kInvalidValue;
   State& s = state();
@@ -276,8 +293,8 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   return kSuccess;
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                        CUstream, void**, void**) {
+CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, CUstream, void**, void**) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   start_worker_locked(s);
@@ -291,9 +308,12 @@ CUresult cuCtxSynchronize() {
   s.queue_changed.wait(lock, [&] { return s.launches_us.empty(); });
   return kSuccess;
 }
-CUresult cuStreamSynchronize(CUstream) { return cuCtxSynchronize(); }
+CUresult cuStreamSynchronize(CUstream) {
+  return cuCtxSynchronize();
+}
 
-CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, unsigned long long flags, int* status);
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, unsigned long long flags,
+                             int* status);
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, unsigned long long flags) {
   return cuGetProcAddress_v2(symbol, pfn, version, flags, nullptr);
 }
@@ -308,7 +328,8 @@ struct ProcEntry {
   bool per_thread;
   void* function;
 };
-#define FS_ENTRY(base, version, per_thread, function) {base, version, per_thread, reinterpret_cast<void*>(&function)}
+#define FS_ENTRY(base, version, per_thread, function) \
+  { base, version, per_thread, reinterpret_cast<void*>(&function) }
 static const ProcEntry kProcTable[] = {
     FS_ENTRY("cuGetProcAddress", 12000, false, cuGetProcAddress_v2),
     FS_ENTRY("cuGetProcAddress", 0, false, cuGetProcAddress),
@@ -340,7 +361,8 @@ static const ProcEntry kProcTable[] = {
 };
 #undef FS_ENTRY
 
-CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, unsigned long long flags, int* status) {
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, unsigned long long flags,
+                             int* status) {
   if (!symbol || !pfn) return kInvalidValue;
   bool per_thread = (flags & 2u) != 0;
   for (const ProcEntry& entry : kProcTable) {
@@ -374,6 +396,8 @@ void* fleetscope_standin_function(const char* exported_name) {
   }
   return nullptr;
 }
-unsigned long long fleetscope_standin_device_used() { return device().used->load(); }
+unsigned long long fleetscope_standin_device_used() {
+  return device().used->load();
+}
 
 }  // extern "C"

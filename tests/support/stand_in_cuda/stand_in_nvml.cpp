@@ -48,8 +48,12 @@ struct nvmlMemory_v2_t {
   unsigned long long total, reserved, free, used;
 };
 
-nvmlReturn_t nvmlInit_v2() { return kSuccess; }
-nvmlReturn_t nvmlShutdown() { return kSuccess; }
+nvmlReturn_t nvmlInit_v2() {
+  return kSuccess;
+}
+nvmlReturn_t nvmlShutdown() {
+  return kSuccess;
+}
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   if (!count) return kInvalidArgument;
   *count = 1;

@@ -8,13 +8,16 @@
 namespace fleetscope::lanes {
 namespace {
 
-std::vector<uint64_t> one(uint64_t member) { return {member}; }
+std::vector<uint64_t> one(uint64_t member) {
+  return {member};
+}
 
 // A holder plus three waiters queued in order; returns the order the waiters get the turn when
 // each hands it back as soon as it has it.
 std::vector<uint64_t> grant_order(GateArbiter& arbiter, const std::vector<uint64_t>& waiters,
                                   const std::vector<uint64_t>& remaining, uint64_t holder) {
-  for (size_t i = 0; i < waiters.size(); ++i) EXPECT_TRUE(arbiter.request_turn(waiters[i], remaining[i]).empty());
+  for (size_t i = 0; i < waiters.size(); ++i)
+    EXPECT_TRUE(arbiter.request_turn(waiters[i], remaining[i]).empty());
   std::vector<uint64_t> order;
   auto granted = arbiter.leave(holder);
   while (!granted.empty()) {
@@ -49,10 +52,12 @@ TEST(GateArbiter, PoliciesOrderWaitingMembers) {
     GateArbiter arbiter(policy);
     uint64_t holder = arbiter.join("l", 1, 0);
     ASSERT_EQ(arbiter.request_turn(holder, 0), one(holder));
-    std::vector<uint64_t> waiters{arbiter.join("l", 2, 1), arbiter.join("l", 3, 9), arbiter.join("l", 4, 5)};
+    std::vector<uint64_t> waiters{arbiter.join("l", 2, 1), arbiter.join("l", 3, 9),
+                                  arbiter.join("l", 4, 5)};
     auto order = grant_order(arbiter, waiters, {500, 0, 100}, holder);
     ASSERT_EQ(order.size(), 3u) << policy;
-    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(order[i], waiters[expected_order[i]]) << policy << " position " << i;
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(order[i], waiters[expected_order[i]]) << policy << " position " << i;
   }
 }
 

@@ -27,7 +27,8 @@ TEST(LaneEnvironment, InterpositionEnvironmentPutsTheLibraryFirst) {
   assignment.lane_bytes = 1 << 20;
   assignment.gate_socket = "/run/fleetscope/gate.sock";
   assignment.priority = 2;
-  Environment env = interposition_environment(assignment, "/opt/lib/libfleetscope_lanes.so", "/other.so");
+  Environment env =
+      interposition_environment(assignment, "/opt/lib/libfleetscope_lanes.so", "/other.so");
   Environment expected{{"LD_PRELOAD", "/opt/lib/libfleetscope_lanes.so:/other.so"},
                        {"FLEETSCOPE_LANE_ID", "gpu0-l1"},
                        {"FLEETSCOPE_LANE_BYTES", "1048576"},
@@ -39,7 +40,8 @@ TEST(LaneEnvironment, InterpositionEnvironmentPutsTheLibraryFirst) {
 class EnvironmentVariables : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* name : {kLaneIdVariable, kLaneBytesVariable, kJobPriorityVariable, kJobStepsVariable}) {
+    for (const char* name :
+         {kLaneIdVariable, kLaneBytesVariable, kJobPriorityVariable, kJobStepsVariable}) {
       ::unsetenv(name);
     }
   }

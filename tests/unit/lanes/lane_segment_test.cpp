@@ -15,9 +15,11 @@
 namespace fleetscope::lanes {
 namespace {
 
-std::unique_ptr<LaneSegment> open_lane(const test_support::TempDir& dir, const std::string& lane, uint64_t bytes) {
+std::unique_ptr<LaneSegment> open_lane(const test_support::TempDir& dir, const std::string& lane,
+                                       uint64_t bytes) {
   std::string error;
-  auto segment = LaneSegment::open_or_create(LaneSegment::path_for_lane(dir.path().string(), lane), bytes, &error);
+  auto segment = LaneSegment::open_or_create(LaneSegment::path_for_lane(dir.path().string(), lane),
+                                             bytes, &error);
   EXPECT_NE(segment, nullptr) << error;
   return segment;
 }

@@ -23,17 +23,17 @@ inline constexpr const char* kLaneDirectoryVariable = "FLEETSCOPE_LANE_DIR";  //
 inline constexpr const char* kLaneGpuUuidVariable = "FLEETSCOPE_LANE_GPU_UUID";
 inline constexpr const char* kGateSocketVariable = "FLEETSCOPE_GATE_SOCKET";  // arbiter socket
 inline constexpr const char* kJobPriorityVariable = "FLEETSCOPE_JOB_PRIORITY";
-inline constexpr const char* kJobStepsVariable = "FLEETSCOPE_JOB_STEPS";      // total iterations
-inline constexpr const char* kLanesLogVariable = "FLEETSCOPE_LANES_LOG";      // 1: diagnostics
+inline constexpr const char* kJobStepsVariable = "FLEETSCOPE_JOB_STEPS";  // total iterations
+inline constexpr const char* kLanesLogVariable = "FLEETSCOPE_LANES_LOG";  // 1: diagnostics
 
 struct LaneAssignment {
   std::string lane_id;
-  uint64_t lane_bytes = 0;        // 0: no memory cap (gate only)
-  std::string ledger_directory;   // empty: /dev/shm
-  std::string gpu_uuid;           // empty: NVML answers for every device are rewritten
-  std::string gate_socket;        // empty: no iteration gate
-  int priority = 0;               // PRIORITY policy: higher goes first
-  uint64_t total_steps = 0;       // SRTF's remaining-time estimate; 0: unknown
+  uint64_t lane_bytes = 0;       // 0: no memory cap (gate only)
+  std::string ledger_directory;  // empty: /dev/shm
+  std::string gpu_uuid;          // empty: NVML answers for every device are rewritten
+  std::string gate_socket;       // empty: no iteration gate
+  int priority = 0;              // PRIORITY policy: higher goes first
+  uint64_t total_steps = 0;      // SRTF's remaining-time estimate; 0: unknown
 };
 
 // Parses "123", "64MiB", "1.5GiB", "2G" (binary units: K/M/G/T with or without "iB"). Empty

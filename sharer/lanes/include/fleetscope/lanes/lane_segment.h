@@ -57,8 +57,8 @@ class LaneSegment {
   // existing segment keeps its capacity: the first creator, normally the daemon, decides). The
   // file is created fully initialised under a temporary name and then linked into place, so no
   // process ever maps a half-initialised ledger. Returns nullptr and sets `error` on failure.
-  static std::unique_ptr<LaneSegment> open_or_create(const std::string& path, uint64_t capacity_bytes,
-                                                     std::string* error);
+  static std::unique_ptr<LaneSegment> open_or_create(const std::string& path,
+                                                     uint64_t capacity_bytes, std::string* error);
   // Maps an existing segment only.
   static std::unique_ptr<LaneSegment> open_existing(const std::string& path, std::string* error);
 

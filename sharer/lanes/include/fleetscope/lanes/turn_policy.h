@@ -17,7 +17,7 @@ namespace fleetscope::lanes {
 
 struct TurnCandidate {
   uint64_t member_id = 0;
-  uint64_t arrival = 0;       // monotonically increasing per request
+  uint64_t arrival = 0;  // monotonically increasing per request
   int priority = 0;
   uint64_t remaining_ns = 0;  // 0: unknown
 };
