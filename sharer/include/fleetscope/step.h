@@ -22,21 +22,26 @@ typedef void (*fleetscope_step_fn)(void);
 typedef void (*fleetscope_step_total_fn)(unsigned long long);
 
 /* Resolves `name` once per call site; a null result means "no fleetscope" and stays cached. The
- * handle is RTLD_DEFAULT, written as (void*)0 so C callers need no _GNU_SOURCE. */
-static inline void* fleetscope_step_lookup_(void** cache, int* resolved, const char* name) {
+ * handle is RTLD_DEFAULT, written as (void*)0 so C callers need no _GNU_SOURCE. The object pointer
+ * dlsym returns is copied into the function pointer byte for byte (the POSIX idiom that ISO C
+ * accepts; a cast would not be). */
+static inline void fleetscope_step_lookup_(void** cache, int* resolved, const char* name,
+                                           void* function, unsigned long size) {
+  void* found;
   if (!__atomic_load_n(resolved, __ATOMIC_ACQUIRE)) {
     __atomic_store_n(cache, dlsym((void*)0, name), __ATOMIC_RELAXED);
     __atomic_store_n(resolved, 1, __ATOMIC_RELEASE);
   }
-  return __atomic_load_n(cache, __ATOMIC_RELAXED);
+  found = __atomic_load_n(cache, __ATOMIC_RELAXED);
+  __builtin_memcpy(function, &found, size);
 }
 
 /* An iteration boundary: the end of one training/inference step and the start of the next. */
 static inline void fleetscope_step(void) {
   static void* cache;
   static int resolved;
-  fleetscope_step_fn fn =
-      (fleetscope_step_fn)fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_boundary");
+  fleetscope_step_fn fn;
+  fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_boundary", &fn, sizeof fn);
   if (fn) fn();
 }
 
@@ -45,8 +50,8 @@ static inline void fleetscope_step(void) {
 static inline void fleetscope_step_release(void) {
   static void* cache;
   static int resolved;
-  fleetscope_step_fn fn =
-      (fleetscope_step_fn)fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_release");
+  fleetscope_step_fn fn;
+  fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_release", &fn, sizeof fn);
   if (fn) fn();
 }
 
@@ -54,8 +59,8 @@ static inline void fleetscope_step_release(void) {
 static inline void fleetscope_step_set_total(unsigned long long total_steps) {
   static void* cache;
   static int resolved;
-  fleetscope_step_total_fn fn = (fleetscope_step_total_fn)fleetscope_step_lookup_(
-      &cache, &resolved, "fleetscope_step_set_total");
+  fleetscope_step_total_fn fn;
+  fleetscope_step_lookup_(&cache, &resolved, "fleetscope_step_set_total", &fn, sizeof fn);
   if (fn) fn(total_steps);
 }
 
