@@ -182,6 +182,40 @@ QVariant PlanJobsModel::cell(const sharer::PlannedJob& j, int column, int role) 
   return {};
 }
 
+CandidatesModel::CandidatesModel(QObject* parent)
+    : RowTableModel({"Job", "GPU", "Utilization", "P (persistent)", "T (ephemeral peak)",
+                     "GPU memory", "Verdict"},
+                    parent) {}
+
+QVariant CandidatesModel::cell(const analyzer::ConsolidationCandidate& c, int column,
+                               int role) const {
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  auto bytes = [&](int64_t b, bool known) -> QVariant {
+    if (sort) return qlonglong(known ? b : -1);
+    return known ? q(analyzer::format_bytes(b)) : QString("not measured");
+  };
+  switch (column) {
+    case job:
+      return q(c.workflow.empty() ? "capture " + std::to_string(c.capture_id) : c.workflow);
+    case gpu:
+      return QString("#%1 GPU %2 %3").arg(c.capture_id).arg(c.device).arg(q(c.gpu_name));
+    case utilization:
+      return sort ? QVariant(c.utilization)
+                  : QVariant(QString::number(100 * c.utilization, 'f', 1) + " %");
+    case persistent:
+      return bytes(c.persistent_bytes, c.memory_measured);
+    case ephemeral:
+      return bytes(c.ephemeral_peak_bytes, c.memory_measured);
+    case capacity:
+      return bytes(c.gpu_memory_bytes, c.gpu_memory_bytes > 0);
+    case verdict:
+      return (c.co_location_candidate ? QString("candidate: ") : QString("not a candidate: ")) +
+             q(c.reason);
+  }
+  return {};
+}
+
 StoredPlansModel::StoredPlansModel(QObject* parent)
     : RowTableModel({"Plan", "Created (ns)", "Policy", "Applied", "Plan JSON"}, parent) {}
 

@@ -76,6 +76,16 @@ class PlanJobsModel : public RowTableModel<sharer::PlannedJob> {
   QVariant cell(const sharer::PlannedJob& row, int column, int role) const override;
 };
 
+// The analyzer's consolidation candidates: per job and GPU, utilization, P and T, and its verdict.
+class CandidatesModel : public RowTableModel<analyzer::ConsolidationCandidate> {
+ public:
+  enum Column { job, gpu, utilization, persistent, ephemeral, capacity, verdict };
+  explicit CandidatesModel(QObject* parent = nullptr);
+
+ protected:
+  QVariant cell(const analyzer::ConsolidationCandidate& row, int column, int role) const override;
+};
+
 class StoredPlansModel : public RowTableModel<StoredPlan> {
  public:
   explicit StoredPlansModel(QObject* parent = nullptr);

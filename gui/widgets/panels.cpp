@@ -129,10 +129,15 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   auto* jobs_proxy = new QSortFilterProxyModel(this);
   jobs_proxy->setSourceModel(jobs_);
   auto* jobs_table = make_table(jobs_proxy, split);
+  candidates_ = new CandidatesModel(this);
+  auto* candidates_proxy = new QSortFilterProxyModel(this);
+  candidates_proxy->setSourceModel(candidates_);
+  auto* candidates_table = make_table(candidates_proxy, split);
   stored_ = new StoredPlansModel(this);
   auto* stored_proxy = new QSortFilterProxyModel(this);
   stored_proxy->setSourceModel(stored_);
   auto* stored_table = make_table(stored_proxy, split);
+  split->addWidget(candidates_table);
   split->addWidget(tree_);
   split->addWidget(jobs_table);
   split->addWidget(stored_table);
@@ -169,12 +174,14 @@ void SharingPanel::set_state(const SharingState* state) {
   if (!state) {
     model_->set_plan({}, {});
     jobs_->set_rows({});
+    candidates_->set_rows({});
     stored_->set_rows({});
     summary_->clear();
   } else {
     model_->set_plan(state->plan, state->jobs);
     tree_->expandAll();
     jobs_->set_rows(state->plan.jobs);
+    candidates_->set_rows(state->candidates);
     stored_->set_rows(state->stored);
     QString text = QString("Current plan: %1 job(s) on %2 GPU(s) → %3 GPU(s), %4 GPU(s) freed.")
                        .arg(state->plan.jobs.size())

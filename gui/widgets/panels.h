@@ -69,6 +69,7 @@ class SharingPanel : public QWidget {
   void refresh_daemon_state();
   SharingModel* model() const { return model_; }
   PlanJobsModel* jobs_model() const { return jobs_; }
+  CandidatesModel* candidates_model() const { return candidates_; }
   StoredPlansModel* stored_model() const { return stored_; }
   QPushButton* apply_button() const { return apply_; }
   QLabel* apply_reason() const { return reason_; }
@@ -78,6 +79,7 @@ class SharingPanel : public QWidget {
   const SharingState* state_ = nullptr;
   SharingModel* model_;
   PlanJobsModel* jobs_;
+  CandidatesModel* candidates_;
   StoredPlansModel* stored_;
   QTreeView* tree_;
   QLabel* summary_;

@@ -159,7 +159,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   // Finding windows, then the selected range.
   for (const TimeRange& w : highlights_) {
     const double x0 = x_of(w.begin), x1 = std::max(x_of(w.end), x0 + 2);
-    p.fillRect(QRectF(x0, ruler_height, x1 - x0, height()), QColor(255, 140, 0, 50));
+    p.fillRect(QRectF(x0, ruler_height, x1 - x0, height()), QColor(255, 140, 0, 38));
     p.setPen(QColor(230, 110, 0));
     p.drawLine(QPointF(x0, ruler_height), QPointF(x0, height()));
   }

@@ -65,6 +65,12 @@ inline Fixture write_fixture(const std::string& path) {
     k.captureId = f.capture;
     writer.add(k);
   };
+  // The model's weights: 1 GiB held for the whole run (P).
+  store::MemoryEvent weights;
+  weights.ts = at_us(100), weights.captureId = f.capture,
+  weights.globalPid = store::global_pid(kPid);
+  weights.bytes = int64_t{1} << 30, weights.total_allocated = int64_t{1} << 30;
+  writer.add(weights);
   // Ten steps of 1 ms: gemm 400 µs on stream 7, relu 100 µs on stream 13, then idle.
   for (int step = 0; step < 10; ++step) {
     const int64_t s = 1000 + step * 1000;

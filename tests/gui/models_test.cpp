@@ -91,6 +91,16 @@ TEST_F(ModelsTest, AggregateSqlPlanStoredAndKeyValueModels) {
   jobs.set_rows(analysis_.sharing.plan.jobs);
   EXPECT_EQ(size_t(jobs.rowCount()), analysis_.sharing.plan.jobs.size());
 
+  CandidatesModel candidates;
+  Tester t6(&candidates, kFatal);
+  candidates.set_rows(analysis_.sharing.candidates);
+  ASSERT_EQ(candidates.rowCount(), 1);  // train on GPU 0
+  EXPECT_EQ(candidates.index(0, CandidatesModel::job).data().toString(), "train");
+  // P: 1 GiB held between steps; T: 64 MiB allocated inside each step.
+  EXPECT_EQ(candidates.index(0, CandidatesModel::persistent).data(kSortRole).toLongLong(),
+            int64_t{1} << 30);
+  EXPECT_EQ(candidates.index(0, CandidatesModel::ephemeral).data(kSortRole).toLongLong(), 64 << 20);
+
   StoredPlansModel stored;
   Tester t4(&stored, kFatal);
   stored.set_rows({{7, 100, "pack", "{}", true}});
