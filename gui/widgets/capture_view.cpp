@@ -45,6 +45,7 @@ QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
   auto* table = new QTableView(parent);
   table->setModel(proxy);
   table->setSortingEnabled(true);
+  table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);  // the model's own order
   table->setSelectionBehavior(QAbstractItemView::SelectRows);
   table->horizontalHeader()->setStretchLastSection(true);
   table->verticalHeader()->hide();

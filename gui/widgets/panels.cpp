@@ -23,6 +23,7 @@ QTableView* make_table(QSortFilterProxyModel* proxy, QWidget* parent) {
   auto* table = new QTableView(parent);
   table->setModel(proxy);
   table->setSortingEnabled(true);
+  table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);  // the model's own order
   table->setSelectionBehavior(QAbstractItemView::SelectRows);
   table->setSelectionMode(QAbstractItemView::SingleSelection);
   table->horizontalHeader()->setStretchLastSection(true);
@@ -105,7 +106,8 @@ FindingsPanel::FindingsPanel(QWidget* parent) : QWidget(parent) {
 
 void FindingsPanel::set_analysis(const CaptureAnalysis* analysis) {
   model_->set_rows(analysis ? finding_rows(analysis->result) : std::vector<FindingRow>{});
-  proxy_->sort(-1);
+  // By impact, largest first; rules not evaluated (impact -1) last.
+  table_->sortByColumn(FindingsModel::impact, Qt::DescendingOrder);
   table_->resizeColumnsToContents();
   details_->clear();
 }
@@ -132,12 +134,12 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   candidates_ = new CandidatesModel(this);
   auto* candidates_proxy = new QSortFilterProxyModel(this);
   candidates_proxy->setSourceModel(candidates_);
-  auto* candidates_table = make_table(candidates_proxy, split);
+  candidates_table_ = make_table(candidates_proxy, split);
   stored_ = new StoredPlansModel(this);
   auto* stored_proxy = new QSortFilterProxyModel(this);
   stored_proxy->setSourceModel(stored_);
   auto* stored_table = make_table(stored_proxy, split);
-  split->addWidget(candidates_table);
+  split->addWidget(candidates_table_);
   split->addWidget(tree_);
   split->addWidget(jobs_table);
   split->addWidget(stored_table);
@@ -182,6 +184,7 @@ void SharingPanel::set_state(const SharingState* state) {
     tree_->expandAll();
     jobs_->set_rows(state->plan.jobs);
     candidates_->set_rows(state->candidates);
+    candidates_table_->resizeColumnsToContents();
     stored_->set_rows(state->stored);
     QString text = QString("Current plan: %1 job(s) on %2 GPU(s) → %3 GPU(s), %4 GPU(s) freed.")
                        .arg(state->plan.jobs.size())
@@ -228,6 +231,8 @@ void SqlConsole::set_session(SessionPtr session) {
   reader_ = session ? session->reader() : nullptr;
   model_->set_result({});
   status_->clear();
+  if (reader_)
+    run(editor_->toPlainText());  // the example query, so the console starts with an answer
 }
 
 bool SqlConsole::run(const QString& sql) {

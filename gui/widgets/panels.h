@@ -80,6 +80,7 @@ class SharingPanel : public QWidget {
   SharingModel* model_;
   PlanJobsModel* jobs_;
   CandidatesModel* candidates_;
+  QTableView* candidates_table_;
   StoredPlansModel* stored_;
   QTreeView* tree_;
   QLabel* summary_;
