@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <type_traits>
 
 namespace fleetscope::gui {
@@ -86,9 +87,23 @@ std::string timeline_cache_path(const std::string& db_path, int64_t capture_id) 
   return db_path + ".capture" + std::to_string(capture_id) + ".zoom";
 }
 
-bool save_timeline_cache(const std::string& db_path, const TimelineData& data) {
+bool save_timeline_cache(const std::string& db_path, const TimelineData& data,
+                         uint64_t item_budget) {
   const auto stamp = stamp_of(db_path);
   if (!stamp) return false;
+  // The first paint needs the coarse levels only (finer ones are rebuilt with the raw events):
+  // keep levels from the coarsest gap down while all tracks together stay within the budget, so
+  // the cache stays small and quick to read however large the capture.
+  std::map<int64_t, uint64_t> items_at_gap;
+  for (const auto& levels : data.levels)
+    for (const auto& l : levels) items_at_gap[l.gap_ns] += l.items.size();
+  int64_t finest_gap = INT64_MAX;
+  uint64_t total = 0;
+  for (auto it = items_at_gap.rbegin(); it != items_at_gap.rend(); ++it) {
+    if (total + it->second > item_budget && finest_gap != INT64_MAX) break;
+    total += it->second;
+    finest_gap = it->first;
+  }
   const std::string path = timeline_cache_path(db_path, data.capture_id);
   const std::string tmp = path + ".tmp";
   {
@@ -109,9 +124,12 @@ bool save_timeline_cache(const std::string& db_path, const TimelineData& data) {
       o.pod(track.host_id);
       o.str(track.host);
       o.str(track.label);
-      const auto& levels = data.levels[t];
+      std::vector<const ZoomLevel*> levels;
+      for (const auto& l : data.levels[t])
+        if (l.gap_ns >= finest_gap) levels.push_back(&l);
       o.pod(uint64_t(levels.size()));
-      for (const auto& l : levels) {
+      for (const ZoomLevel* level : levels) {
+        const ZoomLevel& l = *level;
         o.pod(l.gap_ns);
         o.pod(l.max_duration);
         o.vec(l.items);

@@ -134,9 +134,12 @@ TEST_F(TimelineDataTest, CacheRoundTripsAndIsIgnoredWhenTheDatabaseChanges) {
   ASSERT_EQ(cached->tracks.size(), data_.tracks.size());
   for (size_t t = 0; t < data_.tracks.size(); ++t) {
     EXPECT_EQ(cached->tracks[t].label, data_.tracks[t].label);
+    // A small capture fits the budget: every level is cached.
     ASSERT_EQ(cached->levels[t].size(), data_.levels[t].size());
-    for (size_t l = 0; l < data_.levels[t].size(); ++l)
+    for (size_t l = 0; l < data_.levels[t].size(); ++l) {
+      EXPECT_EQ(cached->levels[t][l].gap_ns, data_.levels[t][l].gap_ns);
       EXPECT_EQ(cached->levels[t][l].items.size(), data_.levels[t][l].items.size());
+    }
   }
   // Painting from the cache alone: the finest level, merged per pixel.
   TimeView view(cached->span, 100);
@@ -147,6 +150,44 @@ TEST_F(TimelineDataTest, CacheRoundTripsAndIsIgnoredWhenTheDatabaseChanges) {
   std::filesystem::last_write_time(
       path_, std::filesystem::last_write_time(path_) + std::chrono::seconds(5));
   EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
+}
+
+TEST_F(TimelineDataTest, CacheKeepsTheCoarsestLevelsWithinItsBudget) {
+  // One dense track: 4000 events of 500 ns, gaps of 0.1 µs · 2^(i mod 16), so many levels exist.
+  TimelineData dense;
+  dense.capture_id = fixture_.capture;
+  dense.tracks.push_back({});
+  dense.events.emplace_back();
+  const int32_t name = dense.intern("k");
+  int64_t t = 0;
+  for (int i = 0; i < 4000; ++i) {
+    t += 100 * (int64_t{1} << (i % 16));
+    dense.events[0].start.push_back(t);
+    dense.events[0].end.push_back(t + 500);
+    dense.events[0].name.push_back(name);
+    dense.events[0].kind.push_back(EventKind::kernel);
+    t += 500;
+  }
+  dense.finalize();
+  const auto& all = dense.levels[0];
+  ASSERT_GE(all.size(), 4u);
+  ASSERT_TRUE(save_timeline_cache(path_, dense, 600));
+  auto cached = load_timeline_cache(path_, fixture_.capture);
+  ASSERT_TRUE(cached);
+  const auto& kept = cached->levels[0];
+  ASSERT_FALSE(kept.empty());
+  EXPECT_LT(kept.size(), all.size());  // the fine levels were left out
+  uint64_t items = 0;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    // The cached levels are the coarsest ones.
+    EXPECT_EQ(kept[i].gap_ns, all[all.size() - kept.size() + i].gap_ns);
+    items += kept[i].items.size();
+  }
+  EXPECT_LE(items, 600u);
+  EXPECT_GT(items + all[all.size() - kept.size() - 1].items.size(),
+            600u);  // the next one did not fit
+  TimeView view(cached->span, 200);
+  EXPECT_FALSE(cached->spans(0, view).empty());
 }
 
 TEST_F(TimelineDataTest, ADamagedCacheIsIgnored) {
