@@ -7,9 +7,12 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
 #include "aggregate.h"
+#include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
 #include "gui_fixture.h"
+#include "range_export.h"
 #include "temp_dir.h"
 #include "timeline_cache.h"
 
@@ -195,6 +198,22 @@ TEST_F(TimelineDataTest, ADamagedCacheIsIgnored) {
   const std::string cache = timeline_cache_path(path_, fixture_.capture);
   std::filesystem::resize_file(cache, std::filesystem::file_size(cache) / 2);
   EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
+}
+
+TEST_F(TimelineDataTest, ExportsTheVisibleRangeAsAChromeTrace) {
+  const std::string out = dir_.file("range.json");
+  const int64_t written = export_range_chrome(data_, {at_us(1200), at_us(3500)}, out);
+  const auto doc = nlohmann::json::parse(std::ifstream(out));
+  std::map<std::string, int> by_name;
+  int complete = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X") ++complete, ++by_name[e["name"].get<std::string>()];
+  EXPECT_EQ(complete, written);
+  EXPECT_EQ(by_name["gemm"], 3);  // steps 0 (overlapping the start), 1 and 2
+  EXPECT_EQ(by_name["relu"], 3);
+  EXPECT_EQ(by_name["cudaLaunchKernel"], 5);
+  EXPECT_EQ(doc["baseTimeNanoseconds"], at_us(1200));
+  EXPECT_THROW(export_range_chrome(data_, {0, 1}, dir_.file("no/such/dir/x.json")), Error);
 }
 
 TEST_F(TimelineDataTest, LoadingStopsWhenCancelled) {

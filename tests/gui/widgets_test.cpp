@@ -3,11 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QChart>
 #include <QImage>
 #include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
 #include <QPushButton>
+#include <QSortFilterProxyModel>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTest>
+#include <QValueAxis>
 #include <filesystem>
 #include <fstream>
 
@@ -183,6 +189,57 @@ TEST_F(WidgetsTest, ClickingAKernelShowsItsRowAndItsLaunchFlow) {
   const auto& launch = t->timeline()->events[flow->launch_track];
   EXPECT_EQ(launch.start[size_t(flow->launch_event)], at_us(2980));
   EXPECT_EQ(t->timeline()->tracks[flow->launch_track].label, "tid 322 · CUDA API");
+}
+
+TEST_F(WidgetsTest, FleetFiltersAndDoubleClickOpensTheWorkflowsCaptures) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  FleetView* fleet = window.fleet_view();
+  fleet->filter()->setText("no such job");
+  EXPECT_EQ(fleet->proxy()->rowCount(), 0);
+  fleet->filter()->setText("ALICE");  // any column, any case
+  ASSERT_EQ(fleet->proxy()->rowCount(), 1);
+  window.show_view("fleet");
+  emit fleet->table()->doubleClicked(fleet->proxy()->index(0, 0));
+  EXPECT_EQ(window.tabs()->currentWidget(), window.capture_view());
+  window.wait_loaded();
+  ASSERT_TRUE(window.capture_view()->capture_id());
+  EXPECT_EQ(*window.capture_view()->capture_id(), fixture_.capture);
+}
+
+TEST_F(WidgetsTest, ChartsFollowTheVisibleRangeAndTheSqlConsoleIsReadOnly) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  TimelineWidget* t = window.capture_view()->timeline();
+  t->show_range({at_us(2000), at_us(2500)});  // 500 µs visible: the charts' x axis in µs
+  QTest::qWait(120);                          // the charts follow after a short debounce
+  QChart* util = window.capture_view()->utilization_chart();
+  ASSERT_FALSE(util->series().isEmpty());
+  auto* x = qobject_cast<QValueAxis*>(util->axes(Qt::Horizontal).value(0));
+  ASSERT_TRUE(x);
+  EXPECT_DOUBLE_EQ(x->max(), 500.0);
+  EXPECT_TRUE(x->titleText().startsWith("µs"));
+  // Kernels in [2000, 2500) µs: gemm [2000, 2400) and relu [2450, 2550): 450 µs busy, 90 %.
+  auto* series = qobject_cast<QLineSeries*>(util->series().value(0));
+  ASSERT_TRUE(series);
+  double weighted = 0, covered = 0;
+  for (int i = 0; i + 1 < series->count(); i += 2) {
+    const double w = series->at(i + 1).x() - series->at(i).x();
+    weighted += w * series->at(i).y();
+    covered += w;
+  }
+  EXPECT_NEAR(weighted / covered, 90.0, 1.0);
+  EXPECT_FALSE(window.capture_view()->memory_chart()->series().isEmpty());
+
+  EXPECT_FALSE(window.sql_console()->run("DELETE FROM StringIds"));
+  EXPECT_FALSE(window.sql_console()->error().isEmpty());
+  EXPECT_TRUE(window.sql_console()->run("SELECT COUNT(*) FROM StringIds"));
 }
 
 TEST_F(WidgetsTest, BadInputGetsAMessageNamingTheFileAndNoCrash) {
