@@ -17,4 +17,6 @@ for _ in $(seq 100); do
   kill -0 "$xvfb" 2>/dev/null || { echo "run_under_xvfb.sh: Xvfb :$display did not start" >&2; exit 1; }
   sleep 0.05
 done
+# Under the asan preset: ignore libdbus's process-lifetime allocation (lsan-system.supp).
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/lsan-system.supp"
 DISPLAY=":$display" QT_QPA_PLATFORM=xcb "$@"
