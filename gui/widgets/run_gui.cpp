@@ -34,8 +34,12 @@ bool write_screenshot(const QString& file, const QString& view, QSize size, cons
       (view == "findings" || view == "timeline")) {
     window.findings_panel()->select_row(0);
     if (view == "timeline") {
+      // The whole capture, with a range selected in its middle so the aggregate table shows.
       TimelineWidget* t = window.capture_view()->timeline();
-      t->show_range(t->view().bounds());
+      const TimeRange all = t->view().bounds();
+      t->show_range(all);
+      t->set_selection(
+          TimeRange{all.begin + all.length() * 2 / 5, all.begin + all.length() * 3 / 5});
     }
   }
   window.show_view(view);

@@ -4,15 +4,19 @@
 
 #include <QApplication>
 #include <QChart>
+#include <QDropEvent>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
+#include <QMimeData>
 #include <QPushButton>
+#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTest>
+#include <QUrl>
 #include <QValueAxis>
 #include <filesystem>
 #include <fstream>
@@ -240,6 +244,22 @@ TEST_F(WidgetsTest, ChartsFollowTheVisibleRangeAndTheSqlConsoleIsReadOnly) {
   EXPECT_FALSE(window.sql_console()->run("DELETE FROM StringIds"));
   EXPECT_FALSE(window.sql_console()->error().isEmpty());
   EXPECT_TRUE(window.sql_console()->run("SELECT COUNT(*) FROM StringIds"));
+}
+
+TEST_F(WidgetsTest, DroppedFilesOpenAndJoinTheRecentFiles) {
+  MainWindow window(false);
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(path_))});
+  QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  // Straight to the window's handler: QApplication only routes drops while a drag is in progress.
+  static_cast<QObject*>(&window)->event(&drop);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_TRUE(window.session());
+  EXPECT_EQ(window.session()->source_path, path_);
+  const QStringList recent =
+      QSettings("fleetscope", "fleetscope-gui").value("recent").toStringList();
+  ASSERT_FALSE(recent.isEmpty());
+  EXPECT_EQ(recent.front(), QString::fromStdString(path_));
 }
 
 TEST_F(WidgetsTest, BadInputGetsAMessageNamingTheFileAndNoCrash) {
