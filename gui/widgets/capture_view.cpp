@@ -87,7 +87,8 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
 
   bottom_ = new QTabWidget(vertical);
   aggregate_ = new AggregateModel(this);
-  bottom_->addTab(make_table(aggregate_, bottom_), "Selected range");
+  aggregate_table_ = make_table(aggregate_, bottom_);
+  bottom_->addTab(aggregate_table_, "Selected range");
   auto* details_page = new QWidget(bottom_);
   auto* details_layout = new QVBoxLayout(details_page);
   details_ = new KeyValueModel(this);
@@ -308,6 +309,9 @@ void CaptureView::on_range_selected(TimeRange range) {
   if (!timeline_data_) return;
   aggregate_->set_range_length(range.length());
   aggregate_->set_rows(aggregate_range(*timeline_data_, range));
+  aggregate_table_->resizeColumnsToContents();
+  aggregate_table_->setColumnWidth(
+      AggregateModel::name, std::min(aggregate_table_->columnWidth(AggregateModel::name), 480));
   bottom_->setCurrentIndex(0);
 }
 

@@ -70,6 +70,7 @@ class CaptureView : public QWidget {
   QLabel* flow_label_ = nullptr;
   QTimer* chart_timer_ = nullptr;
   QTabWidget* bottom_ = nullptr;
+  QTableView* aggregate_table_ = nullptr;
 };
 
 }  // namespace fleetscope::gui

@@ -140,10 +140,12 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
       const QColor c = event_color(s.kind, data.name(s.name));
       p.fillRect(r, c);
       if (r.width() > 40) {
+        // A merged run mixes events: it says how many, not the name of one of them.
+        const QString text = s.count == 1 ? QString::fromStdString(data.name(s.name))
+                                          : QString("%1 events").arg(s.count);
         p.setPen(Qt::black);
         p.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
-                   p.fontMetrics().elidedText(QString::fromStdString(data.name(s.name)),
-                                              Qt::ElideRight, int(r.width()) - 4));
+                   p.fontMetrics().elidedText(text, Qt::ElideRight, int(r.width()) - 4));
       }
     }
     p.setClipRect(QRect(0, ruler_height, width(), height() - ruler_height));
