@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include "fleetscope/analyzer/fleet.h"
+#include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "gui_fixture.h"
@@ -57,6 +59,28 @@ TEST(Session, ImportsAKinetoTraceInMemoryAndAnalysesIt) {
   ASSERT_EQ(a.fleet.size(), 1u);
   EXPECT_EQ(a.fleet[0].capture_ids, std::vector<int64_t>{s->captures[0].id});
   EXPECT_GT(a.fleet[0].span_ns, 0);
+}
+
+TEST(Session, FleetRowsAgreeWithTheAnalyzersFleetRanking) {
+  // The GUI ranks jobs itself only because it also needs their capture ids and must work on
+  // in-memory imports; its numbers must stay those of analyzer::rank_workflows.
+  test_support::TempDir dir;
+  const std::string db = dir.file("fleet.db");
+  importers::import_files({sample("hta-critical_path_alexnet_trace.json.gz"),
+                           sample("hta-critical_path_simple_add_trace.json.gz")},
+                          db);
+  const SessionAnalysis mine = analyze_session(*open_session(db));
+  const auto reference = analyzer::rank_workflows({db});
+  ASSERT_EQ(mine.fleet.size(), reference.size());
+  ASSERT_EQ(mine.fleet.size(), 2u);
+  for (size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_EQ(mine.fleet[i].workflow, reference[i].workflow);
+    EXPECT_EQ(mine.fleet[i].span_ns, reference[i].span_ns);
+    EXPECT_EQ(mine.fleet[i].busy_ns, reference[i].busy_ns);
+    EXPECT_EQ(mine.fleet[i].devices, reference[i].devices);
+    EXPECT_EQ(int64_t(mine.fleet[i].capture_ids.size()), reference[i].captures);
+    EXPECT_EQ(mine.fleet[i].top_rule, reference[i].top_rule);
+  }
 }
 
 TEST(Session, BadInputNamesTheFileAndTheProblem) {
