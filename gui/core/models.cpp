@@ -1,0 +1,246 @@
+#include "models.h"
+
+#include <QColor>
+#include <QString>
+
+#include "fleetscope/analyzer/report_document.h"
+
+namespace fleetscope::gui {
+
+QString format_duration(int64_t ns) {
+  const double v = double(ns);
+  if (std::abs(v) >= 1e9) return QString::number(v / 1e9, 'f', 3) + " s";
+  if (std::abs(v) >= 1e6) return QString::number(v / 1e6, 'f', 3) + " ms";
+  if (std::abs(v) >= 1e3) return QString::number(v / 1e3, 'f', 3) + " µs";
+  return QString::number(ns) + " ns";
+}
+
+namespace {
+QString q(const std::string& s) {
+  return QString::fromStdString(s);
+}
+}  // namespace
+
+FleetModel::FleetModel(QObject* parent)
+    : RowTableModel({"Workflow", "User", "Captures", "GPU-hours", "Utilization", "Wasted GPU-hours",
+                     "Top finding"},
+                    parent) {}
+
+QVariant FleetModel::cell(const FleetRow& r, int column, int role) const {
+  if (role == Qt::TextAlignmentRole && column >= captures && column <= wasted_gpu_hours)
+    return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  switch (column) {
+    case workflow:
+      return q(r.workflow);
+    case user:
+      return q(r.user);
+    case captures:
+      return sort ? QVariant(qlonglong(r.capture_ids.size()))
+                  : QVariant(QString::number(r.capture_ids.size()));
+    case gpu_hours:
+      return sort ? QVariant(r.gpu_hours()) : QVariant(QString::number(r.gpu_hours(), 'g', 4));
+    case utilization:
+      return sort ? QVariant(r.utilization())
+                  : QVariant(QString::number(100 * r.utilization(), 'f', 1) + " %");
+    case wasted_gpu_hours:
+      return sort ? QVariant(r.wasted_gpu_hours())
+                  : QVariant(QString::number(r.wasted_gpu_hours(), 'g', 4));
+    case top_finding:
+      if (sort) return qlonglong(r.top_impact_ns);
+      return r.top_rule.empty() ? QString("—")
+                                : q(r.top_rule) + " (" + format_duration(r.top_impact_ns) + ")";
+  }
+  return {};
+}
+
+std::vector<FindingRow> finding_rows(const analyzer::AnalysisResult& result) {
+  std::vector<FindingRow> rows;
+  for (const auto& f : result.findings) rows.push_back({f, f.rule, {}});
+  std::stable_sort(rows.begin(), rows.end(), [](const FindingRow& a, const FindingRow& b) {
+    return a.finding->impact_ns > b.finding->impact_ns;
+  });
+  for (const auto* outcome : result.not_evaluated())
+    rows.push_back({std::nullopt, outcome->rule, outcome->not_evaluated_text()});
+  return rows;
+}
+
+FindingsModel::FindingsModel(QObject* parent)
+    : RowTableModel({"Rule", "Severity", "Impact", "GPU", "Window", "Recommendation"}, parent) {}
+
+QVariant FindingsModel::cell(const FindingRow& r, int column, int role) const {
+  if (role == Qt::ForegroundRole && !r.finding) return QColor(Qt::gray);
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  if (!r.finding) {
+    switch (column) {
+      case rule:
+        return q(r.rule);
+      case severity:
+        return QString("not evaluated");
+      case impact:
+        return sort ? QVariant(qlonglong(-1)) : QVariant(QString());
+      case recommendation:
+        return q(r.needs);
+      default:
+        return QString();
+    }
+  }
+  const store::Finding& f = *r.finding;
+  switch (column) {
+    case rule:
+      return q(f.rule);
+    case severity:
+      return q(f.severity);
+    case impact:
+      return sort ? QVariant(qlonglong(f.impact_ns)) : QVariant(format_duration(f.impact_ns));
+    case device:
+      return f.deviceId ? QVariant(*f.deviceId) : QVariant(QString("all"));
+    case window:
+      if (!f.window_start || !f.window_end) return QString("—");
+      return sort ? QVariant(qlonglong(*f.window_start))
+                  : QVariant(format_duration(*f.window_end - *f.window_start));
+    case recommendation:
+      return q(f.recommendation);
+  }
+  return {};
+}
+
+AggregateModel::AggregateModel(QObject* parent)
+    : RowTableModel({"Kind", "Name", "Count", "Time", "Share of range"}, parent) {}
+
+QVariant AggregateModel::cell(const AggregateRow& r, int column, int role) const {
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  switch (column) {
+    case kind:
+      return QString(to_string(r.kind));
+    case name:
+      return q(r.name);
+    case count:
+      return sort ? QVariant(qlonglong(r.count)) : QVariant(QString::number(r.count));
+    case total:
+      return sort ? QVariant(qlonglong(r.total_ns)) : QVariant(format_duration(r.total_ns));
+    case share: {
+      const double s = range_ns_ ? double(r.total_ns) / double(range_ns_) : 0.0;
+      return sort ? QVariant(s) : QVariant(QString::number(100 * s, 'f', 1) + " %");
+    }
+  }
+  return {};
+}
+
+SqlResultModel::SqlResultModel(QObject* parent) : RowTableModel({}, parent) {}
+
+void SqlResultModel::set_result(const store::QueryResult& result) {
+  beginResetModel();
+  columns_.clear();
+  for (const auto& c : result.columns) columns_ << q(c);
+  endResetModel();
+  set_rows(result.rows);
+}
+
+int SqlResultModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : int(columns_.size());
+}
+
+QVariant SqlResultModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role == Qt::DisplayRole && orientation == Qt::Horizontal && section >= 0 &&
+      section < columns_.size())
+    return columns_[section];
+  return {};
+}
+
+QVariant SqlResultModel::cell(const std::vector<std::optional<std::string>>& row, int column,
+                              int role) const {
+  if (role != Qt::DisplayRole && role != kSortRole) return {};
+  if (column < 0 || size_t(column) >= row.size()) return {};
+  return row[size_t(column)] ? q(*row[size_t(column)]) : QString("NULL");
+}
+
+PlanJobsModel::PlanJobsModel(QObject* parent)
+    : RowTableModel({"Job", "From GPU", "To GPU", "Lane", "Predicted slowdown", "Reason"}, parent) {
+}
+
+QVariant PlanJobsModel::cell(const sharer::PlannedJob& j, int column, int role) const {
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  switch (column) {
+    case job:
+      return q(j.job_id);
+    case from_gpu:
+      return q(j.from_gpu);
+    case to_gpu:
+      return j.to_gpu.empty() ? QString("(not placed)") : q(j.to_gpu);
+    case lane:
+      return j.lane_id;
+    case slowdown:
+      return role == kSortRole ? QVariant(j.predicted_slowdown)
+                               : QVariant(QString::number(j.predicted_slowdown, 'f', 2) + "×");
+    case reason:
+      return q(j.reason);
+  }
+  return {};
+}
+
+CandidatesModel::CandidatesModel(QObject* parent)
+    : RowTableModel({"Job", "GPU", "Utilization", "P (persistent)", "T (ephemeral peak)",
+                     "GPU memory", "Verdict"},
+                    parent) {}
+
+QVariant CandidatesModel::cell(const analyzer::ConsolidationCandidate& c, int column,
+                               int role) const {
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  auto bytes = [&](int64_t b, bool known) -> QVariant {
+    if (sort) return qlonglong(known ? b : -1);
+    return known ? q(analyzer::format_bytes(b)) : QString("not measured");
+  };
+  switch (column) {
+    case job:
+      return q(c.workflow.empty() ? "capture " + std::to_string(c.capture_id) : c.workflow);
+    case gpu:
+      return QString("#%1 GPU %2 %3").arg(c.capture_id).arg(c.device).arg(q(c.gpu_name));
+    case utilization:
+      return sort ? QVariant(c.utilization)
+                  : QVariant(QString::number(100 * c.utilization, 'f', 1) + " %");
+    case persistent:
+      return bytes(c.persistent_bytes, c.memory_measured);
+    case ephemeral:
+      return bytes(c.ephemeral_peak_bytes, c.memory_measured);
+    case capacity:
+      return bytes(c.gpu_memory_bytes, c.gpu_memory_bytes > 0);
+    case verdict:
+      return (c.co_location_candidate ? QString("candidate: ") : QString("not a candidate: ")) +
+             q(c.reason);
+  }
+  return {};
+}
+
+StoredPlansModel::StoredPlansModel(QObject* parent)
+    : RowTableModel({"Plan", "Created (ns)", "Policy", "Applied", "Plan JSON"}, parent) {}
+
+QVariant StoredPlansModel::cell(const StoredPlan& p, int column, int role) const {
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  switch (column) {
+    case 0:
+      return qlonglong(p.id);
+    case 1:
+      return qlonglong(p.created_ns);
+    case 2:
+      return q(p.policy);
+    case 3:
+      return p.applied ? QString("yes") : QString("no");
+    case 4:
+      return q(p.plan_json);
+  }
+  return {};
+}
+
+KeyValueModel::KeyValueModel(QObject* parent) : RowTableModel({"Field", "Value"}, parent) {}
+
+QVariant KeyValueModel::cell(const KeyValue& kv, int column, int role) const {
+  if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+  return column == 0 ? q(kv.first) : q(kv.second);
+}
+
+}  // namespace fleetscope::gui

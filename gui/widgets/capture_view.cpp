@@ -1,0 +1,342 @@
+#include "capture_view.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QHorizontalStackedBarSeries>
+#include <QLabel>
+#include <QLineSeries>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include "fleetscope/analyzer/device_metrics.h"
+#include "fleetscope/analyzer/time_axis.h"
+#include "timeline_widget.h"
+
+namespace fleetscope::gui {
+
+namespace {
+
+QChartView* make_chart(const QString& title) {
+  auto* chart = new QChart;
+  chart->setTitle(title);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->setMargins(QMargins(2, 2, 2, 2));
+  auto* view = new QChartView(chart);
+  view->setRenderHint(QPainter::Antialiasing);
+  view->setMinimumHeight(140);
+  return view;
+}
+
+QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
+  auto* proxy = new QSortFilterProxyModel(parent);
+  proxy->setSourceModel(model);
+  proxy->setSortRole(kSortRole);
+  auto* table = new QTableView(parent);
+  table->setModel(proxy);
+  table->setSortingEnabled(true);
+  table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);  // the model's own order
+  table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table->horizontalHeader()->setStretchLastSection(true);
+  table->verticalHeader()->hide();
+  return table;
+}
+
+}  // namespace
+
+CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* top = new QHBoxLayout;
+  captures_ = new QComboBox(this);
+  status_ = new QLabel(this);
+  top->addWidget(new QLabel("Capture:", this));
+  top->addWidget(captures_, 1);
+  top->addWidget(status_, 2);
+  layout->addLayout(top);
+
+  auto* vertical = new QSplitter(Qt::Vertical, this);
+  auto* horizontal = new QSplitter(Qt::Horizontal, vertical);
+  tracks_ = new TrackModel(this);
+  track_view_ = new QTreeView(horizontal);
+  track_view_->setModel(tracks_);
+  track_view_->setMinimumWidth(150);
+  timeline_ = new TimelineWidget(horizontal);
+  horizontal->addWidget(track_view_);
+  horizontal->addWidget(timeline_);
+  horizontal->setStretchFactor(1, 5);
+  vertical->addWidget(horizontal);
+
+  auto* charts = new QWidget(vertical);
+  auto* charts_layout = new QHBoxLayout(charts);
+  charts_layout->setContentsMargins(0, 0, 0, 0);
+  utilization_ = make_chart("GPU utilization (visible range)");
+  memory_ = make_chart("Allocated device memory (visible range)");
+  charts_layout->addWidget(utilization_);
+  charts_layout->addWidget(memory_);
+  vertical->addWidget(charts);
+
+  bottom_ = new QTabWidget(vertical);
+  aggregate_ = new AggregateModel(this);
+  aggregate_table_ = make_table(aggregate_, bottom_);
+  bottom_->addTab(aggregate_table_, "Selected range");
+  auto* details_page = new QWidget(bottom_);
+  auto* details_layout = new QVBoxLayout(details_page);
+  details_ = new KeyValueModel(this);
+  flow_label_ = new QLabel(details_page);
+  flow_label_->setWordWrap(true);
+  details_layout->addWidget(flow_label_);
+  details_layout->addWidget(make_table(details_, details_page));
+  bottom_->addTab(details_page, "Selected event");
+  steps_ = make_chart("Step time breakdown (profiler plugin)");
+  bottom_->addTab(steps_, "Steps");
+  vertical->addWidget(bottom_);
+  vertical->setStretchFactor(0, 5);
+  vertical->setStretchFactor(1, 2);
+  vertical->setStretchFactor(2, 2);
+  layout->addWidget(vertical, 1);
+
+  chart_timer_ = new QTimer(this);
+  chart_timer_->setSingleShot(true);
+  chart_timer_->setInterval(40);
+  connect(chart_timer_, &QTimer::timeout, this, &CaptureView::update_charts);
+  connect(timeline_, &TimelineWidget::visible_range_changed, this,
+          [this] { chart_timer_->start(); });
+  connect(timeline_, &TimelineWidget::range_selected, this, &CaptureView::on_range_selected);
+  connect(timeline_, &TimelineWidget::event_selected, this, &CaptureView::on_event_selected);
+  connect(captures_, &QComboBox::activated, this,
+          [this](int index) { emit capture_requested(captures_->itemData(index).toLongLong()); });
+  connect(track_view_, &QTreeView::clicked, this, [this](const QModelIndex& index) {
+    const TreeNode* n = tracks_->node(index);
+    if (n && n->payload >= 0) timeline_->scroll_to_track(size_t(n->payload));
+  });
+}
+
+CaptureView::~CaptureView() = default;
+
+QChart* CaptureView::utilization_chart() const {
+  return utilization_->chart();
+}
+QChart* CaptureView::memory_chart() const {
+  return memory_->chart();
+}
+QChart* CaptureView::step_chart() const {
+  return steps_->chart();
+}
+
+std::optional<int64_t> CaptureView::capture_id() const {
+  if (!timeline_data_) return std::nullopt;
+  return timeline_data_->capture_id;
+}
+
+void CaptureView::set_session(SessionPtr session) {
+  session_ = std::move(session);
+  reader_ = session_ ? session_->reader() : nullptr;
+  set_captures_filter({});
+  timeline_data_.reset();
+  analysis_.reset();
+  timeline_->set_timeline(nullptr);
+}
+
+void CaptureView::set_captures_filter(const std::vector<int64_t>& ids) {
+  captures_->clear();
+  if (!session_) return;
+  for (const auto& c : session_->captures) {
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), c.id) == ids.end()) continue;
+    captures_->addItem(
+        QString("#%1 %2 (%3)")
+            .arg(c.id)
+            .arg(QString::fromStdString(c.source_path), QString::fromStdString(c.source)),
+        QVariant::fromValue<qlonglong>(c.id));
+  }
+  if (timeline_data_)
+    captures_->setCurrentIndex(
+        captures_->findData(QVariant::fromValue<qlonglong>(timeline_data_->capture_id)));
+}
+
+void CaptureView::set_timeline(TimelinePtr timeline) {
+  timeline_data_ = timeline;
+  timeline_->set_timeline(timeline);
+  if (timeline) {
+    tracks_->set_tracks(timeline->tracks, timeline->events);
+    track_view_->expandAll();
+    track_view_->resizeColumnToContents(0);
+    const int index = captures_->findData(QVariant::fromValue<qlonglong>(timeline->capture_id));
+    if (index >= 0) captures_->setCurrentIndex(index);
+    status_->setText(
+        timeline->has_events
+            ? QString("%1 tracks, %2 events")
+                  .arg(timeline->tracks.size())
+                  .arg(timeline->event_count())
+            : QString("%1 tracks (zoom summary; events loading…)").arg(timeline->tracks.size()));
+  }
+  update_charts();
+  update_step_chart();
+}
+
+void CaptureView::set_analysis(AnalysisPtr analysis) {
+  analysis_ = std::move(analysis);
+  update_charts();
+  update_step_chart();
+}
+
+const CaptureAnalysis* CaptureView::current_analysis() const {
+  if (!analysis_ || !timeline_data_) return nullptr;
+  for (const auto& c : analysis_->captures)
+    if (c.capture_id == timeline_data_->capture_id) return &c;
+  return nullptr;
+}
+
+void CaptureView::update_charts() {
+  QChart* util = utilization_->chart();
+  QChart* mem = memory_->chart();
+  util->removeAllSeries();
+  mem->removeAllSeries();
+  for (auto* a : util->axes()) util->removeAxis(a), delete a;
+  for (auto* a : mem->axes()) mem->removeAxis(a), delete a;
+  const CaptureAnalysis* ca = current_analysis();
+  if (!ca || !timeline_data_) return;
+  const TimeRange vis = timeline_->view().visible();
+  // One unit for both charts, picked from the visible length (as the timeline's ruler does).
+  const analyzer::TimeAxis axis{vis.begin, vis.end, 0, 1};
+  const double unit = double(analyzer::time_unit_ns(axis.unit()));
+  auto ms = [&](int64_t ns) { return double(ns - vis.begin) / unit; };
+  auto* x_util = new QValueAxis;
+  x_util->setRange(0, ms(vis.end));
+  x_util->setTitleText(
+      QString("%1 from visible start").arg(analyzer::time_unit_suffix(axis.unit())));
+  auto* y_util = new QValueAxis;
+  y_util->setRange(0, 100);
+  y_util->setLabelFormat("%d %%");
+  util->addAxis(x_util, Qt::AlignBottom);
+  util->addAxis(y_util, Qt::AlignLeft);
+  for (int32_t device : ca->devices) {
+    auto* series = new QLineSeries;
+    series->setName(QString("GPU %1").arg(device));
+    for (const auto& b :
+         analyzer::gpu_utilization_timeline(*ca->data, device, {vis.begin, vis.end})) {
+      series->append(ms(b.bucket.begin), 100 * b.utilization);
+      series->append(ms(b.bucket.end), 100 * b.utilization);
+    }
+    util->addSeries(series);
+    series->attachAxis(x_util);
+    series->attachAxis(y_util);
+  }
+  auto* x_mem = new QValueAxis;
+  x_mem->setRange(0, ms(vis.end));
+  auto* y_mem = new QValueAxis;
+  y_mem->setTitleText("MiB");
+  mem->addAxis(x_mem, Qt::AlignBottom);
+  mem->addAxis(y_mem, Qt::AlignLeft);
+  double top = 1;
+  for (const auto& [device, points] : ca->memory) {
+    auto* series = new QLineSeries;
+    series->setName(QString("GPU %1").arg(device));
+    double last = 0;
+    for (const auto& pt : points) {
+      const double mib = double(pt.bytes) / (1 << 20);
+      if (pt.ts < vis.begin) {
+        last = mib;
+        continue;
+      }
+      if (pt.ts >= vis.end) break;
+      if (series->count() == 0) series->append(0, last);
+      series->append(ms(pt.ts), last);
+      series->append(ms(pt.ts), mib);
+      last = mib;
+      top = std::max(top, mib);
+    }
+    if (series->count() == 0) series->append(0, last);
+    series->append(ms(vis.end), last);
+    top = std::max(top, last);
+    mem->addSeries(series);
+    series->attachAxis(x_mem);
+    series->attachAxis(y_mem);
+  }
+  y_mem->setRange(0, top * 1.1);
+  if (ca->memory.empty())
+    mem->setTitle("Allocated device memory: no memory events in this capture");
+  else
+    mem->setTitle("Allocated device memory (visible range)");
+}
+
+void CaptureView::update_step_chart() {
+  QChart* chart = steps_->chart();
+  chart->removeAllSeries();
+  for (auto* a : chart->axes()) chart->removeAxis(a), delete a;
+  const CaptureAnalysis* ca = current_analysis();
+  if (!ca) return;
+  if (ca->steps.empty()) {
+    chart->setTitle("Step time breakdown: no profiler steps in this capture");
+    return;
+  }
+  chart->setTitle("Step time breakdown (profiler plugin), ms");
+  const char* names[] = {"kernel",  "memcpy",     "memset", "communication",
+                         "runtime", "DataLoader", "CPU op", "other"};
+  QList<QBarSet*> sets;
+  for (const char* n : names) sets << new QBarSet(n);
+  QStringList categories;
+  const size_t limit = std::min<size_t>(ca->steps.size(), 30);
+  for (size_t i = 0; i < limit; ++i) {
+    const auto& s = ca->steps[i];
+    categories << QString("step %1").arg(s.step);
+    const int64_t parts[] = {s.kernel_ns,  s.memcpy_ns,     s.memset_ns, s.communication_ns,
+                             s.runtime_ns, s.dataloader_ns, s.cpu_op_ns, s.other_ns};
+    for (int k = 0; k < 8; ++k) *sets[k] << double(parts[k]) / 1e6;
+  }
+  auto* series = new QHorizontalStackedBarSeries;
+  series->append(sets);
+  chart->addSeries(series);
+  auto* y = new QBarCategoryAxis;
+  y->append(categories);
+  auto* x = new QValueAxis;
+  chart->addAxis(y, Qt::AlignLeft);
+  chart->addAxis(x, Qt::AlignBottom);
+  series->attachAxis(y);
+  series->attachAxis(x);
+}
+
+void CaptureView::on_range_selected(TimeRange range) {
+  if (!timeline_data_) return;
+  aggregate_->set_range_length(range.length());
+  aggregate_->set_rows(aggregate_range(*timeline_data_, range));
+  aggregate_table_->resizeColumnsToContents();
+  aggregate_table_->setColumnWidth(
+      AggregateModel::name, std::min(aggregate_table_->columnWidth(AggregateModel::name), 480));
+  bottom_->setCurrentIndex(0);
+}
+
+void CaptureView::on_event_selected(size_t track, qint64 event) {
+  if (!timeline_data_ || !reader_) return;
+  const EventDetails d = event_details(*reader_, *timeline_data_, track, event);
+  details_->set_rows(d.fields);
+  const auto flow = event_flow(*reader_, *timeline_data_, track, event);
+  timeline_->set_flow(flow);
+  if (flow) {
+    const auto& l = timeline_data_->events[flow->launch_track];
+    const auto& g = timeline_data_->events[flow->gpu_track];
+    const auto li = size_t(flow->launch_event), gi = size_t(flow->gpu_event);
+    flow_label_->setText(
+        QString("Flow: %1 on %2 → %3 on %4; launch-to-start %5")
+            .arg(QString::fromStdString(timeline_data_->name(l.name[li])),
+                 QString::fromStdString(timeline_data_->tracks[flow->launch_track].label),
+                 QString::fromStdString(timeline_data_->name(g.name[gi])),
+                 QString::fromStdString(timeline_data_->tracks[flow->gpu_track].label),
+                 format_duration(g.start[gi] - l.start[li])));
+  } else {
+    flow_label_->setText(d.correlation ? "Flow: the other end of this launch is not in this capture"
+                                       : "Flow: none (no correlation id)");
+  }
+  bottom_->setCurrentIndex(1);
+}
+
+}  // namespace fleetscope::gui

@@ -1,0 +1,76 @@
+// The capture view: timeline with its track tree, utilization and memory charts that follow the
+// timeline's visible range, the step breakdown chart, and below, the aggregate table of the
+// selected range and the details and launch→kernel flow of the selected event.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "loader.h"
+#include "models.h"
+#include "tree_model.h"
+
+class QComboBox;
+class QTableView;
+class QTreeView;
+class QLabel;
+class QTimer;
+class QTabWidget;
+class QChartView;
+class QChart;
+
+namespace fleetscope::gui {
+
+class TimelineWidget;
+
+class CaptureView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit CaptureView(QWidget* parent = nullptr);
+  ~CaptureView() override;
+
+  void set_session(SessionPtr session);
+  void set_timeline(TimelinePtr timeline);
+  void set_analysis(AnalysisPtr analysis);
+  void set_captures_filter(const std::vector<int64_t>& capture_ids);  // empty = all
+
+  TimelineWidget* timeline() const { return timeline_; }
+  AggregateModel* aggregate_model() const { return aggregate_; }
+  KeyValueModel* details_model() const { return details_; }
+  TrackModel* track_model() const { return tracks_; }
+  QChart* utilization_chart() const;
+  QChart* memory_chart() const;
+  QChart* step_chart() const;
+  std::optional<int64_t> capture_id() const;
+
+ signals:
+  void capture_requested(qint64 capture_id);
+
+ private:
+  void update_charts();
+  void update_step_chart();
+  void on_range_selected(TimeRange range);
+  void on_event_selected(size_t track, qint64 event);
+  const CaptureAnalysis* current_analysis() const;
+
+  SessionPtr session_;
+  std::unique_ptr<store::Reader> reader_;  // GUI-thread connection for details and flows
+  TimelinePtr timeline_data_;
+  AnalysisPtr analysis_;
+  QComboBox* captures_ = nullptr;
+  QLabel* status_ = nullptr;
+  TimelineWidget* timeline_ = nullptr;
+  QTreeView* track_view_ = nullptr;
+  TrackModel* tracks_ = nullptr;
+  QChartView* utilization_ = nullptr;
+  QChartView* memory_ = nullptr;
+  QChartView* steps_ = nullptr;
+  AggregateModel* aggregate_ = nullptr;
+  KeyValueModel* details_ = nullptr;
+  QLabel* flow_label_ = nullptr;
+  QTimer* chart_timer_ = nullptr;
+  QTabWidget* bottom_ = nullptr;
+  QTableView* aggregate_table_ = nullptr;
+};
+
+}  // namespace fleetscope::gui

@@ -1,0 +1,163 @@
+// Every model of the GUI under QAbstractItemModelTester (fatal on any violation of the model
+// contract), filled from real library results, plus checks of what the rows say.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+
+#include "fleetscope/store/reader.h"
+#include "gui_fixture.h"
+#include "models.h"
+#include "session.h"
+#include "temp_dir.h"
+#include "tree_model.h"
+
+namespace fleetscope::gui {
+namespace {
+
+using Tester = QAbstractItemModelTester;
+constexpr auto kFatal = QAbstractItemModelTester::FailureReportingMode::Fatal;
+
+class ModelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("trace.db");
+    fixture_ = testing::write_fixture(path_);
+    session_ = open_session(path_);
+    analysis_ = analyze_session(*session_);
+  }
+  test_support::TempDir dir_;
+  std::string path_;
+  testing::Fixture fixture_;
+  std::shared_ptr<Session> session_;
+  SessionAnalysis analysis_;
+};
+
+TEST_F(ModelsTest, FleetModel) {
+  FleetModel model;
+  Tester tester(&model, kFatal);
+  model.set_rows(analysis_.fleet);
+  ASSERT_EQ(model.rowCount(), 1);
+  EXPECT_EQ(model.index(0, FleetModel::workflow).data().toString(), "train");
+  EXPECT_EQ(model.index(0, FleetModel::user).data().toString(), "alice");
+  // Busy 500 µs of every 1 ms step on GPU 0: gemm [1000,1400) + relu [1450,1550), first event
+  // the memcpy [500, 700) µs, last the relu ending at 10550 µs.
+  const FleetRow& row = analysis_.fleet[0];
+  EXPECT_EQ(row.span_ns, 10'050'000);
+  EXPECT_EQ(row.busy_ns, 10 * 500'000 + 200'000);
+  EXPECT_EQ(model.index(0, FleetModel::top_finding).data().toString().left(13), "gpu_idle_gaps");
+  EXPECT_NEAR(model.index(0, FleetModel::utilization).data(kSortRole).toDouble(), 5.2 / 10.05,
+              1e-9);
+  model.set_rows({});
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST_F(ModelsTest, FindingsModelListsFindingsByImpactThenRulesNotEvaluated) {
+  FindingsModel model;
+  Tester tester(&model, kFatal);
+  ASSERT_EQ(analysis_.captures.size(), 1u);
+  model.set_rows(finding_rows(analysis_.captures[0].result));
+  ASSERT_GE(model.rowCount(), 1);
+  EXPECT_EQ(model.index(0, FindingsModel::rule).data().toString(), "gpu_idle_gaps");
+  EXPECT_EQ(model.index(0, FindingsModel::impact).data(kSortRole).toLongLong(), 4'000'000);
+  bool not_evaluated = false;
+  for (int r = 0; r < model.rowCount(); ++r)
+    not_evaluated |= model.index(r, FindingsModel::severity).data().toString() == "not evaluated";
+  // The fixture has no NVTX and no communication: some rule lacks its input.
+  EXPECT_TRUE(not_evaluated);
+}
+
+TEST_F(ModelsTest, AggregateSqlPlanStoredAndKeyValueModels) {
+  AggregateModel aggregate;
+  Tester t1(&aggregate, kFatal);
+  aggregate.set_range_length(1000);
+  aggregate.set_rows(
+      {{EventKind::kernel, "gemm", 2, 500}, {EventKind::runtime, "cudaLaunchKernel", 2, 20}});
+  EXPECT_EQ(aggregate.index(0, AggregateModel::share).data().toString(), "50.0 %");
+
+  SqlResultModel sql;
+  Tester t2(&sql, kFatal);
+  auto reader = session_->reader();
+  sql.set_result(
+      reader->query("SELECT COUNT(*) AS n, NULL AS empty FROM CUPTI_ACTIVITY_KIND_KERNEL"));
+  ASSERT_EQ(sql.columnCount(), 2);
+  EXPECT_EQ(sql.headerData(0, Qt::Horizontal, Qt::DisplayRole).toString(), "n");
+  EXPECT_EQ(sql.index(0, 0).data().toString(), "20");
+  EXPECT_EQ(sql.index(0, 1).data().toString(), "NULL");
+  sql.set_result(reader->query("SELECT 1 AS a, 2 AS b, 3 AS c"));
+  EXPECT_EQ(sql.columnCount(), 3);
+
+  PlanJobsModel jobs;
+  Tester t3(&jobs, kFatal);
+  jobs.set_rows(analysis_.sharing.plan.jobs);
+  EXPECT_EQ(size_t(jobs.rowCount()), analysis_.sharing.plan.jobs.size());
+
+  CandidatesModel candidates;
+  Tester t6(&candidates, kFatal);
+  candidates.set_rows(analysis_.sharing.candidates);
+  ASSERT_EQ(candidates.rowCount(), 1);  // train on GPU 0
+  EXPECT_EQ(candidates.index(0, CandidatesModel::job).data().toString(), "train");
+  // P: 1 GiB held between steps; T: 64 MiB allocated inside each step.
+  EXPECT_EQ(candidates.index(0, CandidatesModel::persistent).data(kSortRole).toLongLong(),
+            int64_t{1} << 30);
+  EXPECT_EQ(candidates.index(0, CandidatesModel::ephemeral).data(kSortRole).toLongLong(), 64 << 20);
+
+  StoredPlansModel stored;
+  Tester t4(&stored, kFatal);
+  stored.set_rows({{7, 100, "pack", "{}", true}});
+  EXPECT_EQ(stored.index(0, 3).data().toString(), "yes");
+
+  KeyValueModel kv;
+  Tester t5(&kv, kFatal);
+  kv.set_rows({{"name", "gemm"}});
+  EXPECT_EQ(kv.index(0, 1).data().toString(), "gemm");
+}
+
+TEST_F(ModelsTest, TrackModelNestsHostProcessGpuStream) {
+  auto reader = session_->reader();
+  const TimelineData data = load_timeline(*reader, fixture_.capture);
+  TrackModel model;
+  Tester tester(&model, kFatal);
+  model.set_tracks(data.tracks, data.events);
+  ASSERT_EQ(model.rowCount(), 1);
+  const QModelIndex host = model.index(0, 0);
+  EXPECT_EQ(host.data().toString(), "node-a");
+  const QModelIndex process = model.index(0, 0, host);
+  EXPECT_EQ(process.data().toString(), "process 321");
+  QStringList children;
+  for (int r = 0; r < model.rowCount(process); ++r)
+    children << model.index(r, 0, process).data().toString();
+  EXPECT_EQ(children, (QStringList{"iterations", "GPU 0", "thread 322"}));
+  const QModelIndex gpu = model.index(1, 0, process);
+  EXPECT_EQ(model.index(0, 0, gpu).data().toString(), "stream 7");
+  EXPECT_EQ(model.index(0, 1, gpu).data().toString(), "11");
+  for (size_t t = 0; t < data.tracks.size(); ++t)
+    EXPECT_EQ(model.node(model.index_of_track(t))->payload, int64_t(t));
+}
+
+TEST_F(ModelsTest, SharingModelShowsGpusLanesAndJobs) {
+  // Two half-idle jobs on two 40 GiB GPUs: the planner puts them on one GPU.
+  std::vector<sharer::JobProfile> jobs(2);
+  for (int i = 0; i < 2; ++i) {
+    jobs[size_t(i)].job_id = "job" + std::to_string(i);
+    jobs[size_t(i)].gpu = "gpu" + std::to_string(i);
+    jobs[size_t(i)].persistent_bytes = int64_t{4} << 30;
+    jobs[size_t(i)].ephemeral_peak_bytes = int64_t{2} << 30;
+    jobs[size_t(i)].gpu_capacity_bytes = int64_t{40} << 30;
+    jobs[size_t(i)].utilization = 0.2;
+    jobs[size_t(i)].iteration_ns = 1'000'000;
+  }
+  const auto plan = sharer::plan_consolidation(jobs);
+  ASSERT_EQ(plan.gpus_freed.size(), 1u);
+  SharingModel model;
+  Tester tester(&model, kFatal);
+  model.set_plan(plan, jobs);
+  ASSERT_EQ(model.rowCount(), 2);  // the GPU kept, the GPU freed
+  const QModelIndex gpu = model.index(0, 0);
+  int job_rows = 0;
+  for (int l = 0; l < model.rowCount(gpu); ++l) job_rows += model.rowCount(model.index(l, 0, gpu));
+  EXPECT_EQ(job_rows, 2);
+  EXPECT_EQ(model.index(1, 4).data().toString(), "freed");
+}
+
+}  // namespace
+}  // namespace fleetscope::gui

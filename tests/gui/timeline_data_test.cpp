@@ -1,0 +1,227 @@
+#include "timeline_data.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include "aggregate.h"
+#include "fleetscope/store/error.h"
+#include "fleetscope/store/reader.h"
+#include "gui_fixture.h"
+#include "range_export.h"
+#include "temp_dir.h"
+#include "timeline_cache.h"
+
+namespace fleetscope::gui {
+namespace {
+
+using testing::at_us;
+
+class TimelineDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("trace.db");
+    fixture_ = testing::write_fixture(path_);
+    reader_ = std::make_unique<store::Reader>(path_);
+    data_ = load_timeline(*reader_, fixture_.capture);
+  }
+  size_t track(TrackKind kind, int32_t stream = -1) const {
+    for (size_t t = 0; t < data_.tracks.size(); ++t)
+      if (data_.tracks[t].key.kind == kind && data_.tracks[t].key.stream == stream) return t;
+    ADD_FAILURE() << "no track";
+    return 0;
+  }
+  test_support::TempDir dir_;
+  std::string path_;
+  testing::Fixture fixture_;
+  std::unique_ptr<store::Reader> reader_;
+  TimelineData data_;
+};
+
+TEST_F(TimelineDataTest, TracksFollowHostProcessGpuStreamThenThreads) {
+  std::vector<std::string> labels;
+  for (const auto& t : data_.tracks) labels.push_back(t.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"iterations", "pid 321 · GPU 0 · stream 7",
+                                              "pid 321 · GPU 0 · stream 13", "tid 322 · CUDA API",
+                                              "tid 322 · CPU ops"}));
+  for (const auto& t : data_.tracks) EXPECT_EQ(t.host, "node-a");
+  EXPECT_EQ(data_.events[track(TrackKind::gpu_stream, 7)].size(), 11u);  // 10 gemm + 1 memcpy
+  EXPECT_EQ(data_.events[track(TrackKind::thread_runtime)].size(), 20u);
+  EXPECT_EQ(data_.span.begin, at_us(500));
+  EXPECT_EQ(data_.span.end, at_us(10950));
+}
+
+TEST_F(TimelineDataTest, LevelsAreDisjointKeepTheirGapAndCountEveryEvent) {
+  for (size_t t = 0; t < data_.tracks.size(); ++t) {
+    ASSERT_FALSE(data_.levels[t].empty());
+    for (const ZoomLevel& level : data_.levels[t]) {
+      uint64_t count = 0;
+      for (size_t i = 0; i < level.items.size(); ++i) {
+        count += level.items[i].count;
+        if (i) {
+          EXPECT_GE(level.items[i].start - level.items[i - 1].end, level.gap_ns);
+        }
+      }
+      EXPECT_EQ(count, data_.events[t].size()) << data_.tracks[t].label << " gap " << level.gap_ns;
+    }
+  }
+}
+
+TEST_F(TimelineDataTest, ZoomedInSpansAreTheRawEvents) {
+  const size_t s7 = track(TrackKind::gpu_stream, 7);
+  TimeView view(data_.span, 1000);
+  view.show({at_us(900), at_us(3100)});  // 2.2 µs per pixel: below every level's gap
+  const auto spans = data_.spans(s7, view);
+  ASSERT_EQ(spans.size(), 3u);  // gemm of steps 0, 1, 2
+  for (const auto& s : spans) {
+    EXPECT_EQ(data_.name(s.name), "gemm");
+    EXPECT_EQ(s.count, 1u);
+    EXPECT_GE(s.event, 0);
+    EXPECT_EQ(s.end - s.start, 400'000);
+  }
+  EXPECT_NEAR(spans[0].x0, view.to_pixel(at_us(1000)), 1e-9);
+}
+
+TEST_F(TimelineDataTest, ZoomedOutSpansMergePerPixelAndStayWithinTheWidth) {
+  const size_t s7 = track(TrackKind::gpu_stream, 7);
+  TimeView view(data_.span, 8);  // 8 pixels for 10.45 ms: many events per pixel
+  const auto spans = data_.spans(s7, view);
+  EXPECT_LE(spans.size(), 8u);
+  uint64_t count = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    count += spans[i].count;
+    EXPECT_GE(spans[i].x1 - spans[i].x0, 1.0);
+    if (i) {
+      EXPECT_GE(spans[i].x0, std::floor(spans[i - 1].x1) + 1.0);
+    }
+  }
+  EXPECT_EQ(count, 11u);
+}
+
+TEST_F(TimelineDataTest, EventAtFindsTheKernelUnderATime) {
+  const size_t s7 = track(TrackKind::gpu_stream, 7);
+  const int64_t e = data_.event_at(s7, at_us(2100));
+  ASSERT_GE(e, 0);
+  EXPECT_EQ(data_.events[s7].start[size_t(e)], at_us(2000));
+  EXPECT_EQ(data_.event_at(s7, at_us(2600)), -1);  // idle
+}
+
+TEST_F(TimelineDataTest, AggregateOfARangeEqualsTheSqlAnswer) {
+  const TimeRange range{at_us(1200), at_us(3500)};
+  std::map<std::string, std::pair<int64_t, int64_t>> expected;
+  auto st = reader_->database().prepare(
+      "SELECT s.value, COUNT(*), SUM(MIN(k.end, ?2) - MAX(k.start, ?1)) FROM "
+      "CUPTI_ACTIVITY_KIND_KERNEL k "
+      "JOIN StringIds s ON s.id = k.shortName WHERE k.start < ?2 AND k.end > ?1 GROUP BY 1");
+  st.bind(1, range.begin).bind(2, range.end);
+  while (st.step()) expected[st.column_text(0)] = {st.column_int(1), st.column_int(2)};
+  ASSERT_EQ(expected.size(), 2u);
+  std::map<std::string, std::pair<int64_t, int64_t>> got;
+  for (const auto& row : aggregate_range(data_, range))
+    if (row.kind == EventKind::kernel) got[row.name] = {row.count, row.total_ns};
+  EXPECT_EQ(got, expected);
+  // gemm: 200 µs of step 0, then 400 + 400 µs of steps 1 and 2.
+  EXPECT_EQ(got["gemm"], (std::pair<int64_t, int64_t>{3, 1'000'000}));
+}
+
+TEST_F(TimelineDataTest, CacheRoundTripsAndIsIgnoredWhenTheDatabaseChanges) {
+  ASSERT_TRUE(save_timeline_cache(path_, data_));
+  auto cached = load_timeline_cache(path_, fixture_.capture);
+  ASSERT_TRUE(cached);
+  EXPECT_FALSE(cached->has_events);
+  EXPECT_EQ(cached->span, data_.span);
+  ASSERT_EQ(cached->tracks.size(), data_.tracks.size());
+  for (size_t t = 0; t < data_.tracks.size(); ++t) {
+    EXPECT_EQ(cached->tracks[t].label, data_.tracks[t].label);
+    // A small capture fits the budget: every level is cached.
+    ASSERT_EQ(cached->levels[t].size(), data_.levels[t].size());
+    for (size_t l = 0; l < data_.levels[t].size(); ++l) {
+      EXPECT_EQ(cached->levels[t][l].gap_ns, data_.levels[t][l].gap_ns);
+      EXPECT_EQ(cached->levels[t][l].items.size(), data_.levels[t][l].items.size());
+    }
+  }
+  // Painting from the cache alone: the finest level, merged per pixel.
+  TimeView view(cached->span, 100);
+  EXPECT_FALSE(cached->spans(1, view).empty());
+  EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture + 1));  // another capture
+  // A changed database file (new size and time): the cache no longer applies.
+  { std::ofstream(path_, std::ios::app) << "x"; }
+  std::filesystem::last_write_time(
+      path_, std::filesystem::last_write_time(path_) + std::chrono::seconds(5));
+  EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
+}
+
+TEST_F(TimelineDataTest, CacheKeepsTheCoarsestLevelsWithinItsBudget) {
+  // One dense track: 4000 events of 500 ns, gaps of 0.1 µs · 2^(i mod 16), so many levels exist.
+  TimelineData dense;
+  dense.capture_id = fixture_.capture;
+  dense.tracks.push_back({});
+  dense.events.emplace_back();
+  const int32_t name = dense.intern("k");
+  int64_t t = 0;
+  for (int i = 0; i < 4000; ++i) {
+    t += 100 * (int64_t{1} << (i % 16));
+    dense.events[0].start.push_back(t);
+    dense.events[0].end.push_back(t + 500);
+    dense.events[0].name.push_back(name);
+    dense.events[0].kind.push_back(EventKind::kernel);
+    t += 500;
+  }
+  dense.finalize();
+  const auto& all = dense.levels[0];
+  ASSERT_GE(all.size(), 4u);
+  ASSERT_TRUE(save_timeline_cache(path_, dense, 600));
+  auto cached = load_timeline_cache(path_, fixture_.capture);
+  ASSERT_TRUE(cached);
+  const auto& kept = cached->levels[0];
+  ASSERT_FALSE(kept.empty());
+  EXPECT_LT(kept.size(), all.size());  // the fine levels were left out
+  uint64_t items = 0;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    // The cached levels are the coarsest ones.
+    EXPECT_EQ(kept[i].gap_ns, all[all.size() - kept.size() + i].gap_ns);
+    items += kept[i].items.size();
+  }
+  EXPECT_LE(items, 600u);
+  EXPECT_GT(items + all[all.size() - kept.size() - 1].items.size(),
+            600u);  // the next one did not fit
+  TimeView view(cached->span, 200);
+  EXPECT_FALSE(cached->spans(0, view).empty());
+}
+
+TEST_F(TimelineDataTest, ADamagedCacheIsIgnored) {
+  ASSERT_TRUE(save_timeline_cache(path_, data_));
+  const std::string cache = timeline_cache_path(path_, fixture_.capture);
+  std::filesystem::resize_file(cache, std::filesystem::file_size(cache) / 2);
+  EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
+}
+
+TEST_F(TimelineDataTest, ExportsTheVisibleRangeAsAChromeTrace) {
+  const std::string out = dir_.file("range.json");
+  const int64_t written = export_range_chrome(data_, {at_us(1200), at_us(3500)}, out);
+  const auto doc = nlohmann::json::parse(std::ifstream(out));
+  std::map<std::string, int> by_name;
+  int complete = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X") ++complete, ++by_name[e["name"].get<std::string>()];
+  EXPECT_EQ(complete, written);
+  EXPECT_EQ(by_name["gemm"], 3);  // steps 0 (overlapping the start), 1 and 2
+  EXPECT_EQ(by_name["relu"], 3);
+  EXPECT_EQ(by_name["cudaLaunchKernel"], 5);
+  EXPECT_EQ(doc["baseTimeNanoseconds"], at_us(1200));
+  EXPECT_THROW(export_range_chrome(data_, {0, 1}, dir_.file("no/such/dir/x.json")), Error);
+}
+
+TEST_F(TimelineDataTest, LoadingStopsWhenCancelled) {
+  std::atomic<bool> cancel{true};
+  TimelineLoadOptions options;
+  options.cancel = &cancel;
+  EXPECT_THROW(load_timeline(*reader_, fixture_.capture, options), LoadCancelled);
+}
+
+}  // namespace
+}  // namespace fleetscope::gui

@@ -1,0 +1,315 @@
+// Offscreen widget tests: they assert structure (pixels at computed positions, tracks, view
+// ranges, table contents against SQL), not screenshots.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QChart>
+#include <QDropEvent>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QMimeData>
+#include <QPushButton>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTest>
+#include <QUrl>
+#include <QValueAxis>
+#include <filesystem>
+#include <fstream>
+
+#include "capture_view.h"
+#include "colors.h"
+#include "fleetscope/store/reader.h"
+#include "gui_fixture.h"
+#include "main_window.h"
+#include "panels.h"
+#include "run_gui.h"
+#include "temp_dir.h"
+#include "timeline_widget.h"
+
+namespace fleetscope::gui {
+namespace {
+
+using testing::at_us;
+
+std::string sample(const std::string& name) {
+  return std::string(FLEETSCOPE_SOURCE_DIR) + "/samples/traces/" + name;
+}
+
+size_t stream_track(const TimelineData& data, int32_t stream) {
+  for (size_t t = 0; t < data.tracks.size(); ++t)
+    if (data.tracks[t].key.kind == TrackKind::gpu_stream && data.tracks[t].key.stream == stream)
+      return t;
+  ADD_FAILURE() << "no stream " << stream;
+  return 0;
+}
+
+class WidgetsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("trace.db");
+    fixture_ = testing::write_fixture(path_);
+  }
+  test_support::TempDir dir_;
+  std::string path_;
+  testing::Fixture fixture_;
+};
+
+TEST_F(WidgetsTest, TimelinePaintsAKnownKernelAtItsComputedX) {
+  store::Reader reader(path_);
+  auto data = std::make_shared<TimelineData>(load_timeline(reader, fixture_.capture));
+  TimelineWidget w;
+  w.resize(1200, 300);
+  w.set_timeline(data);
+  w.show_range({at_us(900), at_us(1700)});
+  const QImage image = w.grab().toImage();
+  const size_t s7 = stream_track(*data, 7);
+  const int y = w.row_top(s7) + TimelineWidget::row_height / 2;
+  // Inside gemm [1000, 1400) µs, away from its label text: its colour.
+  const QRgb gemm = event_color(EventKind::kernel, "gemm").rgb();
+  const int x_in = int(w.x_of(at_us(1380)));
+  EXPECT_EQ(image.pixel(x_in, y), gemm) << x_in << "," << y;
+  // In the idle gap after it: not gemm's colour.
+  EXPECT_NE(image.pixel(int(w.x_of(at_us(1500))), y), gemm);
+  // relu on stream 13 at [1450, 1550).
+  const int y13 = w.row_top(stream_track(*data, 13)) + TimelineWidget::row_height / 2;
+  const QRgb relu = event_color(EventKind::kernel, "relu").rgb();
+  EXPECT_EQ(image.pixel(int(w.x_of(at_us(1540))), y13), relu);
+  EXPECT_NE(image.pixel(int(w.x_of(at_us(1540))), y), relu);
+}
+
+TEST_F(WidgetsTest, WindowShowsTracksFindingsFleetAndSharing) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  const TimelineData* data = window.capture_view()->timeline()->timeline();
+  ASSERT_TRUE(data);
+  EXPECT_TRUE(data->has_events);
+  EXPECT_EQ(data->tracks.size(), 5u);
+  EXPECT_EQ(window.capture_view()->track_model()->rowCount(), 1);  // one host
+  EXPECT_EQ(window.fleet_view()->model()->rowCount(), 1);
+  EXPECT_GE(window.findings_panel()->model()->rowCount(), 1);
+  // No daemon: Apply is disabled and says why.
+  EXPECT_FALSE(window.sharing_panel()->apply_button()->isEnabled());
+  EXPECT_TRUE(window.sharing_panel()->apply_reason()->text().contains("no daemon connected"));
+  // The zoom cache was written beside the database.
+  EXPECT_TRUE(std::filesystem::exists(path_ + ".capture1.zoom"));
+}
+
+TEST_F(WidgetsTest, SelectingAFindingHighlightsAndJumpsToItsWindow) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  TimelineWidget* t = window.capture_view()->timeline();
+  ASSERT_EQ(t->view().visible(), t->view().bounds());
+  window.show_view("findings");
+  window.findings_panel()->select_row(0);  // gpu_idle_gaps, window [6000, 6500) µs
+  const TimeRange vis = t->view().visible();
+  EXPECT_LE(vis.begin, fixture_.finding_begin);
+  EXPECT_GE(vis.end, fixture_.finding_end);
+  EXPECT_LT(vis.length(), 2 * (fixture_.finding_end - fixture_.finding_begin));
+  EXPECT_EQ(window.tabs()->currentWidget(), window.capture_view());
+  // The highlight is painted over the window's start.
+  QApplication::processEvents();
+  const QImage image = t->grab().toImage();
+  const QColor at_window = image.pixelColor(int(t->x_of(fixture_.finding_begin + 100'000)),
+                                            TimelineWidget::ruler_height + 100);
+  const QColor outside =
+      image.pixelColor(int(t->x_of(vis.begin)) + 1, TimelineWidget::ruler_height + 100);
+  EXPECT_NE(at_window, outside);
+  // Back returns to the whole capture.
+  EXPECT_TRUE(t->back());
+  EXPECT_EQ(t->view().visible(), t->view().bounds());
+}
+
+TEST_F(WidgetsTest, RangeAggregateTableEqualsTheSqlAnswer) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  const TimeRange range{at_us(2300), at_us(5480)};
+  window.capture_view()->timeline()->set_selection(range);
+  AggregateModel* model = window.capture_view()->aggregate_model();
+  ASSERT_GT(model->rowCount(), 0);
+  ASSERT_TRUE(window.sql_console()->run(
+      QString(
+          "SELECT 'kernel', s.value, COUNT(*), SUM(MIN(k.end, %2) - MAX(k.start, %1)) "
+          "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName WHERE k.start "
+          "< %2 AND k.end > %1 GROUP BY 2 "
+          "UNION ALL SELECT 'CUDA API', s.value, COUNT(*), SUM(MIN(r.end, %2) - MAX(r.start, %1)) "
+          "FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId WHERE r.start < "
+          "%2 AND r.end > %1 GROUP BY 2 "
+          "UNION ALL SELECT 'CPU op', s.value, COUNT(*), SUM(MIN(c.end, %2) - MAX(c.start, %1)) "
+          "FROM cpu_ops c JOIN StringIds s ON s.id = c.nameId WHERE c.start < %2 AND c.end > %1 "
+          "GROUP BY 2 "
+          "UNION ALL SELECT 'iteration', 'step ' || step, 1, MIN(end, %2) - MAX(start, %1) "
+          "FROM iterations WHERE start < %2 AND end > %1")
+          .arg(range.begin)
+          .arg(range.end)));
+  SqlResultModel* sql = window.sql_console()->model();
+  std::map<std::pair<QString, QString>, std::pair<qlonglong, qlonglong>> expected, got;
+  for (int r = 0; r < sql->rowCount(); ++r)
+    expected[{sql->index(r, 0).data().toString(), sql->index(r, 1).data().toString()}] = {
+        sql->index(r, 2).data().toLongLong(), sql->index(r, 3).data().toLongLong()};
+  for (int r = 0; r < model->rowCount(); ++r)
+    got[{model->index(r, AggregateModel::kind).data().toString(),
+         model->index(r, AggregateModel::name).data().toString()}] = {
+        model->index(r, AggregateModel::count).data(kSortRole).toLongLong(),
+        model->index(r, AggregateModel::total).data(kSortRole).toLongLong()};
+  EXPECT_EQ(got, expected);
+  EXPECT_GE(expected.size(), 4u);
+}
+
+TEST_F(WidgetsTest, ClickingAKernelShowsItsRowAndItsLaunchFlow) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  TimelineWidget* t = window.capture_view()->timeline();
+  const size_t s7 = stream_track(*t->timeline(), 7);
+  t->select_event(s7, t->timeline()->event_at(s7, at_us(3100)));
+  std::map<QString, QString> fields;
+  KeyValueModel* details = window.capture_view()->details_model();
+  for (int r = 0; r < details->rowCount(); ++r)
+    fields[details->index(r, 0).data().toString()] = details->index(r, 1).data().toString();
+  EXPECT_EQ(fields["shortName"], "gemm");
+  EXPECT_EQ(fields["demangledName"], "void gemm<float>(float*)");
+  EXPECT_EQ(fields["start"], QString::number(at_us(3000)));
+  EXPECT_EQ(fields["gridX"], "80");
+  // The launch: the cudaLaunchKernel 20 µs before, on the CUDA API track.
+  const auto flow = event_flow(store::Reader(path_), *t->timeline(), s7,
+                               t->timeline()->event_at(s7, at_us(3100)));
+  ASSERT_TRUE(flow);
+  const auto& launch = t->timeline()->events[flow->launch_track];
+  EXPECT_EQ(launch.start[size_t(flow->launch_event)], at_us(2980));
+  EXPECT_EQ(t->timeline()->tracks[flow->launch_track].label, "tid 322 · CUDA API");
+}
+
+TEST_F(WidgetsTest, FleetFiltersAndDoubleClickOpensTheWorkflowsCaptures) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  FleetView* fleet = window.fleet_view();
+  fleet->filter()->setText("no such job");
+  EXPECT_EQ(fleet->proxy()->rowCount(), 0);
+  fleet->filter()->setText("ALICE");  // any column, any case
+  ASSERT_EQ(fleet->proxy()->rowCount(), 1);
+  window.show_view("fleet");
+  emit fleet->table()->doubleClicked(fleet->proxy()->index(0, 0));
+  EXPECT_EQ(window.tabs()->currentWidget(), window.capture_view());
+  window.wait_loaded();
+  ASSERT_TRUE(window.capture_view()->capture_id());
+  EXPECT_EQ(*window.capture_view()->capture_id(), fixture_.capture);
+}
+
+TEST_F(WidgetsTest, ChartsFollowTheVisibleRangeAndTheSqlConsoleIsReadOnly) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  TimelineWidget* t = window.capture_view()->timeline();
+  t->show_range({at_us(2000), at_us(2500)});  // 500 µs visible: the charts' x axis in µs
+  QTest::qWait(120);                          // the charts follow after a short debounce
+  QChart* util = window.capture_view()->utilization_chart();
+  ASSERT_FALSE(util->series().isEmpty());
+  auto* x = qobject_cast<QValueAxis*>(util->axes(Qt::Horizontal).value(0));
+  ASSERT_TRUE(x);
+  EXPECT_DOUBLE_EQ(x->max(), 500.0);
+  EXPECT_TRUE(x->titleText().startsWith("µs"));
+  // Kernels in [2000, 2500) µs: gemm [2000, 2400) and relu [2450, 2550): 450 µs busy, 90 %.
+  auto* series = qobject_cast<QLineSeries*>(util->series().value(0));
+  ASSERT_TRUE(series);
+  double weighted = 0, covered = 0;
+  for (int i = 0; i + 1 < series->count(); i += 2) {
+    const double w = series->at(i + 1).x() - series->at(i).x();
+    weighted += w * series->at(i).y();
+    covered += w;
+  }
+  EXPECT_NEAR(weighted / covered, 90.0, 1.0);
+  EXPECT_FALSE(window.capture_view()->memory_chart()->series().isEmpty());
+
+  EXPECT_FALSE(window.sql_console()->run("DELETE FROM StringIds"));
+  EXPECT_FALSE(window.sql_console()->error().isEmpty());
+  EXPECT_TRUE(window.sql_console()->run("SELECT COUNT(*) FROM StringIds"));
+}
+
+TEST_F(WidgetsTest, DroppedFilesOpenAndJoinTheRecentFiles) {
+  MainWindow window(false);
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(path_))});
+  QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  // Straight to the window's handler: QApplication only routes drops while a drag is in progress.
+  static_cast<QObject*>(&window)->event(&drop);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_TRUE(window.session());
+  EXPECT_EQ(window.session()->source_path, path_);
+  const QStringList recent =
+      QSettings("fleetscope", "fleetscope-gui").value("recent").toStringList();
+  ASSERT_FALSE(recent.isEmpty());
+  EXPECT_EQ(recent.front(), QString::fromStdString(path_));
+}
+
+TEST_F(WidgetsTest, BadInputGetsAMessageNamingTheFileAndNoCrash) {
+  const std::string bad = dir_.file("bad.db");
+  {
+    std::ofstream out(bad, std::ios::binary);
+    out.write("SQLite format 3\0", 16);
+    for (int i = 0; i < 2048; ++i) out.put(char(i * 31));
+  }
+  MainWindow window(false);
+  window.open(QString::fromStdString(bad));
+  EXPECT_FALSE(window.wait_loaded());
+  EXPECT_TRUE(window.last_error().startsWith(QString::fromStdString(bad) + ": "))
+      << window.last_error().toStdString();
+  // The window still works afterwards.
+  window.open(QString::fromStdString(path_));
+  EXPECT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+}
+
+TEST_F(WidgetsTest, ClosingOrCancellingDuringALoadIsSafe) {
+  for (int i = 0; i < 3; ++i) {
+    auto window = std::make_unique<MainWindow>(false);
+    window->open(QString::fromStdString(sample("hta-ns_resolution_trace_rank-0.json.gz")));
+    if (i == 1) QApplication::processEvents();
+    window.reset();  // destroyed while the worker imports
+  }
+  MainWindow window(false);
+  bool cancelled = false;
+  QObject::connect(window.loader(), &Loader::cancelled, [&](int) { cancelled = true; });
+  window.open(QString::fromStdString(sample("hta-ns_resolution_trace_rank-0.json.gz")));
+  window.cancel_load();
+  window.wait_loaded();
+  EXPECT_TRUE(cancelled);
+  EXPECT_FALSE(window.loading());
+}
+
+TEST_F(WidgetsTest, ScreenshotWritesAPngOfEveryView) {
+  for (const QString view : {"fleet", "timeline", "findings", "sharing", "sql"}) {
+    const QString png = QString::fromStdString(dir_.file(view.toStdString() + ".png"));
+    QString error;
+    ASSERT_TRUE(write_screenshot(QString::fromStdString(path_), view, QSize(900, 600), png, error))
+        << error.toStdString();
+    const QImage image(png);
+    EXPECT_EQ(image.size(), QSize(900, 600));
+  }
+  QString error;
+  EXPECT_FALSE(
+      write_screenshot(QString::fromStdString(path_), "nope", QSize(300, 200), "x.png", error));
+  EXPECT_TRUE(error.contains("unknown view"));
+}
+
+}  // namespace
+}  // namespace fleetscope::gui
