@@ -42,7 +42,8 @@ void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& 
     g.work_class.push_back(cls->second);
     g.bytes.push_back(0);
     g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
-    g.grid_blocks.push_back(int_or(stmt, 7, 0) * int_or(stmt, 8, 0) * int_or(stmt, 9, 0));
+    g.grid_blocks.push_back(
+        grid_block_count(int_or(stmt, 7, 0), int_or(stmt, 8, 0), int_or(stmt, 9, 0)));
     g.est_occupancy.push_back(stmt.column_is_null(10) ? std::nan("") : stmt.column_double(10));
   }
 }

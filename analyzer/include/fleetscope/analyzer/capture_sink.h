@@ -53,6 +53,7 @@ class CaptureSink : public store::RowSink {
   void add(store::MemoryEvent row) override;
   void add(store::DeviceSample row) override;
   void add(store::ExternalCorrelation row) override;
+  void shift_times(int64_t capture_id, int64_t delta_ns) override;
 
   // The capture's data, finalized (what load_capture returns). Throws InputError when there is
   // no such capture. Call once: the sink is empty afterwards.
