@@ -36,9 +36,27 @@ void Splitter::fail(size_t at, const std::string& what) {
                    what);
 }
 
+// Newlines in [p, end), eight bytes at a time (the splitter counts every byte of the document;
+// a byte loop was 4 % of an import).
+static int64_t count_newlines(const char* p, const char* end) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  constexpr uint64_t kNewlines = kOnes * static_cast<unsigned char>('\n');
+  int64_t n = 0;
+  for (; end - p >= 8; p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    const uint64_t x = w ^ kNewlines;  // zero bytes where p[i] == '\n'
+    // Exact zero-byte mask: high bit set in each byte of x that is zero.
+    const uint64_t zero = ~(((x & ~kHigh) + ~kHigh) | x) & kHigh;
+    n += __builtin_popcountll(zero);
+  }
+  for (; p < end; ++p) n += *p == '\n';
+  return n;
+}
+
 void Splitter::advance_lines(size_t to) {
   if (to <= counted_) return;
-  lines_ += std::count(window_.data() + counted_, window_.data() + to, '\n');
+  lines_ += count_newlines(window_.data() + counted_, window_.data() + to);
   counted_ = to;
 }
 
