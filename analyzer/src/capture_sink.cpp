@@ -423,13 +423,21 @@ CaptureData CaptureSink::take(int64_t capture_id, const LoadProgress& progress) 
   return impl_->take(capture_id, progress);
 }
 
-CaptureData load_trace_file(const std::string& path, const LoadProgress& progress) {
+CaptureData load_trace_file(const std::string& path, const LoadProgress& progress,
+                            const ImportProgressFn& import_progress) {
   if (importers::detect_format(path) == importers::Format::unknown)
     throw InputError(
         path, "byte 0",
         "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
   CaptureSink sink;
-  const importers::ImportResult result = importers::import_file(path, sink);
+  importers::ImportOptions options;
+  if (import_progress) {
+    options.progress_every_events = 20000;
+    options.progress = [&](const importers::ImportProgress& p) {
+      import_progress(p.bytes_done, p.bytes_total, p.events);
+    };
+  }
+  const importers::ImportResult result = importers::import_file(path, sink, options);
   return sink.take(result.capture_id, progress);
 }
 

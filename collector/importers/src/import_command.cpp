@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/progress_line.h"
 #include "fleetscope/importers/importers.h"
 
 namespace fleetscope::importers {
@@ -24,7 +25,7 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
   parser.positionals("FILE...", "trace files to import", &files, 1)
       .option("-o, --output", "OUT.db", "trace database to create", &output)
       .flag("--force", "replace OUT.db if it exists", &force)
-      .flag("-q, --quiet", "no progress lines on stderr", &quiet);
+      .flag("-q, --quiet", "no progress line on stderr (shown only on a terminal)", &quiet);
   if (auto rc = parser.parse(args, out, err)) return *rc;
   if (output.empty()) {
     err << "error: missing -o OUT.db\nusage: fleetscope import FILE... -o OUT.db [--force]\n";
@@ -36,30 +37,27 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
     return 1;
   }
   ImportOptions options;
-  options.progress_every_events = 100000;
-  if (!quiet) {
-    auto t0 = std::chrono::steady_clock::now();
-    options.progress = [&err, t0](const ImportProgress& p) {
-      if (p.done) return;
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      err << "import: " << p.path << ": " << p.events << " events";
-      if (p.bytes_total > 0)
-        err << ", " << (p.bytes_done >> 20) << "/" << (p.bytes_total >> 20) << " MiB ("
-            << (100 * p.bytes_done / p.bytes_total) << "%)";
-      char t[32];
-      std::snprintf(t, sizeof t, ", %.1f s", s);
-      err << t << "\n";
+  options.progress_every_events = 20000;
+  // A progress line on a terminal only (common/progress_line.h); pipes and logs get the summary.
+  common::ProgressLine line(err, "import", !quiet && isatty(STDERR_FILENO) == 1);
+  if (line.enabled()) {
+    options.progress = [&line](const ImportProgress& p) {
+      if (p.done) return line.finish();
+      line.update(p.bytes_done, p.bytes_total, "bytes", p.events);
     };
   }
   try {
     auto results = import_files(files, output, options, force);
+    line.finish();
     for (const auto& r : results) err << summary_line(r) << "\n";
     out << output << "\n";
     return 0;
   } catch (const InputError& e) {
+    line.finish();
     err << "error: " << e.what() << "\n";
     return 1;
   } catch (const Error& e) {
+    line.finish();
     err << "error: " << e.what() << "\n";
     return 1;
   }
