@@ -24,22 +24,24 @@ struct DatabaseShare {
   std::map<std::string, std::map<std::string, int64_t>> rule_impact;
 };
 
-// The GPU intervals of one capture (kernels, copies, memsets) with their device and process:
-// all the ranking needs, four columns instead of the whole capture.
-struct GpuIntervals {
-  std::vector<int64_t> start, end, global_pid;
-  std::vector<int32_t> device;
-};
-
-GpuIntervals read_gpu_intervals(const store::Reader& reader, int64_t capture_id) {
-  GpuIntervals g;
-  const std::string& path = reader.database().path();
+void add_capture(const store::Reader& reader, const std::string& path,
+                 const store::Capture& capture, const std::vector<store::Finding>& findings,
+                 CaptureData& context, DatabaseShare& share) {
+  context.capture = capture;
+  // The GPU intervals (kernels, copies, memsets: start, end, device, process), all the ranking
+  // needs, grouped by (workflow, device) as they are read. Rows come in runs of one process and
+  // device: the group is looked up only when that changes.
+  std::map<int64_t, int64_t> workflow_by_pid;
+  std::map<std::pair<int64_t, int32_t>, std::vector<Interval>> groups;
+  std::vector<Interval>* group = nullptr;
+  int64_t group_pid = 0;
+  int32_t group_device = 0;
   for (const char* table :
        {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) {
     auto stmt =
         reader.database().prepare(std::string("SELECT start, end, deviceId, globalPid FROM ") +
                                   table + " WHERE captureId = ?1");
-    stmt.bind(1, capture_id);
+    stmt.bind(1, capture.id);
     int64_t row = 0;
     while (stmt.step()) {
       ++row;
@@ -49,30 +51,18 @@ GpuIntervals read_gpu_intervals(const store::Reader& reader, int64_t capture_id)
         throw InputError(
             path, std::string("table ") + table + " row " + std::to_string(row),
             "end " + std::to_string(end) + " is before start " + std::to_string(start));
-      g.start.push_back(start);
-      g.end.push_back(end);
-      g.device.push_back(static_cast<int32_t>(
-          checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX)));
-      g.global_pid.push_back(stmt.column_is_null(3) ? -1 : stmt.column_int(3));
+      const auto device = static_cast<int32_t>(
+          checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX));
+      const int64_t pid = stmt.column_is_null(3) ? -1 : stmt.column_int(3);
+      if (!group || pid != group_pid || device != group_device) {
+        group_pid = pid, group_device = device;
+        auto it = workflow_by_pid.find(pid);
+        if (it == workflow_by_pid.end())
+          it = workflow_by_pid.emplace(pid, workflow_of_process(context, pid)).first;
+        group = &groups[{it->second, device}];
+      }
+      group->push_back({start, end});
     }
-  }
-  return g;
-}
-
-void add_capture(const store::Reader& reader, const std::string& path,
-                 const store::Capture& capture, const std::vector<store::Finding>& findings,
-                 CaptureData& context, DatabaseShare& share) {
-  context.capture = capture;
-  const GpuIntervals g = read_gpu_intervals(reader, capture.id);
-  // (workflow, device) -> intervals; processes map to workflows once per globalPid.
-  std::map<int64_t, int64_t> workflow_by_pid;
-  std::map<std::pair<int64_t, int32_t>, std::vector<Interval>> groups;
-  for (size_t i = 0; i < g.start.size(); ++i) {
-    auto it = workflow_by_pid.find(g.global_pid[i]);
-    if (it == workflow_by_pid.end())
-      it = workflow_by_pid.emplace(g.global_pid[i], workflow_of_process(context, g.global_pid[i]))
-               .first;
-    groups[{it->second, g.device[i]}].push_back({g.start[i], g.end[i]});
   }
   std::set<std::string> names_in_capture;
   for (auto& [key, spans] : groups) {
