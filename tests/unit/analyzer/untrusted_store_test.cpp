@@ -88,6 +88,24 @@ TEST(UntrustedStore, CorruptedTimesAreRejectedWithTheFileTableAndColumn) {
   expect_load_error(db, {"table CUPTI_ACTIVITY_KIND_RUNTIME", "column end"});
 }
 
+TEST(UntrustedStore, ReaderRejectsCorruptedTimes) {
+  Scratch s;
+  const std::string db = imported_db(s);
+  corrupt(db, "INSERT INTO memory_events(ts, captureId, globalPid, deviceId, bytes) "
+              "VALUES (1e300, 1, NULL, 0, 4096)");
+  try {
+    store::Reader reader(db);
+    (void)reader.memory_events({});
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(db, 0), 0u) << msg;
+    EXPECT_NE(msg.find("table memory_events"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("column ts is the real number"), std::string::npos) << msg;
+  }
+  expect_load_error(db, {"memory_events"});
+}
+
 TEST(UntrustedStore, HugeGridsSaturate) {
   Scratch s;
   const std::string trace = s.write("t.json", kTrace);
