@@ -427,9 +427,11 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
     return 2;
   }
   return guarded(err, [&] {
-    auto ranking = rank_workflows(positionals, [&](const std::string& db, size_t i, size_t n) {
-      err << "fleet: [" << i + 1 << "/" << n << "] " << db << "\n";
+    common::ProgressLine line(err, "fleet", isatty(STDERR_FILENO) == 1);
+    auto ranking = rank_workflows(positionals, [&](const std::string&, size_t i, size_t n) {
+      line.update(static_cast<int64_t>(i + 1), static_cast<int64_t>(n), "databases", 0, true);
     });
+    line.finish();
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
     if (format == "json") {

@@ -593,12 +593,11 @@ void Writer::finish() {
   if (impl_->options.build_indexes) {
     // The post-load index builds are one external sort each: let SQLite's sorter use helper
     // threads (PRAGMA threads, https://sqlite.org/pragma.html#pragma_threads) so the build is
-    // not serial on one core, and let ANALYZE sample instead of scanning every index in full
-    // (PRAGMA analysis_limit; SQLite suggests 100-1000 for approximate statistics).
+    // not serial on one core. (A sampled ANALYZE, PRAGMA analysis_limit, was tried: its
+    // statistics change query plans, and with them the row order of unordered queries.)
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
     db.exec(index_sql());
-    db.exec("PRAGMA analysis_limit = 1000");
     db.exec("ANALYZE");
   }
   impl_->finalize_statements();

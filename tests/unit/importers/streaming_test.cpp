@@ -193,6 +193,24 @@ TEST(KinetoStreaming, MtiaAndDeviceStreamEventsAreDeviceWork) {
   EXPECT_EQ(text(db, "SELECT gpu_vendor FROM captures").value_or(""), "mtia");
 }
 
+TEST(KinetoStreaming, MemoryBudgetFlag) {
+  EXPECT_EQ(parse_byte_size("512M").value_or(0), int64_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("2G").value_or(0), int64_t{2} << 30);
+  EXPECT_EQ(parse_byte_size("1048576").value_or(0), 1048576);
+  EXPECT_FALSE(parse_byte_size("lots").has_value());
+  EXPECT_FALSE(parse_byte_size("5T").has_value());
+  EXPECT_FALSE(parse_byte_size("99999999G").has_value());
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": []})");
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({in, "-o", dir.file("a.db"), "--memory-budget", "1M"}, out, err), 2);
+  EXPECT_NE(err.str().find("at least 16M"), std::string::npos) << err.str();
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_import_command({in, "-o", dir.file("b.db"), "--memory-budget", "64M"}, out2, err2),
+            0)
+      << err2.str();
+}
+
 TEST(ProgressLine, OnlyOnATerminalWithRateAndEta) {
   std::ostringstream tty, pipe;
   {
