@@ -190,7 +190,8 @@ struct Tokenizer::Impl {
   bool events_done = false;
   std::vector<MetaMember> trailing;
 
-  Impl(const std::string& path, TokenizerOptions o) : options(o), input(path) {}
+  // Small .json.gz files (decompressed within a quarter of the budget) are inflated whole.
+  Impl(const std::string& path, TokenizerOptions o) : options(o), input(path, o.max_value_bytes) {}
 
   ~Impl() {
     {
