@@ -41,7 +41,10 @@ static ImportResult import_kineto_unchecked(const std::string& path, store::RowS
   ImportResult result;
   result.path = path;
   result.source = "kineto-json";
-  Tokenizer tokenizer(path, TokenizerOptions::from_budget(options.memory_budget_bytes));
+  TokenizerOptions tokenizer_options = TokenizerOptions::from_budget(options.memory_budget_bytes);
+  if (options.whole_document_bytes >= 0)
+    tokenizer_options.whole_document_bytes = static_cast<size_t>(options.whole_document_bytes);
+  Tokenizer tokenizer(path, tokenizer_options);
   TraceMeta meta = tokenizer.read_metadata();
   // Kineto writes baseTimeNanoseconds after traceEvents. Rows are absolute times from the first
   // event on, so the base is taken from the members before the events, else from the file's

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace fleetscope::importers::kineto {
@@ -27,6 +28,12 @@ class InputStream {
   size_t read(char* dst, size_t capacity);
 
   bool gzip() const { return gzip_; }
+  // The decompressed size when known before reading (uncompressed files, gzip inflated whole).
+  std::optional<int64_t> known_size() const {
+    if (use_whole_) return static_cast<int64_t>(whole_.size());
+    if (!gzip_) return file_bytes_;
+    return std::nullopt;
+  }
   int64_t file_bytes() const { return file_bytes_; }
   // Bytes of the file consumed so far (compressed bytes for gzip), for progress reports.
   int64_t file_bytes_read() const;

@@ -23,7 +23,11 @@ struct EventBatch {
   int64_t offset = 0;      // position in the document of text[1]
   int64_t first_line = 1;  // line of text[1]
   size_t first_index = 0;  // traceEvents index of the first element
-  size_t count = 0;        // elements in the batch
+  size_t count = 0;        // elements in the batch (kUnknownCount: not counted)
+  // Whole-document mode: the batch is a view into the padded document instead of `text`.
+  const char* view = nullptr;
+  size_t view_capacity = 0;  // bytes readable from view (JSON + what follows + padding)
+  static constexpr size_t kUnknownCount = static_cast<size_t>(-1);
 };
 
 // One top-level member other than the streamed traceEvents array.

@@ -31,6 +31,7 @@ TokenizerOptions TokenizerOptions::from_budget(int64_t budget_bytes) {
   o.batch_bytes = std::clamp<size_t>(budget / 128, size_t{1} << 20, size_t{16} << 20);
   o.queued_batches = 3;
   o.max_value_bytes = budget / 4;
+  o.whole_document_bytes = budget / 16;
   return o;
 }
 
@@ -191,7 +192,32 @@ struct Tokenizer::Impl {
   std::vector<MetaMember> trailing;
 
   // Small .json.gz files (decompressed within a quarter of the budget) are inflated whole.
-  Impl(const std::string& path, TokenizerOptions o) : options(o), input(path, o.max_value_bytes) {}
+  Impl(const std::string& path, TokenizerOptions o)
+      : options(o), input(path, std::max(o.max_value_bytes, o.whole_document_bytes)) {}
+
+  // Whole-document mode (TokenizerOptions::whole_document_bytes): the document in one padded
+  // buffer; the items are made by one simdjson pass over it instead of by the reader thread.
+  bool whole = false;
+  std::string document;
+  size_t document_size = 0;
+
+  bool read_whole_document() {
+    const auto known = input.known_size();
+    if (!known || options.whole_document_bytes == 0 ||
+        static_cast<uint64_t>(*known) > options.whole_document_bytes)
+      return false;
+    document.resize(static_cast<size_t>(*known) + simdjson::SIMDJSON_PADDING);
+    size_t got = 0, n = 0;
+    while (got < static_cast<size_t>(*known) &&
+           (n = input.read(document.data() + got, static_cast<size_t>(*known) - got)) > 0)
+      got += n;
+    document_size = got;
+    std::memset(document.data() + got, 0, document.size() - got);
+    json_read = file_read = static_cast<int64_t>(got);
+    file_read = input.file_bytes();
+    whole = true;
+    return true;
+  }
 
   ~Impl() {
     {
@@ -202,10 +228,21 @@ struct Tokenizer::Impl {
     if (reader.joinable()) reader.join();
   }
 
-  void start() {
-    if (reader.joinable()) return;
+  bool started = false;
+  void start(const Tokenizer& tok) {
+    if (started) return;
+    started = true;
+    if (read_whole_document()) {
+      split_whole(tok);
+      return;
+    }
     reader = std::thread([this] { read_all(); });
   }
+
+  // One On-Demand pass over the top level: each member's raw text is kept (as the splitter
+  // does), the traceEvents array becomes a single batch that views the document in place (its
+  // text is followed by the rest of the padded document, so simdjson's padding holds).
+  void split_whole(const Tokenizer& tok);
 
   void push(Item item) {
     std::unique_lock lock(mu);
@@ -259,6 +296,11 @@ struct Tokenizer::Impl {
   }
 
   Item pop() {
+    if (whole) {
+      Item item = std::move(items.front());
+      items.pop_front();
+      return item;
+    }
     std::unique_lock lock(mu);
     changed.wait(lock, [&] { return !items.empty(); });
     Item item = std::move(items.front());
@@ -269,6 +311,7 @@ struct Tokenizer::Impl {
   }
 
   void recycle(EventBatch&& batch) {
+    if (whole) return;
     std::lock_guard lock(mu);
     if (free_batches.size() < 2) free_batches.push_back(std::move(batch));
   }
@@ -345,8 +388,111 @@ void Tokenizer::fail(size_t offset, const std::string& what) const {
 #define FS_JSON_FAIL(where, err) \
   fail(where, std::string("invalid JSON: ") + simdjson::error_message(err))
 
+void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
+  const char* doc_base = document.data();
+  base = doc_base;
+  size = document_size;
+  segments.assign(1, Segment{0, document_size, 0, 1, doc_base});
+  // Lines of positions met in order, counted incrementally.
+  size_t counted = 0;
+  int64_t line = 1;
+  auto line_at = [&](size_t pos) {
+    line += std::count(doc_base + counted, doc_base + pos, '\n');
+    counted = pos;
+    return line;
+  };
+  auto json_fail = [&](size_t at, simdjson::error_code e) {
+    tok.fail(at, std::string("invalid JSON: ") + simdjson::error_message(e));
+  };
+  od::document doc;
+  auto err = parser.iterate(simdjson::padded_string_view(doc_base, document_size, document.size()))
+                 .get(doc);
+  if (err) json_fail(0, err);
+  od::json_type root_type;
+  if ((err = doc.type().get(root_type))) json_fail(where(doc), err);
+  auto events_item = [&](std::string_view raw) {
+    Item b;
+    b.kind = Item::Kind::batch;
+    EventBatch& batch = b.batch;
+    batch.view = raw.data();
+    batch.view_capacity = document.size() - static_cast<size_t>(raw.data() - doc_base);
+    batch.json_size = raw.size();
+    batch.offset = static_cast<int64_t>(raw.data() - doc_base) + 1;
+    batch.first_line = line_at(static_cast<size_t>(raw.data() - doc_base) + 1);
+    batch.first_index = 0;
+    batch.count = EventBatch::kUnknownCount;
+    return b;
+  };
+  Item begin, end;
+  begin.kind = Item::Kind::events_begin;
+  end.kind = Item::Kind::end;
+  if (root_type == od::json_type::array) {
+    std::string_view raw;
+    if ((err = doc.raw_json().get(raw))) json_fail(where(doc), err);
+    begin.batch.count = 1;  // the document is the events array
+    end.batch.count = 1;
+    items.push_back(std::move(begin));
+    items.push_back(events_item(raw));
+    items.push_back(std::move(end));
+    return;
+  }
+  if (root_type != od::json_type::object)
+    tok.fail(0,
+             "the document does not start with '{' or '[', expected a JSON object with a "
+             "\"traceEvents\" array");
+  od::object root;
+  if ((err = doc.get_object().get(root))) json_fail(where(doc), err);
+  std::vector<MetaMember> members;
+  std::optional<Item> events;
+  for (auto field_res : root) {
+    od::field field;
+    if ((err = std::move(field_res).get(field))) json_fail(where(doc), err);
+    // The key as written (escapes kept), up to its closing quote.
+    const char* key_begin = field.key().raw();
+    const char* key_end = key_begin;
+    while (*key_end != '"') key_end += *key_end == '\\' ? 2 : 1;
+    std::string key(key_begin, key_end);
+    od::value v = field.value();
+    od::json_type t;
+    if ((err = v.type().get(t))) json_fail(where(v), err);
+    std::string_view raw;
+    if (t == od::json_type::array) {
+      od::array a;
+      if ((err = v.get_array().get(a)) || (err = a.raw_json().get(raw))) json_fail(where(v), err);
+    } else if (t == od::json_type::object) {
+      od::object o;
+      if ((err = v.get_object().get(o)) || (err = o.raw_json().get(raw))) json_fail(where(v), err);
+    } else {
+      raw = v.raw_json_token();
+    }
+    if (key == "traceEvents" && t == od::json_type::array && !events) {
+      events = events_item(raw);
+      continue;
+    }
+    MetaMember m;
+    m.key = std::move(key);
+    m.value.assign(raw);
+    m.offset = raw.data() - doc_base;
+    m.line = line_at(static_cast<size_t>(m.offset));
+    members.push_back(std::move(m));
+  }
+  // Every member, trailing ones included, is known before the first event: the base time
+  // applies from the start.
+  if (!events) {
+    end.members = std::move(members);
+    end.batch.count = 0;
+    items.push_back(std::move(end));
+    return;
+  }
+  begin.members = std::move(members);
+  end.batch.count = 1;
+  items.push_back(std::move(begin));
+  items.push_back(std::move(*events));
+  items.push_back(std::move(end));
+}
+
 TraceMeta Tokenizer::read_metadata() {
-  impl_->start();
+  impl_->start(*this);
   for (;;) {
     Item item = impl_->pop();
     if (item.kind == Item::Kind::events_begin || item.kind == Item::Kind::end) {
@@ -675,7 +821,7 @@ void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
   // Where a value stands in the document (simdjson locations are inside the batch buffer).
   auto location_of = [&](auto& iterable, const char*, size_t) { return impl_->where(iterable); };
   size_t size = 0;
-  impl_->start();
+  impl_->start(*this);
   if (impl_->events_done) return;
   for (;;) {
     Item item = impl_->pop();
@@ -687,13 +833,13 @@ void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
     if (item.kind != Item::Kind::batch) continue;
     impl_->current = std::move(item.batch);
     EventBatch& batch = impl_->current;
-    impl_->base = base = batch.text.data();
+    impl_->base = base = batch.view ? batch.view : batch.text.data();
+    const size_t capacity = batch.view ? batch.view_capacity : batch.text.size();
     impl_->size = size = batch.json_size;
     impl_->segments.assign(
-        1, Segment{1, batch.json_size - 2, batch.offset, batch.first_line, batch.text.data() + 1});
+        1, Segment{1, batch.json_size - 2, batch.offset, batch.first_line, base + 1});
     od::document doc;
-    if ((err = impl_->parser.iterate(simdjson::padded_string_view(base, size, batch.text.size()))
-                   .get(doc)))
+    if ((err = impl_->parser.iterate(simdjson::padded_string_view(base, size, capacity)).get(doc)))
       FS_JSON_FAIL(impl_->to_document(0), err);
     od::array events;
     if ((err = doc.get_array().get(events))) FS_JSON_FAIL(location_of(doc, base, size), err);
@@ -851,7 +997,7 @@ void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
       fn(raw);
       ++index;
     }
-    if (index != batch.first_index + batch.count)
+    if (batch.count != EventBatch::kUnknownCount && index != batch.first_index + batch.count)
       fail(static_cast<size_t>(batch.offset),
            "invalid JSON: traceEvents elements could not be separated");
     impl_->recycle(std::move(impl_->current));

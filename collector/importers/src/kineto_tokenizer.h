@@ -94,6 +94,10 @@ struct TokenizerOptions {
   size_t batch_bytes = size_t{8} << 20;
   size_t queued_batches = 3;
   size_t max_value_bytes = size_t{256} << 20;
+  // A document up to this size (decompressed) is read whole and parsed in one simdjson pass,
+  // without the reader thread and the splitter: cheaper for the many small traces; larger ones
+  // are streamed. 0: always stream.
+  size_t whole_document_bytes = size_t{64} << 20;
   static TokenizerOptions from_budget(int64_t budget_bytes);
 };
 

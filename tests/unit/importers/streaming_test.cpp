@@ -41,6 +41,7 @@ TEST(KinetoStreaming, TinyBatchesGiveTheSameEventsOnEverySharedTrace) {
   tiny.batch_bytes = 4096;  // the splitter's floor: most events straddle a window refill
   tiny.queued_batches = 1;
   tiny.max_value_bytes = size_t{4} << 20;
+  tiny.whole_document_bytes = 0;  // always the streamed path (the default reads these whole)
   int files = 0;
   for (const auto& e : fs::directory_iterator(kineto_dir())) {
     if (e.path().filename().string().find("expected") != std::string::npos) continue;
@@ -83,10 +84,17 @@ TEST(KinetoStreaming, BaseTimeAfterTheEventsAppliesToEveryRow) {
   // Plain file: the base is peeked from the tail. gzip: rows are shifted once at the end.
   const std::string plain = dir.write("late.json", json);
   const std::string gz = dir.write("late.json.gz", gzip_bytes(json));
-  import_files({plain}, dir.file("plain.db"));
-  import_files({gz}, dir.file("gz.db"));
-  expect_absolute_times(dir.file("plain.db"), base);
-  expect_absolute_times(dir.file("gz.db"), base);
+  // Read whole (every member known before the first event), and streamed.
+  for (int64_t whole : {-1, 0}) {
+    SCOPED_TRACE(whole);
+    ImportOptions options;
+    options.whole_document_bytes = whole;
+    const std::string tag = std::to_string(whole);
+    import_files({plain}, dir.file("plain" + tag + ".db"), options);
+    import_files({gz}, dir.file("gz" + tag + ".db"), options);
+    expect_absolute_times(dir.file("plain" + tag + ".db"), base);
+    expect_absolute_times(dir.file("gz" + tag + ".db"), base);
+  }
 }
 
 TEST(KinetoStreaming, AWrongTailGuessIsCorrected) {
@@ -95,7 +103,9 @@ TEST(KinetoStreaming, AWrongTailGuessIsCorrected) {
   const std::string json = trailing_base_trace(
       R"(, "baseTimeNanoseconds": 5000000000, "extra": {"baseTimeNanoseconds": 7})");
   const std::string path = dir.write("decoy.json", json);
-  import_files({path}, dir.file("out.db"));
+  ImportOptions streamed;
+  streamed.whole_document_bytes = 0;
+  import_files({path}, dir.file("out.db"), streamed);
   expect_absolute_times(dir.file("out.db"), 5000000000);
 }
 
@@ -156,13 +166,35 @@ TEST(KinetoStreaming, AValueLargerThanTheBudgetIsRefused) {
   EXPECT_EQ(import_files({ok}, dir.file("ok.db"), small).at(0).cpu_ops, 1);
 }
 
+// Malformed top levels: the streaming splitter's messages (whole_document_bytes = 0 forces the
+// streamed path), and an InputError with a byte position from the whole-document path too.
+void expect_both_paths_reject(const std::string& json, const std::string& streamed_message) {
+  ScratchDir dir;
+  const std::string in = dir.write("bad.json", json);
+  kineto::TokenizerOptions streamed;
+  streamed.whole_document_bytes = 0;
+  try {
+    kineto::Tokenizer tok(in, streamed);
+    kineto::TraceMeta meta = tok.read_metadata();
+    tok.for_each_event([](const kineto::RawEvent&) {});
+    tok.read_trailing_metadata(meta);
+    ADD_FAILURE() << "streamed: no error for " << json;
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(in, 0), 0u) << msg;
+    EXPECT_NE(msg.find("byte "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(streamed_message), std::string::npos) << msg;
+  }
+  expect_rejected(json, {});
+}
+
 TEST(KinetoStreaming, TruncatedAndMalformedTopLevelsNameThePosition) {
-  expect_rejected(R"({"traceEvents": [{"ph": "X"}, )", {"unexpected end of input"});
-  expect_rejected(R"({"traceEvents": [{"ph": "X", "name": "unterminated}])",
-                  {"unterminated string"});
-  expect_rejected(R"({"traceEvents": [] "x": 1})", {"expected ',' or '}'"});
-  expect_rejected(R"({"traceEvents": [{"ph": "X"} {"ph": "X"}]})", {"expected ',' or ']'"});
-  expect_rejected(R"({"traceEvents": []} trailing)", {"after the end of the JSON document"});
+  expect_both_paths_reject(R"({"traceEvents": [{"ph": "X"}, )", "unexpected end of input");
+  expect_both_paths_reject(R"({"traceEvents": [{"ph": "X", "name": "unterminated}])",
+                           "unterminated string");
+  expect_both_paths_reject(R"({"traceEvents": [] "x": 1})", "expected ',' or '}'");
+  expect_both_paths_reject(R"({"traceEvents": [{"ph": "X"} {"ph": "X"}]})", "expected ',' or ']'");
+  expect_both_paths_reject(R"({"traceEvents": []} trailing)", "after the end of the JSON document");
 }
 
 // An MTIA trace as Kineto writes it (libkineto ActivityType: mtia_runtime = host runtime calls,

@@ -43,6 +43,9 @@ struct ImportOptions {
   // at most a quarter of it), whatever the file size; the SQLite writer's queue is bounded
   // separately (store::WriterOptions). See docs/benchmarks.md for peak RSS measurements.
   int64_t memory_budget_bytes = int64_t{1} << 30;
+  // Kineto JSON up to this many (decompressed) bytes is read whole and parsed in one pass; larger
+  // files are streamed. -1: a sixteenth of the budget (64 MiB by default); 0: always stream.
+  int64_t whole_document_bytes = -1;
 };
 
 // What one import produced (rows per event kind), for summaries and tests.
