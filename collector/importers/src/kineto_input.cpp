@@ -75,7 +75,7 @@ bool InputStream::inflate_whole(size_t whole_limit) {
   std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
       libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
   if (!d) return false;
-  std::string out(guess + 1, '\0');
+  std::string out(guess + 4096, '\0');  // room for the parser's padding: no reallocation later
   size_t in_pos = 0, produced = 0;
   for (;;) {
     size_t used_in = 0, used_out = 0;

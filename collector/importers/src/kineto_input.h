@@ -28,6 +28,17 @@ class InputStream {
   size_t read(char* dst, size_t capacity);
 
   bool gzip() const { return gzip_; }
+  // Gzip inflated whole: hands its buffer over (sized to the document, with `padding` zero bytes
+  // after it) instead of copying it through read(); false otherwise.
+  bool take_whole(std::string& out, size_t padding) {
+    if (!use_whole_ || whole_pos_ != 0) return false;
+    const size_t n = whole_.size();
+    whole_.resize(n + padding, '\0');
+    out = std::move(whole_);
+    whole_pos_ = n;
+    finished_ = true;
+    return true;
+  }
   // The decompressed size when known before reading (uncompressed files, gzip inflated whole).
   std::optional<int64_t> known_size() const {
     if (use_whole_) return static_cast<int64_t>(whole_.size());

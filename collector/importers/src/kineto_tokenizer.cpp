@@ -206,13 +206,18 @@ struct Tokenizer::Impl {
     if (!known || options.whole_document_bytes == 0 ||
         static_cast<uint64_t>(*known) > options.whole_document_bytes)
       return false;
-    document.resize(static_cast<size_t>(*known) + simdjson::SIMDJSON_PADDING);
-    size_t got = 0, n = 0;
-    while (got < static_cast<size_t>(*known) &&
-           (n = input.read(document.data() + got, static_cast<size_t>(*known) - got)) > 0)
-      got += n;
+    size_t got = 0;
+    if (input.take_whole(document, simdjson::SIMDJSON_PADDING)) {
+      got = static_cast<size_t>(*known);
+    } else {
+      document.resize(static_cast<size_t>(*known) + simdjson::SIMDJSON_PADDING);
+      size_t n = 0;
+      while (got < static_cast<size_t>(*known) &&
+             (n = input.read(document.data() + got, static_cast<size_t>(*known) - got)) > 0)
+        got += n;
+      std::memset(document.data() + got, 0, document.size() - got);
+    }
     document_size = got;
-    std::memset(document.data() + got, 0, document.size() - got);
     json_read = file_read = static_cast<int64_t>(got);
     file_read = input.file_bytes();
     whole = true;
@@ -371,6 +376,12 @@ ReadProgress Tokenizer::progress() const {
 }
 
 std::string Tokenizer::position(size_t offset) const {
+  if (impl_->whole) {  // the whole document is at hand: count its lines up to the offset
+    offset = std::min(offset, impl_->document_size);
+    const int64_t line =
+        1 + std::count(impl_->document.data(), impl_->document.data() + offset, '\n');
+    return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+  }
   for (const Segment& s : impl_->segments) {
     const auto start = static_cast<size_t>(s.document_offset);
     if (offset >= start && offset <= start + s.size) {
@@ -393,14 +404,8 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
   base = doc_base;
   size = document_size;
   segments.assign(1, Segment{0, document_size, 0, 1, doc_base});
-  // Lines of positions met in order, counted incrementally.
-  size_t counted = 0;
-  int64_t line = 1;
-  auto line_at = [&](size_t pos) {
-    line += std::count(doc_base + counted, doc_base + pos, '\n');
-    counted = pos;
-    return line;
-  };
+  // Lines are counted only when an error needs one (Tokenizer::position, from the document).
+  auto line_at = [](size_t) { return int64_t{0}; };
   auto json_fail = [&](size_t at, simdjson::error_code e) {
     tok.fail(at, std::string("invalid JSON: ") + simdjson::error_message(e));
   };
