@@ -91,8 +91,9 @@ TEST(UntrustedStore, CorruptedTimesAreRejectedWithTheFileTableAndColumn) {
 TEST(UntrustedStore, ReaderRejectsCorruptedTimes) {
   Scratch s;
   const std::string db = imported_db(s);
-  corrupt(db, "INSERT INTO memory_events(ts, captureId, globalPid, deviceId, bytes) "
-              "VALUES (1e300, 1, NULL, 0, 4096)");
+  corrupt(db,
+          "INSERT INTO memory_events(ts, captureId, globalPid, deviceId, bytes) "
+          "VALUES (1e300, 1, NULL, 0, 4096)");
   try {
     store::Reader reader(db);
     (void)reader.memory_events({});
@@ -104,6 +105,29 @@ TEST(UntrustedStore, ReaderRejectsCorruptedTimes) {
     EXPECT_NE(msg.find("column ts is the real number"), std::string::npos) << msg;
   }
   expect_load_error(db, {"memory_events"});
+}
+
+// A streamed .json.gz learns baseTimeNanoseconds only after the events: CaptureSink shifts the
+// columns it already holds (RowSink::shift_times) and ends equal to the whole-document read.
+TEST(CaptureSinkShift, StreamedTrailingBaseTimeEqualsWholeDocument) {
+  Scratch s;
+  std::string json = kTrace;
+  json.insert(json.rfind('}'), R"(, "baseTimeNanoseconds": 1700000000000000000)");
+  const std::string path = s.write("late.json", json);
+  auto load = [&](int64_t whole) {
+    CaptureSink sink;
+    importers::ImportOptions options;
+    options.whole_document_bytes = whole;
+    const auto result = importers::import_file(path, sink, options);
+    return sink.take(result.capture_id);
+  };
+  const CaptureData whole = load(-1), streamed = load(0);
+  ASSERT_EQ(whole.gpu.size(), 2u);
+  EXPECT_EQ(whole.gpu.start[0], 1700000000000000000 + 20000);
+  EXPECT_EQ(streamed.gpu.start, whole.gpu.start);
+  EXPECT_EQ(streamed.gpu.end, whole.gpu.end);
+  EXPECT_EQ(streamed.runtime.start, whole.runtime.start);
+  EXPECT_EQ(streamed.capture.start_ns, whole.capture.start_ns);
 }
 
 TEST(UntrustedStore, HugeGridsSaturate) {
