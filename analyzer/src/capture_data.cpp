@@ -170,12 +170,16 @@ std::optional<int64_t> CaptureData::find_name(const std::string& text) const {
 void CaptureData::finalize() {
   sort_gpu(gpu);
   sort_runtime(runtime);
-  std::sort(iterations.begin(), iterations.end(),
-            [](const auto& a, const auto& b) { return a.start < b.start; });
-  std::stable_sort(memory.begin(), memory.end(),
-                   [](const auto& a, const auto& b) { return a.ts < b.ts; });
-  std::sort(dataloader_ops.begin(), dataloader_ops.end(),
-            [](const auto& a, const auto& b) { return a.start < b.start; });
+  // Rows usually arrive in time order (the store's readers order them): a linear check first,
+  // the sort only when needed.
+  const auto by_start = [](const auto& a, const auto& b) { return a.start < b.start; };
+  if (!std::is_sorted(iterations.begin(), iterations.end(), by_start))
+    std::sort(iterations.begin(), iterations.end(), by_start);
+  const auto by_ts = [](const auto& a, const auto& b) { return a.ts < b.ts; };
+  if (!std::is_sorted(memory.begin(), memory.end(), by_ts))
+    std::stable_sort(memory.begin(), memory.end(), by_ts);
+  if (!std::is_sorted(dataloader_ops.begin(), dataloader_ops.end(), by_start))
+    std::sort(dataloader_ops.begin(), dataloader_ops.end(), by_start);
 
   events_by_device.clear();
   events_by_stream.clear();

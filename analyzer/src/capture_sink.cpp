@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "fleetscope/importers/importers.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
-#include "fleetscope/importers/importers.h"
 
 namespace fleetscope::analyzer {
 
@@ -144,7 +144,7 @@ struct CaptureSink::Impl {
       g.work_class.push_back(cls->second);
       g.bytes.push_back(0);
       g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
-      g.grid_blocks.push_back(int64_t{k.gridX} * int64_t{k.gridY} * int64_t{k.gridZ});
+      g.grid_blocks.push_back(grid_block_count(k.gridX, k.gridY, k.gridZ));
       g.est_occupancy.push_back(k.estOccupancy && !std::isnan(*k.estOccupancy)
                                     ? as_stored_real(*k.estOccupancy)
                                     : std::nan(""));
@@ -399,17 +399,45 @@ void CaptureSink::add(store::ExternalCorrelation) {
   impl_->row_added();
 }
 
+void CaptureSink::shift_times(int64_t capture_id, int64_t delta) {
+  Impl& m = *impl_;
+  if (delta == 0) return;
+  m.flush();  // Writer::shift_times flushes first: the same batch boundaries, the same string ids
+  if (!m.rows_capture || *m.rows_capture != capture_id || m.mixed_captures) return;
+  auto add = [delta](int64_t& t) { t += delta; };
+  auto add_all = [&](std::vector<int64_t>& v) {
+    for (int64_t& t : v) add(t);
+  };
+  add_all(m.data.gpu.start), add_all(m.data.gpu.end);
+  add_all(m.data.runtime.start), add_all(m.data.runtime.end);
+  for (auto& h : m.data.cpu_ops) add(h.start), add(h.end);
+  for (auto& h : m.data.dataloader_ops) add(h.start), add(h.end);
+  for (auto& x : m.memcpys) add(x.start), add(x.end);
+  for (auto& x : m.memsets) add(x.start), add(x.end);
+  for (auto& x : m.syncs) add(x.start), add(x.end);
+  for (auto& x : m.iterations) add(x.start), add(x.end);
+  for (auto& x : m.memory) add(x.ts);
+}
+
 CaptureData CaptureSink::take(int64_t capture_id, const LoadProgress& progress) {
   return impl_->take(capture_id, progress);
 }
 
-CaptureData load_trace_file(const std::string& path, const LoadProgress& progress) {
+CaptureData load_trace_file(const std::string& path, const LoadProgress& progress,
+                            const ImportProgressFn& import_progress) {
   if (importers::detect_format(path) == importers::Format::unknown)
     throw InputError(
         path, "byte 0",
         "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
   CaptureSink sink;
-  const importers::ImportResult result = importers::import_file(path, sink);
+  importers::ImportOptions options;
+  if (import_progress) {
+    options.progress_every_events = 20000;
+    options.progress = [&](const importers::ImportProgress& p) {
+      import_progress(p.bytes_done, p.bytes_total, p.events);
+    };
+  }
+  const importers::ImportResult result = importers::import_file(path, sink, options);
   return sink.take(result.capture_id, progress);
 }
 

@@ -1,5 +1,7 @@
 #include "fleetscope/analyzer/commands.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +26,7 @@
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/progress_line.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
@@ -246,8 +249,14 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     const std::string& input = positionals[0];
     AnalysisResult result;
     ReportHeader header;
+    // Progress on a terminal only (common/progress_line.h): rows loaded, or bytes imported.
+    common::ProgressLine line(err, "analyze", isatty(STDERR_FILENO) == 1);
     const LoadProgress progress = [&](const std::string& stage, int64_t rows) {
-      err << "analyze: " << stage << ": " << rows << " rows\n";
+      if (stage == "indexed") return line.finish();
+      line.update(rows, 0, (stage + " rows").c_str(), 0, true);
+    };
+    const ImportProgressFn import_progress = [&](int64_t done, int64_t total, int64_t events) {
+      line.update(done, total, "bytes", events);
     };
     auto analyse_data = [&](const CaptureData& data, int64_t id) {
       result = analyze_capture(data, options);
@@ -267,7 +276,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       // analysed, and dropped: there is nowhere to store the findings.
       if (capture >= 0) throw UsageError("--capture applies to a database, not to a trace file");
       err << "analyze: importing " << input << " in memory (use `fleetscope import` to keep it)\n";
-      const CaptureData data = load_trace_file(input, progress);
+      const CaptureData data = load_trace_file(input, progress, import_progress);
       analyse_data(data, data.capture.id);
     } else {
       store::Reader reader(input);
@@ -460,9 +469,11 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
     return 2;
   }
   return guarded(err, [&] {
-    auto ranking = rank_workflows(positionals, [&](const std::string& db, size_t i, size_t n) {
-      err << "fleet: [" << i + 1 << "/" << n << "] " << db << "\n";
+    common::ProgressLine line(err, "fleet", isatty(STDERR_FILENO) == 1);
+    auto ranking = rank_workflows(positionals, [&](const std::string&, size_t i, size_t n) {
+      line.update(static_cast<int64_t>(i + 1), static_cast<int64_t>(n), "databases", 0, true);
     });
+    line.finish();
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
     write_fleet_ranking(ranking, format, out);

@@ -1,64 +1,164 @@
 #include "fleetscope/analyzer/fleet.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/attribution.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/store/error.h"
 
 namespace fleetscope::analyzer {
 
+namespace {
+
+// What one database contributes, merged in database order afterwards.
+struct DatabaseShare {
+  std::map<std::string, WorkflowWaste> by_name;
+  std::map<std::string, std::set<std::string>> captures_of;  // name -> "db#capture"
+  std::map<std::string, std::map<std::string, int64_t>> rule_impact;
+};
+
+void add_capture(const store::Reader& reader, const std::string& path,
+                 const store::Capture& capture, const std::vector<store::Finding>& findings,
+                 CaptureData& context, DatabaseShare& share) {
+  context.capture = capture;
+  // The GPU intervals (kernels, copies, memsets: start, end, device, process), all the ranking
+  // needs, grouped by (workflow, device) as they are read. Rows come in runs of one process and
+  // device: the group is looked up only when that changes.
+  std::map<int64_t, int64_t> workflow_by_pid;
+  std::map<std::pair<int64_t, int32_t>, std::vector<Interval>> groups;
+  std::vector<Interval>* group = nullptr;
+  int64_t group_pid = 0;
+  int32_t group_device = 0;
+  for (const char* table :
+       {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) {
+    auto stmt =
+        reader.database().prepare(std::string("SELECT start, end, deviceId, globalPid FROM ") +
+                                  table + " WHERE captureId = ?1");
+    stmt.bind(1, capture.id);
+    int64_t row = 0;
+    while (stmt.step()) {
+      ++row;
+      const int64_t start = checked_time(stmt, 0, path, table, row, "start");
+      const int64_t end = checked_time(stmt, 1, path, table, row, "end");
+      if (end < start)
+        throw InputError(
+            path, std::string("table ") + table + " row " + std::to_string(row),
+            "end " + std::to_string(end) + " is before start " + std::to_string(start));
+      const auto device = static_cast<int32_t>(
+          checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX));
+      const int64_t pid = stmt.column_is_null(3) ? -1 : stmt.column_int(3);
+      if (!group || pid != group_pid || device != group_device) {
+        group_pid = pid, group_device = device;
+        auto it = workflow_by_pid.find(pid);
+        if (it == workflow_by_pid.end())
+          it = workflow_by_pid.emplace(pid, workflow_of_process(context, pid)).first;
+        group = &groups[{it->second, device}];
+      }
+      group->push_back({start, end});
+    }
+  }
+  std::set<std::string> names_in_capture;
+  for (auto& [key, spans] : groups) {
+    const auto by_begin = [](const Interval& a, const Interval& b) { return a.begin < b.begin; };
+    if (!std::is_sorted(spans.begin(), spans.end(), by_begin))
+      std::sort(spans.begin(), spans.end(), by_begin);
+    WorkflowInfo info = workflow_info(context, key.first);
+    WorkflowWaste& w = share.by_name[info.name];
+    w.workflow = info.name;
+    if (w.user.empty()) w.user = info.user;
+    int64_t last = INT64_MIN;
+    for (const Interval& x : spans) last = std::max(last, x.end);
+    const int64_t span = last - spans.front().begin;
+    const int64_t busy = total_length(unite_sorted(spans));
+    w.span_ns += span;
+    w.busy_ns += busy;
+    w.idle_ns += span - busy;
+    ++w.devices;
+    share.captures_of[info.name].insert(path + "#" + std::to_string(capture.id));
+    names_in_capture.insert(info.name);
+  }
+  // Findings are per capture; credit them to the capture's jobs (split evenly). Stored findings
+  // are read as they are; a capture `fleetscope analyze` has not seen is loaded in full and
+  // analysed here (nothing is stored).
+  if (names_in_capture.empty()) return;
+  std::vector<store::Finding> capture_findings;
+  for (const auto& f : findings)
+    if (f.captureId == capture.id) capture_findings.push_back(f);
+  if (capture_findings.empty())
+    capture_findings = analyze_capture(load_capture(reader, capture.id)).findings;
+  for (const auto& f : capture_findings) {
+    const int64_t share_ns = f.impact_ns / static_cast<int64_t>(names_in_capture.size());
+    for (const auto& name : names_in_capture) {
+      share.by_name[name].findings_impact_ns += share_ns;
+      share.rule_impact[name][f.rule] += share_ns;
+    }
+  }
+}
+
+DatabaseShare rank_database(const std::string& path) {
+  DatabaseShare share;
+  store::Reader reader(path);
+  const auto findings = reader.findings();
+  CaptureData context;  // what workflow attribution reads: processes, workflows, the capture
+  context.processes = reader.processes();
+  context.workflows = reader.workflows();
+  for (const auto& capture : reader.captures())
+    add_capture(reader, path, capture, findings, context, share);
+  return share;
+}
+
+}  // namespace
+
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
                                           const FleetProgress& progress) {
-  std::map<std::string, WorkflowWaste> by_name;
-  std::map<std::string, std::set<std::string>> captures_of;  // name → "db#capture"
-  std::map<std::string, std::map<std::string, int64_t>> rule_impact;
-  for (size_t d = 0; d < database_paths.size(); ++d) {
-    const std::string& path = database_paths[d];
-    if (progress) progress(path, d, database_paths.size());
-    store::Reader reader(path);
-    const auto findings = reader.findings();
-    for (const auto& capture : reader.captures()) {
-      CaptureData data = load_capture(reader, capture.id);
-      std::set<std::string> names_in_capture;
-      for (const auto& [key, members] : events_by_workflow_device(data)) {
-        WorkflowInfo info = workflow_info(data, key.first);
-        WorkflowWaste& w = by_name[info.name];
-        w.workflow = info.name;
-        if (w.user.empty()) w.user = info.user;
-        std::vector<Interval> spans;
-        spans.reserve(members.size());
-        int64_t last = INT64_MIN;
-        for (uint32_t i : members) {
-          spans.push_back({data.gpu.start[i], data.gpu.end[i]});
-          last = std::max(last, data.gpu.end[i]);
-        }
-        const int64_t span = last - data.gpu.start[members.front()];
-        const int64_t busy = total_length(unite_sorted(spans));
-        w.span_ns += span;
-        w.busy_ns += busy;
-        w.idle_ns += span - busy;
-        ++w.devices;
-        captures_of[info.name].insert(path + "#" + std::to_string(capture.id));
-        names_in_capture.insert(info.name);
+  // Databases are independent: read on every core, merged in the order given.
+  std::vector<DatabaseShare> shares(database_paths.size());
+  std::vector<std::exception_ptr> errors(database_paths.size());
+  std::atomic<size_t> next{0};
+  std::mutex progress_mu;
+  size_t finished = 0;
+  auto work = [&] {
+    for (size_t d; (d = next.fetch_add(1)) < database_paths.size();) {
+      try {
+        shares[d] = rank_database(database_paths[d]);
+      } catch (...) {
+        errors[d] = std::current_exception();
       }
-      // Findings are per capture; credit them to the capture's jobs (split evenly). A capture
-      // that `fleetscope analyze` has not seen yet is analysed here (nothing is stored).
-      if (names_in_capture.empty()) continue;
-      std::vector<store::Finding> capture_findings;
-      for (const auto& f : findings)
-        if (f.captureId == capture.id) capture_findings.push_back(f);
-      if (capture_findings.empty()) capture_findings = analyze_capture(data).findings;
-      for (const auto& f : capture_findings) {
-        const int64_t share = f.impact_ns / static_cast<int64_t>(names_in_capture.size());
-        for (const auto& name : names_in_capture) {
-          by_name[name].findings_impact_ns += share;
-          rule_impact[name][f.rule] += share;
-        }
-      }
+      std::lock_guard lock(progress_mu);
+      if (progress) progress(database_paths[d], finished++, database_paths.size());
     }
+  };
+  const size_t threads = std::min<size_t>(
+      database_paths.size(), std::max<unsigned>(1, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);  // the first failing database in the order given
+
+  std::map<std::string, WorkflowWaste> by_name;
+  std::map<std::string, std::set<std::string>> captures_of;
+  std::map<std::string, std::map<std::string, int64_t>> rule_impact;
+  for (DatabaseShare& share : shares) {
+    for (auto& [name, w] : share.by_name) {
+      WorkflowWaste& total = by_name[name];
+      total.workflow = name;
+      if (total.user.empty()) total.user = w.user;
+      total.span_ns += w.span_ns, total.busy_ns += w.busy_ns, total.idle_ns += w.idle_ns;
+      total.devices += w.devices;
+      total.findings_impact_ns += w.findings_impact_ns;
+    }
+    for (auto& [name, set] : share.captures_of) captures_of[name].insert(set.begin(), set.end());
+    for (auto& [name, rules] : share.rule_impact)
+      for (auto& [rule, impact] : rules) rule_impact[name][rule] += impact;
   }
   std::vector<WorkflowWaste> out;
   for (auto& [name, w] : by_name) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <sqlite3.h>
+
 #include "fleetscope/store/error.h"
 
 namespace fleetscope::analyzer {
@@ -17,13 +19,29 @@ void report(const LoadProgress& progress, const std::string& stage, int64_t rows
   if (progress) progress(stage, rows);
 }
 
+// start and end of one row, checked (see checked_time); end before start is an error.
+void push_span(const store::Statement& stmt, const std::string& path, const char* table,
+               int64_t row, std::vector<int64_t>& starts, std::vector<int64_t>& ends) {
+  const int64_t start = checked_time(stmt, 0, path, table, row, "start");
+  const int64_t end = checked_time(stmt, 1, path, table, row, "end");
+  if (end < start)
+    throw InputError(path, std::string("table ") + table + " row " + std::to_string(row),
+                     "end " + std::to_string(end) + " is before start " + std::to_string(start));
+  starts.push_back(start);
+  ends.push_back(end);
+}
+
 void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
       "SELECT start, end, deviceId, streamId, correlationId, globalPid, demangledName, "
       "gridX, gridY, gridZ, estOccupancy FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?1");
   stmt.bind(1, capture_id);
   std::unordered_map<int64_t, WorkClass> class_by_name;
+  const std::string& path = reader.database().path();
+  const char* table = "CUPTI_ACTIVITY_KIND_KERNEL";
+  int64_t row = 0;
   while (stmt.step()) {
+    ++row;
     int64_t name_id = stmt.column_int(6);
     auto cls = class_by_name.find(name_id);
     if (cls == class_by_name.end())
@@ -31,10 +49,11 @@ void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& 
                 .emplace(name_id, classify_gpu_work(GpuEventKind::kernel, data.name(name_id)))
                 .first;
     auto& g = data.gpu;
-    g.start.push_back(stmt.column_int(0));
-    g.end.push_back(stmt.column_int(1));
-    g.device.push_back(static_cast<int32_t>(stmt.column_int(2)));
-    g.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
+    push_span(stmt, path, table, row, g.start, g.end);
+    g.device.push_back(static_cast<int32_t>(
+        checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX)));
+    g.stream.push_back(static_cast<int32_t>(
+        checked_int(stmt, 3, path, table, row, "streamId", INT32_MIN, INT32_MAX)));
     g.correlation.push_back(int_or(stmt, 4, -1));
     g.global_pid.push_back(int_or(stmt, 5, -1));
     g.name_id.push_back(name_id);
@@ -42,7 +61,8 @@ void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& 
     g.work_class.push_back(cls->second);
     g.bytes.push_back(0);
     g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
-    g.grid_blocks.push_back(int_or(stmt, 7, 0) * int_or(stmt, 8, 0) * int_or(stmt, 9, 0));
+    g.grid_blocks.push_back(
+        grid_block_count(int_or(stmt, 7, 0), int_or(stmt, 8, 0), int_or(stmt, 9, 0)));
     g.est_occupancy.push_back(stmt.column_is_null(10) ? std::nan("") : stmt.column_double(10));
   }
 }
@@ -52,16 +72,21 @@ void load_memcpys(const store::Reader& reader, int64_t capture_id, CaptureData& 
       "SELECT start, end, deviceId, streamId, correlationId, globalPid, bytes, copyKind, srcKind, "
       "dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE captureId = ?1");
   stmt.bind(1, capture_id);
+  const std::string& path = reader.database().path();
+  const char* table = "CUPTI_ACTIVITY_KIND_MEMCPY";
+  int64_t row = 0;
   while (stmt.step()) {
+    ++row;
     auto& g = data.gpu;
     std::optional<int32_t> src, dst;
     if (!stmt.column_is_null(8)) src = static_cast<int32_t>(stmt.column_int(8));
     if (!stmt.column_is_null(9)) dst = static_cast<int32_t>(stmt.column_int(9));
     int32_t copy_kind = static_cast<int32_t>(stmt.column_int(7));
-    g.start.push_back(stmt.column_int(0));
-    g.end.push_back(stmt.column_int(1));
-    g.device.push_back(static_cast<int32_t>(stmt.column_int(2)));
-    g.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
+    push_span(stmt, path, table, row, g.start, g.end);
+    g.device.push_back(static_cast<int32_t>(
+        checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX)));
+    g.stream.push_back(static_cast<int32_t>(
+        checked_int(stmt, 3, path, table, row, "streamId", INT32_MIN, INT32_MAX)));
     g.correlation.push_back(int_or(stmt, 4, -1));
     g.global_pid.push_back(int_or(stmt, 5, -1));
     g.name_id.push_back(data.intern(memcpy_label(copy_kind, src, dst)));
@@ -80,12 +105,17 @@ void load_memsets(const store::Reader& reader, int64_t capture_id, CaptureData& 
       "FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE captureId = ?1");
   stmt.bind(1, capture_id);
   const int64_t name_id = data.intern("Memset (Device)");
+  const std::string& path = reader.database().path();
+  const char* table = "CUPTI_ACTIVITY_KIND_MEMSET";
+  int64_t row = 0;
   while (stmt.step()) {
+    ++row;
     auto& g = data.gpu;
-    g.start.push_back(stmt.column_int(0));
-    g.end.push_back(stmt.column_int(1));
-    g.device.push_back(static_cast<int32_t>(stmt.column_int(2)));
-    g.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
+    push_span(stmt, path, table, row, g.start, g.end);
+    g.device.push_back(static_cast<int32_t>(
+        checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX)));
+    g.stream.push_back(static_cast<int32_t>(
+        checked_int(stmt, 3, path, table, row, "streamId", INT32_MIN, INT32_MAX)));
     g.correlation.push_back(int_or(stmt, 4, -1));
     g.global_pid.push_back(int_or(stmt, 5, -1));
     g.name_id.push_back(name_id);
@@ -103,9 +133,12 @@ void load_runtime(const store::Reader& reader, int64_t capture_id, CaptureData& 
       "WHERE captureId = ?1");
   stmt.bind(1, capture_id);
   auto& r = data.runtime;
+  const std::string& path = reader.database().path();
+  const char* table = "CUPTI_ACTIVITY_KIND_RUNTIME";
+  int64_t row = 0;
   while (stmt.step()) {
-    r.start.push_back(stmt.column_int(0));
-    r.end.push_back(stmt.column_int(1));
+    ++row;
+    push_span(stmt, path, table, row, r.start, r.end);
     r.correlation.push_back(int_or(stmt, 2, -1));
     r.name_id.push_back(stmt.column_int(3));
     r.global_tid.push_back(stmt.column_int(4));
@@ -125,13 +158,16 @@ void load_gpu_syncs(const store::Reader& reader, int64_t capture_id, CaptureData
       "WHERE captureId = ?1 AND streamId IS NOT NULL");
   stmt.bind(1, capture_id);
   auto& s = data.gpu_syncs;
+  const std::string& path = reader.database().path();
+  const char* table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+  int64_t row = 0;
   while (stmt.step()) {
+    ++row;
     std::optional<int32_t> device = only_device;
     if (!stmt.column_is_null(2)) device = static_cast<int32_t>(stmt.column_int(2));
     if (!device) continue;
     const std::string name = sync_label(static_cast<int32_t>(stmt.column_int(4)));
-    s.start.push_back(stmt.column_int(0));
-    s.end.push_back(stmt.column_int(1));
+    push_span(stmt, path, table, row, s.start, s.end);
     s.device.push_back(*device);
     s.stream.push_back(static_cast<int32_t>(stmt.column_int(3)));
     s.name_id.push_back(data.intern(name));
@@ -149,9 +185,15 @@ void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, Captur
       "s.id = c.nameId WHERE c.captureId = ?1 AND s.value LIKE 'enumerate(DataLoader)%' "
       "ORDER BY c.rowid");
   stmt.bind(1, capture_id);
-  while (stmt.step())
+  const std::string& path = reader.database().path();
+  int64_t row = 0;
+  while (stmt.step()) {
+    ++row;
+    const int64_t start = checked_time(stmt, 0, path, "cpu_ops", row, "start");
+    const int64_t end = checked_time(stmt, 1, path, "cpu_ops", row, "end");
     data.dataloader_ops.push_back(
-        {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), stmt.column_int(3)});
+        {start, std::max(start, end), stmt.column_int(2), stmt.column_int(3)});
+  }
 }
 
 // Host activity (host_bound, the step breakdown): every cpu_ops row except gpu_user_annotation
@@ -161,12 +203,47 @@ void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& 
       "SELECT start, end, nameId, globalTid FROM cpu_ops WHERE captureId = ?1 AND category != "
       "'gpu_user_annotation'");
   stmt.bind(1, capture_id);
-  while (stmt.step())
-    data.cpu_ops.push_back(
-        {stmt.column_int(0), stmt.column_int(1), stmt.column_int(2), int_or(stmt, 3, 0)});
+  const std::string& path = reader.database().path();
+  int64_t row = 0;
+  while (stmt.step()) {
+    ++row;
+    const int64_t start = checked_time(stmt, 0, path, "cpu_ops", row, "start");
+    const int64_t end = checked_time(stmt, 1, path, "cpu_ops", row, "end");
+    data.cpu_ops.push_back({start, std::max(start, end), stmt.column_int(2), int_or(stmt, 3, 0)});
+  }
 }
 
 }  // namespace
+
+int64_t checked_int(const store::Statement& stmt, int column, const std::string& path,
+                    const char* table, int64_t row, const char* name, int64_t lo, int64_t hi,
+                    std::optional<int64_t> null_value) {
+  const int type = sqlite3_column_type(stmt.raw(), column);
+  auto bad = [&](const std::string& what) {
+    throw InputError(path, std::string("table ") + table + " row " + std::to_string(row),
+                     std::string("column ") + name + " " + what);
+  };
+  if (type == SQLITE_NULL) {
+    if (null_value) return *null_value;
+    bad("is NULL, expected an integer");
+  }
+  if (type == SQLITE_FLOAT)
+    bad("is a real number (" + std::to_string(sqlite3_column_double(stmt.raw(), column)) +
+        "), expected an integer");
+  if (type != SQLITE_INTEGER)
+    bad(std::string("is ") + (type == SQLITE_TEXT ? "text" : "a blob") + ", expected an integer");
+  const int64_t v = sqlite3_column_int64(stmt.raw(), column);
+  if (v < lo || v > hi)
+    bad("is " + std::to_string(v) + ", out of range [" + std::to_string(lo) + ", " +
+        std::to_string(hi) + "]");
+  return v;
+}
+
+int64_t checked_time(const store::Statement& stmt, int column, const std::string& path,
+                     const char* table, int64_t row, const char* name) {
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  return checked_int(stmt, column, path, table, row, name, -kLimit, kLimit);
+}
 
 int64_t resolve_capture_id(const store::Reader& reader, std::optional<int64_t> requested) {
   const std::string& path = reader.database().path();

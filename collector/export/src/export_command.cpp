@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/progress_line.h"
 #include "fleetscope/export/chrome_trace.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
@@ -44,19 +45,16 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   ChromeExportOptions options;
   if (capture_id >= 0) options.capture_id = capture_id;
   options.flows = !no_flows;
-  const bool tty = isatty(STDERR_FILENO) == 1;
-  if (!quiet) {
-    options.on_progress = [&err, tty](int64_t events) {
-      if (tty)
-        err << "\rexporting: " << events << " events" << std::flush;
-      else
-        err << "exporting: " << events << " events\n";
+  common::ProgressLine line(err, "export", !quiet && isatty(STDERR_FILENO) == 1);
+  int64_t total_events = 0;
+  if (line.enabled())
+    options.on_progress = [&line, &total_events](int64_t events) {
+      line.update(events, total_events, "events");
     };
-  }
   try {
     store::Reader reader(positionals[0]);
     const ChromeExportStats stats = export_chrome(reader, output_path, options);
-    if (!quiet && tty) err << "\n";
+    line.finish();
     out << "wrote " << output_path << ": " << stats.events << " events (" << stats.kernels
         << " kernels, " << stats.memcpys << " memcpys, " << stats.memsets << " memsets, "
         << stats.runtime_calls << " runtime calls, " << stats.cpu_ops << " cpu ops, " << stats.flows
@@ -64,7 +62,7 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
         << " ns\n";
     return 0;
   } catch (const std::exception& error) {
-    if (!quiet && tty) err << "\n";
+    line.finish();
     err << "error: " << error.what() << "\n";
     return 1;
   }

@@ -5,16 +5,41 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/progress_line.h"
 #include "fleetscope/importers/importers.h"
 
 namespace fleetscope::importers {
+
+// "512M", "2G", "1048576" -> bytes; nullopt when malformed or above 1 TiB.
+std::optional<int64_t> parse_byte_size(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 13) return std::nullopt;
+  int64_t value = std::stoll(text.substr(0, digits));
+  const std::string unit = text.substr(digits);
+  int shift = 0;
+  if (unit == "K" || unit == "k" || unit == "KiB")
+    shift = 10;
+  else if (unit == "M" || unit == "m" || unit == "MiB")
+    shift = 20;
+  else if (unit == "G" || unit == "g" || unit == "GiB")
+    shift = 30;
+  else if (!unit.empty())
+    return std::nullopt;
+  if (value > (int64_t{1} << (40 - shift))) return std::nullopt;
+  return value << shift;
+}
 
 int run_import_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files;
   std::string output;
   bool force = false, quiet = false;
+  std::string budget_text;
   common::ArgParser parser(
       "fleetscope import FILE... -o OUT.db [--force]",
       "Imports PyTorch-profiler / Kineto Chrome-trace JSON (.json, .json.gz) and Nsight "
@@ -24,7 +49,11 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
   parser.positionals("FILE...", "trace files to import", &files, 1)
       .option("-o, --output", "OUT.db", "trace database to create", &output)
       .flag("--force", "replace OUT.db if it exists", &force)
-      .flag("-q, --quiet", "no progress lines on stderr", &quiet);
+      .option("--memory-budget", "BYTES",
+              "memory for input in flight (default 1G; suffixes K, M, G): batches of JSON, one "
+              "event or metadata value at most a quarter of it",
+              &budget_text)
+      .flag("-q, --quiet", "no progress line on stderr (shown only on a terminal)", &quiet);
   if (auto rc = parser.parse(args, out, err)) return *rc;
   if (output.empty()) {
     err << "error: missing -o OUT.db\nusage: fleetscope import FILE... -o OUT.db [--force]\n";
@@ -36,30 +65,36 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
     return 1;
   }
   ImportOptions options;
-  options.progress_every_events = 100000;
-  if (!quiet) {
-    auto t0 = std::chrono::steady_clock::now();
-    options.progress = [&err, t0](const ImportProgress& p) {
-      if (p.done) return;
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      err << "import: " << p.path << ": " << p.events << " events";
-      if (p.bytes_total > 0)
-        err << ", " << (p.bytes_done >> 20) << "/" << (p.bytes_total >> 20) << " MiB ("
-            << (100 * p.bytes_done / p.bytes_total) << "%)";
-      char t[32];
-      std::snprintf(t, sizeof t, ", %.1f s", s);
-      err << t << "\n";
+  options.progress_every_events = 20000;
+  if (!budget_text.empty()) {
+    const auto budget = parse_byte_size(budget_text);
+    if (!budget || *budget < (int64_t{16} << 20)) {
+      err << "error: --memory-budget '" << budget_text
+          << "': expected a size of at least 16M (e.g. 512M, 2G)\n";
+      return 2;
+    }
+    options.memory_budget_bytes = *budget;
+  }
+  // A progress line on a terminal only (common/progress_line.h); pipes and logs get the summary.
+  common::ProgressLine line(err, "import", !quiet && isatty(STDERR_FILENO) == 1);
+  if (line.enabled()) {
+    options.progress = [&line](const ImportProgress& p) {
+      if (p.done) return line.finish();
+      line.update(p.bytes_done, p.bytes_total, "bytes", p.events);
     };
   }
   try {
     auto results = import_files(files, output, options, force);
+    line.finish();
     for (const auto& r : results) err << summary_line(r) << "\n";
     out << output << "\n";
     return 0;
   } catch (const InputError& e) {
+    line.finish();
     err << "error: " << e.what() << "\n";
     return 1;
   } catch (const Error& e) {
+    line.finish();
     err << "error: " << e.what() << "\n";
     return 1;
   }

@@ -41,10 +41,18 @@ static ImportResult import_kineto_unchecked(const std::string& path, store::RowS
   ImportResult result;
   result.path = path;
   result.source = "kineto-json";
-  InputBuffer input = read_input(path);
-  result.input_bytes = static_cast<int64_t>(input.size);
-  Tokenizer tokenizer(path, input);
+  TokenizerOptions tokenizer_options = TokenizerOptions::from_budget(options.memory_budget_bytes);
+  if (options.whole_document_bytes >= 0)
+    tokenizer_options.whole_document_bytes = static_cast<size_t>(options.whole_document_bytes);
+  Tokenizer tokenizer(path, tokenizer_options);
   TraceMeta meta = tokenizer.read_metadata();
+  // Kineto writes baseTimeNanoseconds after traceEvents. Rows are absolute times from the first
+  // event on, so the base is taken from the members before the events, else from the file's
+  // tail (uncompressed files); when the real member says otherwise (or a .gz file has one),
+  // every row already emitted is shifted once at the end.
+  int64_t assumed_base = meta.base_time_ns;
+  if (!meta.has_base_time && !meta.events_is_root_array)
+    if (auto peeked = peek_trailing_base_time(path)) assumed_base = *peeked;
 
   store::Capture capture;
   capture.kind = store::CaptureKind::imported;
@@ -53,17 +61,24 @@ static ImportResult import_kineto_unchecked(const std::string& path, store::RowS
   capture.id = writer.add_capture(capture);
   result.capture_id = capture.id;
 
-  Parser parser(tokenizer, meta.base_time_ns);
+  // The tracker sizes its correlation map from the input size (one runtime call per ~1 KB).
+  const ReadProgress sizes = tokenizer.progress();
+  result.input_bytes = sizes.file_bytes * (tokenizer.gzip() ? 8 : 1);
+  Parser parser(tokenizer, assumed_base);
   Tracker tracker(writer, capture.id, meta, result);
   const int64_t every = std::max<int64_t>(1, options.progress_every_events);
+  int64_t bytes_done = 0;
   tokenizer.for_each_event([&](const RawEvent& ev) {
     ++result.events_seen;
-    if (options.progress && result.events_seen % every == 0)
-      options.progress(
-          {path, static_cast<int64_t>(ev.offset), result.input_bytes, result.events_seen, false});
+    bytes_done = static_cast<int64_t>(ev.offset);
+    if (options.progress && result.events_seen % every == 0) {
+      const ReadProgress p = tokenizer.progress();
+      options.progress({path, p.file_bytes_read, p.file_bytes, result.events_seen, false});
+    }
     const char* category = nullptr;
     switch (classify(ev, &category)) {
       case EventKind::kernel:
+        if (ev.cat.size() >= 4 && ev.cat.substr(0, 4) == "mtia") tracker.saw_mtia();
         tracker.add_kernel(parser.kernel(ev));
         break;
       case EventKind::memcpy:
@@ -73,6 +88,7 @@ static ImportResult import_kineto_unchecked(const std::string& path, store::RowS
         tracker.add_memset(parser.memset(ev));
         break;
       case EventKind::runtime:
+        if (ev.cat.size() >= 4 && ev.cat.substr(0, 4) == "mtia") tracker.saw_mtia();
         tracker.add_runtime(parser.runtime(ev, false), ev);
         break;
       case EventKind::driver:
@@ -97,6 +113,15 @@ static ImportResult import_kineto_unchecked(const std::string& path, store::RowS
         break;
     }
   });
+  tokenizer.read_trailing_metadata(meta);
+  result.input_bytes = tokenizer.progress().json_bytes;
+  if (meta.base_time_ns != assumed_base) {
+    int64_t delta = 0;
+    if (__builtin_sub_overflow(meta.base_time_ns, assumed_base, &delta))
+      throw InputError(path, "", "baseTimeNanoseconds is out of range");
+    tracker.shift(delta);
+    writer.shift_times(capture.id, delta);
+  }
   tracker.finish(options.workflow_name.empty() ? file_stem(path) : options.workflow_name);
 
   capture.start_ns = result.start_ns;
@@ -104,8 +129,11 @@ static ImportResult import_kineto_unchecked(const std::string& path, store::RowS
   capture.gpu_vendor = result.gpu_vendor;
   capture.note = result.note;
   writer.update_capture(capture);
-  if (options.progress)
-    options.progress({path, result.input_bytes, result.input_bytes, result.events_seen, true});
+  if (options.progress) {
+    const ReadProgress p = tokenizer.progress();
+    options.progress({path, p.file_bytes, p.file_bytes, result.events_seen, true});
+  }
+  (void)bytes_done;
   return result;
 }
 

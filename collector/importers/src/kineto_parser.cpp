@@ -50,6 +50,16 @@ EventKind classify(const RawEvent& ev, const char** cpu_category) {
   if (iequals(c, "user_annotation")) return cpu("user_annotation");
   if (iequals(c, "gpu_user_annotation")) return cpu("gpu_user_annotation");
   if (iequals(c, "python_function")) return cpu("python_function");
+  // Other accelerators, as Kineto names them (libkineto ActivityType.h aliases MTIA_CCP_EVENTS to
+  // CONCURRENT_KERNEL and MTIA_RUNTIME / XPU_RUNTIME / PRIVATEUSE1_RUNTIME to RUNTIME).
+  if (iequals(c, "mtia_ccp_events")) return EventKind::kernel;
+  if (iequals(c, "mtia_runtime") || iequals(c, "xpu_runtime") || iequals(c, "privateuse1_runtime"))
+    return EventKind::runtime;
+  if (iequals(c, "xpu_driver") || iequals(c, "privateuse1_driver")) return EventKind::driver;
+  // Any other complete event on a device stream is device work: HTA puts every event whose
+  // args carry a stream on the device timeline (trace_df "stream" column >= 0).
+  if (ev.args.stream.is_number() && ev.args.stream.fits_int() && ev.args.stream.as_int() >= 0)
+    return EventKind::kernel;
   return EventKind::ignored;  // Trace spans, cuda_profiler_range, overhead, ...
 }
 
@@ -135,13 +145,34 @@ void Parser::wrong(const RawEvent& ev, const char* field, const char* expected) 
 void Parser::span(const RawEvent& ev, int64_t& start, int64_t& end) const {
   if (!ev.ts_ns) missing(ev, "ts");
   if (!ev.dur_ns) missing(ev, "dur");
-  start = base_ns_ + *ev.ts_ns;
-  end = start + std::max<int64_t>(0, *ev.dur_ns);
+  if (__builtin_add_overflow(base_ns_, *ev.ts_ns, &start))
+    wrong(ev, "ts", "a time that fits in int64 nanoseconds after baseTimeNanoseconds");
+  if (__builtin_add_overflow(start, std::max<int64_t>(0, *ev.dur_ns), &end))
+    wrong(ev, "dur", "a duration whose end fits in int64 nanoseconds");
 }
 
 int64_t Parser::instant(const RawEvent& ev) const {
   if (!ev.ts_ns) missing(ev, "ts");
-  return base_ns_ + *ev.ts_ns;
+  int64_t t = 0;
+  if (__builtin_add_overflow(base_ns_, *ev.ts_ns, &t))
+    wrong(ev, "ts", "a time that fits in int64 nanoseconds after baseTimeNanoseconds");
+  return t;
+}
+
+int32_t Parser::narrow(const RawEvent& ev, int64_t value, const char* field) const {
+  // CUPTI's stream, context and callback ids are uint32: Kineto prints 4294967295 for "none",
+  // which the int32 columns keep as -1 (two's complement, as CUPTI's own struct would read).
+  const bool unsigned_id = std::string_view(field) == "args.stream" ||
+                           std::string_view(field) == "args.context" ||
+                           std::string_view(field) == "args.cbid";
+  if (unsigned_id && value > INT32_MAX && value <= UINT32_MAX)
+    return static_cast<int32_t>(static_cast<uint32_t>(value));
+  if (value < INT32_MIN || value > INT32_MAX)
+    tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                             std::string(ev.cat) + "\"): field \"" + field +
+                             "\" is out of range (" + std::to_string(value) +
+                             "), expected a 32-bit integer");
+  return static_cast<int32_t>(value);
 }
 
 void Parser::require_name(const RawEvent& ev) const {
@@ -151,7 +182,10 @@ void Parser::require_name(const RawEvent& ev) const {
 std::optional<int64_t> Parser::int_arg(const RawEvent& ev, const ArgValue& v,
                                        const char* field) const {
   if (!v.present()) return std::nullopt;
-  if (v.is_number()) return v.as_int();
+  if (v.is_number()) {
+    if (!v.fits_int()) wrong(ev, field, "an integer in the int64 range");
+    return v.as_int();
+  }
   if (v.kind == ArgValue::Kind::string) {  // ROCm writes some numbers as strings ("2560")
     int64_t n = 0;
     auto [p, ec] = std::from_chars(v.s.data(), v.s.data() + v.s.size(), n);
@@ -161,20 +195,20 @@ std::optional<int64_t> Parser::int_arg(const RawEvent& ev, const ArgValue& v,
 }
 
 int32_t Parser::device_of(const RawEvent& ev) const {
-  if (auto d = int_arg(ev, ev.args.device, "args.device")) return static_cast<int32_t>(*d);
-  if (ev.pid.present && ev.pid.is_int) return static_cast<int32_t>(ev.pid.value);
+  if (auto d = int_arg(ev, ev.args.device, "args.device")) return narrow(ev, *d, "args.device");
+  if (ev.pid.present && ev.pid.is_int) return narrow(ev, ev.pid.value, "pid");
   missing(ev, "args.device");
 }
 
 int32_t Parser::stream_of(const RawEvent& ev) const {
-  if (auto s = int_arg(ev, ev.args.stream, "args.stream")) return static_cast<int32_t>(*s);
-  if (ev.tid.present && ev.tid.is_int) return static_cast<int32_t>(ev.tid.value);
+  if (auto s = int_arg(ev, ev.args.stream, "args.stream")) return narrow(ev, *s, "args.stream");
+  if (ev.tid.present && ev.tid.is_int) return narrow(ev, ev.tid.value, "tid");
   // "stream 7" thread names of old traces.
   if (ev.tid.present && ev.tid.text.substr(0, 7) == "stream ") {
     int64_t n = 0;
     auto t = ev.tid.text.substr(7);
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
-    if (ec == std::errc()) return static_cast<int32_t>(n);
+    if (ec == std::errc()) return narrow(ev, n, "tid");
   }
   missing(ev, "args.stream");
 }
@@ -185,29 +219,30 @@ store::Kernel Parser::kernel(const RawEvent& ev) const {
   span(ev, k.start, k.end);
   k.deviceId = device_of(ev);
   k.streamId = stream_of(ev);
-  if (auto c = int_arg(ev, ev.args.context, "args.context")) k.contextId = static_cast<int32_t>(*c);
+  if (auto c = int_arg(ev, ev.args.context, "args.context"))
+    k.contextId = narrow(ev, *c, "args.context");
   k.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
   k.demangledName = std::string(ev.name);
   const auto& a = ev.args;
   if (a.grid.kind == ArgValue::Kind::triple) {
-    k.gridX = static_cast<int32_t>(a.grid.v[0]);
-    k.gridY = static_cast<int32_t>(a.grid.v[1]);
-    k.gridZ = static_cast<int32_t>(a.grid.v[2]);
+    k.gridX = narrow(ev, a.grid.v[0], "args.grid");
+    k.gridY = narrow(ev, a.grid.v[1], "args.grid");
+    k.gridZ = narrow(ev, a.grid.v[2], "args.grid");
   } else if (a.grid.present()) {
     wrong(ev, "args.grid", "an array of 3 integers");
   }
   if (a.block.kind == ArgValue::Kind::triple) {
-    k.blockX = static_cast<int32_t>(a.block.v[0]);
-    k.blockY = static_cast<int32_t>(a.block.v[1]);
-    k.blockZ = static_cast<int32_t>(a.block.v[2]);
+    k.blockX = narrow(ev, a.block.v[0], "args.block");
+    k.blockY = narrow(ev, a.block.v[1], "args.block");
+    k.blockZ = narrow(ev, a.block.v[2], "args.block");
   } else if (a.block.present()) {
     wrong(ev, "args.block", "an array of 3 integers");
   }
   if (auto r = int_arg(ev, a.registers, "args.registers per thread"))
-    k.registersPerThread = static_cast<int32_t>(*r);
+    k.registersPerThread = narrow(ev, *r, "args.registers per thread");
   // Kineto reports static + dynamic shared memory as one number; it is kept as the static part.
   if (auto s = int_arg(ev, a.shared_memory, "args.shared memory"))
-    k.staticSharedMemory = static_cast<int32_t>(*s);
+    k.staticSharedMemory = narrow(ev, *s, "args.shared memory");
   auto real = [&](const ArgValue& v, const char* field) -> std::optional<double> {
     if (!v.present()) return std::nullopt;
     if (!v.is_number()) wrong(ev, field, "a number");
@@ -225,7 +260,8 @@ store::Memcpy Parser::memcpy(const RawEvent& ev) const {
   span(ev, m.start, m.end);
   m.deviceId = device_of(ev);
   m.streamId = stream_of(ev);
-  if (auto c = int_arg(ev, ev.args.context, "args.context")) m.contextId = static_cast<int32_t>(*c);
+  if (auto c = int_arg(ev, ev.args.context, "args.context"))
+    m.contextId = narrow(ev, *c, "args.context");
   m.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
   m.bytes = int_arg(ev, ev.args.bytes, "args.bytes").value_or(0);
   MemcpyName parsed = parse_memcpy_name(ev.name);
@@ -245,7 +281,8 @@ store::Memset Parser::memset(const RawEvent& ev) const {
   span(ev, m.start, m.end);
   m.deviceId = device_of(ev);
   m.streamId = stream_of(ev);
-  if (auto c = int_arg(ev, ev.args.context, "args.context")) m.contextId = static_cast<int32_t>(*c);
+  if (auto c = int_arg(ev, ev.args.context, "args.context"))
+    m.contextId = narrow(ev, *c, "args.context");
   m.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
   m.bytes = int_arg(ev, ev.args.bytes, "args.bytes").value_or(0);
   m.memKind = parse_memset_kind(ev.name);
@@ -258,7 +295,7 @@ store::RuntimeCall Parser::runtime(const RawEvent& ev, bool driver) const {
   span(ev, r.start, r.end);
   r.eventClass = driver ? store::ApiClass::driver : store::ApiClass::runtime;
   r.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
-  if (auto c = int_arg(ev, ev.args.cbid, "args.cbid")) r.cbid = static_cast<int32_t>(*c);
+  if (auto c = int_arg(ev, ev.args.cbid, "args.cbid")) r.cbid = narrow(ev, *c, "args.cbid");
   r.name = std::string(ev.name);
   return r;
 }
@@ -268,12 +305,13 @@ store::Sync Parser::sync(const RawEvent& ev) const {
   store::Sync s;
   span(ev, s.start, s.end);
   if (auto d = int_arg(ev, ev.args.device, "args.device"))
-    s.deviceId = static_cast<int32_t>(*d);
+    s.deviceId = narrow(ev, *d, "args.device");
   else if (ev.pid.present && ev.pid.is_int)
-    s.deviceId = static_cast<int32_t>(ev.pid.value);
-  if (auto c = int_arg(ev, ev.args.context, "args.context")) s.contextId = static_cast<int32_t>(*c);
+    s.deviceId = narrow(ev, ev.pid.value, "pid");
+  if (auto c = int_arg(ev, ev.args.context, "args.context"))
+    s.contextId = narrow(ev, *c, "args.context");
   if (auto st = int_arg(ev, ev.args.stream, "args.stream"); st && *st >= 0)
-    s.streamId = static_cast<int32_t>(*st);
+    s.streamId = narrow(ev, *st, "args.stream");
   s.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
   s.syncType = parse_sync_kind(
       ev.args.sync_kind.kind == ArgValue::Kind::string ? ev.args.sync_kind.s : ev.name);
@@ -297,7 +335,7 @@ store::MemoryEvent Parser::memory(const RawEvent& ev) const {
   m.ts = instant(ev);
   auto type = int_arg(ev, ev.args.device_type, "args.Device Type").value_or(1);
   auto id = int_arg(ev, ev.args.device_id, "args.Device Id").value_or(-1);
-  m.deviceId = type == 0 ? -1 : static_cast<int32_t>(id);  // c10 DeviceType 0 = CPU
+  m.deviceId = type == 0 ? -1 : narrow(ev, id, "args.Device Id");  // c10 DeviceType 0 = CPU
   m.address = int_arg(ev, ev.args.addr, "args.Addr");
   auto bytes = int_arg(ev, ev.args.bytes, "args.Bytes");
   if (!bytes) missing(ev, "args.Bytes");

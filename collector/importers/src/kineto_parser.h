@@ -71,6 +71,7 @@ class Parser {
   void require_name(const RawEvent& ev) const;
   int32_t device_of(const RawEvent& ev) const;
   int32_t stream_of(const RawEvent& ev) const;
+  int32_t narrow(const RawEvent& ev, int64_t value, const char* field) const;
   std::optional<int64_t> int_arg(const RawEvent& ev, const ArgValue& v, const char* field) const;
 
   const Tokenizer& tok_;

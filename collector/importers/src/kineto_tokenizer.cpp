@@ -1,158 +1,38 @@
 #include "kineto_tokenizer.h"
 
-#include <zlib.h>
-#ifdef FLEETSCOPE_HAVE_LIBDEFLATE
-#include <libdeflate.h>
-#endif
-
 #include <simdjson.h>
+
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <memory>
+#include <deque>
+#include <exception>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "fleetscope/store/error.h"
+#include "kineto_input.h"
+#include "kineto_splitter.h"
 
 namespace fleetscope::importers::kineto {
 
 namespace od = simdjson::ondemand;
 
-// ---------------------------------------------------------------------------------------------
-// Input: whole file, gunzipped when needed, into a buffer with simdjson padding.
-
-namespace {
-
-std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
-  std::string data;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    long size = std::ftell(f);
-    if (size > 0) data.reserve(static_cast<size_t>(size) + simdjson::SIMDJSON_PADDING);
-    std::fseek(f, 0, SEEK_SET);
-  }
-  char chunk[1 << 16];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) data.append(chunk, n);
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw InputError(path, "", "read error");
-  return data;
-}
-
-#ifdef FLEETSCOPE_HAVE_LIBDEFLATE
-// The whole gzip input (all members, as gzip -c a b > c writes them) into `out` starting at 0,
-// growing it as needed and keeping SIMDJSON_PADDING spare bytes; the decompressed size, or nullopt
-// when libdeflate rejects the data (truncated or corrupt: it does not say which, zlib does).
-// libdeflate inflates a member in one call, without zlib's streaming state: about twice as fast.
-std::optional<size_t> inflate_whole(const unsigned char* bytes, size_t size, std::string& out) {
-  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
-      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
-  if (!d) throw Error("libdeflate: out of memory");
-  size_t in_pos = 0, produced = 0;
-  for (;;) {
-    size_t used_in = 0, used_out = 0;
-    const auto rc = libdeflate_gzip_decompress_ex(
-        d.get(), bytes + in_pos, size - in_pos, out.data() + produced,
-        out.size() - produced - simdjson::SIMDJSON_PADDING, &used_in, &used_out);
-    if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
-      out.resize(out.size() * 2);  // the member is decompressed again from its start
-      continue;
-    }
-    if (rc != LIBDEFLATE_SUCCESS) return std::nullopt;
-    in_pos += used_in, produced += used_out;
-    if (size - in_pos < 2 || bytes[in_pos] != 0x1f || bytes[in_pos + 1] != 0x8b) return produced;
-    if (out.size() - produced < simdjson::SIMDJSON_PADDING + 65536) out.resize(out.size() * 2);
-  }
-}
-#endif
-
-}  // namespace
-
-InputBuffer read_input(const std::string& path) {
-  InputBuffer in;
-  std::string raw = read_file(path);
-  in.file_bytes = static_cast<int64_t>(raw.size());
-  if (raw.empty())
-    throw InputError(path, "byte 0", "empty file, expected a Kineto trace (JSON or gzip)");
-  const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
-  if (raw.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
-    in.gzip = true;
-    // ISIZE (last 4 bytes, mod 2^32) is a good first guess of the decompressed size.
-    size_t guess = raw.size() * 8;
-    if (raw.size() >= 18) {
-      const unsigned char* t = bytes + raw.size() - 4;
-      size_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<size_t>(t[3]) << 24);
-      // Only trust it when plausible (a truncated file ends in arbitrary bytes): deflate expands
-      // at most ~1032:1, and the first allocation is capped; the buffer grows as needed anyway.
-      if (isize >= raw.size() && isize <= raw.size() * 1032)
-        guess = std::min<size_t>(isize + 1, size_t{1} << 30);
-    }
-    std::string out;
-    out.resize(guess + simdjson::SIMDJSON_PADDING);
-#ifdef FLEETSCOPE_HAVE_LIBDEFLATE
-    if (const auto produced = inflate_whole(bytes, raw.size(), out)) {
-      out.resize(*produced + simdjson::SIMDJSON_PADDING);
-      std::memset(out.data() + *produced, 0, simdjson::SIMDJSON_PADDING);
-      in.data = std::move(out);
-      in.size = *produced;
-      if (*produced == 0) throw InputError(path, "byte 0", "gzip stream decompresses to nothing");
-      return in;
-    }
-    // Bad data: zlib below says where and whether the stream is truncated or corrupt.
-#endif
-    z_stream zs{};
-    if (inflateInit2(&zs, 15 + 32) != Z_OK) throw Error("zlib: inflateInit2 failed");
-    zs.next_in = const_cast<Bytef*>(bytes);
-    zs.avail_in = static_cast<uInt>(raw.size());
-    size_t produced = 0;
-    for (;;) {
-      if (out.size() - produced < simdjson::SIMDJSON_PADDING + 65536) out.resize(out.size() * 2);
-      size_t room = out.size() - produced - simdjson::SIMDJSON_PADDING;
-      zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-      zs.avail_out = static_cast<uInt>(std::min<size_t>(room, 1u << 30));
-      uInt before = zs.avail_out;
-      int rc = inflate(&zs, Z_NO_FLUSH);
-      produced += before - zs.avail_out;
-      if (rc == Z_STREAM_END) {
-        // Concatenated gzip members are one stream (gzip -c a b > c); anything else after the
-        // end is ignored like gzip itself does with trailing zeros.
-        if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
-          inflateReset(&zs);
-          continue;
-        }
-        break;
-      }
-      if (rc == Z_OK) continue;
-      if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
-        std::string where = "byte " + std::to_string(zs.total_in) + " of compressed input";
-        inflateEnd(&zs);
-        throw InputError(path, where,
-                         "truncated gzip stream (input ended after " + std::to_string(produced) +
-                             " decompressed bytes, expected more data and the gzip trailer)");
-      }
-      if (rc == Z_BUF_ERROR) continue;  // needs more output room
-      std::string where = "byte " + std::to_string(zs.total_in) + " of compressed input";
-      std::string msg = zs.msg ? zs.msg : "error " + std::to_string(rc);
-      inflateEnd(&zs);
-      throw InputError(path, where, "corrupt gzip data (" + msg + ")");
-    }
-    inflateEnd(&zs);
-    out.resize(produced + simdjson::SIMDJSON_PADDING);
-    std::memset(out.data() + produced, 0, simdjson::SIMDJSON_PADDING);
-    in.data = std::move(out);
-    in.size = produced;
-    if (produced == 0) throw InputError(path, "byte 0", "gzip stream decompresses to nothing");
-  } else {
-    in.size = raw.size();
-    raw.resize(raw.size() + simdjson::SIMDJSON_PADDING, '\0');
-    in.data = std::move(raw);
-  }
-  return in;
+TokenizerOptions TokenizerOptions::from_budget(int64_t budget_bytes) {
+  TokenizerOptions o;
+  const size_t budget = static_cast<size_t>(std::max<int64_t>(budget_bytes, int64_t{16} << 20));
+  // A batch is about 1/64 of the budget (8 MiB at the 1 GiB default, within [1, 16] MiB): large
+  // enough that per-batch costs vanish, small enough that the batches in flight (queued + being
+  // parsed + being filled) stay a few percent of the budget. One value may use a quarter.
+  o.batch_bytes = std::clamp<size_t>(budget / 128, size_t{1} << 20, size_t{16} << 20);
+  o.queued_batches = 3;
+  o.max_value_bytes = budget / 4;
+  o.whole_document_bytes = budget / 16;
+  return o;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,108 +147,421 @@ const char* type_name(od::json_type t) {
 // ---------------------------------------------------------------------------------------------
 // Tokenizer.
 
-struct Tokenizer::Impl {
-  od::parser parser;
-  const char* base = nullptr;
-  // The document of the first pass; the second pass rewinds it instead of iterating again, so
-  // stage 1 (the SIMD structural index of the whole input) runs once.
-  od::document doc;
-  bool iterated = false;
+namespace {
 
-  // Stage 1 on the first call, a rewind afterwards.
-  simdjson::error_code iterate(const InputBuffer& input) {
-    if (iterated) {
-      doc.rewind();
-      return simdjson::SUCCESS;
+// A stretch of the buffer being parsed that maps to the document: the batch of events, or one
+// metadata value inside the small document read_metadata() assembles from them.
+struct Segment {
+  size_t buffer_start = 0, size = 0;
+  int64_t document_offset = 0, line = 1;
+  const char* text = nullptr;
+};
+
+// What the reader thread hands over, in document order.
+struct Item {
+  enum class Kind { batch, events_begin, end, error } kind = Kind::batch;
+  EventBatch batch;
+  std::vector<MetaMember> members;
+  std::exception_ptr error;
+};
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  TokenizerOptions options;
+  InputStream input;
+  od::parser parser;
+
+  // The buffer being parsed and how it maps to the document.
+  const char* base = nullptr;
+  size_t size = 0;
+  std::vector<Segment> segments;
+  std::string meta_text;  // the assembled metadata document
+  EventBatch current;     // the batch being parsed
+
+  // Reader thread -> this thread.
+  std::thread reader;
+  mutable std::mutex mu;
+  std::condition_variable changed;
+  std::deque<Item> items;
+  std::vector<EventBatch> free_batches;  // parsed batches, their buffers reused by the reader
+  bool stop = false;
+  int64_t json_read = 0, file_read = 0;
+  bool events_is_root_array = false;
+  bool events_done = false;
+  std::vector<MetaMember> trailing;
+
+  // Small .json.gz files (decompressed within a quarter of the budget) are inflated whole.
+  Impl(const std::string& path, TokenizerOptions o)
+      : options(o), input(path, std::max(o.max_value_bytes, o.whole_document_bytes)) {}
+
+  // Whole-document mode (TokenizerOptions::whole_document_bytes): the document in one padded
+  // buffer; the items are made by one simdjson pass over it instead of by the reader thread.
+  bool whole = false;
+  std::string document;
+  size_t document_size = 0;
+
+  bool read_whole_document() {
+    const auto known = input.known_size();
+    if (!known || options.whole_document_bytes == 0 ||
+        static_cast<uint64_t>(*known) > options.whole_document_bytes)
+      return false;
+    size_t got = 0;
+    if (input.take_whole(document, simdjson::SIMDJSON_PADDING)) {
+      got = static_cast<size_t>(*known);
+    } else {
+      document.resize(static_cast<size_t>(*known) + simdjson::SIMDJSON_PADDING);
+      size_t n = 0;
+      while (got < static_cast<size_t>(*known) &&
+             (n = input.read(document.data() + got, static_cast<size_t>(*known) - got)) > 0)
+        got += n;
+      std::memset(document.data() + got, 0, document.size() - got);
     }
-    auto err =
-        parser
-            .iterate(simdjson::padded_string_view(input.data.data(), input.size, input.data.size()))
-            .get(doc);
-    iterated = !err;
-    return err;
+    document_size = got;
+    json_read = file_read = static_cast<int64_t>(got);
+    file_read = input.file_bytes();
+    whole = true;
+    return true;
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+    }
+    changed.notify_all();
+    if (reader.joinable()) reader.join();
+  }
+
+  bool started = false;
+  void start(const Tokenizer& tok) {
+    if (started) return;
+    started = true;
+    if (read_whole_document()) {
+      split_whole(tok);
+      return;
+    }
+    reader = std::thread([this] { read_all(); });
+  }
+
+  // One On-Demand pass over the top level: each member's raw text is kept (as the splitter
+  // does), the traceEvents array becomes a single batch that views the document in place (its
+  // text is followed by the rest of the padded document, so simdjson's padding holds).
+  void split_whole(const Tokenizer& tok);
+
+  void push(Item item) {
+    std::unique_lock lock(mu);
+    changed.wait(lock, [&] { return stop || items.size() < options.queued_batches; });
+    if (stop) return;
+    items.push_back(std::move(item));
+    changed.notify_all();
+  }
+
+  void read_all() {
+    try {
+      Splitter splitter(input, options.batch_bytes, options.max_value_bytes);
+      for (;;) {
+        Item item;
+        {
+          std::lock_guard lock(mu);
+          if (stop) return;
+          if (!free_batches.empty()) {
+            item.batch = std::move(free_batches.back());
+            free_batches.pop_back();
+          }
+        }
+        const Splitter::Step step = splitter.next(item.batch);
+        {
+          std::lock_guard lock(mu);
+          json_read = splitter.bytes_consumed();
+          file_read = input.file_bytes_read();
+        }
+        if (step == Splitter::Step::batch) {
+          item.kind = Item::Kind::batch;
+        } else if (step == Splitter::Step::events_begin) {
+          item.kind = Item::Kind::events_begin;
+          item.members = std::move(splitter.members());
+          splitter.members().clear();
+          item.batch.count = splitter.events_is_root_array() ? 1 : 0;
+        } else {
+          item.kind = Item::Kind::end;
+          item.members = std::move(splitter.members());
+          item.batch.count = splitter.saw_events() ? 1 : 0;
+          push(std::move(item));
+          return;
+        }
+        push(std::move(item));
+      }
+    } catch (...) {
+      Item item;
+      item.kind = Item::Kind::error;
+      item.error = std::current_exception();
+      push(std::move(item));
+    }
+  }
+
+  Item pop() {
+    if (whole) {
+      Item item = std::move(items.front());
+      items.pop_front();
+      return item;
+    }
+    std::unique_lock lock(mu);
+    changed.wait(lock, [&] { return !items.empty(); });
+    Item item = std::move(items.front());
+    items.pop_front();
+    changed.notify_all();
+    if (item.kind == Item::Kind::error) std::rethrow_exception(item.error);
+    return item;
+  }
+
+  void recycle(EventBatch&& batch) {
+    if (whole) return;
+    std::lock_guard lock(mu);
+    if (free_batches.size() < 2) free_batches.push_back(std::move(batch));
+  }
+
+  // Document offset of a position in the buffer being parsed.
+  size_t to_document(size_t buffer_pos) const {
+    const Segment* best = nullptr;
+    for (const Segment& s : segments)
+      if (s.buffer_start <= buffer_pos) best = &s;
+    if (!best)
+      return segments.empty() ? buffer_pos : static_cast<size_t>(segments[0].document_offset);
+    const size_t within = std::min(buffer_pos - best->buffer_start, best->size);
+    return static_cast<size_t>(best->document_offset) + within;
+  }
+
+  // Where the iterator stands, as a document offset (the end of the buffer when it is past it).
+  template <class T>
+  size_t where(T& iterable) const {
+    const char* loc = nullptr;
+    if (iterable.current_location().get(loc) == simdjson::SUCCESS && loc && loc >= base &&
+        loc <= base + size)
+      return to_document(static_cast<size_t>(loc - base));
+    return to_document(size);
+  }
+
+  // Assembles {"key": value, ...} from the splitter's members, with the segment map.
+  void load_members(const std::vector<MetaMember>& members) {
+    meta_text = "{";
+    segments.clear();
+    for (const MetaMember& m : members) {
+      if (meta_text.size() > 1) meta_text += ',';
+      meta_text += '"';
+      meta_text += m.key;
+      meta_text += "\":";
+      segments.push_back({meta_text.size(), m.value.size(), m.offset, m.line, m.value.data()});
+      meta_text += m.value;
+    }
+    meta_text += '}';
+    size = meta_text.size();
+    meta_text.append(simdjson::SIMDJSON_PADDING, '\0');
+    base = meta_text.data();
   }
 };
 
-Tokenizer::Tokenizer(std::string path, const InputBuffer& input)
-    : path_(std::move(path)), input_(input), impl_(new Impl) {
-  impl_->base = input_.data.data();
+Tokenizer::Tokenizer(std::string path, TokenizerOptions options)
+    : path_(std::move(path)), impl_(std::make_unique<Impl>(path_, options)) {}
+
+Tokenizer::~Tokenizer() = default;
+
+bool Tokenizer::gzip() const {
+  return impl_->input.gzip();
 }
 
-Tokenizer::~Tokenizer() {
-  delete impl_;
+ReadProgress Tokenizer::progress() const {
+  std::lock_guard lock(impl_->mu);
+  return {impl_->input.file_bytes(), impl_->file_read, impl_->json_read};
 }
 
 std::string Tokenizer::position(size_t offset) const {
-  offset = std::min(offset, input_.size);
-  size_t line =
-      1 + static_cast<size_t>(std::count(input_.data.data(), input_.data.data() + offset, '\n'));
-  return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+  if (impl_->whole) {  // the whole document is at hand: count its lines up to the offset
+    offset = std::min(offset, impl_->document_size);
+    const int64_t line =
+        1 + std::count(impl_->document.data(), impl_->document.data() + offset, '\n');
+    return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+  }
+  for (const Segment& s : impl_->segments) {
+    const auto start = static_cast<size_t>(s.document_offset);
+    if (offset >= start && offset <= start + s.size) {
+      const int64_t line = s.line + std::count(s.text, s.text + (offset - start), '\n');
+      return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+    }
+  }
+  return "byte " + std::to_string(offset);
 }
 
 void Tokenizer::fail(size_t offset, const std::string& what) const {
   throw InputError(path_, position(offset), what);
 }
 
-namespace {
-
-// Where the iterator stands, for error messages (end of input when the iterator is past it).
-template <class T>
-size_t location_of(T& iterable, const char* base, size_t size) {
-  const char* loc = nullptr;
-  if (iterable.current_location().get(loc) == simdjson::SUCCESS && loc)
-    return static_cast<size_t>(loc - base);
-  return size;
-}
-
-}  // namespace
-
 #define FS_JSON_FAIL(where, err) \
   fail(where, std::string("invalid JSON: ") + simdjson::error_message(err))
 
-TraceMeta Tokenizer::read_metadata() {
-  TraceMeta meta;
-  const size_t size = input_.size;
-  od::document& doc = impl_->doc;
-  auto err = impl_->iterate(input_);
-  if (err) FS_JSON_FAIL(0, err);
+void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
+  const char* doc_base = document.data();
+  base = doc_base;
+  size = document_size;
+  segments.assign(1, Segment{0, document_size, 0, 1, doc_base});
+  // Lines are counted only when an error needs one (Tokenizer::position, from the document).
+  auto line_at = [](size_t) { return int64_t{0}; };
+  auto json_fail = [&](size_t at, simdjson::error_code e) {
+    tok.fail(at, std::string("invalid JSON: ") + simdjson::error_message(e));
+  };
+  od::document doc;
+  auto err = parser.iterate(simdjson::padded_string_view(doc_base, document_size, document.size()))
+                 .get(doc);
+  if (err) json_fail(0, err);
   od::json_type root_type;
-  if ((err = doc.type().get(root_type))) FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+  if ((err = doc.type().get(root_type))) json_fail(where(doc), err);
+  auto events_item = [&](std::string_view raw) {
+    Item b;
+    b.kind = Item::Kind::batch;
+    EventBatch& batch = b.batch;
+    batch.view = raw.data();
+    batch.view_capacity = document.size() - static_cast<size_t>(raw.data() - doc_base);
+    batch.json_size = raw.size();
+    batch.offset = static_cast<int64_t>(raw.data() - doc_base) + 1;
+    batch.first_line = line_at(static_cast<size_t>(raw.data() - doc_base) + 1);
+    batch.first_index = 0;
+    batch.count = EventBatch::kUnknownCount;
+    return b;
+  };
+  Item begin, end;
+  begin.kind = Item::Kind::events_begin;
+  end.kind = Item::Kind::end;
   if (root_type == od::json_type::array) {
-    meta.events_is_root_array = true;
-    return meta;
+    std::string_view raw;
+    if ((err = doc.raw_json().get(raw))) json_fail(where(doc), err);
+    begin.batch.count = 1;  // the document is the events array
+    end.batch.count = 1;
+    items.push_back(std::move(begin));
+    items.push_back(events_item(raw));
+    items.push_back(std::move(end));
+    return;
   }
   if (root_type != od::json_type::object)
-    fail(0, std::string("the document is ") + type_name(root_type) +
-                ", expected a JSON object with a \"traceEvents\" array");
+    tok.fail(0,
+             "the document does not start with '{' or '[', expected a JSON object with a "
+             "\"traceEvents\" array");
   od::object root;
-  if ((err = doc.get_object().get(root))) FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+  if ((err = doc.get_object().get(root))) json_fail(where(doc), err);
+  std::vector<MetaMember> members;
+  std::optional<Item> events;
+  for (auto field_res : root) {
+    od::field field;
+    if ((err = std::move(field_res).get(field))) json_fail(where(doc), err);
+    // The key as written (escapes kept), up to its closing quote.
+    const char* key_begin = field.key().raw();
+    const char* key_end = key_begin;
+    while (*key_end != '"') key_end += *key_end == '\\' ? 2 : 1;
+    std::string key(key_begin, key_end);
+    od::value v = field.value();
+    od::json_type t;
+    if ((err = v.type().get(t))) json_fail(where(v), err);
+    std::string_view raw;
+    if (t == od::json_type::array) {
+      od::array a;
+      if ((err = v.get_array().get(a)) || (err = a.raw_json().get(raw))) json_fail(where(v), err);
+    } else if (t == od::json_type::object) {
+      od::object o;
+      if ((err = v.get_object().get(o)) || (err = o.raw_json().get(raw))) json_fail(where(v), err);
+    } else {
+      raw = v.raw_json_token();
+    }
+    if (key == "traceEvents" && t == od::json_type::array && !events) {
+      events = events_item(raw);
+      continue;
+    }
+    MetaMember m;
+    m.key = std::move(key);
+    m.value.assign(raw);
+    m.offset = raw.data() - doc_base;
+    m.line = line_at(static_cast<size_t>(m.offset));
+    members.push_back(std::move(m));
+  }
+  // Every member, trailing ones included, is known before the first event: the base time
+  // applies from the start.
+  if (!events) {
+    end.members = std::move(members);
+    end.batch.count = 0;
+    items.push_back(std::move(end));
+    return;
+  }
+  begin.members = std::move(members);
+  end.batch.count = 1;
+  items.push_back(std::move(begin));
+  items.push_back(std::move(*events));
+  items.push_back(std::move(end));
+}
+
+TraceMeta Tokenizer::read_metadata() {
+  impl_->start(*this);
+  for (;;) {
+    Item item = impl_->pop();
+    if (item.kind == Item::Kind::events_begin || item.kind == Item::Kind::end) {
+      const bool root_array = item.kind == Item::Kind::events_begin && item.batch.count == 1;
+      if (item.kind == Item::Kind::end) impl_->events_done = true;
+      TraceMeta meta;
+      if (root_array) {
+        meta.events_is_root_array = true;
+        impl_->events_is_root_array = true;
+        return meta;
+      }
+      parse_members(item.members, meta, /*require_events=*/item.kind == Item::Kind::end);
+      return meta;
+    }
+  }
+}
+
+void Tokenizer::read_trailing_metadata(TraceMeta& meta) {
+  if (impl_->events_is_root_array) return;
+  parse_members(impl_->trailing, meta, false);
+  impl_->trailing.clear();
+}
+
+void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta& meta,
+                              bool require_events) {
+  impl_->load_members(members);
+  od::document doc;
+  auto err = impl_->parser
+                 .iterate(simdjson::padded_string_view(impl_->meta_text.data(), impl_->size,
+                                                       impl_->meta_text.size()))
+                 .get(doc);
+  if (err) FS_JSON_FAIL(impl_->to_document(0), err);
+  od::json_type root_type;
+  if ((err = doc.type().get(root_type))) FS_JSON_FAIL(impl_->where(doc), err);
+  od::object root;
+  if ((err = doc.get_object().get(root))) FS_JSON_FAIL(impl_->where(doc), err);
   bool saw_events = false;
   auto expect = [&](od::value& v, od::json_type want, std::string_view key) {
     od::json_type t;
-    if (auto e = v.type().get(t)) FS_JSON_FAIL(location_of(v, impl_->base, size), e);
+    if (auto e = v.type().get(t)) FS_JSON_FAIL(impl_->where(v), e);
     if (t != want)
-      fail(location_of(v, impl_->base, size), "field \"" + std::string(key) + "\" is " +
-                                                  type_name(t) + ", expected " + type_name(want));
+      fail(impl_->where(v), "field \"" + std::string(key) + "\" is " + type_name(t) +
+                                ", expected " + type_name(want));
   };
   auto read_int = [&](od::value& v, std::string_view key) -> std::optional<int64_t> {
     od::json_type t;
-    if (auto e = v.type().get(t)) FS_JSON_FAIL(location_of(v, impl_->base, size), e);
+    if (auto e = v.type().get(t)) FS_JSON_FAIL(impl_->where(v), e);
     if (t == od::json_type::null) return std::nullopt;
     if (t != od::json_type::number)
-      fail(location_of(v, impl_->base, size),
+      fail(impl_->where(v),
            "field \"" + std::string(key) + "\" is " + type_name(t) + ", expected a number");
     std::string_view tok;
     tok = v.raw_json_token();
     ArgValue a;
     if (!parse_number_text(tok, a))
-      fail(location_of(v, impl_->base, size), "bad number in \"" + std::string(key) + "\"");
+      fail(impl_->where(v), "bad number in \"" + std::string(key) + "\"");
+    if (!a.fits_int())
+      fail(impl_->where(v),
+           "field \"" + std::string(key) + "\" is out of range, expected an integer");
     return a.as_int();
   };
   for (auto field_res : root) {
     od::field field;
-    if ((err = std::move(field_res).get(field)))
-      FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+    if ((err = std::move(field_res).get(field))) FS_JSON_FAIL(impl_->where(doc), err);
     std::string_view key;
     key = field.unescaped_key();
     od::value v = field.value();
@@ -379,21 +572,18 @@ TraceMeta Tokenizer::read_metadata() {
       meta.has_device_properties = true;
       expect(v, od::json_type::array, key);
       od::array arr;
-      if ((err = v.get_array().get(arr))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if ((err = v.get_array().get(arr))) FS_JSON_FAIL(impl_->where(v), err);
       for (auto dev_res : arr) {
         od::value dv;
-        if ((err = std::move(dev_res).get(dv)))
-          FS_JSON_FAIL(location_of(doc, impl_->base, size), err);
+        if ((err = std::move(dev_res).get(dv))) FS_JSON_FAIL(impl_->where(doc), err);
         expect(dv, od::json_type::object, std::string(key) + "[]");
         od::object dobj;
-        if ((err = dv.get_object().get(dobj)))
-          FS_JSON_FAIL(location_of(dv, impl_->base, size), err);
+        if ((err = dv.get_object().get(dobj))) FS_JSON_FAIL(impl_->where(dv), err);
         store::GpuInfo gpu;
         std::optional<int64_t> threads_per_sm;
         for (auto df_res : dobj) {
           od::field df;
-          if ((err = std::move(df_res).get(df)))
-            FS_JSON_FAIL(location_of(dv, impl_->base, size), err);
+          if ((err = std::move(df_res).get(df))) FS_JSON_FAIL(impl_->where(dv), err);
           std::string_view dk;
           dk = df.unescaped_key();
           od::value x = df.value();
@@ -403,11 +593,18 @@ TraceMeta Tokenizer::read_metadata() {
             continue;
           }
           od::json_type t;
-          if ((err = x.type().get(t))) FS_JSON_FAIL(location_of(x, impl_->base, size), err);
+          if ((err = x.type().get(t))) FS_JSON_FAIL(impl_->where(x), err);
           if (t != od::json_type::number) continue;  // unknown extras are tolerated
           auto val = read_int(x, dk);
           if (!val) continue;
-          int64_t n = *val;
+          const int64_t n = *val;
+          // Every field below is an int32 in cudaDeviceProp except the two 64-bit sizes.
+          const bool wide = dk == "totalGlobalMem" || dk == "sharedMemPerMultiprocessor" ||
+                            dk == "maxSharedMemoryPerMultiProcessor" || dk == "clockRate";
+          if ((!wide && (n < INT32_MIN || n > INT32_MAX)) ||
+              (dk == "clockRate" && (n < 0 || n > INT64_MAX / 1000)))
+            fail(impl_->where(x), "field \"" + std::string(key) + "[]." + std::string(dk) +
+                                      "\" is out of range (" + std::to_string(n) + ")");
           if (dk == "id")
             gpu.id = static_cast<int32_t>(n);
           else if (dk == "totalGlobalMem")
@@ -437,32 +634,40 @@ TraceMeta Tokenizer::read_metadata() {
       }
     } else if (key == "distributedInfo") {
       od::json_type t;
-      if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if ((err = v.type().get(t))) FS_JSON_FAIL(impl_->where(v), err);
       if (t != od::json_type::object) continue;
       od::object dobj;
-      if ((err = v.get_object().get(dobj))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if ((err = v.get_object().get(dobj))) FS_JSON_FAIL(impl_->where(v), err);
       for (auto df_res : dobj) {
         od::field df;
-        if ((err = std::move(df_res).get(df))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+        if ((err = std::move(df_res).get(df))) FS_JSON_FAIL(impl_->where(v), err);
         std::string_view dk;
         dk = df.unescaped_key();
         od::value x = df.value();
         if (dk == "rank") {
-          if (auto r = read_int(x, "distributedInfo.rank")) meta.rank = static_cast<int32_t>(*r);
+          if (auto r = read_int(x, "distributedInfo.rank"); r && *r >= 0 && *r <= INT32_MAX)
+            meta.rank = static_cast<int32_t>(*r);
+          else if (r)
+            fail(impl_->where(x), "field \"distributedInfo.rank\" is out of range");
         } else if (dk == "world_size") {
-          if (auto r = read_int(x, "distributedInfo.world_size"))
+          if (auto r = read_int(x, "distributedInfo.world_size"); r && *r >= 0 && *r <= INT32_MAX)
             meta.world_size = static_cast<int32_t>(*r);
+          else if (r)
+            fail(impl_->where(x), "field \"distributedInfo.world_size\" is out of range");
         }
       }
     } else if (key == "baseTimeNanoseconds") {
-      if (auto b = read_int(v, key)) meta.base_time_ns = *b;
+      if (auto b = read_int(v, key)) {
+        meta.base_time_ns = *b;
+        meta.has_base_time = true;
+      }
     } else if (key == "displayTimeUnit" || key == "host_name" || key == "hostname" ||
                key == "username") {
       od::json_type t;
-      if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if ((err = v.type().get(t))) FS_JSON_FAIL(impl_->where(v), err);
       if (t != od::json_type::string) continue;
       std::string_view s;
-      if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, impl_->base, size), err);
+      if ((err = v.get_string().get(s))) FS_JSON_FAIL(impl_->where(v), err);
       if (key == "displayTimeUnit")
         meta.display_time_unit = std::string(s);
       else if (key == "username")
@@ -471,9 +676,8 @@ TraceMeta Tokenizer::read_metadata() {
         meta.host_name = std::string(s);
     }
   }
-  if (!saw_events)
+  if (require_events && !saw_events)
     fail(0, "missing required field \"traceEvents\" (not a Chrome-trace / Kineto JSON file)");
-  return meta;
 }
 
 namespace {
@@ -612,180 +816,242 @@ ArgValue* arg_slot(RawArgs& a, const char* k) {
 }  // namespace
 
 void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
-  const size_t size = input_.size;
-  const char* base = impl_->base;
-  od::document& doc = impl_->doc;
-  auto err = impl_->iterate(input_);
-  if (err) FS_JSON_FAIL(0, err);
-  od::array events;
-  od::json_type root_type;
-  if ((err = doc.type().get(root_type))) FS_JSON_FAIL(location_of(doc, base, size), err);
-  if (root_type == od::json_type::array) {
-    if ((err = doc.get_array().get(events))) FS_JSON_FAIL(location_of(doc, base, size), err);
-  } else {
-    od::object root;
-    if ((err = doc.get_object().get(root))) FS_JSON_FAIL(location_of(doc, base, size), err);
-    od::value ev_value;
-    if ((err = root.find_field_unordered("traceEvents").get(ev_value)))
-      fail(location_of(doc, base, size), "missing required field \"traceEvents\"");
-    if ((err = ev_value.get_array().get(events)))
-      FS_JSON_FAIL(location_of(ev_value, base, size), err);
-  }
-  size_t index = 0;
+  auto err = simdjson::SUCCESS;
   // One RawEvent reused for every event; only the args slots an event filled are cleared after
   // it (RawArgs is ~1.6 KB: clearing all of it per event was a measurable share of the pass).
   RawEvent raw;
   ArgValue* touched[sizeof(RawArgs) / sizeof(ArgValue)];
   size_t touched_count = 0;
-  for (auto ev_res : events) {
-    od::value ev;
-    if ((err = std::move(ev_res).get(ev))) FS_JSON_FAIL(location_of(doc, base, size), err);
-    size_t offset = location_of(ev, base, size);
-    auto bad_type = [&](EventKey key, od::json_type t, const char* want) {
-      fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + event_key_name(key) +
-                       "\" is " + type_name(t) + ", expected " + want);
-    };
-    od::json_type t;
-    if ((err = ev.type().get(t))) FS_JSON_FAIL(offset, err);
-    if (t != od::json_type::object)
-      fail(offset, "traceEvents[" + std::to_string(index) + "] is " + type_name(t) +
-                       ", expected an event object");
-    od::object obj;
-    if ((err = ev.get_object().get(obj))) FS_JSON_FAIL(offset, err);
-    for (size_t i = 0; i < touched_count; ++i) *touched[i] = ArgValue{};
-    touched_count = 0;
-    raw.ph = raw.cat = raw.name = {};
-    raw.has_name = false;
-    raw.ts_ns.reset();
-    raw.dur_ns.reset();
-    raw.pid = raw.tid = RawId{};
-    raw.index = index;
-    raw.offset = offset;
-    for (auto f_res : obj) {
-      // Used in place (value_unsafe() after the error check): copying ondemand fields and values
-      // around was a visible share of this loop.
-      if ((err = f_res.error())) FS_JSON_FAIL(location_of(ev, base, size), err);
-      od::field& f = f_res.value_unsafe();
-      const EventKey key = event_key(f.key().raw());
-      if (key == EventKey::other) continue;  // "id", "bp", "s", ...: skipped by the iterator
-      od::value& v = f.value();
-      if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, base, size), err);
-      switch (key) {
-        case EventKey::ph:
-        case EventKey::cat:
-        case EventKey::name: {
-          if (t != od::json_type::string) {
-            if (key == EventKey::cat && t == od::json_type::null) continue;
-            bad_type(key, t, "a string");
-          }
-          std::string_view s;
-          if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
-          if (key == EventKey::ph) {
-            raw.ph = s;
-          } else if (key == EventKey::cat) {
-            raw.cat = s;
-          } else {
-            raw.name = s;
-            raw.has_name = true;
-          }
-          break;
-        }
-        case EventKey::ts:
-        case EventKey::dur: {
-          if (t != od::json_type::number) bad_type(key, t, "a number (microseconds)");
-          auto ns = micros_text_to_ns(v.raw_json_token());
-          if (!ns)
-            fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
-                             event_key_name(key) + "\" is out of range");
-          (key == EventKey::ts ? raw.ts_ns : raw.dur_ns) = ns;
-          break;
-        }
-        case EventKey::pid:
-        case EventKey::tid: {
-          RawId& id = key == EventKey::pid ? raw.pid : raw.tid;
-          if (t == od::json_type::number) {
-            ArgValue a;
-            if (!parse_number_text(v.raw_json_token(), a))
-              bad_type(key, t, "an integer or a string");
-            id.present = true;
-            id.is_int = true;
-            id.value = a.as_int();
-          } else if (t == od::json_type::string) {
+  const char* base = nullptr;
+  // Where a value stands in the document (simdjson locations are inside the batch buffer).
+  auto location_of = [&](auto& iterable, const char*, size_t) { return impl_->where(iterable); };
+  size_t size = 0;
+  impl_->start(*this);
+  if (impl_->events_done) return;
+  for (;;) {
+    Item item = impl_->pop();
+    if (item.kind == Item::Kind::end) {
+      impl_->trailing = std::move(item.members);
+      impl_->events_done = true;
+      break;
+    }
+    if (item.kind != Item::Kind::batch) continue;
+    impl_->current = std::move(item.batch);
+    EventBatch& batch = impl_->current;
+    impl_->base = base = batch.view ? batch.view : batch.text.data();
+    const size_t capacity = batch.view ? batch.view_capacity : batch.text.size();
+    impl_->size = size = batch.json_size;
+    impl_->segments.assign(
+        1, Segment{1, batch.json_size - 2, batch.offset, batch.first_line, base + 1});
+    od::document doc;
+    if ((err = impl_->parser.iterate(simdjson::padded_string_view(base, size, capacity)).get(doc)))
+      FS_JSON_FAIL(impl_->to_document(0), err);
+    od::array events;
+    if ((err = doc.get_array().get(events))) FS_JSON_FAIL(location_of(doc, base, size), err);
+    size_t index = batch.first_index;
+    for (auto ev_res : events) {
+      od::value ev;
+      if ((err = std::move(ev_res).get(ev))) FS_JSON_FAIL(location_of(doc, base, size), err);
+      size_t offset = location_of(ev, base, size);
+      auto bad_type = [&](EventKey key, od::json_type t, const char* want) {
+        fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + event_key_name(key) +
+                         "\" is " + type_name(t) + ", expected " + want);
+      };
+      od::json_type t;
+      if ((err = ev.type().get(t))) FS_JSON_FAIL(offset, err);
+      if (t != od::json_type::object)
+        fail(offset, "traceEvents[" + std::to_string(index) + "] is " + type_name(t) +
+                         ", expected an event object");
+      od::object obj;
+      if ((err = ev.get_object().get(obj))) FS_JSON_FAIL(offset, err);
+      for (size_t i = 0; i < touched_count; ++i) *touched[i] = ArgValue{};
+      touched_count = 0;
+      raw.ph = raw.cat = raw.name = {};
+      raw.has_name = false;
+      raw.ts_ns.reset();
+      raw.dur_ns.reset();
+      raw.pid = raw.tid = RawId{};
+      raw.index = index;
+      raw.offset = offset;
+      for (auto f_res : obj) {
+        // Used in place (value_unsafe() after the error check): copying ondemand fields and values
+        // around was a visible share of this loop.
+        if ((err = f_res.error())) FS_JSON_FAIL(location_of(ev, base, size), err);
+        od::field& f = f_res.value_unsafe();
+        const EventKey key = event_key(f.key().raw());
+        if (key == EventKey::other) continue;  // "id", "bp", "s", ...: skipped by the iterator
+        od::value& v = f.value();
+        if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, base, size), err);
+        switch (key) {
+          case EventKey::ph:
+          case EventKey::cat:
+          case EventKey::name: {
+            if (t != od::json_type::string) {
+              if (key == EventKey::cat && t == od::json_type::null) continue;
+              bad_type(key, t, "a string");
+            }
             std::string_view s;
             if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
-            id.present = true;
-            id.text = s;
-            // "24572" is a number written as a string (older Kineto).
-            int64_t n = 0;
-            auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-            if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) {
+            if (key == EventKey::ph) {
+              raw.ph = s;
+            } else if (key == EventKey::cat) {
+              raw.cat = s;
+            } else {
+              raw.name = s;
+              raw.has_name = true;
+            }
+            break;
+          }
+          case EventKey::ts:
+          case EventKey::dur: {
+            if (t != od::json_type::number) bad_type(key, t, "a number (microseconds)");
+            auto ns = micros_text_to_ns(v.raw_json_token());
+            if (!ns)
+              fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                               event_key_name(key) + "\" is out of range");
+            (key == EventKey::ts ? raw.ts_ns : raw.dur_ns) = ns;
+            break;
+          }
+          case EventKey::pid:
+          case EventKey::tid: {
+            RawId& id = key == EventKey::pid ? raw.pid : raw.tid;
+            if (t == od::json_type::number) {
+              ArgValue a;
+              if (!parse_number_text(v.raw_json_token(), a))
+                bad_type(key, t, "an integer or a string");
+              if (!a.fits_int())
+                fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                                 event_key_name(key) + "\" is out of range, expected an integer");
+              id.present = true;
               id.is_int = true;
-              id.value = n;
-            }
-          } else if (t != od::json_type::null) {
-            bad_type(key, t, "an integer or a string");
-          }
-          break;
-        }
-        case EventKey::args: {
-          if (t != od::json_type::object) {
-            if (t == od::json_type::null) continue;
-            bad_type(key, t, "an object");
-          }
-          od::object args;
-          if ((err = v.get_object().get(args))) FS_JSON_FAIL(location_of(v, base, size), err);
-          for (auto a_res : args) {
-            if ((err = a_res.error())) FS_JSON_FAIL(location_of(v, base, size), err);
-            od::field& af = a_res.value_unsafe();
-            ArgValue* slot = arg_slot(raw.args, af.key().raw());
-            if (!slot) continue;  // skipped by the iterator
-            if (slot->kind == ArgValue::Kind::absent) touched[touched_count++] = slot;
-            od::value& av = af.value();
-            od::json_type at;
-            if ((err = av.type().get(at))) FS_JSON_FAIL(location_of(av, base, size), err);
-            switch (at) {
-              case od::json_type::number:
-                if (!parse_number_text(av.raw_json_token(), *slot))
-                  slot->kind = ArgValue::Kind::other;
-                break;
-              case od::json_type::string:
-                if ((err = av.get_string().get(slot->s)))
-                  FS_JSON_FAIL(location_of(av, base, size), err);
-                slot->kind = ArgValue::Kind::string;
-                break;
-              case od::json_type::array: {
-                od::array arr;
-                if ((err = av.get_array().get(arr))) FS_JSON_FAIL(location_of(av, base, size), err);
-                int n = 0;
-                bool ok = true;
-                for (auto x_res : arr) {
-                  od::value x;
-                  if ((err = std::move(x_res).get(x)))
-                    FS_JSON_FAIL(location_of(av, base, size), err);
-                  int64_t iv = 0;
-                  if (n < 3 && x.get_int64().get(iv) == simdjson::SUCCESS)
-                    slot->v[n] = iv;
-                  else
-                    ok = false;
-                  ++n;
-                }
-                slot->kind = ok && n == 3 ? ArgValue::Kind::triple : ArgValue::Kind::other;
-                break;
+              id.value = a.as_int();
+            } else if (t == od::json_type::string) {
+              std::string_view s;
+              if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
+              id.present = true;
+              id.text = s;
+              // "24572" is a number written as a string (older Kineto).
+              int64_t n = 0;
+              auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+              if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) {
+                id.is_int = true;
+                id.value = n;
               }
-              default:
-                slot->kind = ArgValue::Kind::other;
-                break;
+            } else if (t != od::json_type::null) {
+              bad_type(key, t, "an integer or a string");
             }
+            break;
           }
-          break;
+          case EventKey::args: {
+            if (t != od::json_type::object) {
+              if (t == od::json_type::null) continue;
+              bad_type(key, t, "an object");
+            }
+            od::object args;
+            if ((err = v.get_object().get(args))) FS_JSON_FAIL(location_of(v, base, size), err);
+            for (auto a_res : args) {
+              if ((err = a_res.error())) FS_JSON_FAIL(location_of(v, base, size), err);
+              od::field& af = a_res.value_unsafe();
+              ArgValue* slot = arg_slot(raw.args, af.key().raw());
+              if (!slot) continue;  // skipped by the iterator
+              if (slot->kind == ArgValue::Kind::absent) touched[touched_count++] = slot;
+              od::value& av = af.value();
+              od::json_type at;
+              if ((err = av.type().get(at))) FS_JSON_FAIL(location_of(av, base, size), err);
+              switch (at) {
+                case od::json_type::number:
+                  if (!parse_number_text(av.raw_json_token(), *slot))
+                    slot->kind = ArgValue::Kind::other;
+                  break;
+                case od::json_type::string:
+                  if ((err = av.get_string().get(slot->s)))
+                    FS_JSON_FAIL(location_of(av, base, size), err);
+                  slot->kind = ArgValue::Kind::string;
+                  break;
+                case od::json_type::array: {
+                  od::array arr;
+                  if ((err = av.get_array().get(arr)))
+                    FS_JSON_FAIL(location_of(av, base, size), err);
+                  int n = 0;
+                  bool ok = true;
+                  for (auto x_res : arr) {
+                    od::value x;
+                    if ((err = std::move(x_res).get(x)))
+                      FS_JSON_FAIL(location_of(av, base, size), err);
+                    int64_t iv = 0;
+                    if (n < 3 && x.get_int64().get(iv) == simdjson::SUCCESS)
+                      slot->v[n] = iv;
+                    else
+                      ok = false;
+                    ++n;
+                  }
+                  slot->kind = ok && n == 3 ? ArgValue::Kind::triple : ArgValue::Kind::other;
+                  break;
+                }
+                default:
+                  slot->kind = ArgValue::Kind::other;
+                  break;
+              }
+            }
+            break;
+          }
+          case EventKey::other:
+            break;
         }
-        case EventKey::other:
-          break;
       }
+      fn(raw);
+      ++index;
     }
-    fn(raw);
-    ++index;
+    if (batch.count != EventBatch::kUnknownCount && index != batch.first_index + batch.count)
+      fail(static_cast<size_t>(batch.offset),
+           "invalid JSON: traceEvents elements could not be separated");
+    impl_->recycle(std::move(impl_->current));
   }
+}
+
+}  // namespace fleetscope::importers::kineto
+
+namespace fleetscope::importers::kineto {
+
+std::optional<int64_t> peek_trailing_base_time(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return std::nullopt;
+  std::string tail(65536, '\0');
+  unsigned char magic[2] = {0, 0};
+  size_t n = std::fread(magic, 1, 2, f);
+  if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    std::fclose(f);
+    return std::nullopt;
+  }
+  if (std::fseek(f, 0, SEEK_END) != 0) {
+    std::fclose(f);
+    return std::nullopt;
+  }
+  const long size = std::ftell(f);
+  const long start = std::max<long>(0, size - static_cast<long>(tail.size()));
+  std::fseek(f, start, SEEK_SET);
+  n = std::fread(tail.data(), 1, tail.size(), f);
+  std::fclose(f);
+  tail.resize(n);
+  // The last occurrence of the key, followed by ':' and an integer. A wrong guess (the text
+  // inside some string) is caught when the real member is parsed: the importer then corrects
+  // every row already written (Importer: shift of the capture's times).
+  const std::string key = "\"baseTimeNanoseconds\"";
+  const size_t at = tail.rfind(key);
+  if (at == std::string::npos) return std::nullopt;
+  size_t i = at + key.size();
+  while (i < tail.size() &&
+         (tail[i] == ' ' || tail[i] == '\n' || tail[i] == '\r' || tail[i] == '\t'))
+    ++i;
+  if (i >= tail.size() || tail[i] != ':') return std::nullopt;
+  ++i;
+  while (i < tail.size() &&
+         (tail[i] == ' ' || tail[i] == '\n' || tail[i] == '\r' || tail[i] == '\t'))
+    ++i;
+  int64_t value = 0;
+  auto [p, ec] = std::from_chars(tail.data() + i, tail.data() + tail.size(), value);
+  if (ec != std::errc() || p == tail.data() + i) return std::nullopt;
+  return value;
 }
 
 }  // namespace fleetscope::importers::kineto

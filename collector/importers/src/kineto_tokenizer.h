@@ -4,14 +4,19 @@
 // semantics: stage 2 (kineto_parser.h) turns RawEvents into typed rows, stage 3
 // (kineto_tracker.h) keeps the cross-event state.
 //
-// The input is held in one padded buffer (decompressed fully) and walked twice with the simdjson
-// On-Demand API: once for the top-level metadata (which Kineto writes after traceEvents), once for
-// the events. Timestamps are parsed from their decimal text, so ns-resolution µs floats such as
-// 1712195495519689.123 keep every digit (a double would round them to 0.25 µs).
+// The input is streamed: a reader thread reads (and gunzips) the file and splits it into batches
+// of whole events (kineto_splitter.h); this thread parses each batch with the simdjson On-Demand
+// API while the reader fetches the next, so memory is a few batches whatever the file size, and
+// reading/decompression overlaps parsing. Top-level metadata is kept as text by the splitter and
+// parsed here: the members before traceEvents by read_metadata(), those after it (Kineto writes
+// baseTimeNanoseconds, displayTimeUnit, traceName there) by read_trailing_metadata() once the
+// events are done. Timestamps are parsed from their decimal text, so ns-resolution µs floats
+// such as 1712195495519689.123 keep every digit (a double would round them to 0.25 µs).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,18 +25,6 @@
 #include "fleetscope/store/rows.h"
 
 namespace fleetscope::importers::kineto {
-
-// The decompressed input with simdjson's padding; `data` has capacity >= size + SIMDJSON_PADDING.
-struct InputBuffer {
-  std::string data;
-  size_t size = 0;         // JSON bytes in data
-  int64_t file_bytes = 0;  // bytes on disk
-  bool gzip = false;
-};
-
-// Reads `path` fully, gunzipping when it starts with the gzip magic. Throws InputError naming the
-// file and the compressed byte offset for truncated or corrupt gzip, and for empty files.
-InputBuffer read_input(const std::string& path);
 
 // One JSON value of an "args" entry we care about. Strings point into the parser's buffer and
 // are valid for the duration of the for_each_event callback only.
@@ -44,6 +37,11 @@ struct ArgValue {
   int64_t v[3] = {0, 0, 0};
   bool present() const { return kind != Kind::absent; }
   bool is_number() const { return kind == Kind::integer || kind == Kind::real; }
+  // A real is converted only when it is finite and inside int64's range (the caller checks
+  // fits_int() first: a cast of 1e30 or NaN is undefined behaviour).
+  bool fits_int() const {
+    return kind == Kind::integer || (kind == Kind::real && d >= -9.2e18 && d <= 9.2e18);
+  }
   int64_t as_int() const { return kind == Kind::real ? static_cast<int64_t>(d) : i; }
   double as_real() const { return kind == Kind::real ? d : static_cast<double>(i); }
 };
@@ -68,7 +66,7 @@ struct RawId {
 
 struct RawEvent {
   size_t index = 0;   // position in traceEvents
-  size_t offset = 0;  // byte offset of the event in the decompressed input
+  size_t offset = 0;  // byte offset of the event in the (decompressed) document
   std::string_view ph, cat, name;
   bool has_name = false;
   std::optional<int64_t> ts_ns;  // relative to TraceMeta::base_time_ns; µs text converted exactly
@@ -86,30 +84,65 @@ struct TraceMeta {
   std::string host_name;
   std::string user;
   bool events_is_root_array = false;  // the document is a bare JSON array of events
+  bool has_base_time = false;         // baseTimeNanoseconds was given
 };
+
+// How the tokenizer uses memory: batches of about `batch_bytes` of JSON, at most
+// `queued_batches` of them waiting, and no single event or metadata value above
+// `max_value_bytes`. from_budget() derives them from one memory budget.
+struct TokenizerOptions {
+  size_t batch_bytes = size_t{8} << 20;
+  size_t queued_batches = 3;
+  size_t max_value_bytes = size_t{256} << 20;
+  // A document up to this size (decompressed) is read whole and parsed in one simdjson pass,
+  // without the reader thread and the splitter: cheaper for the many small traces; larger ones
+  // are streamed. 0: always stream.
+  size_t whole_document_bytes = size_t{64} << 20;
+  static TokenizerOptions from_budget(int64_t budget_bytes);
+};
+
+// Progress of the read side (for progress lines): bytes of the file consumed so far.
+struct ReadProgress {
+  int64_t file_bytes = 0, file_bytes_read = 0;
+  int64_t json_bytes = 0;  // document bytes split so far (decompressed for gzip)
+};
+
+struct MetaMember;  // kineto_splitter.h
 
 class Tokenizer {
  public:
-  Tokenizer(std::string path, const InputBuffer& input);
+  // Opens the file (InputError when it cannot be read or is empty); reading starts on the first
+  // call below.
+  explicit Tokenizer(std::string path, TokenizerOptions options = {});
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // Pass 1: the top-level keys other than traceEvents. Validates the document shape.
+  // The top-level members before "traceEvents". Validates the document shape.
   TraceMeta read_metadata();
-  // Pass 2: every element of traceEvents, in file order. Throws InputError on malformed events.
+  // Every element of traceEvents, in file order. Throws InputError on malformed events.
   void for_each_event(const std::function<void(const RawEvent&)>& fn);
+  // After for_each_event: the members after the traceEvents array, merged into `meta`.
+  void read_trailing_metadata(TraceMeta& meta);
 
-  // "byte N (line L)" for an offset in the decompressed input.
+  ReadProgress progress() const;
+  bool gzip() const;
+
+  // "byte N (line L)" for a position in the (decompressed) document.
   std::string position(size_t offset) const;
   [[noreturn]] void fail(size_t offset, const std::string& what) const;
 
  private:
   struct Impl;
+  void parse_members(const std::vector<MetaMember>& members, TraceMeta& meta, bool require_events);
   std::string path_;
-  const InputBuffer& input_;
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
+
+// For an uncompressed file: baseTimeNanoseconds read from the file's last 64 KiB, where Kineto
+// writes it (after traceEvents), so that rows can carry absolute times from the first event
+// without a second walk of the document. nullopt when not found there (or the file is gzip).
+std::optional<int64_t> peek_trailing_base_time(const std::string& path);
 
 // Exact conversion of a JSON number's text in µs to integer ns (rounded half away from zero).
 // Returns nullopt when the text is not a number.

@@ -35,6 +35,12 @@ class Tracker {
   void add_memset(store::Memset row);
   void add_sync(store::Sync row);
 
+  // Adds delta to every time held (pending GPU rows, steps, process and capture spans): the
+  // trailing baseTimeNanoseconds differed from the base assumed while streaming.
+  void shift(int64_t delta);
+  // MTIA (Meta's accelerator) device work or runtime calls were seen: vendor 'mtia'.
+  void saw_mtia() { mtia_ = true; }
+
   // Emits GPU rows, iterations, processes, GPUs; fills the result (span, vendor, note).
   void finish(const std::string& workflow_name);
 
@@ -53,6 +59,7 @@ class Tracker {
   void see(int64_t start, int64_t end);
   void see_process(int64_t pid, int64_t start, int64_t end);
   std::optional<int64_t> launcher_pid(const std::optional<int64_t>& correlation) const;
+  const Launch* launch_of(const std::optional<int64_t>& correlation) const;
 
   store::RowSink& writer_;
   int64_t capture_id_;
@@ -70,6 +77,7 @@ class Tracker {
   std::vector<store::Memset> memsets_;
   std::vector<store::Sync> syncs_;
   bool hip_api_ = false;
+  bool mtia_ = false;
   int64_t start_ = INT64_MAX, end_ = INT64_MIN;
 };
 

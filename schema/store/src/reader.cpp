@@ -7,6 +7,26 @@
 namespace fleetscope::store {
 namespace {
 
+// Times read back from a file are untrusted (a corrupted or hand-edited database): each must be
+// an INTEGER within +-2^62 ns (+-146 years), so that differences and sums stay inside int64. A
+// REAL such as 1e300, text, or INT64_MIN is an InputError naming the file, table and column.
+int64_t checked_time(const Statement& s, int col, const char* table, const char* column) {
+  const int type = sqlite3_column_type(s.raw(), col);
+  const int64_t v = sqlite3_column_int64(s.raw(), col);
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  if (type == SQLITE_INTEGER && v >= -kLimit && v <= kLimit) return v;
+  const char* file = sqlite3_db_filename(sqlite3_db_handle(s.raw()), "main");
+  std::string found = type == SQLITE_INTEGER ? std::to_string(v)
+                      : type == SQLITE_FLOAT
+                          ? "the real number " + std::to_string(sqlite3_column_double(s.raw(), col))
+                      : type == SQLITE_NULL ? "NULL"
+                      : type == SQLITE_TEXT ? "text"
+                                            : "a blob";
+  throw InputError(file && *file ? file : "(in-memory database)", std::string("table ") + table,
+                   std::string("column ") + column + " is " + found +
+                       ", expected an integer time in ns within +-2^62");
+}
+
 template <class T>
 std::optional<T> opt(const Statement& s, int col) {
   if (s.column_is_null(col)) return std::nullopt;
@@ -101,8 +121,8 @@ const char* kKernelColumns =
 
 Kernel read_kernel(const Statement& s) {
   Kernel k;
-  k.start = s.column_int(0);
-  k.end = s.column_int(1);
+  k.start = checked_time(s, 0, "CUPTI_ACTIVITY_KIND_KERNEL", "start");
+  k.end = checked_time(s, 1, "CUPTI_ACTIVITY_KIND_KERNEL", "end");
   k.deviceId = static_cast<int32_t>(s.column_int(2));
   k.contextId = opt<int32_t>(s, 3);
   k.streamId = static_cast<int32_t>(s.column_int(4));
@@ -263,8 +283,8 @@ std::vector<Memcpy> Reader::memcpys(const EventFilter& filter) const {
       w, " ORDER BY start");
   while (s.step()) {
     Memcpy m;
-    m.start = s.column_int(0);
-    m.end = s.column_int(1);
+    m.start = checked_time(s, 0, "CUPTI_ACTIVITY_KIND_MEMCPY", "start");
+    m.end = checked_time(s, 1, "CUPTI_ACTIVITY_KIND_MEMCPY", "end");
     m.deviceId = static_cast<int32_t>(s.column_int(2));
     m.contextId = opt<int32_t>(s, 3);
     m.streamId = static_cast<int32_t>(s.column_int(4));
@@ -293,8 +313,8 @@ std::vector<Memset> Reader::memsets(const EventFilter& filter) const {
       w, " ORDER BY start");
   while (s.step()) {
     Memset m;
-    m.start = s.column_int(0);
-    m.end = s.column_int(1);
+    m.start = checked_time(s, 0, "CUPTI_ACTIVITY_KIND_MEMSET", "start");
+    m.end = checked_time(s, 1, "CUPTI_ACTIVITY_KIND_MEMSET", "end");
     m.deviceId = static_cast<int32_t>(s.column_int(2));
     m.contextId = opt<int32_t>(s, 3);
     m.streamId = static_cast<int32_t>(s.column_int(4));
@@ -319,8 +339,8 @@ std::vector<RuntimeCall> Reader::runtime_calls(const EventFilter& filter) const 
                               w, " ORDER BY start");
   while (s.step()) {
     RuntimeCall r;
-    r.start = s.column_int(0);
-    r.end = s.column_int(1);
+    r.start = checked_time(s, 0, "CUPTI_ACTIVITY_KIND_RUNTIME", "start");
+    r.end = checked_time(s, 1, "CUPTI_ACTIVITY_KIND_RUNTIME", "end");
     r.eventClass = s.column_int(2) == 1 ? ApiClass::driver : ApiClass::runtime;
     r.globalTid = s.column_int(3);
     r.correlationId = opt<int64_t>(s, 4);
@@ -343,8 +363,8 @@ std::vector<Sync> Reader::syncs(const EventFilter& filter) const {
       w, " ORDER BY start");
   while (s.step()) {
     Sync y;
-    y.start = s.column_int(0);
-    y.end = s.column_int(1);
+    y.start = checked_time(s, 0, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "start");
+    y.end = checked_time(s, 1, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "end");
     y.deviceId = opt<int32_t>(s, 2);
     y.contextId = opt<int32_t>(s, 3);
     y.streamId = opt<int32_t>(s, 4);
@@ -369,7 +389,7 @@ std::vector<NvtxEvent> Reader::nvtx_events(const EventFilter& filter) const {
                               w, " ORDER BY start");
   while (s.step()) {
     NvtxEvent n;
-    n.start = s.column_int(0);
+    n.start = checked_time(s, 0, "NVTX_EVENTS", "start");
     n.end = opt<int64_t>(s, 1);
     n.eventType = static_cast<int32_t>(s.column_int(2));
     n.rangeId = opt<int64_t>(s, 3);
@@ -390,8 +410,8 @@ std::vector<CpuOp> Reader::cpu_ops(const EventFilter& filter) const {
       " ORDER BY start");
   while (s.step()) {
     CpuOp c;
-    c.start = s.column_int(0);
-    c.end = s.column_int(1);
+    c.start = checked_time(s, 0, "cpu_ops", "start");
+    c.end = checked_time(s, 1, "cpu_ops", "end");
     c.globalTid = s.column_int(2);
     c.nameId = s.column_int(3);
     c.category = s.column_text(4);
@@ -414,8 +434,8 @@ std::vector<Iteration> Reader::iterations(std::optional<int64_t> capture_id) con
     it.captureId = s.column_int(0);
     it.globalPid = opt<int64_t>(s, 1);
     it.step = s.column_int(2);
-    it.start = s.column_int(3);
-    it.end = s.column_int(4);
+    it.start = checked_time(s, 3, "iterations", "start");
+    it.end = checked_time(s, 4, "iterations", "end");
     it.source = s.column_text(5);
     out.push_back(std::move(it));
   }
@@ -433,7 +453,7 @@ std::vector<MemoryEvent> Reader::memory_events(const EventFilter& filter) const 
                               w, " ORDER BY ts, rowid");  // ties in the order written
   while (s.step()) {
     MemoryEvent m;
-    m.ts = s.column_int(0);
+    m.ts = checked_time(s, 0, "memory_events", "ts");
     m.captureId = s.column_int(1);
     m.globalPid = opt<int64_t>(s, 2);
     m.deviceId = static_cast<int32_t>(s.column_int(3));
@@ -458,7 +478,7 @@ std::vector<DeviceSample> Reader::device_samples(const EventFilter& filter) cons
                     w, " ORDER BY ts");
   while (s.step()) {
     DeviceSample d;
-    d.ts = s.column_int(0);
+    d.ts = checked_time(s, 0, "device_samples", "ts");
     d.host_id = opt<int64_t>(s, 1);
     d.deviceId = static_cast<int32_t>(s.column_int(2));
     d.metricId = s.column_int(3);

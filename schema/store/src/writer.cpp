@@ -2,9 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "fleetscope/store/error.h"
@@ -530,6 +532,44 @@ void Writer::add(ExternalCorrelation row) {
   impl_->add(&Batch::external_correlations, std::move(row));
 }
 
+void RowSink::shift_times(int64_t, int64_t) {
+  throw Error("this row sink cannot shift the times of rows already added");
+}
+
+void Writer::shift_times(int64_t capture_id, int64_t delta_ns) {
+  if (delta_ns == 0) return;
+  flush();
+  std::lock_guard db_lock(impl_->db_mu);
+  static const char* const kShifts[] = {
+      "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + ?1, end = end + ?1 WHERE captureId = "
+      "?2",
+      "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = start + ?1, end = end + ?1 WHERE captureId = "
+      "?2",
+      "UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET start = start + ?1, end = end + ?1 WHERE captureId = "
+      "?2",
+      "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + ?1, end = end + ?1 WHERE captureId = "
+      "?2",
+      "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET start = start + ?1, end = end + ?1 "
+      "WHERE captureId = ?2",
+      "UPDATE NVTX_EVENTS SET start = start + ?1, end = end + ?1 WHERE captureId = ?2",
+      "UPDATE cpu_ops SET start = start + ?1, end = end + ?1 WHERE captureId = ?2",
+      "UPDATE iterations SET start = start + ?1, end = end + ?1 WHERE captureId = ?2",
+      "UPDATE memory_events SET ts = ts + ?1 WHERE captureId = ?2",
+      "UPDATE device_samples SET ts = ts + ?1 WHERE captureId = ?2",
+  };
+  impl_->db.exec("BEGIN");
+  try {
+    for (const char* sql : kShifts) {
+      Statement s = impl_->db.prepare(sql);
+      s.bind(1, delta_ns).bind(2, capture_id).execute();
+    }
+    impl_->db.exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(impl_->db.raw(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
 void Writer::flush() {
   impl_->flush();
 }
@@ -551,6 +591,12 @@ void Writer::finish() {
   }
   db.exec("COMMIT");
   if (impl_->options.build_indexes) {
+    // The post-load index builds are one external sort each: let SQLite's sorter use helper
+    // threads (PRAGMA threads, https://sqlite.org/pragma.html#pragma_threads) so the build is
+    // not serial on one core. (A sampled ANALYZE, PRAGMA analysis_limit, was tried: its
+    // statistics change query plans, and with them the row order of unordered queries.)
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
     db.exec(index_sql());
     db.exec("ANALYZE");
   }

@@ -29,6 +29,15 @@ const char* to_string(WorkClass work_class);
 WorkClass classify_gpu_work(GpuEventKind kind, const std::string& name);
 
 // Every GPU-side activity (kernels, memcpys, memsets) in one struct of arrays, sorted by start.
+// Blocks in a launch grid, gridX * gridY * gridZ, saturated at INT64_MAX (three int32 extents
+// can overflow int64: 2147483647^3); 0 when an extent is not positive (shape unknown).
+inline int64_t grid_block_count(int64_t x, int64_t y, int64_t z) {
+  if (x <= 0 || y <= 0 || z <= 0) return 0;
+  int64_t xy = 0, xyz = 0;
+  if (__builtin_mul_overflow(x, y, &xy) || __builtin_mul_overflow(xy, z, &xyz)) return INT64_MAX;
+  return xyz;
+}
+
 struct GpuEvents {
   std::vector<int64_t> start, end;
   std::vector<int32_t> device, stream;

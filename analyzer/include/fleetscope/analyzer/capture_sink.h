@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -53,6 +54,7 @@ class CaptureSink : public store::RowSink {
   void add(store::MemoryEvent row) override;
   void add(store::DeviceSample row) override;
   void add(store::ExternalCorrelation row) override;
+  void shift_times(int64_t capture_id, int64_t delta_ns) override;
 
   // The capture's data, finalized (what load_capture returns). Throws InputError when there is
   // no such capture. Call once: the sink is empty afterwards.
@@ -67,6 +69,10 @@ class CaptureSink : public store::RowSink {
 // returns the capture's data: equal to load_capture on importers::import_to_memory(path), without
 // the database. Throws InputError on bad input (the same errors as import_to_memory), and in a
 // build without the importer library.
-CaptureData load_trace_file(const std::string& path, const LoadProgress& progress = {});
+// `import_progress(bytes_done, bytes_total, events)` is called while the file is read.
+using ImportProgressFn =
+    std::function<void(int64_t bytes_done, int64_t bytes_total, int64_t events)>;
+CaptureData load_trace_file(const std::string& path, const LoadProgress& progress = {},
+                            const ImportProgressFn& import_progress = {});
 
 }  // namespace fleetscope::analyzer

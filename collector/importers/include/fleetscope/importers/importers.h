@@ -28,8 +28,8 @@ Format detect_format(const std::string& path);
 
 struct ImportProgress {
   std::string path;
-  int64_t bytes_done = 0;   // input bytes consumed (decompressed bytes for JSON)
-  int64_t bytes_total = 0;  // 0 when unknown
+  int64_t bytes_done = 0;   // bytes of the file consumed (compressed bytes for .gz)
+  int64_t bytes_total = 0;  // the file's size; 0 when unknown
   int64_t events = 0;       // events/rows seen so far
   bool done = false;        // last report for this file
 };
@@ -39,6 +39,13 @@ struct ImportOptions {
   ProgressFn progress;  // optional; called every `progress_every_events` events
   int64_t progress_every_events = 200000;
   std::string workflow_name;  // empty = file stem
+  // Memory the import may use for input in flight (batches of JSON, one event or metadata value
+  // at most a quarter of it), whatever the file size; the SQLite writer's queue is bounded
+  // separately (store::WriterOptions). See docs/benchmarks.md for peak RSS measurements.
+  int64_t memory_budget_bytes = int64_t{1} << 30;
+  // Kineto JSON up to this many (decompressed) bytes is read whole and parsed in one pass; larger
+  // files are streamed. -1: a sixteenth of the budget (64 MiB by default); 0: always stream.
+  int64_t whole_document_bytes = -1;
 };
 
 // What one import produced (rows per event kind), for summaries and tests.

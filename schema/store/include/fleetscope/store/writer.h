@@ -74,6 +74,12 @@ class RowSink {
   virtual void add(DeviceSample row) = 0;
   virtual void add(ExternalCorrelation row) = 0;
 
+  // Adds `delta_ns` to every time of the capture's event rows added so far (kernels, copies,
+  // memsets, API calls, syncs, NVTX, CPU ops, iterations, memory events, device samples). The
+  // Kineto importer needs it when baseTimeNanoseconds, written after the events, differs from the
+  // base it assumed while streaming them. Sinks that never see such input need not support it.
+  virtual void shift_times(int64_t capture_id, int64_t delta_ns);
+
  protected:
   RowSink() = default;
   RowSink(const RowSink&) = default;
@@ -111,6 +117,7 @@ class Writer : public RowSink {
   void add(MemoryEvent row) override;
   void add(DeviceSample row) override;
   void add(ExternalCorrelation row) override;
+  void shift_times(int64_t capture_id, int64_t delta_ns) override;
 
   void flush();  // waits until every queued row is in the database
   // flush, record event extents, create indexes, ANALYZE, checkpoint (see WriterOptions), close.

@@ -1,0 +1,236 @@
+// bench_import_scale [--events N]... [--source TRACE] [--dir DIR] [--budget BYTES]
+//
+// Kineto import at scale: synthetic traces of N events (default 1e5 and 1e6; add --events
+// 10000000 for the 4 GB case) made by replicating a real ResNet trace from the shared data
+// (bench/importers/synthetic_trace.h) into DIR (default /tmp; never committed), then, each phase
+// in its own child process (so peak RSS is per phase):
+//   parse limit   reading + splitting + simdjson On-Demand over every event field, no rows
+//                 (the importer's tokenizer with an empty callback);
+//   insert limit  store::Writer inserting the same number of rows as the import stores (the
+//                 source trace's rows replayed with shifted times), same options and indexes;
+//   import        fleetscope's import of the file into a new database (import_files()).
+// Reported: wall time, events/s, CPU/wall (how many cores worked), peak RSS, and the ratio
+// import / max(parse limit, insert limit): 1.0 would be a perfect overlap of the two.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fleetscope/importers/importers.h"
+#include "fleetscope/store/database.h"
+#include "fleetscope/store/writer.h"
+#include "kineto_tokenizer.h"
+#include "synthetic_trace.h"
+
+namespace fs = std::filesystem;
+using namespace fleetscope;
+
+namespace {
+
+struct Phase {
+  double wall_s = 0, cpu_s = 0, max_rss_mb = 0;
+  bool ok = false;
+};
+
+// Runs `fn` in a child process; wall time measured here, CPU time and peak RSS from wait4.
+Phase run_child(const std::function<void()>& fn) {
+  std::fflush(stdout);
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_import_scale: %s\n", e.what());
+      std::_Exit(1);
+    }
+    std::fflush(stdout);
+    std::_Exit(0);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  Phase p;
+  p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+            static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  p.max_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  p.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return p;
+}
+
+// Keeps every row an import produces, to replay them into a Writer (the insert limit).
+struct RecordingSink : store::RowSink {
+  std::vector<store::Kernel> kernels;
+  std::vector<store::Memcpy> memcpys;
+  std::vector<store::Memset> memsets;
+  std::vector<store::RuntimeCall> runtime;
+  std::vector<store::Sync> syncs;
+  std::vector<store::CpuOp> cpu_ops;
+  std::vector<store::MemoryEvent> memory;
+  std::vector<store::Iteration> iterations;
+  int64_t add_capture(const store::Capture&) override { return 1; }
+  void update_capture(const store::Capture&) override {}
+  int64_t add_host(const store::Host&) override { return 1; }
+  int64_t add_workflow(const store::Workflow&) override { return 1; }
+  void upsert_process(const store::Process&) override {}
+  void add_gpu(const store::GpuInfo&) override {}
+  void add(store::Kernel r) override { kernels.push_back(std::move(r)); }
+  void add(store::Memcpy r) override { memcpys.push_back(std::move(r)); }
+  void add(store::Memset r) override { memsets.push_back(std::move(r)); }
+  void add(store::RuntimeCall r) override { runtime.push_back(std::move(r)); }
+  void add(store::Sync r) override { syncs.push_back(std::move(r)); }
+  void add(store::NvtxEvent) override {}
+  void add(store::CpuOp r) override { cpu_ops.push_back(std::move(r)); }
+  void add(store::Iteration r) override { iterations.push_back(std::move(r)); }
+  void add(store::MemoryEvent r) override { memory.push_back(std::move(r)); }
+  void add(store::DeviceSample) override {}
+  void add(store::ExternalCorrelation) override {}
+  void shift_times(int64_t, int64_t) override {}
+  size_t rows() const {
+    return kernels.size() + memcpys.size() + memsets.size() + runtime.size() + syncs.size() +
+           cpu_ops.size() + memory.size();
+  }
+};
+
+// The source's rows, replicated until `rows_wanted` rows went into a Writer like import_files'.
+void insert_rows(const RecordingSink& src, int64_t rows_wanted, const std::string& db_path) {
+  fs::remove(db_path);
+  store::WriterOptions options;
+  options.temporary_output = true;
+  store::Writer writer(store::Database::create(db_path), options);
+  store::Capture capture;
+  capture.kind = store::CaptureKind::imported;
+  capture.source = "kineto-json";
+  const int64_t capture_id = writer.add_capture(capture);
+  int64_t added = 0;
+  for (int64_t replica = 0; added < rows_wanted; ++replica) {
+    const int64_t shift = replica * 10'000'000'000;
+    auto put = [&](auto row, auto&& fix) {
+      if (added >= rows_wanted) return;
+      row.captureId = capture_id;
+      fix(row);
+      writer.add(std::move(row));
+      ++added;
+    };
+    auto times = [&](auto& r) { r.start += shift, r.end += shift; };
+    for (const auto& r : src.runtime) put(r, times);
+    for (const auto& r : src.cpu_ops) put(r, times);
+    for (const auto& r : src.kernels) put(r, times);
+    for (const auto& r : src.memcpys) put(r, times);
+    for (const auto& r : src.memsets) put(r, times);
+    for (const auto& r : src.syncs) put(r, times);
+    for (const auto& r : src.memory) put(r, [&](auto& m) { m.ts += shift; });
+  }
+  writer.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string source = std::string(FLEETSCOPE_SHARED_DATA) +
+                       "/traces/kineto/hta-nccl_parser_config_nccl_data.json.gz";
+  std::string dir = "/tmp";
+  std::vector<int64_t> sizes;
+  int64_t budget = int64_t{1} << 30;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--events" && i + 1 < argc)
+      sizes.push_back(static_cast<int64_t>(std::atof(argv[++i])));
+    else if (a == "--source" && i + 1 < argc)
+      source = argv[++i];
+    else if (a == "--dir" && i + 1 < argc)
+      dir = argv[++i];
+    else if (a == "--budget" && i + 1 < argc)
+      budget = static_cast<int64_t>(std::atof(argv[++i]));
+    else {
+      std::fprintf(stderr, "usage: bench_import_scale [--events N]... [--source F] [--dir D]\n");
+      return 2;
+    }
+  }
+  if (sizes.empty()) sizes = {100000, 1000000};
+  if (!fs::exists(source)) {
+    std::fprintf(stderr, "bench_import_scale: %s not found (shared data missing); skipping\n",
+                 source.c_str());
+    return 0;
+  }
+  std::printf("Kineto import at scale: source %s, %ld cores online, budget %lld MiB\n",
+              fs::path(source).filename().c_str(), sysconf(_SC_NPROCESSORS_ONLN),
+              static_cast<long long>(budget >> 20));
+  std::printf("%10s %9s | %-13s %8s %12s %8s %8s %9s\n", "events", "JSON MB", "phase", "wall s",
+              "events/s", "CPU s", "CPU/wall", "RSS MB");
+  for (int64_t n : sizes) {
+    const std::string path = dir + "/fleetscope-synth-" + std::to_string(n) + ".json";
+    bench::SyntheticTrace trace = bench::make_synthetic_trace(source, n, path);
+    const double mb = static_cast<double>(trace.bytes) / 1e6;
+
+    // Rows an import stores per event, from the source trace (for the insert limit).
+    int64_t rows_stored = 0;
+    Phase parse = run_child([&] {
+      importers::kineto::Tokenizer tok(path,
+                                       importers::kineto::TokenizerOptions::from_budget(budget));
+      importers::kineto::TraceMeta meta = tok.read_metadata();
+      int64_t events = 0;
+      tok.for_each_event([&](const importers::kineto::RawEvent&) { ++events; });
+      tok.read_trailing_metadata(meta);
+      if (events != n) throw std::runtime_error("event count mismatch");
+    });
+    const std::string out = dir + "/fleetscope-synth-" + std::to_string(n) + ".db";
+    importers::ImportOptions options;
+    options.memory_budget_bytes = budget;
+    std::FILE* rows_file = std::tmpfile();
+    Phase import = run_child([&] {
+      fs::remove(out);
+      auto r = importers::import_files({path}, out, options).at(0);
+      std::fprintf(rows_file, "%lld\n",
+                   static_cast<long long>(r.kernels + r.memcpys + r.memsets + r.runtime_calls +
+                                          r.syncs + r.cpu_ops + r.memory_events));
+      std::fflush(rows_file);
+    });
+    std::rewind(rows_file);
+    long long rows = 0;
+    if (std::fscanf(rows_file, "%lld", &rows) == 1) rows_stored = rows;
+    std::fclose(rows_file);
+    const std::string insert_db = dir + "/fleetscope-synth-insert.db";
+    std::FILE* time_file = std::tmpfile();
+    Phase insert = run_child([&] {
+      RecordingSink rec;
+      importers::import_file(source, rec);
+      const auto t0 = std::chrono::steady_clock::now();
+      insert_rows(rec, rows_stored, insert_db);
+      std::fprintf(time_file, "%.6f\n",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      std::fflush(time_file);
+    });
+    std::rewind(time_file);
+    double replay_s = 0;
+    if (std::fscanf(time_file, "%lf", &replay_s) == 1 && replay_s > 0) {
+      insert.cpu_s *= replay_s / insert.wall_s;  // the recording's share left out, roughly
+      insert.wall_s = replay_s;
+    }
+    std::fclose(time_file);
+    fs::remove(insert_db);
+    fs::remove(out);
+    auto line = [&](const char* what, const Phase& p) {
+      std::printf("%10lld %9.1f | %-13s %8.2f %12.0f %8.2f %8.2f %9.0f%s\n",
+                  static_cast<long long>(n), mb, what, p.wall_s, static_cast<double>(n) / p.wall_s,
+                  p.cpu_s, p.cpu_s / p.wall_s, p.max_rss_mb, p.ok ? "" : "  FAILED");
+    };
+    line("parse limit", parse);
+    line("insert limit", insert);
+    line("import", import);
+    const double limit = std::max(parse.wall_s, insert.wall_s);
+    std::printf(
+        "%10lld %9.1f | import / max(parse, insert) = %.2f wall, %.2f CPU (rows stored %lld)\n",
+        static_cast<long long>(n), mb, import.wall_s / limit,
+        import.cpu_s / std::max(parse.cpu_s, insert.cpu_s), static_cast<long long>(rows_stored));
+  }
+  return 0;
+}

@@ -1,0 +1,338 @@
+#include "kineto_splitter.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "fleetscope/store/error.h"
+
+namespace fleetscope::importers::kineto {
+
+namespace {
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+bool is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+std::string mib(size_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+}  // namespace
+
+Splitter::Splitter(InputStream& input, size_t batch_bytes, size_t max_value_bytes)
+    : input_(input),
+      batch_bytes_(std::max<size_t>(batch_bytes, 4096)),
+      max_value_bytes_(std::max<size_t>(max_value_bytes, 4096)) {
+  window_.resize(2 * batch_bytes_ + 65536);
+}
+
+void Splitter::fail(size_t at, const std::string& what) {
+  advance_lines(std::min(at, end_));
+  throw InputError(input_.path(),
+                   "byte " + std::to_string(window_offset_ + static_cast<int64_t>(at)) + " (line " +
+                       std::to_string(lines_) + ")",
+                   what);
+}
+
+// Newlines in [p, end), eight bytes at a time (the splitter counts every byte of the document;
+// a byte loop was 4 % of an import).
+static int64_t count_newlines(const char* p, const char* end) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  constexpr uint64_t kNewlines = kOnes * static_cast<unsigned char>('\n');
+  int64_t n = 0;
+  for (; end - p >= 8; p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    const uint64_t x = w ^ kNewlines;  // zero bytes where p[i] == '\n'
+    // Exact zero-byte mask: high bit set in each byte of x that is zero.
+    const uint64_t zero = ~(((x & ~kHigh) + ~kHigh) | x) & kHigh;
+    n += __builtin_popcountll(zero);
+  }
+  for (; p < end; ++p) n += *p == '\n';
+  return n;
+}
+
+void Splitter::advance_lines(size_t to) {
+  if (to <= counted_) return;
+  lines_ += count_newlines(window_.data() + counted_, window_.data() + to);
+  counted_ = to;
+}
+
+// The batch being built lives in [batch_start_, ...): keep_ protects it (and the value being
+// scanned) across refills; positions held by callers are shifted by the returned amount.
+bool Splitter::fill() {
+  if (eof_) return false;
+  if (keep_ > 0) {
+    advance_lines(keep_);
+    const size_t shift = keep_;
+    std::memmove(window_.data(), window_.data() + shift, end_ - shift);
+    pos_ -= shift, end_ -= shift, counted_ -= shift, keep_ = 0;
+    if (batch_start_ != kNone) batch_start_ -= shift, batch_end_ -= shift;
+    if (scan_start_ != kNone) scan_start_ -= shift, scan_cursor_ -= shift;
+    window_offset_ += static_cast<int64_t>(shift);
+  }
+  if (end_ == window_.size()) {
+    // One value larger than the window: grow, up to the budget's share for one value.
+    if (window_.size() >= max_value_bytes_ + 2 * batch_bytes_)
+      fail(scan_start_ != kNone ? scan_start_ : pos_,
+           "a single JSON value is larger than the memory budget allows (" + mib(max_value_bytes_) +
+               "; raise --memory-budget)");
+    window_.resize(std::min(window_.size() * 2, max_value_bytes_ + 2 * batch_bytes_));
+  }
+  const size_t n = input_.read(window_.data() + end_, window_.size() - end_);
+  if (n == 0) {
+    eof_ = true;
+    return false;
+  }
+  end_ += n;
+  return true;
+}
+
+bool Splitter::skip_ws() {
+  for (;;) {
+    while (pos_ < end_ && is_ws(window_[pos_])) ++pos_;
+    if (pos_ < end_) return true;
+    keep_ = std::min(keep_, pos_);
+    if (!fill()) return false;
+  }
+}
+
+size_t Splitter::scan_value(size_t limit, const char* what) {
+  scan_start_ = pos_;
+  scan_cursor_ = pos_;
+  keep_ = std::min(keep_, pos_);
+  const char first = window_[pos_];
+  const bool scalar = first != '{' && first != '[' && first != '"';
+  int depth = 0;
+  bool in_string = false;
+  for (;;) {
+    size_t i = scan_cursor_;
+    const char* data = window_.data();
+    if (scalar) {
+      while (i < end_ && !is_ws(data[i]) && data[i] != ',' && data[i] != ']' && data[i] != '}') ++i;
+      if (i < end_) {
+        scan_start_ = kNone;
+        return i;
+      }
+    } else {
+      while (i < end_) {
+        if (in_string) {
+          // Strings are most of a trace's bytes: jump to the next quote, and take escapes one
+          // at a time only when there is a backslash before it.
+          const void* q = std::memchr(data + i, '"', end_ - i);
+          const size_t quote = q ? static_cast<size_t>(static_cast<const char*>(q) - data) : end_;
+          const void* b = std::memchr(data + i, '\\', quote - i);
+          if (b) {
+            i = static_cast<size_t>(static_cast<const char*>(b) - data) + 2;
+            continue;
+          }
+          if (!q) {
+            i = end_;
+            break;
+          }
+          i = quote + 1;
+          in_string = false;
+          if (depth == 0) {
+            scan_start_ = kNone;
+            return i;
+          }
+          continue;
+        }
+        switch (data[i++]) {
+          case '"':
+            in_string = true;
+            break;
+          case '{':
+          case '[':
+            ++depth;
+            break;
+          case '}':
+          case ']':
+            if (--depth == 0) {
+              scan_start_ = kNone;
+              return i;
+            }
+            if (depth < 0) fail(i - 1, "invalid JSON: unbalanced brackets");
+            break;
+          default:
+            break;
+        }
+      }
+    }
+    scan_cursor_ = i;
+    if (scan_cursor_ - scan_start_ > limit)
+      fail(scan_start_, std::string("the ") + what + " is larger than the memory budget allows (" +
+                            mib(limit) + "; raise --memory-budget)");
+    if (!fill()) {
+      if (scalar) {
+        scan_start_ = kNone;
+        return end_;
+      }
+      fail(end_, std::string("unexpected end of input inside the ") + what +
+                     (in_string ? " (unterminated string)" : ", expected its closing bracket"));
+    }
+  }
+}
+
+std::string Splitter::read_key() {
+  if (window_[pos_] != '"') fail(pos_, "invalid JSON: expected a member name in quotes");
+  const size_t end = scan_value(max_value_bytes_, "member name");
+  std::string key(window_.data() + pos_ + 1, end - pos_ - 2);
+  pos_ = end;
+  return key;
+}
+
+void Splitter::emit(EventBatch& batch) {
+  const size_t n = batch_end_ - batch_start_;
+  batch.text.resize(n + 2 + simdjson::SIMDJSON_PADDING);
+  batch.text[0] = '[';
+  std::memcpy(batch.text.data() + 1, window_.data() + batch_start_, n);
+  batch.text[n + 1] = ']';
+  std::memset(batch.text.data() + n + 2, 0, simdjson::SIMDJSON_PADDING);
+  batch.json_size = n + 2;
+  batch.offset = window_offset_ + static_cast<int64_t>(batch_start_);
+  batch.first_line = batch_line_;
+  batch.first_index = batch_first_index_;
+  batch.count = batch_count_;
+  batch_start_ = kNone;
+  batch_count_ = 0;
+}
+
+Splitter::Step Splitter::next(EventBatch& batch) {
+  for (;;) {
+    switch (state_) {
+      case State::start: {
+        keep_ = pos_;
+        if (!skip_ws()) fail(pos_, "empty document, expected a Kineto trace (JSON)");
+        const char c = window_[pos_];
+        if (c == '[') {
+          ++pos_;
+          root_array_ = saw_events_ = true;
+          state_ = State::events;
+          expect_element_ = true;
+          return Step::events_begin;
+        }
+        if (c != '{')
+          fail(pos_,
+               "the document does not start with '{' or '[', expected a JSON object with "
+               "a \"traceEvents\" array");
+        ++pos_;
+        state_ = State::object_member;
+        first_member_ = true;
+        break;
+      }
+      case State::object_member: {
+        keep_ = pos_;
+        if (!skip_ws()) fail(pos_, "unexpected end of input, expected a member name or '}'");
+        if (window_[pos_] == '}' && first_member_) {
+          ++pos_;
+          state_ = State::done;
+          break;
+        }
+        first_member_ = false;
+        std::string key = read_key();
+        if (!skip_ws() || window_[pos_] != ':')
+          fail(pos_, "invalid JSON: expected ':' after \"" + key + "\"");
+        ++pos_;
+        if (!skip_ws())
+          fail(pos_, "unexpected end of input, expected the value of \"" + key + "\"");
+        if (key == "traceEvents" && window_[pos_] == '[' && !saw_events_) {
+          ++pos_;
+          saw_events_ = true;
+          state_ = State::events;
+          expect_element_ = true;
+          after_comma_ = false;
+          return Step::events_begin;
+        }
+        MetaMember m;
+        m.key = std::move(key);
+        advance_lines(pos_);
+        m.offset = window_offset_ + static_cast<int64_t>(pos_);
+        m.line = lines_;
+        const std::string what = "value of \"" + m.key + "\"";
+        const size_t end = scan_value(max_value_bytes_, what.c_str());
+        m.value.assign(window_.data() + pos_, end - pos_);
+        pos_ = end;
+        members_.push_back(std::move(m));
+        state_ = State::object_after_value;
+        break;
+      }
+      case State::object_after_value:
+      case State::after_events: {
+        if (root_array_) {
+          state_ = State::done;
+          break;
+        }
+        keep_ = pos_;
+        if (!skip_ws()) fail(pos_, "unexpected end of input, expected ',' or '}'");
+        const char c = window_[pos_++];
+        if (c == ',')
+          state_ = State::object_member;
+        else if (c == '}')
+          state_ = State::done;
+        else
+          fail(pos_ - 1, "invalid JSON: expected ',' or '}' between top-level members");
+        break;
+      }
+      case State::events: {
+        if (batch_start_ != kNone && batch_end_ - batch_start_ >= batch_bytes_) {
+          emit(batch);
+          return Step::batch;
+        }
+        keep_ = batch_start_ != kNone ? batch_start_ : pos_;
+        if (!skip_ws())
+          fail(pos_, "unexpected end of input in \"traceEvents\", expected an event, ',' or ']'");
+        const char c = window_[pos_];
+        if (expect_element_) {
+          if (c == ']' && !after_comma_) {
+            ++pos_;
+            state_ = State::after_events;
+            if (batch_start_ != kNone) {
+              emit(batch);
+              return Step::batch;
+            }
+            break;
+          }
+          if (c == ']' || c == ',')
+            fail(pos_, "invalid JSON: expected traceEvents[" + std::to_string(index_) + "]");
+          if (batch_start_ == kNone) {
+            batch_start_ = pos_;
+            advance_lines(pos_);
+            batch_line_ = lines_;
+            batch_first_index_ = index_;
+            batch_count_ = 0;
+          }
+          const size_t end = scan_value(max_value_bytes_, "event");
+          pos_ = batch_end_ = end;
+          ++index_;
+          ++batch_count_;
+          expect_element_ = false;
+        } else if (c == ',') {
+          ++pos_;
+          expect_element_ = after_comma_ = true;
+        } else if (c == ']') {
+          ++pos_;
+          state_ = State::after_events;
+          if (batch_start_ != kNone) {
+            emit(batch);
+            return Step::batch;
+          }
+        } else {
+          fail(pos_, "invalid JSON: expected ',' or ']' after traceEvents[" +
+                         std::to_string(index_ - 1) + "]");
+        }
+        break;
+      }
+      case State::done: {
+        keep_ = pos_;
+        if (skip_ws())
+          fail(pos_, "unexpected content after the end of the JSON document, expected the end");
+        return Step::end;
+      }
+    }
+  }
+}
+
+}  // namespace fleetscope::importers::kineto

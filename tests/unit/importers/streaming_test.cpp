@@ -1,0 +1,278 @@
+// The streamed Kineto tokenizer: batches of any size give the same events; metadata after
+// traceEvents (Kineto's baseTimeNanoseconds) lands on every row whatever the tail peek guessed;
+// numbers out of range are errors, not wrapped casts; values larger than the memory budget are
+// refused; non-CUDA accelerator events (MTIA, any device stream) are device work.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "fleetscope/common/progress_line.h"
+#include "fleetscope/importers/import_command.h"
+#include "fleetscope/importers/importers.h"
+#include "importer_test_util.h"
+#include "kineto_tokenizer.h"
+
+namespace fleetscope::importers::test {
+namespace {
+
+using EventKey = std::tuple<size_t, size_t, std::string, std::string, std::string, int64_t>;
+
+std::vector<EventKey> events_of(const std::string& path, kineto::TokenizerOptions options,
+                                kineto::TraceMeta* meta_out = nullptr) {
+  kineto::Tokenizer tok(path, options);
+  kineto::TraceMeta meta = tok.read_metadata();
+  std::vector<EventKey> out;
+  tok.for_each_event([&](const kineto::RawEvent& ev) {
+    out.emplace_back(ev.index, ev.offset, std::string(ev.ph), std::string(ev.cat),
+                     std::string(ev.name), ev.ts_ns.value_or(-1));
+  });
+  tok.read_trailing_metadata(meta);
+  if (meta_out) *meta_out = meta;
+  return out;
+}
+
+TEST(KinetoStreaming, TinyBatchesGiveTheSameEventsOnEverySharedTrace) {
+  ASSERT_TRUE(fs::exists(kineto_dir())) << "shared reference data missing: " << kineto_dir();
+  kineto::TokenizerOptions tiny;
+  tiny.batch_bytes = 4096;  // the splitter's floor: most events straddle a window refill
+  tiny.queued_batches = 1;
+  tiny.max_value_bytes = size_t{4} << 20;
+  tiny.whole_document_bytes = 0;  // always the streamed path (the default reads these whole)
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(kineto_dir())) {
+    if (e.path().filename().string().find("expected") != std::string::npos) continue;
+    SCOPED_TRACE(e.path().string());
+    kineto::TraceMeta a, b;
+    const auto whole = events_of(e.path().string(), {}, &a);
+    const auto pieces = events_of(e.path().string(), tiny, &b);
+    ASSERT_FALSE(whole.empty());
+    EXPECT_EQ(whole, pieces);
+    EXPECT_EQ(a.base_time_ns, b.base_time_ns);
+    EXPECT_EQ(a.devices.size(), b.devices.size());
+    ++files;
+  }
+  EXPECT_GE(files, 10);
+}
+
+// Kineto's layout: ts relative to baseTimeNanoseconds, written after the events.
+std::string trailing_base_trace(const std::string& after_events) {
+  return R"({"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 8, "ts": 10.5, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}}
+  ], "deviceProperties": [{"id": 0, "name": "NVIDIA Late GPU", "numSms": 108}])" +
+         after_events + "}";
+}
+
+void expect_absolute_times(const std::string& db, int64_t base) {
+  store::Reader r(db);
+  EXPECT_EQ(scalar(r, "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL"), base + 20000);
+  EXPECT_EQ(scalar(r, "SELECT start FROM CUPTI_ACTIVITY_KIND_RUNTIME"), base + 10500);
+  EXPECT_EQ(scalar(r, "SELECT start_ns FROM captures"), base + 10500);
+  EXPECT_EQ(scalar(r, "SELECT end_ns FROM captures"), base + 25000);
+  EXPECT_EQ(text(r, "SELECT name FROM TARGET_INFO_GPU").value_or(""), "NVIDIA Late GPU");
+}
+
+TEST(KinetoStreaming, BaseTimeAfterTheEventsAppliesToEveryRow) {
+  ScratchDir dir;
+  const int64_t base = 1711964646000000000;
+  const std::string json = trailing_base_trace(
+      R"(, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1711964646000000000)");
+  // Plain file: the base is peeked from the tail. gzip: rows are shifted once at the end.
+  const std::string plain = dir.write("late.json", json);
+  const std::string gz = dir.write("late.json.gz", gzip_bytes(json));
+  // Read whole (every member known before the first event), and streamed.
+  for (int64_t whole : {-1, 0}) {
+    SCOPED_TRACE(whole);
+    ImportOptions options;
+    options.whole_document_bytes = whole;
+    const std::string tag = std::to_string(whole);
+    import_files({plain}, dir.file("plain" + tag + ".db"), options);
+    import_files({gz}, dir.file("gz" + tag + ".db"), options);
+    expect_absolute_times(dir.file("plain" + tag + ".db"), base);
+    expect_absolute_times(dir.file("gz" + tag + ".db"), base);
+  }
+}
+
+TEST(KinetoStreaming, AWrongTailGuessIsCorrected) {
+  ScratchDir dir;
+  // The tail's last "baseTimeNanoseconds" is a decoy inside another member.
+  const std::string json = trailing_base_trace(
+      R"(, "baseTimeNanoseconds": 5000000000, "extra": {"baseTimeNanoseconds": 7})");
+  const std::string path = dir.write("decoy.json", json);
+  ImportOptions streamed;
+  streamed.whole_document_bytes = 0;
+  import_files({path}, dir.file("out.db"), streamed);
+  expect_absolute_times(dir.file("out.db"), 5000000000);
+}
+
+void expect_rejected(const std::string& json, const std::vector<std::string>& needles,
+                     const ImportOptions& options = {}) {
+  ScratchDir dir;
+  const std::string in = dir.write("bad.json", json);
+  try {
+    import_files({in}, dir.file("out.db"), options);
+    ADD_FAILURE() << "no error for " << json.substr(0, 200);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(in, 0), 0u) << msg;
+    EXPECT_NE(msg.find("byte "), std::string::npos) << msg;
+    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(fs::exists(dir.file("out.db")));
+}
+
+std::string one_kernel(const std::string& fields, const std::string& args) {
+  return R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, )" +
+         fields + R"(, "args": {)" + args + "}}]}";
+}
+
+TEST(KinetoStreaming, NumbersOutOfRangeAreErrorsNotCasts) {
+  // tid above 2^63 (was wrapped), device 1e30 (was a float->int overflow), ts 1e300.
+  expect_rejected(
+      one_kernel(R"("pid": 0, "tid": 18446744073709551617)", R"("device": 0, "stream": 7)"),
+      {"\"tid\"", "out of range"});
+  expect_rejected(one_kernel(R"("pid": 0, "tid": 7)", R"("device": 1e30, "stream": 7)"),
+                  {"args.device", "int64"});
+  expect_rejected(one_kernel(R"("pid": 0, "tid": 7)", R"("device": 4294967296, "stream": 7)"),
+                  {"args.device", "out of range"});
+  expect_rejected(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1,
+                  "tid": 1, "ts": 1e300, "dur": 1}]})",
+                  {"\"ts\"", "out of range"});
+  expect_rejected(one_kernel(R"("pid": 0, "tid": 7)",
+                             R"("device": 0, "stream": 7, "grid": [1, 4294967296, 1])"),
+                  {"args.grid", "out of range"});
+  // A base time that pushes ts past int64.
+  expect_rejected(R"({"baseTimeNanoseconds": 9223372036854775000, "traceEvents": [
+                  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 1}]})",
+                  {"\"ts\"", "int64"});
+}
+
+TEST(KinetoStreaming, AValueLargerThanTheBudgetIsRefused) {
+  ImportOptions small;
+  small.memory_budget_bytes = int64_t{16} << 20;  // one value may use 4 MiB
+  const std::string huge(5 << 20, 'x');
+  expect_rejected(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")" + huge +
+                      R"(", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})",
+                  {"memory budget"}, small);
+  // Below the limit it imports.
+  ScratchDir dir;
+  const std::string ok = dir.write(
+      "ok.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")" +
+                     std::string(3 << 20, 'y') + R"(", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})");
+  EXPECT_EQ(import_files({ok}, dir.file("ok.db"), small).at(0).cpu_ops, 1);
+}
+
+// Malformed top levels: the streaming splitter's messages (whole_document_bytes = 0 forces the
+// streamed path), and an InputError with a byte position from the whole-document path too.
+void expect_both_paths_reject(const std::string& json, const std::string& streamed_message) {
+  ScratchDir dir;
+  const std::string in = dir.write("bad.json", json);
+  kineto::TokenizerOptions streamed;
+  streamed.whole_document_bytes = 0;
+  try {
+    kineto::Tokenizer tok(in, streamed);
+    kineto::TraceMeta meta = tok.read_metadata();
+    tok.for_each_event([](const kineto::RawEvent&) {});
+    tok.read_trailing_metadata(meta);
+    ADD_FAILURE() << "streamed: no error for " << json;
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind(in, 0), 0u) << msg;
+    EXPECT_NE(msg.find("byte "), std::string::npos) << msg;
+    EXPECT_NE(msg.find(streamed_message), std::string::npos) << msg;
+  }
+  expect_rejected(json, {});
+}
+
+TEST(KinetoStreaming, TruncatedAndMalformedTopLevelsNameThePosition) {
+  expect_both_paths_reject(R"({"traceEvents": [{"ph": "X"}, )", "unexpected end of input");
+  expect_both_paths_reject(R"({"traceEvents": [{"ph": "X", "name": "unterminated}])",
+                           "unterminated string");
+  expect_both_paths_reject(R"({"traceEvents": [] "x": 1})", "expected ',' or '}'");
+  expect_both_paths_reject(R"({"traceEvents": [{"ph": "X"} {"ph": "X"}]})", "expected ',' or ']'");
+  expect_both_paths_reject(R"({"traceEvents": []} trailing)", "after the end of the JSON document");
+}
+
+// An MTIA trace as Kineto writes it (libkineto ActivityType: mtia_runtime = host runtime calls,
+// mtia_ccp_events = on-device kernels), plus an accelerator category unknown to us whose events
+// carry a device stream: all device work, launches paired by correlation.
+TEST(KinetoStreaming, MtiaAndDeviceStreamEventsAreDeviceWork) {
+  ScratchDir dir;
+  const std::string in = dir.write("mtia.json", R"({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 42, "tid": 43, "ts": 100, "dur": 50},
+  {"ph": "X", "cat": "mtia_runtime", "name": "mtiaLaunchKernel", "pid": 42, "tid": 43, "ts": 110, "dur": 5, "args": {"correlation": 9}},
+  {"ph": "X", "cat": "mtia_ccp_events", "name": "mm_kernel", "pid": 1, "tid": 3, "ts": 120, "dur": 30, "args": {"device": 1, "stream": 3, "correlation": 9}},
+  {"ph": "X", "cat": "mtia_runtime", "name": "mtiaLaunchKernel", "pid": 42, "tid": 43, "ts": 160, "dur": 5, "args": {"correlation": 10}},
+  {"ph": "X", "cat": "accel_work", "name": "add_kernel", "pid": 1, "tid": 4, "ts": 170, "dur": 10, "args": {"device": 1, "stream": 4, "correlation": 10}},
+  {"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": 42, "tid": 43, "ts": 1, "dur": 1}
+  ]})");
+  const ImportResult r = import_files({in}, dir.file("out.db")).at(0);
+  EXPECT_EQ(r.kernels, 2);
+  EXPECT_EQ(r.runtime_calls, 2);
+  EXPECT_EQ(r.gpu_vendor.value_or(""), "mtia");
+  EXPECT_FALSE(r.note.has_value()) << *r.note;
+  store::Reader db(dir.file("out.db"));
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 1"), 2);
+  EXPECT_EQ(scalar(db, "SELECT COUNT(DISTINCT streamId) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 2);
+  // The launching process owns the device work.
+  EXPECT_EQ(scalar(db, "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE globalPid = " +
+                           std::to_string(store::global_pid(42))),
+            2);
+  EXPECT_EQ(text(db, "SELECT gpu_vendor FROM captures").value_or(""), "mtia");
+}
+
+TEST(KinetoStreaming, MemoryBudgetFlag) {
+  EXPECT_EQ(parse_byte_size("512M").value_or(0), int64_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("2G").value_or(0), int64_t{2} << 30);
+  EXPECT_EQ(parse_byte_size("1048576").value_or(0), 1048576);
+  EXPECT_FALSE(parse_byte_size("lots").has_value());
+  EXPECT_FALSE(parse_byte_size("5T").has_value());
+  EXPECT_FALSE(parse_byte_size("99999999G").has_value());
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": []})");
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({in, "-o", dir.file("a.db"), "--memory-budget", "1M"}, out, err), 2);
+  EXPECT_NE(err.str().find("at least 16M"), std::string::npos) << err.str();
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_import_command({in, "-o", dir.file("b.db"), "--memory-budget", "64M"}, out2, err2),
+            0)
+      << err2.str();
+}
+
+TEST(ProgressLine, OnlyOnATerminalWithRateAndEta) {
+  std::ostringstream tty, pipe;
+  {
+    common::ProgressLine line(tty, "import", true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));  // a rate needs elapsed time
+    line.update(25'000'000, 100'000'000, "bytes", 50'000, true);
+  }
+  EXPECT_NE(tty.str().find("\rimport: 25.0 MB/100.0 MB (25%), 50k events"), std::string::npos)
+      << tty.str();
+  EXPECT_NE(tty.str().find("ETA"), std::string::npos) << tty.str();
+  EXPECT_NE(tty.str().find("\r\x1b[K"), std::string::npos) << "line not erased";
+  {
+    common::ProgressLine line(pipe, "import", false);
+    line.update(1, 2, "bytes", 1, true);
+  }
+  EXPECT_EQ(pipe.str(), "");
+}
+
+TEST(ProgressLine, ImportCommandIsQuietWhenStderrIsNotATerminal) {
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})");
+  std::ostringstream out, err;
+  ASSERT_EQ(run_import_command({in, "-o", dir.file("o.db")}, out, err), 0) << err.str();
+  // ctest runs with stderr on a pipe: only the summary, no progress.
+  if (!isatty(STDERR_FILENO)) {
+    EXPECT_EQ(err.str().find('\r'), std::string::npos) << err.str();
+  }
+  EXPECT_NE(err.str().find("capture 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fleetscope::importers::test
