@@ -1,12 +1,15 @@
 #include "fleetscope/sharer/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "fleetscope/sharer/lane_allocator.h"
+#include "fleetscope/sharer/policy.h"
+#include "fleetscope/sharer/simulator.h"
 
 namespace fleetscope::sharer {
 
@@ -34,10 +37,10 @@ double iteration_s(const JobProfile& job) {
   return job.iteration_ns > 0 ? static_cast<double>(job.iteration_ns) * 1e-9 : 1.0;
 }
 
-// Predicted slowdown of every job (by index into `jobs`) placed on one GPU.
+// Slowdown of every job (by index into `jobs`) placed on one GPU: worst case, or the estimate.
 std::map<size_t, double> predict(const LaneAllocator& allocator,
                                  const std::vector<JobProfile>& jobs,
-                                 const PlannerOptions& options) {
+                                 const PlannerOptions& options, bool estimate = false) {
   std::map<size_t, double> slowdowns;
   std::vector<double> lane_demand;
   double gpu_demand = 0;
@@ -56,7 +59,8 @@ std::map<size_t, double> predict(const LaneAllocator& allocator,
     const double parallel = options.interference.parallel_slowdown(lane_demand[l], gpu_demand);
     for (size_t m = 0; m < lane.jobs.size(); ++m) {
       slowdowns[static_cast<size_t>(lane.jobs[m].job_id)] =
-          time_sharing_slowdown(members, m) * parallel;
+          (estimate ? time_sharing_estimate(members, m) : time_sharing_slowdown(members, m)) *
+          parallel;
     }
   }
   return slowdowns;
@@ -98,7 +102,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   plan.jobs.resize(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     plan.jobs[i] = PlannedJob{
-        jobs[i].job_id, jobs[i].workflow, jobs[i].gpu, "", -1, false, 1.0, bounds[i], ""};
+        jobs[i].job_id, jobs[i].workflow, jobs[i].gpu, "", -1, false, 1.0, 1.0, bounds[i], ""};
   }
 
   auto try_place = [&](OpenGpu& gpu, size_t job) -> bool {
@@ -152,6 +156,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   for (const auto& gpu : open) {
     PlannedGpu planned{gpu.name, gpu.allocator.capacity_bytes(), gpu.allocator.free_bytes(), {}};
     const auto slowdowns = predict(gpu.allocator, jobs, options);
+    const auto estimates = predict(gpu.allocator, jobs, options, /*estimate=*/true);
     for (const auto& lane : gpu.allocator.lanes()) {
       PlannedLane planned_lane{lane.id, lane.offset_bytes, lane.capacity_bytes, lane.solo, {}};
       for (const auto& member : lane.jobs) {
@@ -159,7 +164,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
         planned_job.to_gpu = gpu.name;
         planned_job.lane_id = lane.id;
         planned_job.moved = planned_job.to_gpu != planned_job.from_gpu;
-        planned_job.predicted_slowdown = slowdowns.at(static_cast<size_t>(member.job_id));
+        planned_job.worst_case_slowdown = slowdowns.at(static_cast<size_t>(member.job_id));
+        planned_job.predicted_slowdown = estimates.at(static_cast<size_t>(member.job_id));
         planned_lane.job_ids.push_back(planned_job.job_id);
       }
       planned.lanes.push_back(std::move(planned_lane));
@@ -177,6 +183,58 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   }
   plan.gpus_after = plan.gpus_before - static_cast<int>(plan.gpus_freed.size());
   return plan;
+}
+
+std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
+                                     const ConsolidationPlan& plan, const PlannerOptions& options,
+                                     double cycles) {
+  std::map<std::string, int> gpu_index;
+  for (const auto& gpu : plan.gpus) gpu_index.emplace(gpu.gpu, static_cast<int>(gpu_index.size()));
+  double horizon = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (plan.jobs[i].to_gpu.empty()) continue;
+    horizon = std::max(horizon, iteration_s(jobs[i]) * plan.jobs[i].predicted_slowdown);
+  }
+  horizon *= cycles;
+  std::vector<SimJob> sim_jobs;
+  std::vector<size_t> source;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& planned = plan.jobs[i];
+    if (planned.to_gpu.empty()) continue;
+    SimJob job;
+    job.id = static_cast<int64_t>(i);
+    job.name = jobs[i].job_id;
+    job.iteration_s = iteration_s(jobs[i]);
+    // Enough iterations to outlast the horizon even alone.
+    job.iterations = std::min<int64_t>(
+        kMaxIterations, static_cast<int64_t>(std::ceil(horizon / job.iteration_s)) + 2);
+    job.utilization = std::clamp(jobs[i].utilization, 1e-6, 1.0);
+    job.memory = jobs[i].demand();
+    job.pinned_gpu = gpu_index.at(planned.to_gpu);
+    job.pinned_lane = planned.lane_id;
+    sim_jobs.push_back(job);
+    source.push_back(i);
+  }
+  std::vector<ReplayedJob> out;
+  if (sim_jobs.empty()) return out;
+  SimConfig config;
+  config.gpus = static_cast<int>(plan.gpus.size());
+  config.lanes = true;
+  config.switch_cost_s = 0;
+  config.context_bytes = 0;
+  config.margin = options.margin;
+  config.interference = options.interference;
+  config.stop_at_s = horizon;
+  config.gpu_capacity_bytes = 1;
+  for (const auto& gpu : plan.gpus) {
+    config.gpu_capacity_bytes = std::max(config.gpu_capacity_bytes, gpu.capacity_bytes);
+  }
+  const auto result = simulate(sim_jobs, PackPolicy{}, config);
+  for (size_t k = 0; k < sim_jobs.size(); ++k) {
+    out.push_back(ReplayedJob{jobs[source[k]].job_id, plan.jobs[source[k]].predicted_slowdown,
+                              result.jobs[k].slowdown});
+  }
+  return out;
 }
 
 nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
@@ -208,6 +266,7 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
                        {"lane_id", job.lane_id},
                        {"moved", job.moved},
                        {"predicted_slowdown", job.predicted_slowdown},
+                       {"worst_case_slowdown", job.worst_case_slowdown},
                        {"max_slowdown", job.max_slowdown}};
     if (!job.reason.empty()) row["reason"] = job.reason;
     out["jobs"].push_back(row);

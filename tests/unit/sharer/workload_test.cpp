@@ -73,7 +73,7 @@ TEST(TiresiasTrace, MalformedLineNamesFileLineAndExpectation) {
     FAIL() << "expected an error";
   } catch (const std::runtime_error& error) {
     EXPECT_EQ(std::string(error.what()),
-              path + ":3: expected submit_time as a number, found 'abc'");
+              path + ":3: column 3 (submit_time): expected submit_time as a finite number, found 'abc'");
   }
 }
 
