@@ -6,6 +6,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <limits>
+#include <set>
+#include <unordered_set>
 
 #include "fleetscope/sharer/lane_allocator.h"
 #include "fleetscope/sharer/policy.h"
@@ -24,7 +27,8 @@ double bound_of(const JobProfile& job, const PlannerOptions& options) {
   auto label = job.labels.find("max_slowdown");
   if (label != job.labels.end()) {
     try {
-      return std::stod(label->second);
+      const double bound = std::stod(label->second);
+      if (std::isfinite(bound) && bound >= 1.0) return bound;
     } catch (const std::exception&) {
       // An unreadable label falls back to the plan-wide bound.
     }
@@ -130,23 +134,116 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     return true;
   };
 
+  // Kept GPUs indexed by compute room (see below); a GPU's memory headroom (free memory plus
+  // the largest lane slack) screens it before the full check. At most kMaxTries full checks per
+  // job, so the search stays O(log G) per job on fleets of 1e5 GPUs.
+  constexpr int kMaxTries = 64;
+  std::set<std::pair<double, size_t>> by_room;  // (compute room, index) of GPUs that can take more
+  std::vector<int64_t> headroom_of;
+  std::unordered_set<std::string> open_names;
+  size_t idle_cursor = 0;
+  // Memory screens: the largest free segment (a new lane needs one) and the largest lane slack
+  // plus the free memory next to it (joining a lane needs at least P there).
+  std::vector<int64_t> slack_of;
+  const auto largest_free = [](const LaneAllocator& allocator) {
+    int64_t largest = 0;
+    for (const auto& [offset, size] : allocator.free_segments()) largest = std::max(largest, size);
+    return largest;
+  };
+  const auto headroom = [&](const LaneAllocator& allocator, int64_t& slack) {
+    slack = 0;
+    for (const auto& lane : allocator.lanes()) {
+      if (!lane.solo) {
+        slack = std::max(slack, lane.capacity_bytes - required_bytes(lane.load, allocator.margin()));
+      }
+    }
+    slack += largest_free(allocator);
+    return largest_free(allocator);
+  };
+  // Compute room of a kept GPU: the tightest bound of its jobs minus its lanes' demand. A new
+  // job raises the demand by its utilization (unless it joins a saturated lane), so a GPU whose
+  // room is below the smallest utilization of all jobs is full and leaves the index.
+  double min_utilization = 1.0;
+  for (const auto& job : jobs) min_utilization = std::min(min_utilization, job.utilization);
+  std::vector<double> room_of;
+  const auto compute_room = [&](const LaneAllocator& allocator) {
+    // With alpha = 0 a new lane stretches everyone by max(1, U'); job j tolerates
+    // U' <= bound_j / (its time-sharing slowdown). The room is the least of those minus U.
+    double demand = 0;
+    double tightest = 1e9;
+    for (const auto& lane : allocator.lanes()) {
+      std::vector<LaneMember> members;
+      double lane_demand = 0;
+      for (const auto& member : lane.jobs) {
+        const auto& profile = jobs[static_cast<size_t>(member.job_id)];
+        lane_demand += profile.utilization;
+        members.push_back({profile.utilization, iteration_s(profile)});
+      }
+      for (size_t m = 0; m < lane.jobs.size(); ++m) {
+        tightest = std::min(tightest, bounds[static_cast<size_t>(lane.jobs[m].job_id)] /
+                                          time_sharing_slowdown(members, m));
+      }
+      demand += std::min(1.0, lane_demand);
+    }
+    return tightest - demand;
+  };
+  int64_t min_need = std::numeric_limits<int64_t>::max();
+  for (const auto& job : jobs) min_need = std::min(min_need, job.persistent_bytes);
+  const auto reindex = [&](size_t index) {
+    by_room.erase({room_of[index], index});
+    headroom_of[index] = headroom(open[index].allocator, slack_of[index]);
+    room_of[index] = compute_room(open[index].allocator);
+    if (room_of[index] + 1e-12 >= min_utilization && slack_of[index] >= min_need) {
+      by_room.emplace(room_of[index], index);
+    }
+  };
+  const auto try_open = [&](const std::string& name, size_t job) {
+    open.push_back(OpenGpu{name, LaneAllocator(gpu_capacity[name], options.margin)});
+    if (!try_place(open.back(), job)) {
+      open.pop_back();
+      return false;
+    }
+    open_names.insert(name);
+    room_of.push_back(0);
+    slack_of.push_back(0);
+    headroom_of.push_back(0);
+    reindex(open.size() - 1);
+    return true;
+  };
+
   for (size_t job : order) {
     bool placed = false;
-    for (auto& gpu : open) {
-      if ((placed = try_place(gpu, job))) break;
-    }
-    if (!placed) {
-      // Open a GPU: the job's own first (no move), then any other idle GPU of the fleet.
-      std::vector<std::string> candidates{jobs[job].gpu};
-      for (const auto& name : gpu_order) candidates.push_back(name);
-      for (const auto& name : candidates) {
-        bool already_open = std::any_of(open.begin(), open.end(),
-                                        [&](const OpenGpu& gpu) { return gpu.name == name; });
-        if (already_open) continue;
-        open.push_back(OpenGpu{name, LaneAllocator(gpu_capacity[name], options.margin)});
-        if ((placed = try_place(open.back(), job))) break;
-        open.pop_back();
+    int tries = 0;
+    int scanned = 0;
+    // Start at GPUs with room for the job's own lane (P + guarded T): Salus's order tries a new
+    // lane first, and GPUs with less room rarely take the job by sharing a lane.
+    const int64_t own_need = required_bytes_with(LaneLoad{}, jobs[job].demand(), options.margin);
+    // Best fit by compute room (candidates are low-utilization jobs: compute is what fills a
+    // GPU first), skipping GPUs without memory room for the job's own lane.
+    for (auto it = by_room.lower_bound({jobs[job].utilization - 1e-12, 0});
+         it != by_room.end() && tries < kMaxTries && scanned < 64 * kMaxTries; ++it) {
+      const size_t index = it->second;
+      ++scanned;
+      if (headroom_of[index] < own_need && slack_of[index] < jobs[job].persistent_bytes) continue;
+      ++tries;
+      if ((placed = try_place(open[index], job))) {
+        reindex(index);
+        break;
       }
+    }
+    if (!placed && !open_names.count(jobs[job].gpu)) {
+      // Open a GPU: the job's own first (no move), then idle GPUs of the fleet in input order.
+      placed = try_open(jobs[job].gpu, job);
+    }
+    for (int attempts = 0; !placed && attempts < kMaxTries; ++attempts) {
+      while (idle_cursor < gpu_order.size() && open_names.count(gpu_order[idle_cursor])) {
+        ++idle_cursor;
+      }
+      if (idle_cursor >= gpu_order.size()) break;
+      const std::string name = gpu_order[idle_cursor];
+      placed = try_open(name, job);
+      if (!placed) break;  // an empty GPU did not hold it: another empty one of the fleet
+                           // (same model in practice) will not either
     }
     if (!placed) {
       plan.jobs[job].reason = "does not fit any GPU within the safety condition and slowdown bound";
@@ -172,14 +269,13 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     }
     plan.gpus.push_back(std::move(planned));
   }
+  // A GPU holding a job that could not be placed is not free.
+  std::unordered_set<std::string> holds_unplaced;
+  for (const auto& planned : plan.jobs) {
+    if (planned.to_gpu.empty()) holds_unplaced.insert(planned.from_gpu);
+  }
   for (const auto& name : gpu_order) {
-    bool kept =
-        std::any_of(open.begin(), open.end(), [&](const OpenGpu& gpu) { return gpu.name == name; });
-    // A GPU holding a job that could not be placed is not free.
-    bool holds_unplaced = std::any_of(plan.jobs.begin(), plan.jobs.end(), [&](const PlannedJob& j) {
-      return j.to_gpu.empty() && j.from_gpu == name;
-    });
-    if (!kept && !holds_unplaced) plan.gpus_freed.push_back(name);
+    if (!open_names.count(name) && !holds_unplaced.count(name)) plan.gpus_freed.push_back(name);
   }
   plan.gpus_after = plan.gpus_before - static_cast<int>(plan.gpus_freed.size());
   return plan;
