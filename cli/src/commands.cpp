@@ -22,6 +22,7 @@ const std::vector<Command>& commands() {
       {"candidates", "jobs that could share a GPU: utilization, persistent P and ephemeral T memory", analyzer::run_candidates_command},
       {"export", "write a trace database (or one capture) as Chrome-trace JSON for Perfetto", exporter::run_export_command},
       {"share plan", "plan GPU consolidation: which jobs share which GPU memory lane", sharer::run_share_plan_command},
+      {"share calibrate", "fit the interference model to co-location measurements (scripts/gpu-check)", sharer::run_share_calibrate_command},
       {"sim", "simulate scheduling policies and GPU lanes on a job trace", sharer::run_sim_command},
       // COMMANDS: one line per command; keep this marker.
   };

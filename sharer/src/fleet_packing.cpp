@@ -248,7 +248,7 @@ std::string strategy_name(PackingStrategy strategy) {
     case PackingStrategy::kFirstFit:
       return "first-fit";
     case PackingStrategy::kBestFit:
-      return "best-fit-lanes";
+      return "best-fit-static";
   }
   return "?";
 }

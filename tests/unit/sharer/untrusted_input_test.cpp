@@ -145,5 +145,27 @@ TEST(UntrustedInput, HundredThousandCandidatesArePlannedQuickly) {
   EXPECT_LT(seconds, 30.0);  // was over 120 s
 }
 
+TEST(ShareCalibrate, FitsAlphaAndReportsTheErrorOrNamesTheBadRow) {
+  const auto runs = scratch_file("runs.csv",
+                                 "own_utilization,others_utilization,measured_slowdown\n"
+                                 "0.5,0.5,1.1\n1.0,1.0,2.4\n");
+  std::ostringstream out, err;
+  ASSERT_EQ(run_share_calibrate_command({"--runs", runs, "--format", "json"}, out, err), 0)
+      << err.str();
+  const auto json = nlohmann::json::parse(out.str());
+  // Least squares on y = slowdown / max(1, U) - 1 = alpha * min(1, others): x = 0.5, 1;
+  // y = 0.1, 0.2: alpha = (0.05 + 0.2) / (0.25 + 1) = 0.2.
+  EXPECT_NEAR(json.at("alpha").get<double>(), 0.2, 1e-12);
+  EXPECT_LT(json.at("rms_error_calibrated").get<double>(),
+            json.at("rms_error_uncalibrated").get<double>());
+  const auto bad = scratch_file("bad.csv", "own_utilization,others_utilization,measured_slowdown\n"
+                                           "0.5,0.5,-3\n");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_share_calibrate_command({"--runs", bad}, out2, err2), 1);
+  EXPECT_TRUE(contains(err2.str(), bad + ":2: column 3 (measured_slowdown)")) << err2.str();
+  std::ostringstream out3, err3;
+  EXPECT_EQ(run_share_calibrate_command({}, out3, err3), 2);
+}
+
 }  // namespace
 }  // namespace fleetscope::sharer
