@@ -45,10 +45,11 @@ void srtf_vs_fifo() {
     const auto srtf = simulate(jobs, SrtfPolicy{}, config);
     config.lanes = true;
     const auto srtf_lanes = simulate(jobs, SrtfPolicy{}, config);
-    std::printf("SRTF vs FIFO (%s): FIFO %.1f s, SRTF %.1f s -> %.2fx; SRTF with lanes on "
-                "%.1f s -> %.2fx\n",
-                setting.name, fifo.avg_jct_s, srtf.avg_jct_s, fifo.avg_jct_s / srtf.avg_jct_s,
-                srtf_lanes.avg_jct_s, fifo.avg_jct_s / srtf_lanes.avg_jct_s);
+    std::printf(
+        "SRTF vs FIFO (%s): FIFO %.1f s, SRTF %.1f s -> %.2fx; SRTF with lanes on "
+        "%.1f s -> %.2fx\n",
+        setting.name, fifo.avg_jct_s, srtf.avg_jct_s, fifo.avg_jct_s / srtf.avg_jct_s,
+        srtf_lanes.avg_jct_s, fifo.avg_jct_s / srtf_lanes.avg_jct_s);
   }
 }
 

@@ -98,9 +98,10 @@ int main(int argc, char** argv) {
   if (sizes.empty()) sizes = {1000, 10000, 100000};
   const auto pods = load_alibaba_pods(std::string(FLEETSCOPE_SHARED_DATA) +
                                       "/jobs/alibaba2023_openb_pod_list_default.csv");
-  std::printf("| jobs | GPUs | policy | lanes | events | wall s | CPU s | heap-only ref. s | ratio | "
-              "avg JCT s | longest wait s | peak RSS MiB |\n|---:|---:|---|---|---:|---:|---:|---:|"
-              "---:|---:|---:|---:|\n");
+  std::printf(
+      "| jobs | GPUs | policy | lanes | events | wall s | CPU s | heap-only ref. s | ratio | "
+      "avg JCT s | longest wait s | peak RSS MiB |\n|---:|---:|---|---|---:|---:|---:|---:|"
+      "---:|---:|---:|---:|\n");
   for (size_t n : sizes) {
     SimConfig config;
     config.gpus = gpus;
@@ -116,12 +117,11 @@ int main(int argc, char** argv) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
         const double cpu = cpu_seconds() - cpu_before;
         const double reference = heap_reference(result.events);
-        std::printf("| %zu | %d | %s | %s | %lld | %.2f | %.2f | %.2f | %.1f | %.0f | %.0f | %ld |\n",
-                    n, gpus, name.c_str(), lanes ? "on" : "off",
-                    static_cast<long long>(result.events), wall, cpu, reference, wall / reference,
-                    result.avg_jct_s,
-                    std::max(result.max_wait_single_gpu_s, result.max_wait_multi_gpu_s),
-                    peak_rss_mib());
+        std::printf(
+            "| %zu | %d | %s | %s | %lld | %.2f | %.2f | %.2f | %.1f | %.0f | %.0f | %ld |\n", n,
+            gpus, name.c_str(), lanes ? "on" : "off", static_cast<long long>(result.events), wall,
+            cpu, reference, wall / reference, result.avg_jct_s,
+            std::max(result.max_wait_single_gpu_s, result.max_wait_multi_gpu_s), peak_rss_mib());
         std::fflush(stdout);
       }
     }

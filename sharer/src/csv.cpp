@@ -15,7 +15,8 @@ std::vector<std::string> split(std::string_view line) {
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    fields.emplace_back(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    fields.emplace_back(
+        line.substr(start, comma == std::string_view::npos ? comma : comma - start));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -39,8 +40,7 @@ std::string number_text(double value) {
 std::string excerpt(std::string_view text) {
   constexpr size_t kMax = 40;
   if (text.size() <= kMax) return std::string(text);
-  return std::string(text.substr(0, kMax)) + "... (" + std::to_string(text.size()) +
-         " characters)";
+  return std::string(text.substr(0, kMax)) + "... (" + std::to_string(text.size()) + " characters)";
 }
 
 void fail(const std::string& path, int line, const std::string& expected) {
@@ -55,8 +55,7 @@ void fail_value(const Table& table, const Row& row, size_t column, const char* w
                            ", found '" + excerpt(found) + "'");
 }
 
-Table parse(std::string_view text, const std::string& source, bool has_header,
-            size_t min_fields) {
+Table parse(std::string_view text, const std::string& source, bool has_header, size_t min_fields) {
   Table table;
   table.path = source;
   int number = 0;
@@ -130,22 +129,20 @@ double to_double(const Table& table, const Row& row, size_t column, const char* 
   return value;
 }
 
-int64_t to_int_in(const Table& table, const Row& row, size_t column, const char* what,
-                  int64_t min, int64_t max) {
+int64_t to_int_in(const Table& table, const Row& row, size_t column, const char* what, int64_t min,
+                  int64_t max) {
   const int64_t value = to_int(table, row, column, what);
   if (value < min || value > max) {
-    fail_value(table, row, column, what,
-               "in " + std::to_string(min) + ".." + std::to_string(max));
+    fail_value(table, row, column, what, "in " + std::to_string(min) + ".." + std::to_string(max));
   }
   return value;
 }
 
-double to_double_in(const Table& table, const Row& row, size_t column, const char* what,
-                    double min, double max) {
+double to_double_in(const Table& table, const Row& row, size_t column, const char* what, double min,
+                    double max) {
   const double value = to_double(table, row, column, what);
   if (value < min || value > max) {
-    fail_value(table, row, column, what,
-               "in [" + number_text(min) + ", " + number_text(max) + "]");
+    fail_value(table, row, column, what, "in [" + number_text(min) + ", " + number_text(max) + "]");
   }
   return value;
 }

@@ -43,9 +43,9 @@ int64_t to_int(const Table& table, const Row& row, size_t column, const char* wh
 // Finite numbers only: NaN and infinities are rejected like text.
 double to_double(const Table& table, const Row& row, size_t column, const char* what);
 // The same, and within [min, max].
-int64_t to_int_in(const Table& table, const Row& row, size_t column, const char* what,
-                  int64_t min, int64_t max);
-double to_double_in(const Table& table, const Row& row, size_t column, const char* what,
-                    double min, double max);
+int64_t to_int_in(const Table& table, const Row& row, size_t column, const char* what, int64_t min,
+                  int64_t max);
+double to_double_in(const Table& table, const Row& row, size_t column, const char* what, double min,
+                    double max);
 
 }  // namespace fleetscope::sharer::csv

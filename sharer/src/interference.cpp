@@ -44,10 +44,8 @@ std::vector<ColocationObservation> load_colocation_runs(const std::string& path)
   for (const auto& row : table.rows) {
     ColocationObservation run;
     run.own_utilization = csv::to_double_in(table, row, own, "own_utilization", 0.0, 1.0);
-    run.others_utilization =
-        csv::to_double_in(table, row, others, "others_utilization", 0.0, 1e6);
-    run.measured_slowdown =
-        csv::to_double_in(table, row, slowdown, "measured_slowdown", 1e-3, 1e6);
+    run.others_utilization = csv::to_double_in(table, row, others, "others_utilization", 0.0, 1e6);
+    run.measured_slowdown = csv::to_double_in(table, row, slowdown, "measured_slowdown", 1e-3, 1e6);
     runs.push_back(run);
   }
   return runs;
@@ -59,8 +57,8 @@ double prediction_rms_error(const InterferenceModel& model,
   double sum = 0;
   for (const auto& run : runs) {
     // Each measured job is alone in its lane (u_L = own), neighbours in other lanes.
-    const double predicted = model.parallel_slowdown(
-        run.own_utilization, run.own_utilization + run.others_utilization);
+    const double predicted =
+        model.parallel_slowdown(run.own_utilization, run.own_utilization + run.others_utilization);
     const double error = (predicted - run.measured_slowdown) / run.measured_slowdown;
     sum += error * error;
   }

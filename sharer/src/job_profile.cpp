@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -27,7 +27,8 @@ std::string type_name(const nlohmann::json& value) {
 [[noreturn]] void field_error(const std::string& where, const char* key,
                               const std::string& expected, const nlohmann::json& value) {
   std::string found = value.dump();
-  if (found.size() > 40) found = found.substr(0, 40) + "... (" + std::to_string(found.size()) + " characters)";
+  if (found.size() > 40)
+    found = found.substr(0, 40) + "... (" + std::to_string(found.size()) + " characters)";
   throw std::runtime_error(where + ": field '" + key + "': expected " + expected + ", found " +
                            type_name(value) + " " + found);
 }
@@ -41,8 +42,7 @@ int64_t integer_field(const nlohmann::json& object, const char* key, const std::
     throw std::runtime_error(where + ": missing field '" + key + "'");
   }
   const auto& value = object.at(key);
-  const std::string expected =
-      "an integer in " + std::to_string(min) + ".." + std::to_string(max);
+  const std::string expected = "an integer in " + std::to_string(min) + ".." + std::to_string(max);
   if (value.is_number_unsigned()) {
     const auto v = value.get<uint64_t>();
     if (v > static_cast<uint64_t>(max)) field_error(where, key, expected, value);

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <limits>
 #include <set>
 #include <unordered_set>
 
@@ -43,8 +43,8 @@ double iteration_s(const JobProfile& job) {
 
 // Slowdown of every job (by index into `jobs`) placed on one GPU: worst case, or the estimate.
 std::map<size_t, double> predict(const LaneAllocator& allocator,
-                                 const std::vector<JobProfile>& jobs,
-                                 const PlannerOptions& options, bool estimate = false) {
+                                 const std::vector<JobProfile>& jobs, const PlannerOptions& options,
+                                 bool estimate = false) {
   std::map<size_t, double> slowdowns;
   std::vector<double> lane_demand;
   double gpu_demand = 0;
@@ -154,7 +154,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     slack = 0;
     for (const auto& lane : allocator.lanes()) {
       if (!lane.solo) {
-        slack = std::max(slack, lane.capacity_bytes - required_bytes(lane.load, allocator.margin()));
+        slack =
+            std::max(slack, lane.capacity_bytes - required_bytes(lane.load, allocator.margin()));
       }
     }
     slack += largest_free(allocator);
@@ -242,8 +243,9 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
       if (idle_cursor >= gpu_order.size()) break;
       const std::string name = gpu_order[idle_cursor];
       placed = try_open(name, job);
-      if (!placed) break;  // an empty GPU did not hold it: another empty one of the fleet
-                           // (same model in practice) will not either
+      if (!placed)
+        break;  // an empty GPU did not hold it: another empty one of the fleet
+                // (same model in practice) will not either
     }
     if (!placed) {
       plan.jobs[job].reason = "does not fit any GPU within the safety condition and slowdown bound";

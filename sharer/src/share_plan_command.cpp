@@ -37,11 +37,10 @@ void set_candidate_loader(CandidateLoader loader) {
 int run_share_plan_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err) {
   try {
-    const Arguments arguments(
-        args,
-        {"--candidates", "--max-slowdown", "--interference-alpha", "--margin-sigma", "--format",
-         "--calibration"},
-        {"--help", "--replay"});
+    const Arguments arguments(args,
+                              {"--candidates", "--max-slowdown", "--interference-alpha",
+                               "--margin-sigma", "--format", "--calibration"},
+                              {"--help", "--replay"});
     if (arguments.has("--help")) {
       out << kPlanUsage;
       return 0;
@@ -104,8 +103,8 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
         if (arguments.has("--replay")) {
           out << "replay (simulator, round robin in lanes):\n";
           for (const auto& row : replay) {
-            out << "  " << row.job_id << ": predicted " << row.predicted_slowdown
-                << ", simulated " << row.simulated_slowdown << "\n";
+            out << "  " << row.job_id << ": predicted " << row.predicted_slowdown << ", simulated "
+                << row.simulated_slowdown << "\n";
           }
         }
       }

@@ -55,7 +55,7 @@ struct Slot {
   double demand = 0;  // sum of the residents' utilization
   bool busy = false;
   int64_t running = -1;
-  int64_t last_job = -1;  // for the switch cost and preemption counts
+  int64_t last_job = -1;    // for the switch cost and preemption counts
   int64_t pinned_key = -1;  // plan replay: (gpu, lane) of a pinned lane
 };
 
@@ -239,7 +239,8 @@ class Engine {
       // Keep each GPU's latest change: "changed after s" stays exact for every s.
       std::vector<std::pair<int64_t, int>> latest;
       for (size_t i = 0; i < gpus_.size(); ++i) {
-        if (gpus_[i].changed_seq >= 0) latest.emplace_back(gpus_[i].changed_seq, static_cast<int>(i));
+        if (gpus_[i].changed_seq >= 0)
+          latest.emplace_back(gpus_[i].changed_seq, static_cast<int>(i));
       }
       std::sort(latest.begin(), latest.end());
       changed_log_ = std::move(latest);
@@ -330,7 +331,8 @@ class Engine {
   bool admit_pinned(size_t job) {
     const int g = jobs_[job].pinned_gpu;
     GpuState& gpu = gpus_[static_cast<size_t>(g)];
-    const int64_t key = (static_cast<int64_t>(g) << 32) | static_cast<uint32_t>(jobs_[job].pinned_lane);
+    const int64_t key =
+        (static_cast<int64_t>(g) << 32) | static_cast<uint32_t>(jobs_[job].pinned_lane);
     unindex(g);
     auto found = pinned_slots_.find(key);
     int slot_index;

@@ -1,10 +1,10 @@
 #include "fleetscope/sharer/workload.h"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
 #include <charconv>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -54,8 +54,9 @@ ProfileTable load_salus_profiles(const std::string& path) {
 ProfileTable parse_salus_profiles(std::string_view text, const std::string& path) {
   const auto table = csv::parse(text, path, /*has_header=*/false, /*min_fields=*/4);
   if (table.rows.empty()) {
-    csv::fail(path, 1, "at least one workload profile row (name_bs_duration,jct_s,peak_mb,"
-                       "iterations,...)");
+    csv::fail(path, 1,
+              "at least one workload profile row (name_bs_duration,jct_s,peak_mb,"
+              "iterations,...)");
   }
   std::map<std::pair<std::string, int>, std::vector<Run>> runs;
   for (const auto& row : table.rows) {
@@ -65,9 +66,9 @@ ProfileTable parse_salus_profiles(std::string_view text, const std::string& path
     const size_t first = name.find('_');
     const size_t second = first == std::string::npos ? first : name.find('_', first + 1);
     if (second == std::string::npos) {
-      csv::fail(path, row.line,
-                "a name like model_batchsize_duration in column 1, found '" + csv::excerpt(name) +
-                    "'");
+      csv::fail(
+          path, row.line,
+          "a name like model_batchsize_duration in column 1, found '" + csv::excerpt(name) + "'");
     }
     const std::string batch_text = name.substr(first + 1, second - first - 1);
     int batch = 0;
@@ -171,8 +172,7 @@ std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string
     job.name = csv::excerpt(row.fields[id_col]);
     job.num_gpu = static_cast<int>(csv::to_int_in(table, row, gpus_col, "num_gpu", 1, kMaxGpus));
     job.submit_s = csv::to_double_in(table, row, submit_col, "submit_time", 0, kMaxSubmitSeconds);
-    job.iterations =
-        csv::to_int_in(table, row, iterations_col, "iterations", 1, kMaxIterations);
+    job.iterations = csv::to_int_in(table, row, iterations_col, "iterations", 1, kMaxIterations);
     job.model = row.fields[model_col];
     const WorkloadProfile* profile = nullptr;
     if (batch_col < table.header.size() && !row.fields[batch_col].empty()) {
@@ -196,8 +196,8 @@ std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string
     }
     job.memory = MemoryDemand{profile->persistent_bytes, profile->ephemeral_bytes, -1.0};
     if (priority_col < table.header.size() && !row.fields[priority_col].empty()) {
-      job.priority = static_cast<int>(
-          csv::to_int_in(table, row, priority_col, "priority", -1000000, 1000000));
+      job.priority =
+          static_cast<int>(csv::to_int_in(table, row, priority_col, "priority", -1000000, 1000000));
     }
     if (utilization_col < table.header.size() && !row.fields[utilization_col].empty()) {
       job.utilization = csv::to_double_in(table, row, utilization_col, "utilization", 0, 1);
@@ -224,8 +224,8 @@ std::vector<SimJob> jobs_from_pods(const std::vector<Pod>& pods, int64_t gpu_cap
     job.num_gpu = pod.num_gpu;
     job.submit_s = pod.creation_s;
     const double duration = std::max(1.0, pod.deletion_s - pod.creation_s);
-    job.iterations = std::max<int64_t>(
-        1, std::min<int64_t>(quanta, static_cast<int64_t>(std::floor(duration))));
+    job.iterations =
+        std::max<int64_t>(1, std::min<int64_t>(quanta, static_cast<int64_t>(std::floor(duration))));
     job.iteration_s = duration / static_cast<double>(job.iterations);
     const double share = std::min(1000, pod.gpu_milli) / 1000.0;
     job.utilization = share;

@@ -151,8 +151,8 @@ TEST(SharerModel, ReplayedPlansAgreeWithPredictedSlowdownsWithinTenPercent) {
     ASSERT_FALSE(replay.empty());
     for (const auto& row : replay) {
       EXPECT_NEAR(row.simulated_slowdown / row.predicted_slowdown, 1.0, 0.10)
-          << "fleet " << fleet << " job " << row.job_id << " predicted "
-          << row.predicted_slowdown << " simulated " << row.simulated_slowdown;
+          << "fleet " << fleet << " job " << row.job_id << " predicted " << row.predicted_slowdown
+          << " simulated " << row.simulated_slowdown;
     }
   }
 }
@@ -162,7 +162,7 @@ TEST(SharerModel, ReplayedPlansAgreeWithPredictedSlowdownsWithinTenPercent) {
 TEST(SharerModel, MultiGpuJobsWaitAtMostTheStarvationBoundPlusADrain) {
   std::vector<SimJob> jobs;
   jobs.push_back(job(0, 0, 100, 1.0, 1));
-  jobs.push_back(job(1, 1, 10, 1.0, 2));  // needs both GPUs
+  jobs.push_back(job(1, 1, 10, 1.0, 2));                             // needs both GPUs
   for (int i = 2; i < 400; ++i) jobs.push_back(job(i, i * 0.5, 3));  // short jobs keep coming
   SimConfig config;
   config.gpus = 2;

@@ -39,7 +39,7 @@ const char* kHeader = "job_id,num_gpu,submit_time,iterations,model_name,duration
 Outcome sim_rows(const std::string& rows, std::vector<std::string> extra = {}) {
   const auto path = scratch_file("jobs.csv", std::string(kHeader) + rows);
   std::vector<std::string> args{"--jobs", path, "--profiles", jobs_data("salus_workloads.csv"),
-                                "--gpus", "2", "--policy", "srtf"};
+                                "--gpus", "2",  "--policy",   "srtf"};
   args.insert(args.end(), extra.begin(), extra.end());
   return sim(args);
 }
@@ -73,8 +73,8 @@ TEST(UntrustedInput, ImpossibleFlagsAreUsageErrors) {
   EXPECT_EQ(sim_rows("0,1,0,10,vgg19,10,1\n", {"--interference-alpha", "nan"}).code, 2);
   EXPECT_EQ(sim_rows("0,1,0,10,vgg19,10,1\n", {"--switch-cost-ms", "-1"}).code, 2);
   EXPECT_EQ(sim_rows("0,1,0,10,vgg19,10,1\n", {"--margin-sigma", "nan"}).code, 2);
-  const auto huge = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "100000000",
-                         "--policy", "fifo"});
+  const auto huge =
+      sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "100000000", "--policy", "fifo"});
   EXPECT_EQ(huge.code, 2);
   EXPECT_TRUE(contains(huge.err, "--gpus")) << huge.err;
 }
@@ -109,7 +109,8 @@ TEST(UntrustedInput, CandidateFieldOfTheWrongTypeNamesFileElementAndField) {
      "gpu_capacity_bytes": 100, "utilization": 0.1, "iteration_ns": "fast"}])");
   const auto outcome = plan({"--candidates", path});
   EXPECT_EQ(outcome.code, 1);
-  EXPECT_TRUE(contains(outcome.err, path + ": element 0: field 'iteration_ns': expected an integer"))
+  EXPECT_TRUE(
+      contains(outcome.err, path + ": element 0: field 'iteration_ns': expected an integer"))
       << outcome.err;
   const auto huge = scratch_file("huge.json", R"([
     {"job_id": "a", "gpu": "g0", "persistent_bytes": 1e300, "ephemeral_peak_bytes": 1,
@@ -142,7 +143,7 @@ TEST(UntrustedInput, HundredThousandCandidatesArePlannedQuickly) {
   ASSERT_EQ(outcome.code, 0) << outcome.err;
   const auto document = nlohmann::json::parse(outcome.out);
   EXPECT_LT(document.at("gpus_after").get<int>(), 100000 / 4);  // they do consolidate
-  EXPECT_LT(seconds, 30.0);  // was over 120 s
+  EXPECT_LT(seconds, 30.0);                                     // was over 120 s
 }
 
 TEST(ShareCalibrate, FitsAlphaAndReportsTheErrorOrNamesTheBadRow) {
@@ -158,8 +159,9 @@ TEST(ShareCalibrate, FitsAlphaAndReportsTheErrorOrNamesTheBadRow) {
   EXPECT_NEAR(json.at("alpha").get<double>(), 0.2, 1e-12);
   EXPECT_LT(json.at("rms_error_calibrated").get<double>(),
             json.at("rms_error_uncalibrated").get<double>());
-  const auto bad = scratch_file("bad.csv", "own_utilization,others_utilization,measured_slowdown\n"
-                                           "0.5,0.5,-3\n");
+  const auto bad = scratch_file("bad.csv",
+                                "own_utilization,others_utilization,measured_slowdown\n"
+                                "0.5,0.5,-3\n");
   std::ostringstream out2, err2;
   EXPECT_EQ(run_share_calibrate_command({"--runs", bad}, out2, err2), 1);
   EXPECT_TRUE(contains(err2.str(), bad + ":2: column 3 (measured_slowdown)")) << err2.str();

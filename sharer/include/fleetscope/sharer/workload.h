@@ -42,10 +42,10 @@ ProfileTable parse_salus_profiles(std::string_view text, const std::string& sour
 
 // Limits on what a job trace may ask for: beyond them a job is impossible (or would keep the
 // simulator busy for ever) and is rejected with its file and line.
-inline constexpr int kMaxGpus = 100000;                       // cluster and per-job GPU count
-inline constexpr int64_t kMaxIterations = 1000000000;         // per job
-inline constexpr double kMaxSubmitSeconds = 1e12;             // about 31,700 years
-inline constexpr double kMaxIterationSeconds = 1e7;           // about 116 days per iteration
+inline constexpr int kMaxGpus = 100000;                // cluster and per-job GPU count
+inline constexpr int64_t kMaxIterations = 1000000000;  // per job
+inline constexpr double kMaxSubmitSeconds = 1e12;      // about 31,700 years
+inline constexpr double kMaxIterationSeconds = 1e7;    // about 116 days per iteration
 
 struct SimJob {
   int64_t id = 0;
