@@ -58,7 +58,11 @@ int run_alibaba(const Arguments& arguments, const std::string& jobs_path, const 
       (!arguments.has("--gpus") && std::filesystem::exists(nodes_path))) {
     nodes = load_alibaba_nodes(nodes_path);
   } else if (arguments.has("--gpus")) {
-    const int gpus = static_cast<int>(arguments.number("--gpus", 0));
+    const double requested = arguments.number("--gpus", 0);
+    if (requested < 1 || requested > kMaxGpus || requested != std::floor(requested)) {
+      throw UsageError("--gpus expects a whole number in 1..100000");
+    }
+    const int gpus = static_cast<int>(requested);
     for (int made = 0; made < gpus; made += 8) {
       nodes.push_back(GpuNode{"node-" + std::to_string(made / 8), std::min(8, gpus - made), ""});
     }

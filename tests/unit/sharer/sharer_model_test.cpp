@@ -7,6 +7,10 @@
 #include <chrono>
 #include <random>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/lane_allocator.h"
 #include "fleetscope/sharer/planner.h"
 #include "fleetscope/sharer/simulator.h"
@@ -70,6 +74,20 @@ TEST(SharerModel, SrtfRunsOneJobAtATimePerLane) {
   // Three lanes of compute-bound jobs share the GPU's throughput: everyone stretched 3x at first.
   EXPECT_DOUBLE_EQ(parallel.jobs[2].finish_s, 3);
   EXPECT_GT(parallel.avg_jct_s, one_lane.avg_jct_s);
+}
+
+TEST(SharerModel, SimDefaultsToOneLanePerGpuExceptForPacking) {
+  const auto run = [](const std::string& policy) {
+    std::ostringstream out, err;
+    const int code = run_sim_command({"--jobs", testing::jobs_data("tiresias_60_job.csv"), "--gpus",
+                                      "8", "--policy", policy, "--format", "json"},
+                                     out, err);
+    EXPECT_EQ(code, 0) << err.str();
+    return nlohmann::json::parse(out.str()).at("lanes").get<bool>();
+  };
+  EXPECT_FALSE(run("srtf"));  // Salus's SRTF setting: the lane manager off
+  EXPECT_FALSE(run("fair"));
+  EXPECT_TRUE(run("pack"));
 }
 
 // 4. Each job's process holds a CUDA context: counted, inference services that fit without it
