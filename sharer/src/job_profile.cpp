@@ -98,8 +98,9 @@ std::vector<JobProfile> parse_job_profiles(const std::string& json_text,
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& error) {
-    // The library's message carries the byte offset ("at line L, column C").
+  } catch (const nlohmann::json::exception& error) {
+    // parse_error carries the byte offset ("at line L, column C"); out_of_range.406 (a number
+    // such as 1e600 that overflows a double, found by fuzzing) is raised by the parser too.
     throw std::runtime_error(source + ": not valid JSON (" + error.what() + ")");
   }
   if (!document.is_array()) {

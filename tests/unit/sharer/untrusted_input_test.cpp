@@ -118,6 +118,14 @@ TEST(UntrustedInput, CandidateFieldOfTheWrongTypeNamesFileElementAndField) {
   EXPECT_TRUE(contains(plan({"--candidates", huge}).err, "field 'persistent_bytes'"));
 }
 
+TEST(UntrustedInput, NumberOverflowingADoubleNamesTheFile) {
+  // Found by the candidates fuzz target: the JSON parser raises out_of_range, not parse_error.
+  const auto path = scratch_file("overflow.json", R"([{"job_id":"a","persistent_bytes":1e600}])");
+  const auto outcome = plan({"--candidates", path});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, path + ": not valid JSON")) << outcome.err;
+}
+
 TEST(UntrustedInput, NanMaxSlowdownIsAUsageError) {
   const auto path = scratch_file("c.json", "[]");
   EXPECT_EQ(plan({"--candidates", path, "--max-slowdown", "nan"}).code, 2);
