@@ -271,7 +271,9 @@ class Engine {
   }
 
   bool fits(int g, const MemoryDemand& demand, const AdmitOptions& options) const {
-    return usable(g) && gpus_[static_cast<size_t>(g)].allocator.probe(demand, options).has_value();
+    if (!usable(g)) return false;
+    ++probes_;
+    return gpus_[static_cast<size_t>(g)].allocator.probe(demand, options).has_value();
   }
 
   // Lower is better: spreading policies prefer the GPU with the fewest jobs, consolidating ones
@@ -607,6 +609,7 @@ class Engine {
     result.gpus = config_.gpus;
     result.gpus_used_peak = gpus_used_peak_;
     result.events = processed_;
+    result.placement_probes = probes_;
     const bool stopped = config_.stop_at_s != std::numeric_limits<double>::infinity();
     double first_submit = std::numeric_limits<double>::max();
     double last_finish = 0;
@@ -679,6 +682,7 @@ class Engine {
   bool admission_needed_ = false;
   int64_t next_sequence_ = 0;
   int64_t processed_ = 0;
+  mutable int64_t probes_ = 0;
   int gpus_used_ = 0;
   int gpus_used_peak_ = 0;
 };

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +31,10 @@ SimJob job(int64_t id, double submit_s, int64_t iterations, double iteration_s =
   return j;
 }
 
-// 1. Admission is decided on arrivals and finishes only: a long queue costs events x log(jobs).
-TEST(SharerModel, QueuedTraceRunsInTimeProportionalToEvents) {
+// 1. Admission is decided on arrivals and finishes only, and a waiting job is re-tried only on
+// GPUs that changed: placement checks grow with events, not with events x waiting jobs x GPUs.
+// (Speed itself is measured in bench/sharer, not asserted here.)
+TEST(SharerModel, QueuedTraceCostsPlacementChecksLinearInEvents) {
   std::mt19937 random(7);
   std::vector<SimJob> jobs;
   for (int i = 0; i < 4000; ++i) {
@@ -45,14 +46,11 @@ TEST(SharerModel, QueuedTraceRunsInTimeProportionalToEvents) {
   for (const char* name : {"fifo", "srtf", "pack", "fair", "priority"}) {
     for (bool lanes : {false, true}) {
       config.lanes = lanes;
-      const auto begin = std::chrono::steady_clock::now();
       const auto result = simulate(jobs, *make_policy(name), config);
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       for (const auto& row : result.jobs) ASSERT_TRUE(row.finished) << name;
       EXPECT_GT(result.max_wait_single_gpu_s, 100) << "no queue formed";
-      // Generous on a loaded 2-core CI machine; the quadratic engine took minutes here.
-      EXPECT_LT(seconds, 10.0) << name << " lanes " << lanes;
+      // The earlier engine: about (waiting jobs ~ 1,000s) x 32 GPUs per event.
+      EXPECT_LT(result.placement_probes, 40 * result.events) << name << " lanes " << lanes;
     }
   }
 }

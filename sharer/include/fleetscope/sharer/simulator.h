@@ -79,6 +79,9 @@ struct SimResult {
   double gpu_utilization = 0;
   int gpus_used_peak = 0;
   int64_t events = 0;
+  // Placement checks made (LaneAllocator::probe calls): the admission cost. The earlier engine
+  // made pending x GPUs of them at every iteration end.
+  int64_t placement_probes = 0;
   double max_wait_multi_gpu_s = 0;  // longest wait of a multi-GPU job (starvation)
   double max_wait_single_gpu_s = 0;
   std::vector<SimJobResult> jobs;  // in input order
