@@ -294,6 +294,20 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
     horizon = std::max(horizon, iteration_s(jobs[i]) * plan.jobs[i].predicted_slowdown);
   }
   horizon *= cycles;
+  // Bound the work: a plan mixing 0.1 s and 50,000 s iterations would need millions of short
+  // iterations to cover the long ones (found by the candidates fuzz target). Shrink the horizon
+  // so that at most kMaxReplayIterations are simulated, keeping at least two of the longest.
+  constexpr double kMaxReplayIterations = 2e6;
+  double total = 0;
+  double longest = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (plan.jobs[i].to_gpu.empty()) continue;
+    total += horizon / iteration_s(jobs[i]);
+    longest = std::max(longest, iteration_s(jobs[i]) * plan.jobs[i].predicted_slowdown);
+  }
+  if (total > kMaxReplayIterations) {
+    horizon = std::max(2 * longest, horizon * kMaxReplayIterations / total);
+  }
   std::vector<SimJob> sim_jobs;
   std::vector<size_t> source;
   for (size_t i = 0; i < jobs.size(); ++i) {

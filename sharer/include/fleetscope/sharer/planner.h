@@ -65,7 +65,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
 // together, round robin inside lanes (what the planner's time-sharing model assumes), the same
 // interference model, run for `cycles` times the longest predicted iteration. Returns, per placed
 // job, the planner's predicted slowdown and the simulated one (time per iteration over the
-// iteration time alone).
+// iteration time alone). The horizon shrinks (to no less than two of the longest iterations) when
+// it would take more than 2e6 simulated iterations.
 struct ReplayedJob {
   std::string job_id;
   double predicted_slowdown = 1;
