@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "fleetscope/sharer/lane_allocator.h"
@@ -306,7 +307,15 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
     longest = std::max(longest, iteration_s(jobs[i]) * plan.jobs[i].predicted_slowdown);
   }
   if (total > kMaxReplayIterations) {
-    horizon = std::max(2 * longest, horizon * kMaxReplayIterations / total);
+    const double shrunk = std::max(2 * longest, horizon * kMaxReplayIterations / total);
+    if (total * shrunk / horizon > 2 * kMaxReplayIterations) {
+      // Even two of the longest iterations need too many short ones (iteration times spanning
+      // more than six orders of magnitude): refuse rather than run for minutes.
+      throw std::invalid_argument(
+          "plan too wide to replay: its iteration times span more than 1e6x (replay would "
+          "simulate over 4e6 iterations)");
+    }
+    horizon = shrunk;
   }
   std::vector<SimJob> sim_jobs;
   std::vector<size_t> source;

@@ -173,6 +173,32 @@ TEST(SharerModel, ReplayedPlansAgreeWithPredictedSlowdownsWithinTenPercent) {
   }
 }
 
+TEST(SharerModel, ReplayOfAPlanWithIterationTimesSpanningNineDecadesIsRefused) {
+  // Found by the candidates fuzz target: 1 s and 500 ns iterations on one GPU would need millions
+  // of simulated iterations.
+  JobProfile slow;
+  slow.job_id = "slow";
+  slow.gpu = "g0";
+  slow.persistent_bytes = kGiB;
+  slow.gpu_capacity_bytes = 16 * kGiB;
+  slow.utilization = 0.2;
+  slow.iteration_ns = 1'000'000'000;
+  JobProfile fast = slow;
+  fast.job_id = "fast";
+  fast.gpu = "g1";
+  fast.utilization = 0.1;
+  fast.iteration_ns = 500;
+  const std::vector<JobProfile> jobs{slow, fast};
+  const auto plan = plan_consolidation(jobs);
+  ASSERT_EQ(plan.gpus_after, 1);
+  EXPECT_THROW(replay_plan(jobs, plan, PlannerOptions{}), std::invalid_argument);
+  // 1 s against 1 ms is replayed (within the 2e6-iteration budget).
+  auto milli = jobs;
+  milli[1].iteration_ns = 1'000'000;
+  const auto replay = replay_plan(milli, plan_consolidation(milli), PlannerOptions{});
+  EXPECT_EQ(replay.size(), 2u);
+}
+
 // 8. A multi-GPU job does not starve behind a stream of small jobs: after the bound it reserves
 // GPUs, which drain.
 TEST(SharerModel, MultiGpuJobsWaitAtMostTheStarvationBoundPlusADrain) {
