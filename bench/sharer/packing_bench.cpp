@@ -31,12 +31,12 @@ void AlibabaReplay(benchmark::State& state, PackingStrategy strategy, PackingOpt
 }
 BENCHMARK_CAPTURE(AlibabaReplay, Exclusive, PackingStrategy::kExclusive, PackingOptions{})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(AlibabaReplay, BestFitLanes, PackingStrategy::kBestFit, PackingOptions{})
+BENCHMARK_CAPTURE(AlibabaReplay, BestFitStatic, PackingStrategy::kBestFit, PackingOptions{})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(AlibabaReplay, AllResidentUnboundedExclusive, PackingStrategy::kExclusive,
                   PackingOptions{true, 8})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(AlibabaReplay, AllResidentUnboundedBestFitLanes, PackingStrategy::kBestFit,
+BENCHMARK_CAPTURE(AlibabaReplay, AllResidentUnboundedBestFitStatic, PackingStrategy::kBestFit,
                   PackingOptions{true, 8})
     ->Unit(benchmark::kMillisecond);
 

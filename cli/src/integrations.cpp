@@ -25,6 +25,9 @@ std::vector<sharer::JobProfile> job_profiles_from_database(const std::string& db
     job.gpu_capacity_bytes = c.gpu_memory_bytes;
     job.utilization = c.utilization;
     job.iteration_ns = c.iteration_ns;
+    // The analyzer's measured per-iteration variation of T (-1 when not measured: the sharer then
+    // uses its prior). Without this the planner always fell back to the 2 % prior.
+    job.peak_stddev_bytes = c.ephemeral_peak_stddev_bytes;
     job.labels = c.labels;
     jobs.push_back(std::move(job));
   }

@@ -1,5 +1,7 @@
 #include "arguments.h"
 
+#include <cmath>
+
 namespace fleetscope::sharer {
 
 Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::string>& valued,
@@ -47,11 +49,14 @@ double Arguments::number(const std::string& flag, double fallback) const {
   try {
     size_t used = 0;
     const double value = std::stod(*text, &used);
-    if (used == text->size()) return value;
+    // NaN and infinities are never meaningful flag values (an infinite alpha kept `sim` busy
+    // for ever).
+    if (used == text->size() && std::isfinite(value)) return value;
   } catch (const std::exception&) {
     // reported below
   }
-  throw UsageError(flag + " expects a number, got '" + *text + "'");
+  throw UsageError(flag + " expects a finite number, got '" +
+                   (text->size() > 40 ? text->substr(0, 40) + "..." : *text) + "'");
 }
 
 }  // namespace fleetscope::sharer

@@ -1,42 +1,74 @@
 #include "csv.h"
 
 #include <charconv>
+#include <cmath>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace fleetscope::sharer::csv {
 
 namespace {
 
-std::vector<std::string> split(const std::string& line) {
+std::vector<std::string> split(std::string_view line) {
   std::vector<std::string> fields;
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    fields.push_back(line.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (comma == std::string::npos) break;
+    fields.emplace_back(
+        line.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
   return fields;
 }
 
+std::string column_label(const Table& table, size_t column) {
+  std::string label = "column " + std::to_string(column + 1);
+  if (column < table.header.size()) label += " (" + excerpt(table.header[column]) + ")";
+  return label;
+}
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 }  // namespace
+
+std::string excerpt(std::string_view text) {
+  constexpr size_t kMax = 40;
+  if (text.size() <= kMax) return std::string(text);
+  return std::string(text.substr(0, kMax)) + "... (" + std::to_string(text.size()) + " characters)";
+}
 
 void fail(const std::string& path, int line, const std::string& expected) {
   throw std::runtime_error(path + ":" + std::to_string(line) + ": expected " + expected);
 }
 
-Table read(const std::string& path, bool has_header, size_t min_fields) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+void fail_value(const Table& table, const Row& row, size_t column, const char* what,
+                const std::string& expected) {
+  const std::string found = column < row.fields.size() ? row.fields[column] : std::string();
+  throw std::runtime_error(table.path + ":" + std::to_string(row.line) + ": " +
+                           column_label(table, column) + ": expected " + what + " " + expected +
+                           ", found '" + excerpt(found) + "'");
+}
+
+Table parse(std::string_view text, const std::string& source, bool has_header, size_t min_fields) {
   Table table;
-  table.path = path;
-  std::string line;
+  table.path = source;
   int number = 0;
-  while (std::getline(in, line)) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
     ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
+    if (line.find('\0') != std::string_view::npos) fail(source, number, "text, found a NUL byte");
     auto fields = split(line);
     if (has_header && table.header.empty()) {
       table.header = std::move(fields);
@@ -44,14 +76,22 @@ Table read(const std::string& path, bool has_header, size_t min_fields) {
       continue;
     }
     if (fields.size() < min_fields) {
-      fail(path, number,
+      fail(source, number,
            std::to_string(min_fields) + " comma-separated fields, found " +
                std::to_string(fields.size()));
     }
     table.rows.push_back(Row{std::move(fields), number});
   }
-  if (has_header && table.header.empty()) fail(path, 1, "a header line");
+  if (has_header && table.header.empty()) fail(source, 1, "a header line");
   return table;
+}
+
+Table read(const std::string& path, bool has_header, size_t min_fields) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse(buffer.str(), path, has_header, min_fields);
 }
 
 size_t Table::column(const std::string& name) const {
@@ -72,22 +112,39 @@ int64_t to_int(const Table& table, const Row& row, size_t column, const char* wh
   const std::string& text = row.fields[column];
   int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size()) {
-    fail(table.path, row.line, std::string(what) + " as an integer, found '" + text + "'");
+  if (error != std::errc{} || end != text.data() + text.size() || text.empty()) {
+    fail_value(table, row, column, what, "as an integer (-2^63..2^63-1)");
   }
   return value;
 }
 
 double to_double(const Table& table, const Row& row, size_t column, const char* what) {
   const std::string& text = row.fields[column];
-  try {
-    size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-    // fall through to the error below
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || text.empty() ||
+      !std::isfinite(value)) {
+    fail_value(table, row, column, what, "as a finite number");
   }
-  fail(table.path, row.line, std::string(what) + " as a number, found '" + text + "'");
+  return value;
+}
+
+int64_t to_int_in(const Table& table, const Row& row, size_t column, const char* what, int64_t min,
+                  int64_t max) {
+  const int64_t value = to_int(table, row, column, what);
+  if (value < min || value > max) {
+    fail_value(table, row, column, what, "in " + std::to_string(min) + ".." + std::to_string(max));
+  }
+  return value;
+}
+
+double to_double_in(const Table& table, const Row& row, size_t column, const char* what, double min,
+                    double max) {
+  const double value = to_double(table, row, column, what);
+  if (value < min || value > max) {
+    fail_value(table, row, column, what, "in [" + number_text(min) + ", " + number_text(max) + "]");
+  }
+  return value;
 }
 
 }  // namespace fleetscope::sharer::csv

@@ -1,9 +1,11 @@
 #pragma once
 // Minimal reader for the plain comma-separated job traces (no quoting in any of them). Every
-// error names the file and line and says what was expected.
+// error names the file, the line and (for a value) the column, and says what was expected; text
+// quoted from the input is cut to a short excerpt so a huge field is never echoed whole.
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fleetscope::sharer::csv {
@@ -18,7 +20,7 @@ struct Table {
   std::vector<std::string> header;  // empty for header-less files
   std::vector<Row> rows;
 
-  // Index of a header column; throws "PATH: missing column NAME" when absent.
+  // Index of a header column; throws "PATH:1: expected a column named NAME" when absent.
   size_t column(const std::string& name) const;
   bool has_column(const std::string& name) const;
 };
@@ -26,9 +28,24 @@ struct Table {
 // Reads `path`. With `has_header`, the first line names the columns; every row must have at
 // least `min_fields` fields (or as many as the header).
 Table read(const std::string& path, bool has_header, size_t min_fields = 0);
+// The same over text already in memory; `source` names it in errors (the fuzz targets use this).
+Table parse(std::string_view text, const std::string& source, bool has_header,
+            size_t min_fields = 0);
+
+// At most 40 characters of `text`, with a note of the full length when cut.
+std::string excerpt(std::string_view text);
 
 [[noreturn]] void fail(const std::string& path, int line, const std::string& expected);
+// "PATH:LINE: column N (NAME): expected EXPECTED, found 'EXCERPT'".
+[[noreturn]] void fail_value(const Table& table, const Row& row, size_t column, const char* what,
+                             const std::string& expected);
 int64_t to_int(const Table& table, const Row& row, size_t column, const char* what);
+// Finite numbers only: NaN and infinities are rejected like text.
 double to_double(const Table& table, const Row& row, size_t column, const char* what);
+// The same, and within [min, max].
+int64_t to_int_in(const Table& table, const Row& row, size_t column, const char* what, int64_t min,
+                  int64_t max);
+double to_double_in(const Table& table, const Row& row, size_t column, const char* what, double min,
+                    double max);
 
 }  // namespace fleetscope::sharer::csv

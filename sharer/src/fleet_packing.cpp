@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "csv.h"
+#include "fleetscope/sharer/workload.h"
 
 namespace fleetscope::sharer {
 
@@ -136,18 +137,20 @@ std::vector<Pod> load_alibaba_pods(const std::string& path) {
   const size_t gpu_milli = table.column("gpu_milli");
   const size_t creation = table.column("creation_time");
   const size_t deletion = table.column("deletion_time");
+  if (table.rows.empty()) csv::fail(path, 2, "at least one pod row after the header");
   std::vector<Pod> pods;
   for (const auto& row : table.rows) {
     Pod pod;
     pod.name = row.fields[name];
-    pod.num_gpu = static_cast<int>(csv::to_int(table, row, num_gpu, "num_gpu"));
-    pod.gpu_milli = static_cast<int>(csv::to_int(table, row, gpu_milli, "gpu_milli"));
+    pod.num_gpu = static_cast<int>(csv::to_int_in(table, row, num_gpu, "num_gpu", 0, kMaxGpus));
+    pod.gpu_milli =
+        static_cast<int>(csv::to_int_in(table, row, gpu_milli, "gpu_milli", 0, 1000000));
     if (pod.num_gpu <= 0 || pod.gpu_milli <= 0) continue;  // CPU-only pod
     if (pod.gpu_milli > kWholeGpu || (pod.num_gpu > 1 && pod.gpu_milli != kWholeGpu)) {
       csv::fail(path, row.line, "gpu_milli in 1..1000, and 1000 for multi-GPU pods");
     }
-    pod.creation_s = csv::to_double(table, row, creation, "creation_time");
-    pod.deletion_s = csv::to_double(table, row, deletion, "deletion_time");
+    pod.creation_s = csv::to_double_in(table, row, creation, "creation_time", 0, kMaxSubmitSeconds);
+    pod.deletion_s = csv::to_double_in(table, row, deletion, "deletion_time", 0, kMaxSubmitSeconds);
     if (pod.deletion_s < pod.creation_s) {
       csv::fail(path, row.line, "deletion_time >= creation_time");
     }
@@ -163,8 +166,7 @@ std::vector<GpuNode> load_alibaba_nodes(const std::string& path) {
   const size_t model = table.column("model");
   std::vector<GpuNode> nodes;
   for (const auto& row : table.rows) {
-    const int count = static_cast<int>(csv::to_int(table, row, gpus, "gpu"));
-    if (count < 0) csv::fail(path, row.line, "a non-negative GPU count");
+    const int count = static_cast<int>(csv::to_int_in(table, row, gpus, "gpu", 0, 1024));
     if (count == 0) continue;
     nodes.push_back(GpuNode{row.fields[name], count, row.fields[model]});
   }
@@ -248,7 +250,7 @@ std::string strategy_name(PackingStrategy strategy) {
     case PackingStrategy::kFirstFit:
       return "first-fit";
     case PackingStrategy::kBestFit:
-      return "best-fit-lanes";
+      return "best-fit-static";
   }
   return "?";
 }

@@ -30,29 +30,12 @@ int64_t LaneAllocator::adjacent_free(const Lane& lane) const {
 std::optional<Placement> LaneAllocator::probe(const MemoryDemand& demand,
                                               const AdmitOptions& options) const {
   const bool may_share = options.allow_shared_lane && !options.solo;
-  // 1. Best fit among existing lanes as they are: the one left with the least spare capacity.
-  //    The newcomer's variance is computed once; per lane the check is a few arithmetic ops.
-  if (may_share) {
-    const double extra_variance = margin_.variance_of(demand);
-    int best_lane = -1;
-    int64_t best_leftover = kNoFit;
-    for (const auto& lane : lanes_) {
-      if (lane.solo) continue;
-      const int64_t sum_p = lane.load.sum_persistent_bytes + demand.persistent_bytes;
-      const int64_t max_t = std::max(lane.load.max_ephemeral_bytes, demand.ephemeral_peak_bytes);
-      // Without the margin the lane is already too small: skip the square root.
-      if (sum_p + max_t > lane.capacity_bytes) continue;
-      const int64_t need =
-          required_bytes_for(sum_p, max_t, lane.load.sum_variance + extra_variance, margin_);
-      if (need <= lane.capacity_bytes && lane.capacity_bytes - need < best_leftover) {
-        best_leftover = lane.capacity_bytes - need;
-        best_lane = lane.id;
-      }
-    }
-    if (best_lane >= 0) return Placement{best_lane, false, best_leftover, 0};
-  }
-  // 2. A new lane in the smallest free segment that holds it.
-  const int64_t own_need = required_bytes_with(LaneLoad{}, demand, margin_);
+  // Salus's order (LaneMgr::GpuControlBlock::bestFitFor in SymbioticLab/Salus,
+  // src/oplibraries/tensorflow/device/gpu/lane/lanemgr.cpp): open a new lane when free memory
+  // holds the job, and only otherwise share an existing lane, the one with the least room left.
+  // 1. A new lane in the smallest free segment that holds it.
+  const int64_t guarded = margin_.guarded_ephemeral(demand);
+  const int64_t own_need = required_bytes_for(demand.persistent_bytes, guarded, margin_);
   const int64_t lane_size = options.new_lane_bytes > 0 ? options.new_lane_bytes : own_need;
   if (options.allow_new_lane && static_cast<int>(lanes_.size()) < options.max_lanes &&
       own_need <= lane_size) {
@@ -62,9 +45,26 @@ std::optional<Placement> LaneAllocator::probe(const MemoryDemand& demand,
     }
     if (best_size != kNoFit) return Placement{-1, true, lane_size - own_need, lane_size};
   }
-  // 3. Re-partition: grow a lane into free space next to it. Joining costs P + max(0, T - T_max)
-  //    of the lane, never more than a lane of its own, so this admits jobs a new lane cannot.
+  // 2. Best fit among existing lanes as they are: the one left with the least spare capacity.
   if (may_share) {
+    int best_lane = -1;
+    int64_t best_leftover = kNoFit;
+    for (const auto& lane : lanes_) {
+      if (lane.solo) continue;
+      const int64_t need =
+          required_bytes_for(lane.load.sum_persistent_bytes + demand.persistent_bytes,
+                             std::max(lane.load.max_guarded_ephemeral_bytes, guarded), margin_);
+      if (need <= lane.capacity_bytes && lane.capacity_bytes - need < best_leftover) {
+        best_leftover = lane.capacity_bytes - need;
+        best_lane = lane.id;
+      }
+    }
+    if (best_lane >= 0) return Placement{best_lane, false, best_leftover, 0};
+  }
+  // 3. Re-partition (fleetscope's extension; Salus leaves defragmentation as a TODO): grow a
+  //    lane into free space next to it. Joining costs P + max(0, T - T_max) of the lane, never
+  //    more than a lane of its own, so this admits jobs a new lane cannot.
+  if (may_share && !free_.empty()) {
     std::optional<Placement> best;
     for (const auto& lane : lanes_) {
       if (lane.solo) continue;

@@ -1,12 +1,19 @@
 #include "fleetscope/sharer/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <stdexcept>
+#include <unordered_set>
 
 #include "fleetscope/sharer/lane_allocator.h"
+#include "fleetscope/sharer/policy.h"
+#include "fleetscope/sharer/simulator.h"
 
 namespace fleetscope::sharer {
 
@@ -21,7 +28,8 @@ double bound_of(const JobProfile& job, const PlannerOptions& options) {
   auto label = job.labels.find("max_slowdown");
   if (label != job.labels.end()) {
     try {
-      return std::stod(label->second);
+      const double bound = std::stod(label->second);
+      if (std::isfinite(bound) && bound >= 1.0) return bound;
     } catch (const std::exception&) {
       // An unreadable label falls back to the plan-wide bound.
     }
@@ -34,10 +42,10 @@ double iteration_s(const JobProfile& job) {
   return job.iteration_ns > 0 ? static_cast<double>(job.iteration_ns) * 1e-9 : 1.0;
 }
 
-// Predicted slowdown of every job (by index into `jobs`) placed on one GPU.
+// Slowdown of every job (by index into `jobs`) placed on one GPU: worst case, or the estimate.
 std::map<size_t, double> predict(const LaneAllocator& allocator,
-                                 const std::vector<JobProfile>& jobs,
-                                 const PlannerOptions& options) {
+                                 const std::vector<JobProfile>& jobs, const PlannerOptions& options,
+                                 bool estimate = false) {
   std::map<size_t, double> slowdowns;
   std::vector<double> lane_demand;
   double gpu_demand = 0;
@@ -56,7 +64,8 @@ std::map<size_t, double> predict(const LaneAllocator& allocator,
     const double parallel = options.interference.parallel_slowdown(lane_demand[l], gpu_demand);
     for (size_t m = 0; m < lane.jobs.size(); ++m) {
       slowdowns[static_cast<size_t>(lane.jobs[m].job_id)] =
-          time_sharing_slowdown(members, m) * parallel;
+          (estimate ? time_sharing_estimate(members, m) : time_sharing_slowdown(members, m)) *
+          parallel;
     }
   }
   return slowdowns;
@@ -98,7 +107,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   plan.jobs.resize(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     plan.jobs[i] = PlannedJob{
-        jobs[i].job_id, jobs[i].workflow, jobs[i].gpu, "", -1, false, 1.0, bounds[i], ""};
+        jobs[i].job_id, jobs[i].workflow, jobs[i].gpu, "", -1, false, 1.0, 1.0, bounds[i], ""};
   }
 
   auto try_place = [&](OpenGpu& gpu, size_t job) -> bool {
@@ -126,23 +135,118 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     return true;
   };
 
+  // Kept GPUs indexed by compute room (see below); a GPU's memory headroom (free memory plus
+  // the largest lane slack) screens it before the full check. At most kMaxTries full checks per
+  // job, so the search stays O(log G) per job on fleets of 1e5 GPUs.
+  constexpr int kMaxTries = 64;
+  std::set<std::pair<double, size_t>> by_room;  // (compute room, index) of GPUs that can take more
+  std::vector<int64_t> headroom_of;
+  std::unordered_set<std::string> open_names;
+  size_t idle_cursor = 0;
+  // Memory screens: the largest free segment (a new lane needs one) and the largest lane slack
+  // plus the free memory next to it (joining a lane needs at least P there).
+  std::vector<int64_t> slack_of;
+  const auto largest_free = [](const LaneAllocator& allocator) {
+    int64_t largest = 0;
+    for (const auto& [offset, size] : allocator.free_segments()) largest = std::max(largest, size);
+    return largest;
+  };
+  const auto headroom = [&](const LaneAllocator& allocator, int64_t& slack) {
+    slack = 0;
+    for (const auto& lane : allocator.lanes()) {
+      if (!lane.solo) {
+        slack =
+            std::max(slack, lane.capacity_bytes - required_bytes(lane.load, allocator.margin()));
+      }
+    }
+    slack += largest_free(allocator);
+    return largest_free(allocator);
+  };
+  // Compute room of a kept GPU: the tightest bound of its jobs minus its lanes' demand. A new
+  // job raises the demand by its utilization (unless it joins a saturated lane), so a GPU whose
+  // room is below the smallest utilization of all jobs is full and leaves the index.
+  double min_utilization = 1.0;
+  for (const auto& job : jobs) min_utilization = std::min(min_utilization, job.utilization);
+  std::vector<double> room_of;
+  const auto compute_room = [&](const LaneAllocator& allocator) {
+    // With alpha = 0 a new lane stretches everyone by max(1, U'); job j tolerates
+    // U' <= bound_j / (its time-sharing slowdown). The room is the least of those minus U.
+    double demand = 0;
+    double tightest = 1e9;
+    for (const auto& lane : allocator.lanes()) {
+      std::vector<LaneMember> members;
+      double lane_demand = 0;
+      for (const auto& member : lane.jobs) {
+        const auto& profile = jobs[static_cast<size_t>(member.job_id)];
+        lane_demand += profile.utilization;
+        members.push_back({profile.utilization, iteration_s(profile)});
+      }
+      for (size_t m = 0; m < lane.jobs.size(); ++m) {
+        tightest = std::min(tightest, bounds[static_cast<size_t>(lane.jobs[m].job_id)] /
+                                          time_sharing_slowdown(members, m));
+      }
+      demand += std::min(1.0, lane_demand);
+    }
+    return tightest - demand;
+  };
+  int64_t min_need = std::numeric_limits<int64_t>::max();
+  for (const auto& job : jobs) min_need = std::min(min_need, job.persistent_bytes);
+  const auto reindex = [&](size_t index) {
+    by_room.erase({room_of[index], index});
+    headroom_of[index] = headroom(open[index].allocator, slack_of[index]);
+    room_of[index] = compute_room(open[index].allocator);
+    if (room_of[index] + 1e-12 >= min_utilization && slack_of[index] >= min_need) {
+      by_room.emplace(room_of[index], index);
+    }
+  };
+  const auto try_open = [&](const std::string& name, size_t job) {
+    open.push_back(OpenGpu{name, LaneAllocator(gpu_capacity[name], options.margin)});
+    if (!try_place(open.back(), job)) {
+      open.pop_back();
+      return false;
+    }
+    open_names.insert(name);
+    room_of.push_back(0);
+    slack_of.push_back(0);
+    headroom_of.push_back(0);
+    reindex(open.size() - 1);
+    return true;
+  };
+
   for (size_t job : order) {
     bool placed = false;
-    for (auto& gpu : open) {
-      if ((placed = try_place(gpu, job))) break;
-    }
-    if (!placed) {
-      // Open a GPU: the job's own first (no move), then any other idle GPU of the fleet.
-      std::vector<std::string> candidates{jobs[job].gpu};
-      for (const auto& name : gpu_order) candidates.push_back(name);
-      for (const auto& name : candidates) {
-        bool already_open = std::any_of(open.begin(), open.end(),
-                                        [&](const OpenGpu& gpu) { return gpu.name == name; });
-        if (already_open) continue;
-        open.push_back(OpenGpu{name, LaneAllocator(gpu_capacity[name], options.margin)});
-        if ((placed = try_place(open.back(), job))) break;
-        open.pop_back();
+    int tries = 0;
+    int scanned = 0;
+    // Start at GPUs with room for the job's own lane (P + guarded T): Salus's order tries a new
+    // lane first, and GPUs with less room rarely take the job by sharing a lane.
+    const int64_t own_need = required_bytes_with(LaneLoad{}, jobs[job].demand(), options.margin);
+    // Best fit by compute room (candidates are low-utilization jobs: compute is what fills a
+    // GPU first), skipping GPUs without memory room for the job's own lane.
+    for (auto it = by_room.lower_bound({jobs[job].utilization - 1e-12, 0});
+         it != by_room.end() && tries < kMaxTries && scanned < 64 * kMaxTries; ++it) {
+      const size_t index = it->second;
+      ++scanned;
+      if (headroom_of[index] < own_need && slack_of[index] < jobs[job].persistent_bytes) continue;
+      ++tries;
+      if ((placed = try_place(open[index], job))) {
+        reindex(index);
+        break;
       }
+    }
+    if (!placed && !open_names.count(jobs[job].gpu)) {
+      // Open a GPU: the job's own first (no move), then idle GPUs of the fleet in input order.
+      placed = try_open(jobs[job].gpu, job);
+    }
+    for (int attempts = 0; !placed && attempts < kMaxTries; ++attempts) {
+      while (idle_cursor < gpu_order.size() && open_names.count(gpu_order[idle_cursor])) {
+        ++idle_cursor;
+      }
+      if (idle_cursor >= gpu_order.size()) break;
+      const std::string name = gpu_order[idle_cursor];
+      placed = try_open(name, job);
+      if (!placed)
+        break;  // an empty GPU did not hold it: another empty one of the fleet
+                // (same model in practice) will not either
     }
     if (!placed) {
       plan.jobs[job].reason = "does not fit any GPU within the safety condition and slowdown bound";
@@ -152,6 +256,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   for (const auto& gpu : open) {
     PlannedGpu planned{gpu.name, gpu.allocator.capacity_bytes(), gpu.allocator.free_bytes(), {}};
     const auto slowdowns = predict(gpu.allocator, jobs, options);
+    const auto estimates = predict(gpu.allocator, jobs, options, /*estimate=*/true);
     for (const auto& lane : gpu.allocator.lanes()) {
       PlannedLane planned_lane{lane.id, lane.offset_bytes, lane.capacity_bytes, lane.solo, {}};
       for (const auto& member : lane.jobs) {
@@ -159,24 +264,98 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
         planned_job.to_gpu = gpu.name;
         planned_job.lane_id = lane.id;
         planned_job.moved = planned_job.to_gpu != planned_job.from_gpu;
-        planned_job.predicted_slowdown = slowdowns.at(static_cast<size_t>(member.job_id));
+        planned_job.worst_case_slowdown = slowdowns.at(static_cast<size_t>(member.job_id));
+        planned_job.predicted_slowdown = estimates.at(static_cast<size_t>(member.job_id));
         planned_lane.job_ids.push_back(planned_job.job_id);
       }
       planned.lanes.push_back(std::move(planned_lane));
     }
     plan.gpus.push_back(std::move(planned));
   }
+  // A GPU holding a job that could not be placed is not free.
+  std::unordered_set<std::string> holds_unplaced;
+  for (const auto& planned : plan.jobs) {
+    if (planned.to_gpu.empty()) holds_unplaced.insert(planned.from_gpu);
+  }
   for (const auto& name : gpu_order) {
-    bool kept =
-        std::any_of(open.begin(), open.end(), [&](const OpenGpu& gpu) { return gpu.name == name; });
-    // A GPU holding a job that could not be placed is not free.
-    bool holds_unplaced = std::any_of(plan.jobs.begin(), plan.jobs.end(), [&](const PlannedJob& j) {
-      return j.to_gpu.empty() && j.from_gpu == name;
-    });
-    if (!kept && !holds_unplaced) plan.gpus_freed.push_back(name);
+    if (!open_names.count(name) && !holds_unplaced.count(name)) plan.gpus_freed.push_back(name);
   }
   plan.gpus_after = plan.gpus_before - static_cast<int>(plan.gpus_freed.size());
   return plan;
+}
+
+std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
+                                     const ConsolidationPlan& plan, const PlannerOptions& options,
+                                     double cycles) {
+  std::map<std::string, int> gpu_index;
+  for (const auto& gpu : plan.gpus) gpu_index.emplace(gpu.gpu, static_cast<int>(gpu_index.size()));
+  double horizon = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (plan.jobs[i].to_gpu.empty()) continue;
+    horizon = std::max(horizon, iteration_s(jobs[i]) * plan.jobs[i].predicted_slowdown);
+  }
+  horizon *= cycles;
+  // Bound the work: a plan mixing 0.1 s and 50,000 s iterations would need millions of short
+  // iterations to cover the long ones (found by the candidates fuzz target). Shrink the horizon
+  // so that at most kMaxReplayIterations are simulated, keeping at least two of the longest.
+  constexpr double kMaxReplayIterations = 2e6;
+  double total = 0;
+  double longest = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (plan.jobs[i].to_gpu.empty()) continue;
+    total += horizon / iteration_s(jobs[i]);
+    longest = std::max(longest, iteration_s(jobs[i]) * plan.jobs[i].predicted_slowdown);
+  }
+  if (total > kMaxReplayIterations) {
+    const double shrunk = std::max(2 * longest, horizon * kMaxReplayIterations / total);
+    if (total * shrunk / horizon > 2 * kMaxReplayIterations) {
+      // Even two of the longest iterations need too many short ones (iteration times spanning
+      // more than six orders of magnitude): refuse rather than run for minutes.
+      throw std::invalid_argument(
+          "plan too wide to replay: its iteration times span more than 1e6x (replay would "
+          "simulate over 4e6 iterations)");
+    }
+    horizon = shrunk;
+  }
+  std::vector<SimJob> sim_jobs;
+  std::vector<size_t> source;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& planned = plan.jobs[i];
+    if (planned.to_gpu.empty()) continue;
+    SimJob job;
+    job.id = static_cast<int64_t>(i);
+    job.name = jobs[i].job_id;
+    job.iteration_s = iteration_s(jobs[i]);
+    // Enough iterations to outlast the horizon even alone.
+    job.iterations = std::min<int64_t>(
+        kMaxIterations, static_cast<int64_t>(std::ceil(horizon / job.iteration_s)) + 2);
+    job.utilization = std::clamp(jobs[i].utilization, 1e-6, 1.0);
+    job.memory = jobs[i].demand();
+    job.pinned_gpu = gpu_index.at(planned.to_gpu);
+    job.pinned_lane = planned.lane_id;
+    sim_jobs.push_back(job);
+    source.push_back(i);
+  }
+  std::vector<ReplayedJob> out;
+  if (sim_jobs.empty()) return out;
+  SimConfig config;
+  config.gpus = static_cast<int>(plan.gpus.size());
+  config.lanes = true;
+  config.switch_cost_s = 0;
+  config.context_bytes = 0;
+  config.margin = options.margin;
+  config.interference = options.interference;
+  config.stop_at_s = horizon;
+  config.gpu_capacity_bytes = 1;
+  for (const auto& gpu : plan.gpus) {
+    config.gpu_capacity_bytes = std::max(config.gpu_capacity_bytes, gpu.capacity_bytes);
+  }
+  const auto result = simulate(sim_jobs, PackPolicy{}, config);
+  for (size_t k = 0; k < sim_jobs.size(); ++k) {
+    out.push_back(ReplayedJob{jobs[source[k]].job_id, plan.jobs[source[k]].predicted_slowdown,
+                              result.jobs[k].slowdown});
+  }
+  return out;
 }
 
 nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
@@ -208,6 +387,7 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
                        {"lane_id", job.lane_id},
                        {"moved", job.moved},
                        {"predicted_slowdown", job.predicted_slowdown},
+                       {"worst_case_slowdown", job.worst_case_slowdown},
                        {"max_slowdown", job.max_slowdown}};
     if (!job.reason.empty()) row["reason"] = job.reason;
     out["jobs"].push_back(row);

@@ -17,15 +17,16 @@ CandidateLoader& candidate_loader() {
 
 constexpr const char* kPlanUsage =
     "usage: fleetscope share plan [DB...] [--candidates FILE.json] [--max-slowdown X]\n"
-    "                             [--interference-alpha A] [--margin-sigma Z]\n"
-    "                             [--format table|json]\n"
+    "                             [--interference-alpha A | --calibration RUNS.csv]\n"
+    "                             [--margin-sigma Z] [--replay] [--format table|json]\n"
     "\n"
     "Plans which jobs share which GPU and lane so that GPUs are freed, never violating\n"
     "sum(P) + max(T) + margin <= lane capacity, never putting a latency/priority job behind a "
     "batch\n"
     "job, and keeping each job's predicted slowdown within --max-slowdown (default 1.2; a job's\n"
     "max_slowdown label overrides it). Candidates come from analyzer databases (DB...) or from a\n"
-    "JSON array of job profiles (--candidates).\n";
+    "JSON array of job profiles (--candidates). --replay runs the plan in the simulator and\n"
+    "prints each job's predicted and simulated slowdown.\n";
 
 }  // namespace
 
@@ -36,10 +37,10 @@ void set_candidate_loader(CandidateLoader loader) {
 int run_share_plan_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err) {
   try {
-    const Arguments arguments(
-        args,
-        {"--candidates", "--max-slowdown", "--interference-alpha", "--margin-sigma", "--format"},
-        {"--help"});
+    const Arguments arguments(args,
+                              {"--candidates", "--max-slowdown", "--interference-alpha",
+                               "--margin-sigma", "--format", "--calibration"},
+                              {"--help", "--replay"});
     if (arguments.has("--help")) {
       out << kPlanUsage;
       return 0;
@@ -53,10 +54,18 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
     }
     PlannerOptions options;
     options.max_slowdown = arguments.number("--max-slowdown", options.max_slowdown);
-    if (options.max_slowdown < 1.0) throw UsageError("--max-slowdown must be >= 1");
+    if (!(options.max_slowdown >= 1.0 && options.max_slowdown <= 1e6)) {
+      throw UsageError("--max-slowdown must be in [1, 1e6]");
+    }
     options.interference.alpha =
         arguments.number("--interference-alpha", options.interference.alpha);
+    if (!(options.interference.alpha >= 0 && options.interference.alpha <= 100)) {
+      throw UsageError("--interference-alpha must be in [0, 100]");
+    }
     options.margin.z = arguments.number("--margin-sigma", options.margin.z);
+    if (!(options.margin.z >= 0 && options.margin.z <= 100)) {
+      throw UsageError("--margin-sigma must be in [0, 100]");
+    }
     try {
       std::vector<JobProfile> jobs;
       if (auto path = arguments.get("--candidates")) jobs = load_job_profiles(*path);
@@ -69,11 +78,35 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
         auto more = candidate_loader()(db);
         jobs.insert(jobs.end(), more.begin(), more.end());
       }
+      if (auto runs_path = arguments.get("--calibration")) {
+        const auto runs = load_colocation_runs(*runs_path);
+        options.interference = calibrate_interference(runs, options.interference);
+        err << "share plan: interference alpha " << options.interference.alpha << " fitted from "
+            << runs.size() << " co-location runs in " << *runs_path << "\n";
+      }
       const auto plan = plan_consolidation(jobs, options);
+      std::vector<ReplayedJob> replay;
+      if (arguments.has("--replay")) replay = replay_plan(jobs, plan, options);
       if (format == "json") {
-        out << plan_to_json(plan).dump(2) << "\n";
+        auto document = plan_to_json(plan);
+        if (arguments.has("--replay")) {
+          document["replay"] = nlohmann::json::array();
+          for (const auto& row : replay) {
+            document["replay"].push_back({{"job_id", row.job_id},
+                                          {"predicted_slowdown", row.predicted_slowdown},
+                                          {"simulated_slowdown", row.simulated_slowdown}});
+          }
+        }
+        out << document.dump(2) << "\n";
       } else {
         write_plan_table(plan, out);
+        if (arguments.has("--replay")) {
+          out << "replay (simulator, round robin in lanes):\n";
+          for (const auto& row : replay) {
+            out << "  " << row.job_id << ": predicted " << row.predicted_slowdown << ", simulated "
+                << row.simulated_slowdown << "\n";
+          }
+        }
       }
       return 0;
     } catch (const std::exception& error) {

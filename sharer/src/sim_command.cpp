@@ -19,8 +19,9 @@ constexpr const char* kSimUsage =
     "usage: fleetscope sim --jobs FILE [--profiles FILE] --gpus N\n"
     "                      --policy fifo|srtf|pack|fair|priority [--lanes on|off]\n"
     "                      [--switch-cost-ms MS] [--gpu-memory-gib GIB] [--margin-sigma Z]\n"
-    "                      [--interference-alpha A] [--single-gpu-jobs] [--nodes FILE]\n"
-    "                      [--format table|json]\n"
+    "                      [--interference-alpha A | --calibration RUNS.csv]\n"
+    "                      [--context-mib MIB] [--starvation-bound-s S] [--backfill-window N]\n"
+    "                      [--single-gpu-jobs] [--nodes FILE] [--format table|json]\n"
     "\n"
     "Job traces in Tiresias format "
     "(job_id,num_gpu,submit_time,iterations,model_name,duration,...)\n"
@@ -28,9 +29,12 @@ constexpr const char* kSimUsage =
     "salus_workloads.csv next to the trace). An Alibaba 2023 pod list (name,...,gpu_milli,...)\n"
     "is packed onto its node list (--nodes, default: the node list next to it, or --gpus GPUs in\n"
     "8-GPU nodes) with exclusive, first-fit and best-fit lane placement; --policy is not used.\n"
-    "Defaults: --lanes on, --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
-    "--interference-alpha 0.1, --format table. --single-gpu-jobs runs every job on one GPU\n"
-    "(the setting of Salus's experiments).\n";
+    "Defaults: --lanes off (one lane per GPU: Salus's SRTF/FAIR setting) except --policy pack\n"
+    "(lanes on), --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
+    "--interference-alpha 0 (uncalibrated; --calibration fits it from co-location runs),\n"
+    "--context-mib 300 (CUDA context per job process), --starvation-bound-s 1800 (a multi-GPU\n"
+    "job waiting longer reserves GPUs), --backfill-window 500, --format table.\n"
+    "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n";
 
 std::string first_line(const std::string& path) {
   std::ifstream in(path);
@@ -54,7 +58,11 @@ int run_alibaba(const Arguments& arguments, const std::string& jobs_path, const 
       (!arguments.has("--gpus") && std::filesystem::exists(nodes_path))) {
     nodes = load_alibaba_nodes(nodes_path);
   } else if (arguments.has("--gpus")) {
-    const int gpus = static_cast<int>(arguments.number("--gpus", 0));
+    const double requested = arguments.number("--gpus", 0);
+    if (requested < 1 || requested > kMaxGpus || requested != std::floor(requested)) {
+      throw UsageError("--gpus expects a whole number in 1..100000");
+    }
+    const int gpus = static_cast<int>(requested);
     for (int made = 0; made < gpus; made += 8) {
       nodes.push_back(GpuNode{"node-" + std::to_string(made / 8), std::min(8, gpus - made), ""});
     }
@@ -91,7 +99,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
     const Arguments arguments(
         args,
         {"--jobs", "--profiles", "--nodes", "--gpus", "--policy", "--lanes", "--switch-cost-ms",
-         "--gpu-memory-gib", "--margin-sigma", "--interference-alpha", "--format"},
+         "--gpu-memory-gib", "--margin-sigma", "--interference-alpha", "--calibration",
+         "--context-mib", "--starvation-bound-s", "--backfill-window", "--format"},
         {"--help", "--single-gpu-jobs"});
     if (arguments.has("--help")) {
       out << kSimUsage;
@@ -106,7 +115,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
     if (format != "table" && format != "json") {
       throw UsageError("--format expects table|json, got '" + format + "'");
     }
-    const std::string lanes = arguments.get_or("--lanes", "on");
+    const std::string policy_text = arguments.get_or("--policy", "");
+    const std::string lanes = arguments.get_or("--lanes", policy_text == "pack" ? "on" : "off");
     if (lanes != "on" && lanes != "off") {
       throw UsageError("--lanes expects on|off, got '" + lanes + "'");
     }
@@ -125,16 +135,42 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       }
       SimConfig config;
       const double gpus = arguments.number("--gpus", 1);
-      if (gpus < 1 || gpus != std::floor(gpus))
-        throw UsageError("--gpus expects a whole number >= 1");
+      if (gpus < 1 || gpus > kMaxGpus || gpus != std::floor(gpus)) {
+        throw UsageError("--gpus expects a whole number in 1..100000");
+      }
       config.gpus = static_cast<int>(gpus);
       config.lanes = lanes == "on";
       config.switch_cost_s = arguments.number("--switch-cost-ms", 5) / 1000.0;
-      config.gpu_capacity_bytes = static_cast<int64_t>(arguments.number("--gpu-memory-gib", 16) *
-                                                       static_cast<double>(kGiB));
+      const double gib = arguments.number("--gpu-memory-gib", 16);
+      if (!(gib > 0 && gib <= 1e6)) throw UsageError("--gpu-memory-gib expects (0, 1e6]");
+      config.gpu_capacity_bytes = static_cast<int64_t>(gib * static_cast<double>(kGiB));
+      const double context_mib = arguments.number("--context-mib", 300);
+      if (!(context_mib >= 0 && context_mib <= 1e6)) {
+        throw UsageError("--context-mib expects [0, 1e6]");
+      }
+      config.context_bytes = static_cast<int64_t>(context_mib * static_cast<double>(kMiB));
       config.margin.z = arguments.number("--margin-sigma", config.margin.z);
       config.interference.alpha =
           arguments.number("--interference-alpha", config.interference.alpha);
+      config.starvation_bound_s =
+          arguments.number("--starvation-bound-s", config.starvation_bound_s);
+      const double window = arguments.number("--backfill-window", config.backfill_window);
+      if (!(window >= 1 && window <= 1e9)) throw UsageError("--backfill-window expects 1..1e9");
+      config.backfill_window = static_cast<int>(window);
+      try {
+        validate_config(config);
+      } catch (const std::invalid_argument& error) {
+        throw UsageError(error.what());
+      }
+      if (auto runs_path = arguments.get("--calibration")) {
+        if (arguments.has("--interference-alpha")) {
+          throw UsageError("give --interference-alpha or --calibration, not both");
+        }
+        const auto runs = load_colocation_runs(*runs_path);
+        config.interference = calibrate_interference(runs, config.interference);
+        err << "sim: interference alpha " << config.interference.alpha << " fitted from "
+            << runs.size() << " co-location runs in " << *runs_path << "\n";
+      }
       const std::string profiles_path =
           arguments.get_or("--profiles", sibling(*jobs_path, "salus_workloads.csv"));
       const auto profiles = load_salus_profiles(profiles_path);

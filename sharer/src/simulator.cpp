@@ -1,12 +1,14 @@
 #include "fleetscope/sharer/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <queue>
+#include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "fleetscope/sharer/lane_allocator.h"
 
@@ -14,248 +16,591 @@ namespace fleetscope::sharer {
 
 namespace {
 
+enum class EventKind : uint8_t { kArrival, kGpuPhaseEnd, kHostPhaseEnd };
+
 struct Event {
   double time_s;
   int64_t sequence;  // ties resolve in creation order, so runs are deterministic
-  bool arrival;
-  int64_t ref;  // job index for arrivals, run id for iteration ends
+  EventKind kind;
+  int64_t ref;  // job index (arrival, host phase end) or slot index (GPU phase end)
 
   bool operator>(const Event& other) const {
     return time_s != other.time_s ? time_s > other.time_s : sequence > other.sequence;
   }
 };
 
-// The execution slot of one lane (or of a gang job spanning whole GPUs).
-struct Run {
-  std::vector<int> gpus;
-  int lane_id = -1;
-  bool gang = false;
-  std::vector<size_t> jobs;
-  bool busy = false;
-  size_t running = 0;
-  double iteration_started_s = 0;
-  double demand = 0;      // utilization of the running iteration
-  int64_t last_job = -1;  // for the switch cost
+// Order of waiting jobs (admission) and of a lane's ready jobs (turns): the policy's key, then
+// submit time, then job id.
+struct OrderKey {
+  double key;
+  double submit_s;
+  int64_t id;
+  size_t job;
+  bool operator<(const OrderKey& other) const {
+    if (key != other.key) return key < other.key;
+    if (submit_s != other.submit_s) return submit_s < other.submit_s;
+    if (id != other.id) return id < other.id;
+    return job < other.job;
+  }
 };
 
-struct Gpu {
+// The execution slot of one lane (or of a gang job spanning whole GPUs).
+struct Slot {
+  int gpu = -1;
+  int lane_id = -1;
+  bool gang = false;
+  std::vector<int> gang_gpus;
+  std::set<OrderKey> ready;  // resident jobs waiting for the lane, by turn key
+  int resident = 0;
+  double demand = 0;  // sum of the residents' utilization
+  bool busy = false;
+  int64_t running = -1;
+  int64_t last_job = -1;    // for the switch cost and preemption counts
+  int64_t pinned_key = -1;  // plan replay: (gpu, lane) of a pinned lane
+};
+
+struct GpuState {
   LaneAllocator allocator;
   bool gang_held = false;
-  double running_demand = 0;  // sum of the utilization of iterations running now
+  bool reserved = false;
+  int jobs = 0;
+  double lane_demand = 0;  // sum over lanes of min(1, lane demand)
+  int64_t changed_seq = -1;
+  std::unordered_map<int, int> lane_slot;  // lane id -> slot index
+  // What the indexes hold for this GPU (to erase the exact key).
+  bool indexed = false;
+  int index_jobs = 0;
+  int64_t index_free = 0;
 };
 
 struct JobRuntime {
   JobState state;
-  bool admitted = false;
-  bool finished = false;
+  MemoryDemand memory;  // with the CUDA context
+  int slot = -1;
   double start_s = -1;
   double finish_s = 0;
+  double iteration_s = 0;  // duration of the iteration in flight (both phases)
+  double host_s = 0;
   int64_t preemptions = 0;
-  int64_t run = -1;
+  int64_t failed_seq = -2;  // release sequence of its last failed search; -2: never searched
+  bool finished = false;
+  bool in_ready = false;
+};
+
+struct FailedDemand {
+  MemoryDemand demand;
+  int64_t guarded = 0;
+  int64_t seq = 0;
 };
 
 class Engine {
  public:
   Engine(const std::vector<SimJob>& jobs, const Policy& policy, const SimConfig& config)
       : jobs_(jobs), policy_(policy), config_(config) {
+    gpus_.reserve(static_cast<size_t>(config.gpus));
     for (int g = 0; g < config.gpus; ++g) {
-      gpus_.push_back(Gpu{LaneAllocator(config.gpu_capacity_bytes, config.margin), false, 0});
+      gpus_.push_back(GpuState{LaneAllocator(config.gpu_capacity_bytes, config.margin)});
     }
     runtime_.resize(jobs.size());
+    double total_iterations = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      runtime_[i].state.job = &jobs[i];
       validate(jobs[i]);
-      push(jobs[i].submit_s, true, static_cast<int64_t>(i));
+      total_iterations += static_cast<double>(jobs[i].iterations);
+      auto& runtime = runtime_[i];
+      runtime.state.job = &jobs[i];
+      runtime.memory = jobs[i].memory;
+      runtime.memory.persistent_bytes += config.context_bytes;
+      if (required_bytes_with(LaneLoad{}, runtime.memory, config_.margin) >
+          config_.gpu_capacity_bytes) {
+        throw std::invalid_argument("job " + jobs[i].name +
+                                    " needs more memory than one GPU has (with its CUDA context)");
+      }
     }
+    // Every iteration is at most two events (GPU phase end, host phase end), plus the arrival.
+    if (2 * total_iterations + static_cast<double>(jobs.size()) >
+        static_cast<double>(config.max_events)) {
+      throw std::invalid_argument("the trace needs " + std::to_string(total_iterations) +
+                                  " iterations in all; the simulator stops at " +
+                                  std::to_string(config.max_events) + " events");
+    }
+    for (int g = 0; g < config.gpus; ++g) index(g);
+    for (size_t i = 0; i < jobs.size(); ++i) push(jobs[i].submit_s, EventKind::kArrival, i);
   }
 
   SimResult run() {
     while (!events_.empty()) {
       const double now = events_.top().time_s;
+      if (now > config_.stop_at_s) break;
       while (!events_.empty() && events_.top().time_s == now) {
         const Event event = events_.top();
         events_.pop();
         ++processed_;
-        if (event.arrival) {
-          pending_.push_back(static_cast<size_t>(event.ref));
-        } else {
-          end_iteration(event.ref, now);
+        switch (event.kind) {
+          case EventKind::kArrival:
+            arrive(static_cast<size_t>(event.ref));
+            break;
+          case EventKind::kGpuPhaseEnd:
+            end_gpu_phase(static_cast<size_t>(event.ref), now);
+            break;
+          case EventKind::kHostPhaseEnd:
+            complete_iteration(static_cast<size_t>(event.ref), now);
+            break;
         }
       }
-      schedule(now);
+      if (admission_needed_ || reservation_pending(now)) admit_waiting(now);
+      for (size_t slot : to_start_) {
+        if (!slots_[slot].busy && !slots_[slot].ready.empty()) start_iteration(slot, now);
+      }
+      to_start_.clear();
+      gpus_used_peak_ = std::max(gpus_used_peak_, gpus_used_);
     }
-    if (!pending_.empty()) throw std::logic_error("simulation ended with jobs still waiting");
+    if (config_.stop_at_s == std::numeric_limits<double>::infinity() && !pending_.empty()) {
+      throw std::logic_error("simulation ended with jobs still waiting");
+    }
     return summarise();
   }
 
  private:
   void validate(const SimJob& job) const {
-    if (job.num_gpu > config_.gpus) {
-      throw std::invalid_argument("job " + job.name + " needs " + std::to_string(job.num_gpu) +
-                                  " GPUs but the cluster has " + std::to_string(config_.gpus));
+    const auto bad = [&](const std::string& what) {
+      throw std::invalid_argument("job " + job.name + ": " + what);
+    };
+    if (!std::isfinite(job.submit_s) || job.submit_s < 0 || job.submit_s > kMaxSubmitSeconds) {
+      bad("submit time must be finite and in [0, 1e12] s");
     }
-    if (required_bytes_with(LaneLoad{}, job.memory, config_.margin) > config_.gpu_capacity_bytes) {
-      throw std::invalid_argument("job " + job.name + " needs more memory than one GPU has");
+    if (job.iterations < 1 || job.iterations > kMaxIterations) {
+      bad("iterations must be in 1..1000000000");
+    }
+    if (!std::isfinite(job.iteration_s) || job.iteration_s <= 0 ||
+        job.iteration_s > kMaxIterationSeconds) {
+      bad("iteration time must be finite and in (0, 1e7] s");
+    }
+    if (!(job.utilization > 0 && job.utilization <= 1)) bad("utilization must be in (0, 1]");
+    if (job.memory.persistent_bytes < 0 || job.memory.ephemeral_peak_bytes < 0 ||
+        std::isnan(job.memory.peak_stddev_bytes) || std::isinf(job.memory.peak_stddev_bytes)) {
+      bad("memory must be non-negative and finite");
+    }
+    if (job.pinned_gpu >= config_.gpus || (job.pinned_gpu >= 0 && job.num_gpu != 1)) {
+      bad("pinned to a GPU the cluster does not have");
+    }
+    if (job.num_gpu < 1 || job.num_gpu > config_.gpus) {
+      bad("needs " + std::to_string(job.num_gpu) + " GPUs but the cluster has " +
+          std::to_string(config_.gpus));
     }
   }
 
-  void push(double time_s, bool arrival, int64_t ref) {
-    events_.push(Event{time_s, next_sequence_++, arrival, ref});
+  void push(double time_s, EventKind kind, size_t ref) {
+    events_.push(Event{time_s, next_sequence_++, kind, static_cast<int64_t>(ref)});
   }
 
-  bool before(size_t a, size_t b, bool admission) const {
-    const auto& sa = runtime_[a].state;
-    const auto& sb = runtime_[b].state;
-    const double ka = admission ? policy_.admission_key(sa) : policy_.turn_key(sa);
-    const double kb = admission ? policy_.admission_key(sb) : policy_.turn_key(sb);
-    if (ka != kb) return ka < kb;
-    if (jobs_[a].submit_s != jobs_[b].submit_s) return jobs_[a].submit_s < jobs_[b].submit_s;
-    return jobs_[a].id < jobs_[b].id;
+  OrderKey admission_order(size_t job) const {
+    return OrderKey{policy_.admission_key(runtime_[job].state), jobs_[job].submit_s, jobs_[job].id,
+                    job};
+  }
+  OrderKey turn_order(size_t job) const {
+    return OrderKey{policy_.turn_key(runtime_[job].state), jobs_[job].submit_s, jobs_[job].id, job};
   }
 
-  void schedule(double now) {
-    std::sort(pending_.begin(), pending_.end(),
-              [&](size_t a, size_t b) { return before(a, b, true); });
-    std::vector<size_t> still_waiting;
-    bool blocked = false;
-    for (size_t job : pending_) {
-      if (blocked || !admit(job)) {
-        still_waiting.push_back(job);
-        if (!policy_.backfill()) blocked = true;
+  // ---- GPU indexes -------------------------------------------------------------------------
+
+  void unindex(int g) {
+    GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    if (!gpu.indexed) return;
+    gpu.indexed = false;
+    if (gpu.jobs > 0 || gpu.gang_held) --gpus_used_;
+    if (gpu.gang_held) return;
+    by_jobs_.erase({gpu.index_jobs, g});
+    if (gpu.index_jobs == 0) {
+      empty_.erase(g);
+    } else {
+      by_free_.erase({gpu.index_free, g});
+    }
+  }
+
+  void index(int g) {
+    GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    gpu.indexed = true;
+    if (gpu.jobs > 0 || gpu.gang_held) ++gpus_used_;
+    if (gpu.gang_held) return;
+    gpu.index_jobs = gpu.jobs;
+    gpu.index_free = gpu.allocator.free_bytes();
+    by_jobs_.emplace(gpu.index_jobs, g);
+    if (gpu.jobs == 0) {
+      empty_.insert(g);
+    } else {
+      by_free_.emplace(gpu.index_free, g);
+    }
+  }
+
+  void mark_changed(int g) {
+    gpus_[static_cast<size_t>(g)].changed_seq = ++release_seq_;
+    changed_log_.emplace_back(release_seq_, g);
+    if (changed_log_.size() > 4 * gpus_.size() + 1024) {
+      // Keep each GPU's latest change: "changed after s" stays exact for every s.
+      std::vector<std::pair<int64_t, int>> latest;
+      for (size_t i = 0; i < gpus_.size(); ++i) {
+        if (gpus_[i].changed_seq >= 0)
+          latest.emplace_back(gpus_[i].changed_seq, static_cast<int>(i));
       }
+      std::sort(latest.begin(), latest.end());
+      changed_log_ = std::move(latest);
     }
-    pending_ = std::move(still_waiting);
-    for (auto& [id, run] : runs_) {
-      if (!run.busy && !run.jobs.empty()) start_iteration(id, run, now);
-    }
-    int used = 0;
-    for (const auto& gpu : gpus_) used += (gpu.gang_held || !gpu.allocator.empty()) ? 1 : 0;
-    gpus_used_peak_ = std::max(gpus_used_peak_, used);
   }
 
-  bool gpu_is_empty(const Gpu& gpu) const { return !gpu.gang_held && gpu.allocator.empty(); }
+  // ---- admission ---------------------------------------------------------------------------
 
-  bool admit(size_t job_index) {
-    const SimJob& job = jobs_[job_index];
-    if (job.num_gpu > 1) return admit_gang(job_index);
+  void arrive(size_t job) {
+    pending_.insert(admission_order(job));
+    if (jobs_[job].num_gpu > 1) pending_gang_.insert({jobs_[job].submit_s, job});
+    admission_needed_ = true;
+  }
+
+  AdmitOptions admit_options() const {
     AdmitOptions options;
     if (policy_.exclusive() || !config_.lanes) {
       options.max_lanes = 1;
       options.new_lane_bytes = config_.gpu_capacity_bytes;
     }
-    int best_gpu = -1;
-    std::pair<double, int64_t> best_score{std::numeric_limits<double>::max(), 0};
-    for (int g = 0; g < config_.gpus; ++g) {
-      const Gpu& gpu = gpus_[static_cast<size_t>(g)];
-      if (gpu.gang_held) continue;
-      if (policy_.exclusive() && !gpu.allocator.empty()) continue;
-      auto placement = gpu.allocator.probe(job.memory, options);
-      if (!placement) continue;
-      // Consolidating policies fill used GPUs first; the others spread over the least loaded.
-      const double load = policy_.consolidate() ? (gpu.allocator.empty() ? 1.0 : 0.0)
-                                                : static_cast<double>(gpu.allocator.job_count());
-      const std::pair<double, int64_t> score{load, placement->leftover_bytes};
-      if (score < best_score) {
-        best_score = score;
-        best_gpu = g;
+    return options;
+  }
+
+  bool usable(int g) const {
+    const GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    if (gpu.gang_held || gpu.reserved) return false;
+    return !policy_.exclusive() || gpu.jobs == 0;
+  }
+
+  bool fits(int g, const MemoryDemand& demand, const AdmitOptions& options) const {
+    if (!usable(g)) return false;
+    ++probes_;
+    return gpus_[static_cast<size_t>(g)].allocator.probe(demand, options).has_value();
+  }
+
+  // Lower is better: spreading policies prefer the GPU with the fewest jobs, consolidating ones
+  // a GPU in use with the least free memory (best fit), exclusive ones the first empty GPU.
+  std::pair<int64_t, int64_t> score(int g) const {
+    const GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    if (policy_.consolidate()) {
+      return {gpu.jobs == 0 ? 1 : 0, gpu.allocator.free_bytes()};
+    }
+    return {gpu.jobs, g};
+  }
+
+  int search_all(const MemoryDemand& demand, const AdmitOptions& options) const {
+    if (policy_.exclusive()) {
+      for (int g : empty_) {
+        if (fits(g, demand, options)) return g;
+      }
+      return -1;
+    }
+    if (policy_.consolidate()) {
+      for (const auto& [free, g] : by_free_) {
+        if (fits(g, demand, options)) return g;
+      }
+      for (int g : empty_) {
+        if (fits(g, demand, options)) return g;
+      }
+      return -1;
+    }
+    for (const auto& [count, g] : by_jobs_) {
+      if (fits(g, demand, options)) return g;
+    }
+    return -1;
+  }
+
+  // GPUs that freed memory after `since`, best first.
+  int search_changed(int64_t since, const MemoryDemand& demand, const AdmitOptions& options) const {
+    int best = -1;
+    std::pair<int64_t, int64_t> best_score{};
+    for (auto it = changed_log_.rbegin(); it != changed_log_.rend() && it->first > since; ++it) {
+      const int g = it->second;
+      if (gpus_[static_cast<size_t>(g)].changed_seq != it->first) continue;  // a later entry
+      if (!fits(g, demand, options)) continue;
+      const auto candidate = score(g);
+      if (best < 0 || candidate < best_score || (candidate == best_score && g < best)) {
+        best = g;
+        best_score = candidate;
       }
     }
-    if (best_gpu < 0) return false;
-    Gpu& gpu = gpus_[static_cast<size_t>(best_gpu)];
-    auto placement = gpu.allocator.admit(static_cast<int64_t>(job_index), job.memory, options);
-    const auto key = std::make_pair(best_gpu, placement->lane_id);
-    auto found = lane_runs_.find(key);
-    int64_t run_id;
-    if (found == lane_runs_.end()) {
-      run_id = next_run_++;
-      lane_runs_[key] = run_id;
-      Run run;
-      run.gpus = {best_gpu};
-      run.lane_id = placement->lane_id;
-      runs_[run_id] = run;
+    return best;
+  }
+
+  static bool dominates(const MemoryDemand& a, int64_t a_guarded, const FailedDemand& b) {
+    return a.persistent_bytes >= b.demand.persistent_bytes &&
+           a.ephemeral_peak_bytes >= b.demand.ephemeral_peak_bytes && a_guarded >= b.guarded;
+  }
+
+  bool admit_pinned(size_t job) {
+    const int g = jobs_[job].pinned_gpu;
+    GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    const int64_t key =
+        (static_cast<int64_t>(g) << 32) | static_cast<uint32_t>(jobs_[job].pinned_lane);
+    unindex(g);
+    auto found = pinned_slots_.find(key);
+    int slot_index;
+    if (found == pinned_slots_.end()) {
+      slot_index = new_slot();
+      slots_[static_cast<size_t>(slot_index)].gpu = g;
+      slots_[static_cast<size_t>(slot_index)].pinned_key = key;
+      pinned_slots_[key] = slot_index;
     } else {
-      run_id = found->second;
+      slot_index = found->second;
     }
-    runs_[run_id].jobs.push_back(job_index);
-    runtime_[job_index].admitted = true;
-    runtime_[job_index].run = run_id;
+    Slot& slot = slots_[static_cast<size_t>(slot_index)];
+    gpu.lane_demand -= std::min(1.0, slot.demand);
+    slot.demand += jobs_[job].utilization;
+    gpu.lane_demand += std::min(1.0, slot.demand);
+    ++slot.resident;
+    ++gpu.jobs;
+    index(g);
+    runtime_[job].slot = slot_index;
+    make_ready(job);
     return true;
   }
 
-  bool admit_gang(size_t job_index) {
+  bool try_single(size_t job) {
+    if (jobs_[job].pinned_gpu >= 0) return admit_pinned(job);
+    auto& runtime = runtime_[job];
+    const AdmitOptions options = admit_options();
+    const int64_t guarded = config_.margin.guarded_ephemeral(runtime.memory);
+    int64_t since = runtime.failed_seq;
+    if (since == -2) {
+      // A job at least as large as one that failed everywhere at sequence s fails on every GPU
+      // unchanged since s.
+      for (const auto& failed : failed_cache_) {
+        if (dominates(runtime.memory, guarded, failed)) since = std::max(since, failed.seq);
+      }
+    }
+    const int g = since == -2 ? search_all(runtime.memory, options)
+                              : search_changed(since, runtime.memory, options);
+    if (g < 0) {
+      runtime.failed_seq = release_seq_;
+      if (failed_cache_.size() >= 8) failed_cache_.erase(failed_cache_.begin());
+      failed_cache_.push_back(FailedDemand{runtime.memory, guarded, release_seq_});
+      return false;
+    }
+    GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    unindex(g);
+    auto placement = gpu.allocator.admit(static_cast<int64_t>(job), runtime.memory, options);
+    int slot_index;
+    auto found = gpu.lane_slot.find(placement->lane_id);
+    if (found == gpu.lane_slot.end()) {
+      slot_index = new_slot();
+      Slot& slot = slots_[static_cast<size_t>(slot_index)];
+      slot.gpu = g;
+      slot.lane_id = placement->lane_id;
+      gpu.lane_slot[placement->lane_id] = slot_index;
+    } else {
+      slot_index = found->second;
+    }
+    Slot& slot = slots_[static_cast<size_t>(slot_index)];
+    gpu.lane_demand -= std::min(1.0, slot.demand);
+    slot.demand += jobs_[job].utilization;
+    gpu.lane_demand += std::min(1.0, slot.demand);
+    ++slot.resident;
+    ++gpu.jobs;
+    index(g);
+    runtime.slot = slot_index;
+    make_ready(job);
+    return true;
+  }
+
+  bool try_gang(size_t job, const std::vector<int>* reserved) {
     std::vector<int> chosen;
-    for (int g = 0; g < config_.gpus && static_cast<int>(chosen.size()) < jobs_[job_index].num_gpu;
-         ++g) {
-      if (gpu_is_empty(gpus_[static_cast<size_t>(g)])) chosen.push_back(g);
+    const int need = jobs_[job].num_gpu;
+    if (reserved) {
+      for (int g : *reserved) {
+        if (gpus_[static_cast<size_t>(g)].jobs != 0) return false;
+      }
+      chosen = *reserved;
+    } else {
+      for (int g : empty_) {
+        if (static_cast<int>(chosen.size()) == need) break;
+        if (!gpus_[static_cast<size_t>(g)].reserved) chosen.push_back(g);
+      }
+      if (static_cast<int>(chosen.size()) < need) return false;
     }
-    if (static_cast<int>(chosen.size()) < jobs_[job_index].num_gpu) return false;
-    for (int g : chosen) gpus_[static_cast<size_t>(g)].gang_held = true;
-    Run run;
-    run.gpus = chosen;
-    run.gang = true;
-    run.jobs = {job_index};
-    const int64_t run_id = next_run_++;
-    runs_[run_id] = run;
-    runtime_[job_index].admitted = true;
-    runtime_[job_index].run = run_id;
+    const int slot_index = new_slot();
+    for (int g : chosen) {
+      unindex(g);
+      gpus_[static_cast<size_t>(g)].gang_held = true;
+      gpus_[static_cast<size_t>(g)].reserved = false;
+      index(g);
+    }
+    Slot& slot = slots_[static_cast<size_t>(slot_index)];
+    slot.gang = true;
+    slot.gang_gpus = chosen;
+    slot.resident = 1;
+    runtime_[job].slot = slot_index;
+    make_ready(job);
     return true;
   }
 
-  void start_iteration(int64_t run_id, Run& run, double now) {
-    size_t next = run.jobs.front();
-    for (size_t candidate : run.jobs) {
-      if (before(candidate, next, false)) next = candidate;
-    }
-    const SimJob& job = jobs_[next];
-    double duration = job.iteration_s;
-    if (!run.gang) {
-      Gpu& gpu = gpus_[static_cast<size_t>(run.gpus.front())];
-      const double own = job.utilization;
-      duration *= config_.interference.parallel_slowdown(own, own + gpu.running_demand);
-      gpu.running_demand += own;
-    }
-    if (run.last_job >= 0 && run.last_job != static_cast<int64_t>(next)) {
-      duration += config_.switch_cost_s;
-      auto& previous = runtime_[static_cast<size_t>(run.last_job)];
-      if (!previous.finished) ++previous.preemptions;
-    }
-    auto& runtime = runtime_[next];
-    if (runtime.start_s < 0) runtime.start_s = now;
-    run.busy = true;
-    run.running = next;
-    run.iteration_started_s = now;
-    run.demand = run.gang ? 0 : job.utilization;
-    push(now + duration, false, run_id);
+  // Aging: the oldest waiting multi-GPU job that waited past the bound reserves the GPUs with
+  // the fewest jobs; they take no new job until it starts there.
+  bool reservation_pending(double now) const {
+    if (reserved_job_ >= 0 || pending_gang_.empty()) return false;
+    const double bound = config_.starvation_bound_s;
+    if (!(bound > 0) || std::isinf(bound)) return false;
+    return now - pending_gang_.begin()->first > bound;
   }
 
-  void end_iteration(int64_t run_id, double now) {
-    Run& run = runs_.at(run_id);
-    run.busy = false;
-    const size_t job_index = run.running;
-    if (!run.gang) gpus_[static_cast<size_t>(run.gpus.front())].running_demand -= run.demand;
-    auto& runtime = runtime_[job_index];
-    runtime.state.done_iterations += 1;
-    runtime.state.attained_s += now - run.iteration_started_s;
-    runtime.state.last_turn_end_s = now;
-    run.last_job = static_cast<int64_t>(job_index);
-    if (runtime.state.done_iterations < jobs_[job_index].iterations) return;
+  void reserve(double now) {
+    if (!reservation_pending(now)) return;
+    const size_t job = pending_gang_.begin()->second;
+    std::vector<int> chosen;
+    for (const auto& [count, g] : by_jobs_) {
+      if (static_cast<int>(chosen.size()) == jobs_[job].num_gpu) break;
+      chosen.push_back(g);
+    }
+    if (static_cast<int>(chosen.size()) < jobs_[job].num_gpu) return;
+    for (int g : chosen) gpus_[static_cast<size_t>(g)].reserved = true;
+    reserved_job_ = static_cast<int64_t>(job);
+    reserved_gpus_ = std::move(chosen);
+  }
 
-    runtime.finished = true;
-    runtime.finish_s = now;
-    std::erase(run.jobs, job_index);
-    if (run.gang) {
-      for (int g : run.gpus) gpus_[static_cast<size_t>(g)].gang_held = false;
-      runs_.erase(run_id);
+  void admit_waiting(double now) {
+    admission_needed_ = false;
+    reserve(now);
+    if (reserved_job_ >= 0) {
+      const auto job = static_cast<size_t>(reserved_job_);
+      if (try_gang(job, &reserved_gpus_)) {
+        pending_.erase(admission_order(job));
+        pending_gang_.erase({jobs_[job].submit_s, job});
+        reserved_job_ = -1;
+        reserved_gpus_.clear();
+      }
+    }
+    int examined = 0;
+    for (auto it = pending_.begin(); it != pending_.end() && examined < config_.backfill_window;) {
+      const size_t job = it->job;
+      ++examined;
+      if (static_cast<int64_t>(job) == reserved_job_) {
+        ++it;
+        continue;
+      }
+      const bool admitted = jobs_[job].num_gpu > 1 ? try_gang(job, nullptr) : try_single(job);
+      if (admitted) {
+        if (jobs_[job].num_gpu > 1) pending_gang_.erase({jobs_[job].submit_s, job});
+        it = pending_.erase(it);
+      } else {
+        if (!policy_.backfill()) break;
+        ++it;
+      }
+    }
+  }
+
+  int new_slot() {
+    if (!free_slots_.empty()) {
+      const int index = free_slots_.back();
+      free_slots_.pop_back();
+      slots_[static_cast<size_t>(index)] = Slot{};
+      return index;
+    }
+    slots_.emplace_back();
+    return static_cast<int>(slots_.size()) - 1;
+  }
+
+  // ---- lanes -------------------------------------------------------------------------------
+
+  void make_ready(size_t job) {
+    auto& runtime = runtime_[job];
+    slots_[static_cast<size_t>(runtime.slot)].ready.insert(turn_order(job));
+    runtime.in_ready = true;
+    to_start_.push_back(static_cast<size_t>(runtime.slot));
+  }
+
+  void start_iteration(size_t slot_index, double now) {
+    Slot& slot = slots_[slot_index];
+    const size_t job = slot.ready.begin()->job;
+    slot.ready.erase(slot.ready.begin());
+    auto& runtime = runtime_[job];
+    runtime.in_ready = false;
+    double parallel = 1.0;
+    if (!slot.gang) {
+      const GpuState& gpu = gpus_[static_cast<size_t>(slot.gpu)];
+      parallel =
+          config_.interference.parallel_slowdown(std::min(1.0, slot.demand), gpu.lane_demand);
+    }
+    const SimJob& spec = jobs_[job];
+    const double iteration = spec.iteration_s * parallel;
+    double gpu_phase = iteration * spec.utilization;
+    runtime.host_s = iteration - gpu_phase;
+    if (slot.last_job >= 0 && slot.last_job != static_cast<int64_t>(job)) {
+      gpu_phase += config_.switch_cost_s;
+      auto& previous = runtime_[static_cast<size_t>(slot.last_job)];
+      // Passed over while ready: the policy preempted it at the iteration boundary.
+      if (!previous.finished && previous.in_ready) ++previous.preemptions;
+    }
+    if (runtime.start_s < 0) runtime.start_s = now;
+    runtime.iteration_s = gpu_phase;
+    runtime.state.attained_s += gpu_phase;
+    slot.busy = true;
+    slot.running = static_cast<int64_t>(job);
+    slot.last_job = static_cast<int64_t>(job);
+    push(now + gpu_phase, EventKind::kGpuPhaseEnd, slot_index);
+  }
+
+  void end_gpu_phase(size_t slot_index, double now) {
+    Slot& slot = slots_[slot_index];
+    slot.busy = false;
+    const auto job = static_cast<size_t>(slot.running);
+    slot.running = -1;
+    to_start_.push_back(slot_index);
+    if (runtime_[job].host_s > 0) {
+      push(now + runtime_[job].host_s, EventKind::kHostPhaseEnd, job);
+    } else {
+      complete_iteration(job, now);
+    }
+  }
+
+  void complete_iteration(size_t job, double now) {
+    auto& runtime = runtime_[job];
+    runtime.state.done_iterations += 1;
+    runtime.state.last_turn_end_s = now;
+    if (runtime.state.done_iterations < jobs_[job].iterations) {
+      make_ready(job);
       return;
     }
-    const int g = run.gpus.front();
-    Gpu& gpu = gpus_[static_cast<size_t>(g)];
-    gpu.allocator.release(static_cast<int64_t>(job_index));
-    if (gpu.allocator.find_lane(run.lane_id) == nullptr) {
-      lane_runs_.erase({g, run.lane_id});
-      runs_.erase(run_id);
+    runtime.finished = true;
+    runtime.finish_s = now;
+    const auto slot_index = static_cast<size_t>(runtime.slot);
+    Slot& slot = slots_[slot_index];
+    admission_needed_ = true;
+    if (slot.gang) {
+      for (int g : slot.gang_gpus) {
+        unindex(g);
+        gpus_[static_cast<size_t>(g)].gang_held = false;
+        index(g);
+        mark_changed(g);
+      }
+      free_slots_.push_back(static_cast<int>(slot_index));
+      return;
     }
+    const int g = slot.gpu;
+    GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    unindex(g);
+    gpu.allocator.release(static_cast<int64_t>(job));
+    gpu.lane_demand -= std::min(1.0, slot.demand);
+    slot.demand -= jobs_[job].utilization;
+    --slot.resident;
+    --gpu.jobs;
+    if (slot.resident == 0) {
+      if (slot.pinned_key >= 0) {
+        pinned_slots_.erase(slot.pinned_key);
+      } else {
+        gpu.lane_slot.erase(slot.lane_id);
+      }
+      free_slots_.push_back(static_cast<int>(slot_index));
+      if (gpu.jobs == 0) gpu.lane_demand = 0;  // no drift from repeated float updates
+    } else {
+      gpu.lane_demand += std::min(1.0, std::max(0.0, slot.demand));
+    }
+    index(g);
+    mark_changed(g);
   }
+
+  // ---- results -----------------------------------------------------------------------------
 
   SimResult summarise() const {
     SimResult result;
@@ -264,31 +609,49 @@ class Engine {
     result.gpus = config_.gpus;
     result.gpus_used_peak = gpus_used_peak_;
     result.events = processed_;
+    result.placement_probes = probes_;
+    const bool stopped = config_.stop_at_s != std::numeric_limits<double>::infinity();
     double first_submit = std::numeric_limits<double>::max();
     double last_finish = 0;
     double total_jct = 0;
     double useful_gpu_s = 0;
+    size_t finished = 0;
     for (size_t i = 0; i < jobs_.size(); ++i) {
       const auto& job = jobs_[i];
       const auto& runtime = runtime_[i];
-      SimJobResult row{job.id,
-                       job.name,
-                       job.num_gpu,
-                       job.submit_s,
-                       runtime.start_s,
-                       runtime.finish_s,
-                       runtime.finish_s - job.submit_s,
-                       job.solo_duration_s(),
-                       runtime.preemptions};
+      SimJobResult row;
+      row.id = job.id;
+      row.name = job.name;
+      row.num_gpu = job.num_gpu;
+      row.submit_s = job.submit_s;
+      row.start_s = runtime.start_s;
+      row.finished = runtime.finished;
+      row.finish_s = runtime.finished ? runtime.finish_s : 0;
+      row.jct_s = runtime.finished ? runtime.finish_s - job.submit_s : 0;
+      row.solo_s = job.solo_duration_s();
+      row.preemptions = runtime.preemptions;
+      row.done_iterations = runtime.state.done_iterations;
+      row.wait_s = runtime.start_s >= 0 ? runtime.start_s - job.submit_s : 0;
+      const double end = runtime.finished ? runtime.finish_s : config_.stop_at_s;
+      if (row.done_iterations > 0 && runtime.start_s >= 0) {
+        row.slowdown =
+            (end - runtime.start_s) / (static_cast<double>(row.done_iterations) * job.iteration_s);
+      }
       first_submit = std::min(first_submit, job.submit_s);
-      last_finish = std::max(last_finish, runtime.finish_s);
-      total_jct += row.jct_s;
-      useful_gpu_s += job.solo_duration_s() * job.num_gpu * job.utilization;
+      if (runtime.finished) {
+        last_finish = std::max(last_finish, runtime.finish_s);
+        total_jct += row.jct_s;
+        ++finished;
+      }
+      useful_gpu_s += static_cast<double>(row.done_iterations) * job.iteration_s * job.num_gpu *
+                      job.utilization;
+      auto& max_wait = job.num_gpu > 1 ? result.max_wait_multi_gpu_s : result.max_wait_single_gpu_s;
+      max_wait = std::max(max_wait, row.wait_s);
       result.jobs.push_back(row);
     }
+    if (finished > 0) result.avg_jct_s = total_jct / static_cast<double>(finished);
     if (!jobs_.empty()) {
-      result.avg_jct_s = total_jct / static_cast<double>(jobs_.size());
-      result.makespan_s = last_finish - first_submit;
+      result.makespan_s = (stopped ? config_.stop_at_s : last_finish) - first_submit;
       if (result.makespan_s > 0) {
         result.gpu_utilization = useful_gpu_s / (config_.gpus * result.makespan_s);
       }
@@ -299,22 +662,61 @@ class Engine {
   const std::vector<SimJob>& jobs_;
   const Policy& policy_;
   const SimConfig& config_;
-  std::vector<Gpu> gpus_;
+  std::vector<GpuState> gpus_;
   std::vector<JobRuntime> runtime_;
+  std::vector<Slot> slots_;
+  std::vector<int> free_slots_;
+  std::unordered_map<int64_t, int> pinned_slots_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  std::vector<size_t> pending_;
-  std::map<int64_t, Run> runs_;
-  std::map<std::pair<int, int>, int64_t> lane_runs_;
+  std::set<OrderKey> pending_;
+  std::set<std::pair<double, size_t>> pending_gang_;
+  std::set<std::pair<int, int>> by_jobs_;      // (jobs, gpu) of GPUs not held by a gang job
+  std::set<std::pair<int64_t, int>> by_free_;  // (free bytes, gpu) of GPUs in use
+  std::set<int> empty_;                        // GPUs without jobs
+  std::vector<std::pair<int64_t, int>> changed_log_;
+  std::vector<FailedDemand> failed_cache_;
+  std::vector<size_t> to_start_;
+  std::vector<int> reserved_gpus_;
+  int64_t reserved_job_ = -1;
+  int64_t release_seq_ = 0;
+  bool admission_needed_ = false;
   int64_t next_sequence_ = 0;
-  int64_t next_run_ = 0;
   int64_t processed_ = 0;
+  mutable int64_t probes_ = 0;
+  int gpus_used_ = 0;
   int gpus_used_peak_ = 0;
 };
 
 }  // namespace
 
+void validate_config(const SimConfig& config) {
+  const auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
+  if (config.gpus < 1 || config.gpus > kMaxGpus) bad("the cluster needs 1..100000 GPUs");
+  if (config.gpu_capacity_bytes <= 0 || config.gpu_capacity_bytes > (int64_t{1} << 50)) {
+    bad("GPU memory must be in (0, 1 PiB]");
+  }
+  if (!std::isfinite(config.switch_cost_s) || config.switch_cost_s < 0 ||
+      config.switch_cost_s > 3600) {
+    bad("switch cost must be finite and in [0, 3600] s");
+  }
+  if (config.context_bytes < 0 || config.context_bytes >= config.gpu_capacity_bytes) {
+    bad("CUDA context memory must be in [0, GPU memory)");
+  }
+  if (!std::isfinite(config.margin.z) || config.margin.z < 0 || config.margin.z > 100) {
+    bad("margin sigma must be finite and in [0, 100]");
+  }
+  if (!std::isfinite(config.interference.alpha) || config.interference.alpha < 0 ||
+      config.interference.alpha > 100) {
+    bad("interference alpha must be finite and in [0, 100]");
+  }
+  if (std::isnan(config.starvation_bound_s)) bad("starvation bound must be a number");
+  if (config.backfill_window < 1) bad("backfill window must be >= 1");
+  if (std::isnan(config.stop_at_s) || config.stop_at_s < 0) bad("stop time must be >= 0");
+  if (config.max_events < 1) bad("event limit must be >= 1");
+}
+
 SimResult simulate(const std::vector<SimJob>& jobs, const Policy& policy, const SimConfig& config) {
-  if (config.gpus < 1) throw std::invalid_argument("the cluster needs at least one GPU");
+  validate_config(config);
   return Engine(jobs, policy, config).run();
 }
 
@@ -326,7 +728,9 @@ nlohmann::json sim_result_to_json(const SimResult& result) {
                      {"makespan_s", result.makespan_s},
                      {"gpu_utilization", result.gpu_utilization},
                      {"gpus_used_peak", result.gpus_used_peak},
-                     {"events", result.events}};
+                     {"events", result.events},
+                     {"max_wait_multi_gpu_s", result.max_wait_multi_gpu_s},
+                     {"max_wait_single_gpu_s", result.max_wait_single_gpu_s}};
   out["jobs"] = nlohmann::json::array();
   for (const auto& job : result.jobs) {
     out["jobs"].push_back({{"id", job.id},
@@ -337,18 +741,23 @@ nlohmann::json sim_result_to_json(const SimResult& result) {
                            {"finish_s", job.finish_s},
                            {"jct_s", job.jct_s},
                            {"solo_s", job.solo_s},
+                           {"wait_s", job.wait_s},
+                           {"slowdown", job.slowdown},
+                           {"done_iterations", job.done_iterations},
+                           {"finished", job.finished},
                            {"preemptions", job.preemptions}});
   }
   return out;
 }
 
 void write_sim_table(const SimResult& result, std::ostream& out) {
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line,
                 "policy %s, lanes %s, %d GPUs: avg JCT %.1f s, makespan %.1f s, GPU utilization "
-                "%.3f, peak GPUs used %d\n",
+                "%.3f, peak GPUs used %d, longest wait %.1f s (multi-GPU) / %.1f s (1 GPU)\n",
                 result.policy.c_str(), result.lanes ? "on" : "off", result.gpus, result.avg_jct_s,
-                result.makespan_s, result.gpu_utilization, result.gpus_used_peak);
+                result.makespan_s, result.gpu_utilization, result.gpus_used_peak,
+                result.max_wait_multi_gpu_s, result.max_wait_single_gpu_s);
   out << line;
   std::snprintf(line, sizeof line, "%-10s %5s %10s %10s %10s %10s %10s %6s\n", "JOB", "GPUS",
                 "SUBMIT_S", "START_S", "FINISH_S", "JCT_S", "SOLO_S", "PREEMPT");

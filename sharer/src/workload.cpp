@@ -1,9 +1,14 @@
 #include "fleetscope/sharer/workload.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
+
+#include "fleetscope/sharer/fleet_packing.h"
 
 #include "csv.h"
 
@@ -39,7 +44,20 @@ const WorkloadProfile* ProfileTable::find(const std::string& model, int batch_si
 }
 
 ProfileTable load_salus_profiles(const std::string& path) {
-  const auto table = csv::read(path, /*has_header=*/false, /*min_fields=*/4);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_salus_profiles(buffer.str(), path);
+}
+
+ProfileTable parse_salus_profiles(std::string_view text, const std::string& path) {
+  const auto table = csv::parse(text, path, /*has_header=*/false, /*min_fields=*/4);
+  if (table.rows.empty()) {
+    csv::fail(path, 1,
+              "at least one workload profile row (name_bs_duration,jct_s,peak_mb,"
+              "iterations,...)");
+  }
   std::map<std::pair<std::string, int>, std::vector<Run>> runs;
   for (const auto& row : table.rows) {
     // name_bs_duration: the duration suffix is not trusted (one row is mislabelled); the
@@ -48,17 +66,23 @@ ProfileTable load_salus_profiles(const std::string& path) {
     const size_t first = name.find('_');
     const size_t second = first == std::string::npos ? first : name.find('_', first + 1);
     if (second == std::string::npos) {
-      csv::fail(path, row.line, "a name like model_batchsize_duration, found '" + name + "'");
+      csv::fail(
+          path, row.line,
+          "a name like model_batchsize_duration in column 1, found '" + csv::excerpt(name) + "'");
     }
+    const std::string batch_text = name.substr(first + 1, second - first - 1);
     int batch = 0;
-    try {
-      batch = std::stoi(name.substr(first + 1, second - first - 1));
-    } catch (const std::exception&) {
-      csv::fail(path, row.line, "a numeric batch size in '" + name + "'");
+    auto [end, error] =
+        std::from_chars(batch_text.data(), batch_text.data() + batch_text.size(), batch);
+    if (error != std::errc{} || end != batch_text.data() + batch_text.size() || batch < 1 ||
+        batch > 1000000) {
+      csv::fail(path, row.line,
+                "a batch size in 1..1000000 in column 1, found '" + csv::excerpt(name) + "'");
     }
-    runs[{name.substr(0, first), batch}].push_back(Run{csv::to_double(table, row, 1, "jct_s"),
-                                                       csv::to_double(table, row, 2, "peak_mb"),
-                                                       csv::to_int(table, row, 3, "iterations")});
+    runs[{name.substr(0, first), batch}].push_back(
+        Run{csv::to_double_in(table, row, 1, "jct_s", 1e-9, 1e9),
+            csv::to_double_in(table, row, 2, "peak_mb", 0, 1e9),
+            csv::to_int_in(table, row, 3, "iterations", 1, kMaxIterations)});
   }
   ProfileTable result;
   for (const auto& [key, model_runs] : runs) {
@@ -74,6 +98,10 @@ ProfileTable load_salus_profiles(const std::string& path) {
     } else {
       profile.iteration_s =
           longest->jct_s / static_cast<double>(std::max<int64_t>(1, longest->iterations));
+    }
+    if (!(profile.iteration_s > 0) || !std::isfinite(profile.iteration_s)) {
+      // Longer runs that finished sooner: use the average of the longest run instead.
+      profile.iteration_s = longest->jct_s / static_cast<double>(longest->iterations);
     }
     profile.startup_s = std::max(
         0.0, shortest->jct_s - profile.iteration_s * static_cast<double>(shortest->iterations));
@@ -96,8 +124,12 @@ ProfileTable load_salus_profiles(const std::string& path) {
         sxx += x * x;
         sxy += x * y;
       }
-      const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-      intercept = (sy - slope * sx) / n;
+      const double denominator = n * sxx - sx * sx;
+      if (denominator != 0) {
+        const double slope = (n * sxy - sx * sy) / denominator;
+        intercept = (sy - slope * sx) / n;
+      }
+      if (!std::isfinite(intercept)) intercept = 0;
     }
     for (auto* p : members) {
       const double persistent = std::clamp(intercept, 0.0, static_cast<double>(p->peak_bytes));
@@ -109,7 +141,16 @@ ProfileTable load_salus_profiles(const std::string& path) {
 }
 
 std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles) {
-  const auto table = csv::read(path, /*has_header=*/true);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_tiresias_jobs(buffer.str(), path, profiles);
+}
+
+std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string& path,
+                                        const ProfileTable& profiles) {
+  const auto table = csv::parse(text, path, /*has_header=*/true);
   const size_t id_col = table.column("job_id");
   const size_t gpus_col = table.column("num_gpu");
   const size_t submit_col = table.column("submit_time");
@@ -122,44 +163,75 @@ std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTab
   const size_t batch_col = optional("batch_size");
   const size_t priority_col = optional("priority");
   const size_t utilization_col = optional("utilization");
+  if (table.rows.empty()) csv::fail(path, 2, "at least one job row after the header");
 
   std::vector<SimJob> jobs;
   for (const auto& row : table.rows) {
     SimJob job;
     job.id = csv::to_int(table, row, id_col, "job_id");
-    job.name = row.fields[id_col];
-    job.num_gpu = static_cast<int>(csv::to_int(table, row, gpus_col, "num_gpu"));
-    job.submit_s = csv::to_double(table, row, submit_col, "submit_time");
-    job.iterations = csv::to_int(table, row, iterations_col, "iterations");
+    job.name = csv::excerpt(row.fields[id_col]);
+    job.num_gpu = static_cast<int>(csv::to_int_in(table, row, gpus_col, "num_gpu", 1, kMaxGpus));
+    job.submit_s = csv::to_double_in(table, row, submit_col, "submit_time", 0, kMaxSubmitSeconds);
+    job.iterations = csv::to_int_in(table, row, iterations_col, "iterations", 1, kMaxIterations);
     job.model = row.fields[model_col];
-    if (job.num_gpu < 1 || job.iterations < 1) {
-      csv::fail(path, row.line, "num_gpu >= 1 and iterations >= 1");
-    }
     const WorkloadProfile* profile = nullptr;
     if (batch_col < table.header.size() && !row.fields[batch_col].empty()) {
-      const int batch = static_cast<int>(csv::to_int(table, row, batch_col, "batch_size"));
+      const int batch =
+          static_cast<int>(csv::to_int_in(table, row, batch_col, "batch_size", 1, 1000000));
       profile = profiles.find(job.model, batch);
     } else {
-      const double duration = csv::to_double(table, row, duration_col, "duration");
+      const double duration =
+          csv::to_double_in(table, row, duration_col, "duration", 0, kMaxSubmitSeconds);
       profile = profiles.closest(job.model, duration / static_cast<double>(job.iterations));
     }
     if (!profile) {
-      csv::fail(
-          path, row.line,
-          "a model (and batch size) present in the workload profiles, found '" + job.model + "'");
+      csv::fail_value(table, row, model_col, "model_name",
+                      "a model (and batch size) present in the workload profiles");
     }
     job.batch_size = profile->batch_size;
     job.iteration_s = profile->iteration_s;
+    if (!(job.iteration_s > 0) || job.iteration_s > kMaxIterationSeconds) {
+      csv::fail_value(table, row, model_col, "model_name",
+                      "a profile with an iteration time in (0, 1e7] s");
+    }
     job.memory = MemoryDemand{profile->persistent_bytes, profile->ephemeral_bytes, -1.0};
     if (priority_col < table.header.size() && !row.fields[priority_col].empty()) {
-      job.priority = static_cast<int>(csv::to_int(table, row, priority_col, "priority"));
+      job.priority =
+          static_cast<int>(csv::to_int_in(table, row, priority_col, "priority", -1000000, 1000000));
     }
     if (utilization_col < table.header.size() && !row.fields[utilization_col].empty()) {
-      job.utilization = csv::to_double(table, row, utilization_col, "utilization");
-      if (job.utilization <= 0 || job.utilization > 1) {
-        csv::fail(path, row.line, "utilization in (0, 1]");
+      job.utilization = csv::to_double_in(table, row, utilization_col, "utilization", 0, 1);
+      if (job.utilization <= 0) {
+        csv::fail_value(table, row, utilization_col, "utilization", "in (0, 1]");
       }
     }
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+std::vector<SimJob> jobs_from_pods(const std::vector<Pod>& pods, int64_t gpu_capacity_bytes,
+                                   int quanta) {
+  std::vector<SimJob> jobs;
+  jobs.reserve(pods.size());
+  const int64_t origin = 0;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const Pod& pod = pods[i];
+    SimJob job;
+    job.id = static_cast<int64_t>(i) + origin;
+    job.name = pod.name;
+    job.model = "alibaba-pod";
+    job.num_gpu = pod.num_gpu;
+    job.submit_s = pod.creation_s;
+    const double duration = std::max(1.0, pod.deletion_s - pod.creation_s);
+    job.iterations =
+        std::max<int64_t>(1, std::min<int64_t>(quanta, static_cast<int64_t>(std::floor(duration))));
+    job.iteration_s = duration / static_cast<double>(job.iterations);
+    const double share = std::min(1000, pod.gpu_milli) / 1000.0;
+    job.utilization = share;
+    // The pod's share of the GPU's memory, all of it persistent (no per-iteration peak known).
+    job.memory = MemoryDemand{
+        static_cast<int64_t>(share * static_cast<double>(gpu_capacity_bytes) * 0.9), 0, 0};
     jobs.push_back(std::move(job));
   }
   return jobs;

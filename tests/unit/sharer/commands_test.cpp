@@ -76,7 +76,7 @@ TEST(SimCommand, AlibabaPodListComparesPlacements) {
   // Replay, all resident on the node list, all resident on an unbounded fleet: 3 strategies each.
   ASSERT_EQ(json.at("strategies").size(), 9u);
   EXPECT_EQ(json.at("strategies")[0].at("strategy"), "exclusive");
-  EXPECT_EQ(json.at("strategies")[2].at("strategy"), "best-fit-lanes");
+  EXPECT_EQ(json.at("strategies")[2].at("strategy"), "best-fit-static");
   EXPECT_EQ(json.at("strategies")[8].at("scenario"), "all-resident-unbounded");
   EXPECT_LT(json.at("strategies")[8].at("gpus_used_peak").get<int>(),
             json.at("strategies")[6].at("gpus_used_peak").get<int>());

@@ -28,15 +28,38 @@ TEST(LaneAllocator, NewJobGetsALaneSizedToItsRequirement) {
 
 const AdmitOptions kOwnLane{false};
 
-TEST(LaneAllocator, JoinsAnExistingLaneBeforeOpeningANewOne) {
+TEST(LaneAllocator, OpensANewLaneBeforeSharingOneAsSalusDoes) {
+  // Salus's LaneMgr::GpuControlBlock::bestFitFor opens a lane when free memory holds the job and
+  // shares a lane only otherwise.
   LaneAllocator gpu(1000, exact());
   gpu.admit(1, {100, 400, 0});              // lane [0, 500)
-  auto second = gpu.admit(2, {0, 300, 0});  // 100 + 400 = 500 fits the lane as it is
+  auto second = gpu.admit(2, {0, 300, 0});  // free memory holds it: a lane of its own
   ASSERT_TRUE(second);
-  EXPECT_FALSE(second->new_lane);
-  EXPECT_EQ(second->added_bytes, 0);
-  EXPECT_EQ(gpu.lanes().size(), 1u);
-  EXPECT_EQ(gpu.free_bytes(), 500);
+  EXPECT_TRUE(second->new_lane);
+  EXPECT_EQ(gpu.lanes().size(), 2u);
+  EXPECT_EQ(gpu.free_bytes(), 200);
+  // Now no free segment holds 300: the job shares the lane with the least room left
+  // (100 + max(400, 300) = 500 fits the first lane as it is).
+  auto third = gpu.admit(3, {0, 300, 0});
+  ASSERT_TRUE(third);
+  EXPECT_FALSE(third->new_lane);
+  EXPECT_EQ(third->added_bytes, 0);
+  EXPECT_EQ(gpu.lanes().size(), 2u);
+  EXPECT_EQ(gpu.check_invariants(), "");
+}
+
+TEST(LaneAllocator, FitsAtLeastAsManyJobsAsStaticPartitioning) {
+  // Identical inference services (P = 300 MiB model + context, T = 60 MiB) on 16 GiB: best fit
+  // with new lanes first never fits fewer than cutting the GPU into equal static slices.
+  SafetyMargin margin;  // real margin: 2 % prior, z = 3, 2 MiB granularity
+  LaneAllocator gpu(16 * kGiB, margin);
+  const MemoryDemand service{300 * kMiB, 60 * kMiB, -1};
+  const int64_t slice = required_bytes_with(LaneLoad{}, service, margin);
+  const int64_t static_count = (16 * kGiB) / slice;
+  int64_t admitted = 0;
+  while (gpu.admit(admitted, service)) ++admitted;
+  EXPECT_GE(admitted, static_count);
+  EXPECT_EQ(gpu.check_invariants(), "");
 }
 
 TEST(LaneAllocator, BestFitIsTheLaneNeedingTheLeastExtraMemory) {

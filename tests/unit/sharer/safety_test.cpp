@@ -18,13 +18,23 @@ TEST(SafetyCondition, SumOfPersistentPlusLargestEphemeral) {
   EXPECT_FALSE(satisfies_safety(jobs, 350 + 80 - 1, exact()));
 }
 
-TEST(SafetyCondition, MarginGrowsWithMeasuredVariationInQuadrature) {
+TEST(SafetyCondition, MarginCoversTheOneLiveEphemeralPeak) {
+  // Only one job of a lane is inside an iteration, so the margin is that of the live job:
+  // max_k (T_k + z sigma_k), not z * sqrt(sum of every job's variance).
   SafetyMargin margin = exact();
   margin.z = 3;
-  // Two jobs with sigma 3 and 4 bytes: z * sqrt(9 + 16) = 15 bytes of margin.
+  // T + 3 sigma: 50 + 9 = 59 and 20 + 12 = 32, so 59 is the live worst case (summing the
+  // variances would have asked for 50 + 15 = 65).
   const std::vector<MemoryDemand> jobs{{100, 50, 3.0}, {100, 20, 4.0}};
-  EXPECT_TRUE(satisfies_safety(jobs, 200 + 50 + 15, margin));
-  EXPECT_FALSE(satisfies_safety(jobs, 200 + 50 + 14, margin));
+  EXPECT_TRUE(satisfies_safety(jobs, 200 + 59, margin));
+  EXPECT_FALSE(satisfies_safety(jobs, 200 + 58, margin));
+  // A job with a small T but a large variation dominates: 20 + 3 * 20 = 80 > 50 + 9.
+  const std::vector<MemoryDemand> noisy{{100, 50, 3.0}, {100, 20, 20.0}};
+  EXPECT_TRUE(satisfies_safety(noisy, 200 + 80, margin));
+  EXPECT_FALSE(satisfies_safety(noisy, 200 + 79, margin));
+  // Adding more jobs with the same sigma does not grow the margin.
+  const std::vector<MemoryDemand> many{{10, 50, 3.0}, {10, 50, 3.0}, {10, 50, 3.0}, {10, 50, 3.0}};
+  EXPECT_TRUE(satisfies_safety(many, 40 + 59, margin));
 }
 
 TEST(SafetyCondition, UnmeasuredJobsUseTheRelativePrior) {

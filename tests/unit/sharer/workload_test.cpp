@@ -72,8 +72,9 @@ TEST(TiresiasTrace, MalformedLineNamesFileLineAndExpectation) {
     load_tiresias_jobs(path, profiles);
     FAIL() << "expected an error";
   } catch (const std::runtime_error& error) {
-    EXPECT_EQ(std::string(error.what()),
-              path + ":3: expected submit_time as a number, found 'abc'");
+    EXPECT_EQ(
+        std::string(error.what()),
+        path + ":3: column 3 (submit_time): expected submit_time as a finite number, found 'abc'");
   }
 }
 

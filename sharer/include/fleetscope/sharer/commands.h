@@ -15,6 +15,10 @@ namespace fleetscope::sharer {
 int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_share_plan_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err);
+// `fleetscope share calibrate --runs RUNS.csv`: fits the interference model's alpha to
+// co-location measurements and reports the prediction error before and after.
+int run_share_calibrate_command(const std::vector<std::string>& args, std::ostream& out,
+                                std::ostream& err);
 
 // Reads the consolidation candidates of one analyzer database. The CLI wires the analyzer in;
 // until then `share plan DB` fails with a clear message (use --candidates FILE.json).

@@ -1,7 +1,10 @@
 #pragma once
 // Fleet-scale packing of fractional GPU requests (the Alibaba 2023 "openb" pod list on its GPU
-// node list). A fractional pod asks for gpu_milli thousandths of one GPU; we treat it as a lane
-// with P = gpu_milli and T = 0, so the safety condition reduces to sum(gpu_milli) <= 1000 per GPU.
+// node list). A fractional pod asks for gpu_milli thousandths of one GPU. This is static
+// partitioning by compute share, the model of the trace's own scheduler (Weng et al., ATC'23):
+// a pod holds its share for its whole life and sum(gpu_milli) <= 1000 per GPU. It is not memory
+// lanes (the trace has no memory per pod and no iterations); the lane model of these pods is
+// the simulator's (jobs_from_pods + simulate).
 // Pods arrive at creation_time and leave at deletion_time; whole-GPU pods need num_gpu free GPUs
 // on one node.
 
@@ -30,7 +33,7 @@ struct GpuNode {
 enum class PackingStrategy {
   kExclusive,  // every pod gets whole GPUs, first fit
   kFirstFit,   // fractional pods share GPUs; first GPU (in node order) with room
-  kBestFit,    // fractional pods share GPUs; the GPU left with the least room (our lane placement)
+  kBestFit,    // fractional pods share GPUs; the GPU left with the least compute share (static)
 };
 
 struct PackingOptions {

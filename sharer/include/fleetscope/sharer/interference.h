@@ -1,18 +1,24 @@
 #pragma once
 // Interference model: the predicted slowdown of a job that shares a GPU.
 //
-// Lanes run in parallel. A job with utilization u (share of time it keeps the GPU busy alone)
-// sharing a GPU whose lanes demand U in total (its own lane included):
-//   slowdown = max(1, U) * (1 + alpha * (U - u_lane))
-// max(1, U): once the GPU is oversubscribed, everyone is stretched proportionally (time slicing);
-// alpha: extra contention for memory bandwidth and caches per unit of a neighbour's load, 0.1 by
-// default and fitted by least squares when measured co-location runs exist.
+// Lanes run in parallel. A job whose lane demands u_L (sum of its jobs' utilization, capped at 1)
+// on a GPU whose lanes demand U in total:
+//   slowdown = max(1, U) * (1 + alpha * min(1, U - u_L))
+// max(1, U): the GPU's throughput bound: once the lanes ask for more than one GPU, everyone is
+// stretched proportionally. alpha: extra contention (memory bandwidth, caches) per unit of
+// neighbour load. The neighbour load is capped at one GPU, so the contention term is bounded by
+// (1 + alpha) however many lanes share the GPU (an unbounded term slowed 22 compute-bound lanes
+// 68x each). alpha is fitted by `calibrate_interference` from co-location measurements (the GPU
+// check writes them: scripts/gpu-check, co-location section); until measured it is 0, which makes
+// the model the throughput bound alone (documented in docs/sharer.md).
 // Inside one lane jobs take turns, one iteration at a time; their GPU phases serialise while host
-// phases (input pipeline, Python) overlap, so job i in lane L slows by
-//   max(1, sum_{j in L} u_j t_j / t_i).
+// phases (input pipeline, Python) overlap. Round robin bounds job i's period by its own
+// iteration plus one GPU phase of every other member, so job i in lane L slows by at most
+//   1 + sum_{j in L, j != i} u_j t_j / t_i.
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace fleetscope::sharer {
@@ -24,7 +30,7 @@ struct ColocationObservation {
 };
 
 struct InterferenceModel {
-  double alpha = 0.1;
+  double alpha = 0.0;
 
   // `lane_demand` is the job's own lane demand, `gpu_demand` the sum over all lanes on the GPU.
   double parallel_slowdown(double lane_demand, double gpu_demand) const;
@@ -34,11 +40,25 @@ struct InterferenceModel {
 InterferenceModel calibrate_interference(const std::vector<ColocationObservation>& runs,
                                          InterferenceModel prior = InterferenceModel{});
 
+// Reads co-location measurements: CSV with the header
+// own_utilization,others_utilization,measured_slowdown (more columns are ignored), as written by
+// the co-location section of scripts/gpu-check. Throws std::runtime_error naming file, line and
+// column.
+std::vector<ColocationObservation> load_colocation_runs(const std::string& path);
+
+// Root-mean-square relative error of the model's prediction on `runs`.
+double prediction_rms_error(const InterferenceModel& model,
+                            const std::vector<ColocationObservation>& runs);
+
 struct LaneMember {
   double utilization = 0;
   double iteration_s = 0;
 };
-// Slowdown of members[index] from taking turns with the rest of its lane.
+// Worst-case slowdown of members[index] from taking turns with the rest of its lane (the bound
+// the planner enforces).
 double time_sharing_slowdown(const std::vector<LaneMember>& members, size_t index);
+// Expected slowdown: the mean of the bound and the fluid estimate max(1, sum_j u_j t_j / t_i)
+// (the simulator's round robin lies between the two; the planner reports this).
+double time_sharing_estimate(const std::vector<LaneMember>& members, size_t index);
 
 }  // namespace fleetscope::sharer

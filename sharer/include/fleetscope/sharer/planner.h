@@ -29,7 +29,8 @@ struct PlannedJob {
   std::string to_gpu;  // empty when the job could not be placed (see `reason`)
   int lane_id = -1;
   bool moved = false;
-  double predicted_slowdown = 1.0;
+  double predicted_slowdown = 1.0;   // expected (what the simulator's replay is compared with)
+  double worst_case_slowdown = 1.0;  // the bound checked against max_slowdown
   double max_slowdown = 1.2;
   std::string reason;
 };
@@ -59,6 +60,22 @@ struct ConsolidationPlan {
 
 ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
                                      const PlannerOptions& options = {});
+
+// Replays a plan in the simulator: every placed job on its planned GPU and lane, all starting
+// together, round robin inside lanes (what the planner's time-sharing model assumes), the same
+// interference model, run for `cycles` times the longest predicted iteration. Returns, per placed
+// job, the planner's predicted slowdown and the simulated one (time per iteration over the
+// iteration time alone). The horizon shrinks (to no less than two of the longest iterations) when
+// it would take more than 2e6 simulated iterations; a plan whose iteration times span more than
+// about 1e6x cannot be replayed that way and throws std::invalid_argument.
+struct ReplayedJob {
+  std::string job_id;
+  double predicted_slowdown = 1;
+  double simulated_slowdown = 1;
+};
+std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
+                                     const ConsolidationPlan& plan, const PlannerOptions& options,
+                                     double cycles = 400);
 
 nlohmann::json plan_to_json(const ConsolidationPlan& plan);
 void write_plan_table(const ConsolidationPlan& plan, std::ostream& out);

@@ -21,10 +21,12 @@ struct MemoryDemand {
   double peak_stddev_bytes = -1.0;
 };
 
-// The margin is statistical, not a fixed fudge factor: each job's peak varies between
-// iterations with a measured standard deviation sigma_i; peaks of independent jobs add in
-// variance, so the lane keeps z * sqrt(sum_i sigma_i^2) spare. z = 3 bounds the chance that one
-// admission check is exceeded by about 0.13% under a normal approximation.
+// The margin is statistical, not a fixed fudge factor: a job's per-iteration peak varies between
+// iterations with a measured standard deviation sigma. Only one job of a lane is inside an
+// iteration at any moment, so only one ephemeral peak is live: the lane needs
+//   sum_i P_i + max_k (T_k + z * sigma_k)
+// (the variation is in the ephemeral part; P is held for the job's life). z = 3 bounds the chance
+// that the live job exceeds its guarded peak by about 0.13% under a normal approximation.
 struct SafetyMargin {
   double z = 3.0;
   // Prior sigma relative to P + T for jobs without a measurement (documented in docs/sharer.md).
@@ -32,7 +34,13 @@ struct SafetyMargin {
   // CUDA's allocation granularity: lane capacities are multiples of it.
   int64_t granularity_bytes = 2 * kMiB;
 
-  double variance_of(const MemoryDemand& demand) const;
+  double stddev_of(const MemoryDemand& demand) const;
+  double variance_of(const MemoryDemand& demand) const {
+    const double sigma = stddev_of(demand);
+    return sigma * sigma;
+  }
+  // T + ceil(z * sigma): the ephemeral peak with its margin, the part that is live for one job.
+  int64_t guarded_ephemeral(const MemoryDemand& demand) const;
   // Inline: it runs once per lane in every admission decision.
   int64_t round_up(int64_t bytes) const {
     if (granularity_bytes <= 1) return bytes;
@@ -43,19 +51,17 @@ struct SafetyMargin {
   }
 };
 
-// sum P + max T + z * sqrt(variance), rounded to the allocation granularity. Inline for the
-// admission hot loop; everything else goes through the functions below.
-inline int64_t required_bytes_for(int64_t sum_persistent, int64_t max_ephemeral, double variance,
+// sum P + max guarded T, rounded to the allocation granularity. Inline for the admission hot loop.
+inline int64_t required_bytes_for(int64_t sum_persistent, int64_t max_guarded_ephemeral,
                                   const SafetyMargin& margin) {
-  const auto spare = static_cast<int64_t>(std::ceil(margin.z * std::sqrt(variance)));
-  return margin.round_up(sum_persistent + max_ephemeral + spare);
+  return margin.round_up(sum_persistent + max_guarded_ephemeral);
 }
 
 // Running aggregates of a lane's jobs, so that an admission check is O(1).
 struct LaneLoad {
   int64_t sum_persistent_bytes = 0;
-  int64_t max_ephemeral_bytes = 0;
-  double sum_variance = 0.0;
+  int64_t max_ephemeral_bytes = 0;          // max T (no margin)
+  int64_t max_guarded_ephemeral_bytes = 0;  // max (T + z sigma)
   int jobs = 0;
 
   void add(const MemoryDemand& demand, const SafetyMargin& margin);

@@ -1,13 +1,21 @@
 #pragma once
-// Trace-driven discrete-event simulator of a GPU cluster running a sharing policy.
+// Trace-driven discrete-event simulator of a GPU cluster running a sharing policy, with Salus's
+// semantics (Yu & Chowdhury, MLSys'20): a lane runs one iteration at a time and, at every
+// iteration boundary, the policy picks which of its jobs goes next (preemption happens there;
+// switching jobs costs `switch_cost_s`); lanes of one GPU run in parallel and slow each other
+// down by the interference model. An iteration is a GPU phase (utilization x iteration time) that
+// holds the lane followed by a host phase that does not, so jobs sharing a lane overlap their host
+// phases with each other's GPU phases, as the planner assumes. Multi-GPU jobs are gang-scheduled
+// on whole, otherwise empty GPUs and are not preempted (Salus shares single-GPU jobs only); one
+// that waits longer than `starvation_bound_s` reserves GPUs, which take no new jobs until it runs.
 //
-// Events are job arrivals and iteration ends. Each lane runs one iteration at a time and, at every
-// iteration boundary, asks the policy which of its jobs goes next (switching jobs costs
-// `switch_cost_s`). Lanes of one GPU run in parallel and slow each other down according to the
-// interference model, evaluated when an iteration starts. Multi-GPU jobs are gang-scheduled on
-// whole, otherwise empty GPUs and are not preempted (Salus shares single-GPU jobs only).
+// Cost: admission is decided only when a job arrives or finishes (nothing else changes what
+// fits), lanes pick their next job from an ordered set, GPUs are found through ordered indexes,
+// and a waiting job is re-tried only on GPUs that freed memory since it last failed, so the run
+// time grows with events x log(jobs) (bench/sharer, docs/benchmarks.md).
 
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
@@ -25,8 +33,22 @@ struct SimConfig {
   int64_t gpu_capacity_bytes = 16 * kGiB;  // P100, the GPU the Salus profiles were measured on
   bool lanes = true;                       // false: the whole GPU is one lane (time slicing only)
   double switch_cost_s = 0.005;
+  // CUDA context memory each job's process holds on its GPU, added to its persistent memory.
+  // Default: the 300 MiB Salus holds back per GPU for its (single) process's context
+  // (SymbioticLab/Salus lanemgr.cpp, `availableMemory - 300 * 1024 * 1024`); fleetscope enforces
+  // lanes per process, so every job pays it. The GPU check measures it (scripts/gpu-check).
+  int64_t context_bytes = 300 * kMiB;
   SafetyMargin margin;
   InterferenceModel interference;
+  // A multi-GPU job waiting longer than this reserves GPUs (aging); <= 0 or infinity: never.
+  double starvation_bound_s = 1800;
+  // Waiting jobs examined per admission round, in admission order (backfilling depth). Slurm's
+  // backfill scheduler bounds the same search (slurm.conf SchedulerParameters bf_max_job_test).
+  int backfill_window = 500;
+  // Stop the clock here (plan replay): unfinished jobs report the iterations they completed.
+  double stop_at_s = std::numeric_limits<double>::infinity();
+  // Guard against runs that would not end in reasonable time.
+  int64_t max_events = 2000000000;
 };
 
 struct SimJobResult {
@@ -39,6 +61,12 @@ struct SimJobResult {
   double jct_s = 0;
   double solo_s = 0;  // iterations x iteration time alone
   int64_t preemptions = 0;
+  double wait_s = 0;  // start - submit
+  int64_t done_iterations = 0;
+  // Time per completed iteration over the iteration time alone, measured from the job's start to
+  // its finish (or to stop_at_s): what the planner predicts as the job's slowdown.
+  double slowdown = 0;
+  bool finished = false;
 };
 
 struct SimResult {
@@ -51,11 +79,19 @@ struct SimResult {
   double gpu_utilization = 0;
   int gpus_used_peak = 0;
   int64_t events = 0;
+  // Placement checks made (LaneAllocator::probe calls): the admission cost. The earlier engine
+  // made pending x GPUs of them at every iteration end.
+  int64_t placement_probes = 0;
+  double max_wait_multi_gpu_s = 0;  // longest wait of a multi-GPU job (starvation)
+  double max_wait_single_gpu_s = 0;
   std::vector<SimJobResult> jobs;  // in input order
 };
 
-// Throws std::invalid_argument when a job can never run (too many GPUs, too much memory).
+// Throws std::invalid_argument when a job can never run (too many GPUs, too much memory) or a
+// job or the configuration holds an impossible value (NaN, infinite or negative times, ...).
 SimResult simulate(const std::vector<SimJob>& jobs, const Policy& policy, const SimConfig& config);
+// The configuration checks alone (the commands report them as usage errors).
+void validate_config(const SimConfig& config);
 
 nlohmann::json sim_result_to_json(const SimResult& result);
 void write_sim_table(const SimResult& result, std::ostream& out);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fleetscope/sharer/safety.h"
@@ -35,7 +36,16 @@ struct ProfileTable {
 };
 
 // Reads salus_workloads.csv (no header: name_bs_duration, jct_s, peak_mb, iterations, command).
+// Throws std::runtime_error naming the file and line (an empty file is an error of this file).
 ProfileTable load_salus_profiles(const std::string& path);
+ProfileTable parse_salus_profiles(std::string_view text, const std::string& source);
+
+// Limits on what a job trace may ask for: beyond them a job is impossible (or would keep the
+// simulator busy for ever) and is rejected with its file and line.
+inline constexpr int kMaxGpus = 100000;                // cluster and per-job GPU count
+inline constexpr int64_t kMaxIterations = 1000000000;  // per job
+inline constexpr double kMaxSubmitSeconds = 1e12;      // about 31,700 years
+inline constexpr double kMaxIterationSeconds = 1e7;    // about 116 days per iteration
 
 struct SimJob {
   int64_t id = 0;
@@ -49,6 +59,10 @@ struct SimJob {
   MemoryDemand memory;
   double utilization = 1.0;  // share of an iteration the GPU is busy (1: compute-bound)
   int priority = 0;          // higher runs first under the priority policy
+  // Plan replay: place the job on this GPU index and lane as a plan says (no placement search;
+  // the plan checked the safety condition). -1: the simulator places the job.
+  int pinned_gpu = -1;
+  int pinned_lane = -1;
 
   double solo_duration_s() const { return static_cast<double>(iterations) * iteration_s; }
 };
@@ -58,5 +72,16 @@ struct SimJob {
 // duration / iterations unless a batch_size column says otherwise. Optional columns:
 // batch_size, priority, utilization.
 std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles);
+std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string& source,
+                                        const ProfileTable& profiles);
+
+struct Pod;
+// Alibaba pods as simulator jobs (the scale benchmark): a pod runs from creation to deletion, asks
+// for gpu_milli/1000 of a GPU's compute (its utilization) and the same share of `gpu_capacity`
+// bytes as persistent memory. Pods have no iterations, so each gets `quanta` scheduling quanta
+// of (deletion - creation) / quanta seconds (at least 1 s): the granularity at which a lane may
+// switch jobs. CPU-only pods are not in `pods` (load_alibaba_pods skips them).
+std::vector<SimJob> jobs_from_pods(const std::vector<Pod>& pods, int64_t gpu_capacity_bytes,
+                                   int quanta = 20);
 
 }  // namespace fleetscope::sharer
