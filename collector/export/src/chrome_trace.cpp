@@ -838,8 +838,8 @@ ChromeExportStats export_chrome(const store::Reader& reader, const std::string& 
     } catch (const TimeOutOfRange& bad) {
       throw InputError(reader.database().path(), "an event's time",
                        std::to_string(bad.value) +
-                           " ns is out of range: its difference to the base time or to its "
-                           "start overflows 64 bits (the database is corrupt)");
+                           " ns is out of range (expected a time within ±2^62 ns of the epoch, "
+                           "so that differences fit in 64 bits; the database is corrupt)");
     }
   }
   output.commit();

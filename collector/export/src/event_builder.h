@@ -98,7 +98,11 @@ class EventBuilder {
   }
 
  private:
+  // Times beyond ±2^62 ns (146 years from the epoch) are corrupt values, refused like overflow.
+  static constexpr int64_t kMaxAbsTimeNs = (int64_t{1} << 62) - 1;
   static int64_t checked_difference(int64_t a, int64_t b, int64_t culprit) {
+    for (int64_t t : {a, b})
+      if (t < -kMaxAbsTimeNs || t > kMaxAbsTimeNs) throw TimeOutOfRange(t);
     int64_t out = 0;
     if (__builtin_sub_overflow(a, b, &out)) throw TimeOutOfRange(culprit);
     return out;
