@@ -318,7 +318,7 @@ std::string value_text(const json& v, Unit unit) {
       return v.is_number_integer() ? std::to_string(v.get<int64_t>())
                                    : plain_number(v.get<double>());
   }
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // object[name] formatted, or "n/a (needs …)" from its "<name>_needs" sibling when null/absent.
@@ -346,7 +346,7 @@ std::string evidence_value(const std::string& key, const json& v) {
     if (share && v.get<double>() >= 0.0 && v.get<double>() <= 1.0) return percent(v.get<double>());
     return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : plain_number(v.get<double>());
   }
-  std::string text = v.dump();
+  std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return text.size() > 200 ? text.substr(0, 200) + "…" : text;
 }
 

@@ -69,7 +69,8 @@ store::Finding make_finding(const Rule& rule, const AnalysisContext& context,
   f.impact_ns = impact_ns;
   evidence["thresholds"] = thresholds_json(rule, context);
   evidence["denominator_ns"] = denominator_ns;
-  f.evidence_json = evidence.dump();
+  // Names from the trace may hold invalid UTF-8 (untrusted input): U+FFFD instead of an exception.
+  f.evidence_json = evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   f.recommendation = std::move(recommendation);
   f.created_ns = context.now_ns();
   return f;

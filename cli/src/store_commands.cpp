@@ -177,7 +177,10 @@ int run_info_command(const std::vector<std::string>& args, std::ostream& out, st
       return 1;
     }
   }
-  if (format == "json") out << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+  if (format == "json")
+    out << (all.size() == 1 ? all[0] : all)
+               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
   return 0;
 }
 
@@ -290,7 +293,7 @@ int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std
         nlohmann::json r = nlohmann::json::object();
         for (size_t c = 0; c < row.size(); ++c)
           r[columns[c]] = row[c] ? nlohmann::json(*row[c]) : nlohmann::json(nullptr);
-        std::string text = r.dump(2);
+        std::string text = r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
         out << (rows ? ",\n  " : "\n  ");
         for (char ch : text) {
           out << ch;
