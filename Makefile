@@ -18,7 +18,10 @@ build: configure
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE '^bench$$'
 
-demo: build
+# The demo runs only the `fleetscope` command: build that target (and what it links), not the
+# tests and benchmarks.
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target fleetscope
 	@scripts/demo $(BUILD)
 
 bench:

@@ -168,6 +168,7 @@ std::optional<int64_t> CaptureData::find_name(const std::string& text) const {
 }
 
 void CaptureData::finalize() {
+  check_time_ranges(*this);
   sort_gpu(gpu);
   sort_runtime(runtime);
   // Rows usually arrive in time order (the store's readers order them): a linear check first,

@@ -426,7 +426,7 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
                       {"span_ns", w.span_ns},
                       {"findings_impact_ns", w.findings_impact_ns},
                       {"top_rule", w.top_rule}});
-    out << list.dump(2) << "\n";
+    out << list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "csv") {
     out << "workflow,user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
            "findings_impact_ns,top_rule\n";
@@ -522,7 +522,9 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
                            {"count_after", k.count_after},
                            {"total_ns_before", k.total_ns_before},
                            {"total_ns_after", k.total_ns_after}});
-      out << json{{"metrics", metrics}, {"kernels", kernels}}.dump(2) << "\n";
+      out << json{{"metrics", metrics}, {"kernels", kernels}}.dump(
+                 2, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
       return 0;
     }
     out << std::left << std::setw(24) << "METRIC" << std::setw(18) << "BEFORE" << std::setw(18)
@@ -589,7 +591,7 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
                         {"iterations", c.iterations},
                         {"candidate", c.co_location_candidate},
                         {"reason", c.reason}});
-      out << rows.dump(2) << "\n";
+      out << rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return 0;
     }
     out << std::left << std::setw(28) << "WORKFLOW" << std::setw(5) << "GPU" << std::setw(9)

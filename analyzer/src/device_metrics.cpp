@@ -27,27 +27,112 @@ bool has_occupancy(const GpuEvents& g) {
   return g.est_occupancy.size() == g.size();
 }
 
-KernelTimeByType kernel_time_by_type(const CaptureData& data, int32_t device) {
-  std::array<std::vector<Interval>, 4> by_class;
-  for (uint32_t i : device_events(data, device))
-    by_class[static_cast<size_t>(data.gpu.work_class[i])].push_back(
-        {data.gpu.start[i], data.gpu.end[i]});
-  auto length = [&](WorkClass c) {
-    return total_length(unite_sorted(by_class[static_cast<size_t>(c)]));  // start order
+// Every HTA GPU row of the device (GPU events, then stream-carrying sync waits) that the filter
+// keeps, with its HTA kernel type; the type of each name is decided once.
+std::array<std::vector<Interval>, 4> intervals_by_hta_type(const CaptureData& data, int32_t device,
+                                                           bool hta_last_step_filter) {
+  const HtaStepFilter filter = HtaStepFilter::for_capture(data, hta_last_step_filter);
+  std::map<int64_t, HtaKernelType> type_of_name;
+  auto type_of = [&](int64_t name_id) {
+    auto [it, fresh] = type_of_name.try_emplace(name_id, HtaKernelType::other);
+    if (fresh) it->second = hta_kernel_type(data.name(name_id));
+    return static_cast<size_t>(it->second);
   };
-  KernelTimeByType out;
-  out.computation_ns = length(WorkClass::computation);
-  out.communication_ns = length(WorkClass::communication);
-  out.memory_ns = length(WorkClass::memory);
-  out.synchronization_ns = length(WorkClass::synchronization);
-  return out;
+  std::array<std::vector<Interval>, 4> by_type;
+  const auto& g = data.gpu;
+  for (uint32_t i : device_events(data, device))
+    if (filter.keeps_gpu_event(data, i))
+      by_type[type_of(g.name_id[i])].push_back({g.start[i], g.end[i]});
+  const auto& s = data.gpu_syncs;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s.device[i] == device && filter.keeps_gpu_sync(data, i))
+      by_type[type_of(s.name_id[i])].push_back({s.start[i], s.end[i]});
+  return by_type;
 }
 
 std::string device_text(int32_t device) {
   return "device " + std::to_string(device);
 }
 
+bool starts_with(const std::string& text, const char* prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
 }  // namespace
+
+HtaKernelType hta_kernel_type(const std::string& full_name) {
+  // re.match's '.' does not cross a newline, so the ".*X" parts only see the first line.
+  const std::string line = full_name.substr(0, full_name.find('\n'));
+  const bool nccl_kernel = starts_with(line, "nccl") && line.find("Kernel", 4) != std::string::npos;
+  if (nccl_kernel) return HtaKernelType::communication;
+  if (starts_with(full_name, "Memcpy") || starts_with(full_name, "Memset") ||
+      starts_with(full_name, "dma"))
+    return HtaKernelType::memory;
+  const bool not_compute = line.find("Memcpy") != std::string::npos ||
+                           starts_with(full_name, "Memset") ||
+                           line.find("Sync") != std::string::npos;
+  return not_compute ? HtaKernelType::other : HtaKernelType::computation;
+}
+
+KernelTimeByType kernel_time_by_type(const CaptureData& data, int32_t device,
+                                     bool hta_last_step_filter) {
+  auto by_type = intervals_by_hta_type(data, device, hta_last_step_filter);
+  auto length = [&](HtaKernelType t) {
+    return total_length(unite(std::move(by_type[static_cast<size_t>(t)])));
+  };
+  KernelTimeByType out;
+  out.computation_ns = length(HtaKernelType::computation);
+  out.communication_ns = length(HtaKernelType::communication);
+  out.memory_ns = length(HtaKernelType::memory);
+  out.other_ns = length(HtaKernelType::other);
+  return out;
+}
+
+std::vector<KernelTypeSegment> kernel_type_segments(const CaptureData& data, int32_t device,
+                                                    bool hta_last_step_filter) {
+  auto by_type = intervals_by_hta_type(data, device, hta_last_step_filter);
+  // HTA's order of the analysed types (bit i = type i) and their names in the state labels.
+  const std::array<std::pair<HtaKernelType, const char*>, 3> analysed = {
+      {{HtaKernelType::computation, "COMPUTATION"},
+       {HtaKernelType::communication, "COMMUNICATION"},
+       {HtaKernelType::memory, "MEMORY"}}};
+  std::array<std::string, 8> label;
+  for (int mask = 1; mask < 8; ++mask)
+    for (size_t bit = 0; bit < analysed.size(); ++bit)
+      if (mask & (1 << bit))
+        label[mask] +=
+            (label[mask].empty() ? "" : " overlapping ") + std::string(analysed[bit].second);
+  struct Edge {
+    int64_t time;
+    int delta;  // +bit at a start, -bit at an end
+  };
+  std::vector<Edge> edges;
+  for (size_t bit = 0; bit < analysed.size(); ++bit) {
+    const int value = 1 << bit;
+    for (const Interval& iv : unite(std::move(by_type[static_cast<size_t>(analysed[bit].first)])))
+      edges.push_back({iv.begin, value}), edges.push_back({iv.end, -value});
+  }
+  // Ends before starts at one time: the running mask is always a set of distinct type bits.
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    return a.time != b.time ? a.time < b.time : a.delta < b.delta;
+  });
+  std::vector<KernelTypeSegment> out;
+  int running = 0;
+  for (size_t k = 0; k + 1 < edges.size(); ++k) {
+    running += edges[k].delta;
+    if (running > 0 && edges[k + 1].time > edges[k].time)
+      out.push_back({label[running], {edges[k].time, edges[k + 1].time}});
+  }
+  return out;
+}
+
+std::map<std::string, int64_t> kernel_type_states(const CaptureData& data, int32_t device,
+                                                  bool hta_last_step_filter) {
+  std::map<std::string, int64_t> out;
+  for (const auto& segment : kernel_type_segments(data, device, hta_last_step_filter))
+    out[segment.state] += segment.span.length();
+  return out;
+}
 
 IntervalSet kernel_busy(const CaptureData& data, int32_t device) {
   std::vector<Interval> kernels;
@@ -160,6 +245,8 @@ std::vector<DeviceMetrics> device_metrics(const CaptureData& data) {
     m.busy_all_ns = total_length(data.busy_by_device.at(device));
     m.idle_ns = m.span_ns - m.busy_all_ns;
     m.kernel_time_by_type = kernel_time_by_type(data, device);
+    m.kernel_time_by_type_unfiltered = kernel_time_by_type(data, device, false);
+    m.kernel_type_states = kernel_type_states(data, device);
     if (auto it = overlap.find(device); it != overlap.end()) {
       m.comm_comp_overlap = it->second;
     } else {

@@ -288,6 +288,7 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   report(progress, "runtime calls", static_cast<int64_t>(data.runtime.size()));
   load_dataloader_ops(reader, capture_id, data);
   load_cpu_ops(reader, capture_id, data);
+  data.origin_file = reader.database().path();
   data.finalize();
   report(progress, "indexed", static_cast<int64_t>(data.gpu.size() + data.runtime.size()));
   return data;

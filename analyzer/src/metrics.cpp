@@ -195,6 +195,9 @@ LaunchStatistics launch_statistics(const CaptureData& data,
     stats.launch_delay_p50_ns = quantile(delays, 0.50);
     stats.launch_delay_p95_ns = quantile(delays, 0.95);
     stats.launch_delay_max_ns = *std::max_element(delays.begin(), delays.end());
+    double clipped_sum = 0;
+    for (int64_t d : delays) clipped_sum += static_cast<double>(std::max<int64_t>(0, d));
+    stats.launch_delay_mean_ns = clipped_sum / static_cast<double>(delays.size());
   }
   return stats;
 }

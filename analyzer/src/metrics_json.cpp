@@ -1,7 +1,9 @@
 #include "fleetscope/analyzer/metrics_json.h"
+#include "fleetscope/analyzer/queue_length.h"
 
 #include <map>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/device_metrics.h"
@@ -91,11 +93,15 @@ json devices_json(const CaptureData& data) {
     put(d, "est_sm_efficiency", m.est_sm_efficiency, m.est_sm_efficiency_needs);
     put(d, "est_achieved_occupancy", m.est_achieved_occupancy, m.est_achieved_occupancy_needs);
 
-    const KernelTimeByType& k = m.kernel_time_by_type;
-    d["kernel_time_by_type_ns"] = {{"compute", k.computation_ns},
-                                   {"communication", k.communication_ns},
-                                   {"memory", k.memory_ns},
-                                   {"synchronization", k.synchronization_ns}};
+    auto by_type = [](const KernelTimeByType& k) {
+      return json{{"compute", k.computation_ns},
+                  {"communication", k.communication_ns},
+                  {"memory", k.memory_ns},
+                  {"other", k.other_ns}};
+    };
+    d["kernel_time_by_type_ns"] = by_type(m.kernel_time_by_type);
+    d["kernel_time_by_type_unfiltered_ns"] = by_type(m.kernel_time_by_type_unfiltered);
+    d["kernel_type_states_ns"] = m.kernel_type_states;
     put(d, "comm_comp_overlap", m.comm_comp_overlap.ratio(),
         "communication (NCCL) kernels on device " + std::to_string(m.device));
     d["comm_ns"] = m.comm_comp_overlap.communication_ns;
@@ -108,16 +114,30 @@ json devices_json(const CaptureData& data) {
 json streams_json(const CaptureData& data) {
   const IdleTimeOptions options;
   json streams = json::array();
+  std::map<std::pair<int32_t, int32_t>, QueueLengthSummary> queues;
+  for (const auto& q : queue_length_summary(data)) queues[{q.device, q.stream}] = q;
+  auto queue_json = [&](int32_t device, int32_t stream) -> std::optional<json> {
+    auto it = queues.find({device, stream});
+    if (it == queues.end()) return std::nullopt;
+    const QueueLengthSummary& q = it->second;
+    json out = {{"points", q.count}, {"mean", q.mean}, {"std", q.std}, {"min", q.min},
+                {"p25", q.p25},      {"p50", q.p50},   {"p75", q.p75}, {"max", q.max}};
+    put(out, "time_weighted_mean", q.time_weighted_mean, "queue changes at two or more times");
+    return out;
+  };
   for (const auto& s : idle_time_breakdown(data, options)) {
-    streams.push_back({{"device", s.device},
-                       {"stream", s.stream},
-                       {"idle_host_wait_ns", s.host_wait_ns},
-                       {"idle_kernel_wait_ns", s.kernel_wait_ns},
-                       {"idle_other_ns", s.other_ns},
-                       {"idle_host_wait_count", s.host_wait_count},
-                       {"idle_kernel_wait_count", s.kernel_wait_count},
-                       {"idle_other_count", s.other_count},
-                       {"consecutive_kernel_delay_ns", options.consecutive_kernel_delay_ns}});
+    json row = {{"device", s.device},
+                {"stream", s.stream},
+                {"idle_host_wait_ns", s.host_wait_ns},
+                {"idle_kernel_wait_ns", s.kernel_wait_ns},
+                {"idle_other_ns", s.other_ns},
+                {"idle_host_wait_count", s.host_wait_count},
+                {"idle_kernel_wait_count", s.kernel_wait_count},
+                {"idle_other_count", s.other_count},
+                {"consecutive_kernel_delay_ns", options.consecutive_kernel_delay_ns}};
+    put(row, "queue_length", queue_json(s.device, s.stream),
+        "launch calls correlated with GPU work on this stream (HTA's launch API names)");
+    streams.push_back(std::move(row));
   }
   return streams;
 }
@@ -185,6 +205,8 @@ json launches_json(const CaptureData& data) {
   put(l, "launch_delay_p50_ns", value(s.launch_delay_p50_ns), needs);
   put(l, "launch_delay_p95_ns", value(s.launch_delay_p95_ns), needs);
   put(l, "launch_delay_max_ns", value(s.launch_delay_max_ns), needs);
+  put(l, "launch_delay_mean_ns", any ? std::optional<double>(s.launch_delay_mean_ns) : std::nullopt,
+      needs);
   return l;
 }
 

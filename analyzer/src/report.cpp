@@ -113,7 +113,8 @@ void render_markdown(const std::vector<store::Finding>& findings, const ReportHe
     out << "\n## " << f.rule << " (" << f.severity << ")\n\n"
         << markdown_escape(f.recommendation) << "\n\n<details><summary>Evidence</summary>\n\n"
         << "```json\n"
-        << evidence_of(f).dump(2) << "\n```\n\n</details>\n";
+        << evidence_of(f).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n```\n\n</details>\n";
   }
   auto skipped = not_evaluated(header);
   if (skipped.empty()) return;
@@ -147,7 +148,7 @@ void render_json(const std::vector<store::Finding>& findings, const ReportHeader
               {"metrics", header.metrics},
               {"findings", list},
               {"rules", rules_json(header)}};
-  out << doc.dump(2) << "\n";
+  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 // Chrome trace format: ts in microseconds; global-scope instant events ("s":"g") so they draw
@@ -183,7 +184,9 @@ void render_chrome_trace(const std::vector<store::Finding>& findings, std::ostre
                         {"tid", 0},
                         {"args", args}});
   }
-  out << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << "\n";
+  out << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(
+             -1, ' ', false, nlohmann::json::error_handler_t::replace)
+      << "\n";
 }
 
 }  // namespace

@@ -318,7 +318,7 @@ std::string value_text(const json& v, Unit unit) {
       return v.is_number_integer() ? std::to_string(v.get<int64_t>())
                                    : plain_number(v.get<double>());
   }
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // object[name] formatted, or "n/a (needs …)" from its "<name>_needs" sibling when null/absent.
@@ -346,7 +346,7 @@ std::string evidence_value(const std::string& key, const json& v) {
     if (share && v.get<double>() >= 0.0 && v.get<double>() <= 1.0) return percent(v.get<double>());
     return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : plain_number(v.get<double>());
   }
-  std::string text = v.dump();
+  std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return text.size() > 200 ? text.substr(0, 200) + "…" : text;
 }
 
@@ -480,7 +480,7 @@ class Builder {
     metric("GPU utilization, all ops", "gpu_utilization_all_ops", Unit::fraction);
     metric("Est. SM efficiency", "est_sm_efficiency", Unit::fraction);
     metric("Est. achieved occupancy", "est_achieved_occupancy", Unit::percent_value);
-    for (const char* type : {"compute", "communication", "memory", "synchronization"})
+    for (const char* type : {"compute", "communication", "memory", "other"})
       row(std::string("Kernel time: ") + type, [&](const json& d) {
         return value_text(d["kernel_time_by_type_ns"][type], Unit::duration);
       });
@@ -583,6 +583,7 @@ class Builder {
     add("Runtime outliers", "runtime_outliers", Unit::count);
     add("Launch delay outliers", "launch_delay_outliers", Unit::count);
     add("Launch delay beyond the cutoff", "launch_delay_excess_ns", Unit::duration);
+    add("Launch delay mean (HTA, clipped at 0)", "launch_delay_mean_ns", Unit::duration);
     add("Launch delay p50", "launch_delay_p50_ns", Unit::duration);
     add("Launch delay p95", "launch_delay_p95_ns", Unit::duration);
     add("Launch delay max", "launch_delay_max_ns", Unit::duration);

@@ -69,7 +69,8 @@ store::Finding make_finding(const Rule& rule, const AnalysisContext& context,
   f.impact_ns = impact_ns;
   evidence["thresholds"] = thresholds_json(rule, context);
   evidence["denominator_ns"] = denominator_ns;
-  f.evidence_json = evidence.dump();
+  // Names from the trace may hold invalid UTF-8 (untrusted input): U+FFFD instead of an exception.
+  f.evidence_json = evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   f.recommendation = std::move(recommendation);
   f.created_ns = context.now_ns();
   return f;
@@ -910,9 +911,10 @@ class FusionCandidates : public Rule {
     std::map<int32_t, PerDevice> devices;
     for (const auto& [key, indexes] : data.events_by_stream) {
       std::vector<uint32_t> run;
+      const int32_t device = key.first;  // a lambda may not capture a structured binding (clang 14)
       auto flush = [&]() {
         if (run.size() >= min_run) {
-          PerDevice& d = devices[key.first];
+          PerDevice& d = devices[device];
           ++d.runs, d.kernels += static_cast<int64_t>(run.size());
           for (size_t k = 1; k < run.size(); ++k)
             d.gap_ns += std::max<int64_t>(0, g.start[run[k]] - g.end[run[k - 1]]);

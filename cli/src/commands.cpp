@@ -15,6 +15,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"info", "summarize a trace database (devices, processes, span, counts)", run_info_command},
       {"sql", "run a read-only SQL query on a trace database", run_sql_command},
+      {"migrate", "upgrade trace databases from older fleetscope builds, in place",
+       run_migrate_command},
       {"import", "import Kineto/PyTorch-profiler JSON or nsys SQLite exports into a trace database",
        importers::run_import_command},
       {"run", "trace a command on the GPU with the fleetscope agent (like nsys profile)",

@@ -2,9 +2,12 @@
 #include <iostream>
 
 #include "fleetscope/cli/command.h"
+#include "fleetscope/store/database.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // An interrupted import or export leaves no temporary file behind.
+  fleetscope::store::AtomicOutput::remove_temporaries_on_signal();
   try {
     return fleetscope::cli::run_cli(args, std::cout, std::cerr);
   } catch (const std::exception& e) {

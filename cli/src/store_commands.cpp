@@ -8,6 +8,7 @@
 
 #include "fleetscope/common/args.h"
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/query_stream.h"
 #include "fleetscope/store/reader.h"
 
 namespace fleetscope::cli {
@@ -16,9 +17,12 @@ namespace {
 std::string format_duration(int64_t ns) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(3);
-  if (ns >= 1'000'000'000) os << static_cast<double>(ns) / 1e9 << " s";
-  else if (ns >= 1'000'000) os << static_cast<double>(ns) / 1e6 << " ms";
-  else os << static_cast<double>(ns) / 1e3 << " us";
+  if (ns >= 1'000'000'000)
+    os << static_cast<double>(ns) / 1e9 << " s";
+  else if (ns >= 1'000'000)
+    os << static_cast<double>(ns) / 1e6 << " ms";
+  else
+    os << static_cast<double>(ns) / 1e3 << " us";
   return os.str();
 }
 
@@ -75,13 +79,16 @@ nlohmann::json info_json(const store::Reader& reader) {
       if (g.smCount) d["sm_count"] = *g.smCount;
       if (g.totalMemory) d["total_memory_bytes"] = *g.totalMemory;
       if (g.computeMajor && g.computeMinor)
-        d["compute_capability"] = std::to_string(*g.computeMajor) + "." + std::to_string(*g.computeMinor);
+        d["compute_capability"] =
+            std::to_string(*g.computeMajor) + "." + std::to_string(*g.computeMinor);
       devices.push_back(d);
     }
     cj["devices"] = devices;
     json iterations = json::array();
     for (const store::Iteration& it : reader.iterations(c.id))
-      iterations.push_back({{"step", it.step}, {"start_ns", it.start}, {"end_ns", it.end},
+      iterations.push_back({{"step", it.step},
+                            {"start_ns", it.start},
+                            {"end_ns", it.end},
                             {"duration_ns", it.end - it.start}});
     cj["iterations"] = iterations;
     captures.push_back(cj);
@@ -146,8 +153,8 @@ int run_info_command(const std::vector<std::string>& args, std::ostream& out, st
   std::vector<std::string> files;
   std::string format = "table";
   common::ArgParser parser("fleetscope info [--format table|json] DB...",
-                   "Summarize trace databases: devices, processes and ranks, time span, "
-                   "iterations and counts per event kind, per capture.");
+                           "Summarize trace databases: devices, processes and ranks, time span, "
+                           "iterations and counts per event kind, per capture.");
   parser.option("--format", "FORMAT", "table (default) or json", &format)
       .positionals("DB", "trace database(s) written by fleetscope", &files, 1);
   if (auto code = parser.parse(args, out, err)) return *code;
@@ -161,78 +168,184 @@ int run_info_command(const std::vector<std::string>& args, std::ostream& out, st
       store::Reader reader(file);
       nlohmann::json j = info_json(reader);
       j["path"] = file;
-      if (format == "json") all.push_back(j);
-      else print_info_table(j, file, out);
+      if (format == "json")
+        all.push_back(j);
+      else
+        print_info_table(j, file, out);
     } catch (const Error& e) {
       err << "error: " << e.what() << "\n";
       return 1;
     }
   }
-  if (format == "json") out << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+  if (format == "json")
+    out << (all.size() == 1 ? all[0] : all)
+               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
   return 0;
 }
+
+namespace {
+
+std::string csv_quote(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+// Table output without holding the result: column widths come from the first kWidthRows rows,
+// which are buffered; later rows print with those widths (values are cut at 60 characters).
+class TablePrinter {
+ public:
+  explicit TablePrinter(std::ostream& out) : out_(out) {}
+  void columns(const std::vector<std::string>& names) {
+    names_ = names;
+    width_.assign(names.size(), 0);
+    for (size_t c = 0; c < names.size(); ++c) width_[c] = names[c].size();
+  }
+  void row(const store::QueryRow& row) {
+    if (!header_printed_) {
+      buffered_.push_back(row);
+      for (size_t c = 0; c < row.size(); ++c)
+        width_[c] = std::max(width_[c], std::min<size_t>(row[c].value_or("NULL").size(), 60));
+      if (buffered_.size() >= kWidthRows) flush();
+      return;
+    }
+    print(row);
+  }
+  void flush() {
+    if (!header_printed_) {
+      for (size_t c = 0; c < width_.size(); ++c)
+        out_ << std::left << std::setw(static_cast<int>(width_[c]) + 2) << names_[c];
+      out_ << "\n";
+      header_printed_ = true;
+    }
+    for (const auto& r : buffered_) print(r);
+    buffered_.clear();
+  }
+
+ private:
+  static constexpr size_t kWidthRows = 1000;
+  void print(const store::QueryRow& row) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      std::string v = row[c].value_or("NULL");
+      if (v.size() > 60) v = v.substr(0, 57) + "...";
+      out_ << std::left << std::setw(static_cast<int>(width_[c]) + 2) << v;
+    }
+    out_ << "\n";
+  }
+  std::ostream& out_;
+  std::vector<std::string> names_;
+  std::vector<size_t> width_;
+  std::vector<store::QueryRow> buffered_;
+  bool header_printed_ = false;
+};
+
+}  // namespace
 
 int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> positionals;
   std::string format = "table";
-  common::ArgParser parser("fleetscope sql [--format table|json|csv] DB \"SELECT ...\"",
-                   "Run one read-only SQL statement on a trace database. Table and column names "
-                   "follow the Nsight Systems SQLite export (see docs/schema.md).");
+  double timeout_s = 60;
+  common::ArgParser parser(
+      "fleetscope sql [--format table|json|csv] [--timeout SECONDS] DB \"SELECT ...\"",
+      "Run one read-only SQL statement on a trace database; rows are printed as they come. "
+      "Table and column names follow the Nsight Systems SQLite export (see docs/schema.md). "
+      "The file is opened read-only and untrusted: an older schema is migrated in memory, "
+      "never in the file (`fleetscope migrate` upgrades the file).");
   parser.option("--format", "FORMAT", "table (default), json or csv", &format)
+      .option("--timeout", "SECONDS", "stop the query after SECONDS (default 60, 0 = no limit)",
+              &timeout_s)
       .positionals("DB QUERY", "database file and the query", &positionals, 2, 2);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (format != "table" && format != "json" && format != "csv") {
     err << "error: --format must be table, json or csv, got '" << format << "'\n";
     return 2;
   }
+  if (!(timeout_s >= 0) || timeout_s > 1e9) {
+    err << "error: --timeout must be a number of seconds >= 0, got " << timeout_s << "\n";
+    return 2;
+  }
   try {
-    store::Reader reader(positionals[0]);
-    store::QueryResult result = reader.query(positionals[1]);
-    if (format == "json") {
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& row : result.rows) {
+    store::Database db = store::Database::open(positionals[0], store::OpenMode::read_only);
+    store::QueryLimits limits;
+    limits.time_limit_s = timeout_s;
+    std::vector<std::string> columns;
+    TablePrinter table(out);
+    int64_t rows = 0;
+    auto on_columns = [&](const std::vector<std::string>& names) {
+      columns = names;
+      if (format == "csv") {
+        for (size_t c = 0; c < names.size(); ++c) out << (c ? "," : "") << csv_quote(names[c]);
+        out << "\n";
+      } else if (format == "json") {
+        out << "[";
+      } else {
+        table.columns(names);
+      }
+    };
+    auto on_row = [&](const store::QueryRow& row) {
+      if (format == "csv") {
+        for (size_t c = 0; c < row.size(); ++c)
+          out << (c ? "," : "") << csv_quote(row[c].value_or(""));
+        out << "\n";
+      } else if (format == "json") {
         nlohmann::json r = nlohmann::json::object();
         for (size_t c = 0; c < row.size(); ++c)
-          r[result.columns[c]] = row[c] ? nlohmann::json(*row[c]) : nlohmann::json(nullptr);
-        rows.push_back(r);
-      }
-      out << rows.dump(2) << "\n";
-    } else if (format == "csv") {
-      auto quote = [](const std::string& v) {
-        if (v.find_first_of(",\"\n") == std::string::npos) return v;
-        std::string q = "\"";
-        for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        return q + "\"";
-      };
-      for (size_t c = 0; c < result.columns.size(); ++c)
-        out << (c ? "," : "") << quote(result.columns[c]);
-      out << "\n";
-      for (const auto& row : result.rows) {
-        for (size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << quote(row[c].value_or(""));
-        out << "\n";
-      }
-    } else {
-      std::vector<size_t> width(result.columns.size());
-      for (size_t c = 0; c < width.size(); ++c) width[c] = result.columns[c].size();
-      for (const auto& row : result.rows)
-        for (size_t c = 0; c < row.size(); ++c)
-          width[c] = std::max(width[c], std::min<size_t>(row[c].value_or("NULL").size(), 60));
-      for (size_t c = 0; c < width.size(); ++c)
-        out << std::left << std::setw(static_cast<int>(width[c]) + 2) << result.columns[c];
-      out << "\n";
-      for (const auto& row : result.rows) {
-        for (size_t c = 0; c < row.size(); ++c) {
-          std::string v = row[c].value_or("NULL");
-          if (v.size() > 60) v = v.substr(0, 57) + "...";
-          out << std::left << std::setw(static_cast<int>(width[c]) + 2) << v;
+          r[columns[c]] = row[c] ? nlohmann::json(*row[c]) : nlohmann::json(nullptr);
+        std::string text = r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+        out << (rows ? ",\n  " : "\n  ");
+        for (char ch : text) {
+          out << ch;
+          if (ch == '\n') out << "  ";
         }
-        out << "\n";
+      } else {
+        table.row(row);
       }
-      err << result.rows.size() << " row(s)\n";
+      ++rows;
+    };
+    try {
+      store::stream_query(db, positionals[1], limits, on_columns, on_row);
+    } catch (const Error&) {
+      // What was printed stays printed (rows are streamed); end the document cleanly.
+      if (format == "json" && !columns.empty()) out << (rows ? "\n]" : "]") << "\n";
+      throw;
+    }
+    if (format == "json") out << (rows ? "\n]" : "]") << "\n";
+    if (format == "table") {
+      table.flush();
+      err << rows << " row(s)\n";
     }
   } catch (const Error& e) {
     err << "error: " << e.what() << "\n";
     return 1;
+  }
+  return 0;
+}
+
+int run_migrate_command(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
+  std::vector<std::string> files;
+  common::ArgParser parser("fleetscope migrate DB...",
+                           "Upgrade trace databases written by older fleetscope builds to this "
+                           "build's schema, in place (one transaction per file). Reading "
+                           "commands never change a file; they migrate a copy in memory.");
+  parser.positionals("DB", "trace database(s) to upgrade", &files, 1);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  for (const std::string& file : files) {
+    try {
+      // The file's own schema_version (a read-only open would report its migrated copy's).
+      const int before = store::Database::open_external(file).schema_version();
+      store::Database db = store::Database::open(file, store::OpenMode::read_write);
+      const int after = db.schema_version();
+      if (before == after)
+        out << file << ": schema_version " << after << ", already current\n";
+      else
+        out << file << ": schema_version " << before << " -> " << after << "\n";
+    } catch (const Error& e) {
+      err << "error: " << e.what() << "\n";
+      return 1;
+    }
   }
   return 0;
 }

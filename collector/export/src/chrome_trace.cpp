@@ -833,7 +833,14 @@ ChromeExportStats export_chrome(const store::Reader& reader, const std::string& 
   {
     ChromeTraceFile file(output.temp_path(), gzip, options.gzip_level);
     ChromeExporter exporter(reader, options, std::move(scope));
-    stats = exporter.run(file);
+    try {
+      stats = exporter.run(file);
+    } catch (const TimeOutOfRange& bad) {
+      throw InputError(reader.database().path(), "an event's time",
+                       std::to_string(bad.value) +
+                           " ns is out of range (expected a time within ±2^62 ns of the epoch, "
+                           "so that differences fit in 64 bits; the database is corrupt)");
+    }
   }
   output.commit();
   return stats;

@@ -6,8 +6,17 @@
 #include <string_view>
 
 #include "fleetscope/export/json_text.h"
+#include "fleetscope/store/error.h"
 
 namespace fleetscope::exporter {
+
+// A time or duration whose arithmetic would overflow (a corrupt database: start = 1e300 read as
+// INT64_MAX, or INT64_MIN). export_chrome turns it into an InputError naming the file.
+struct TimeOutOfRange : Error {
+  explicit TimeOutOfRange(int64_t v)
+      : Error("time " + std::to_string(v) + " ns out of range (64-bit overflow)"), value(v) {}
+  int64_t value;
+};
 
 class EventBuilder {
  public:
@@ -35,12 +44,13 @@ class EventBuilder {
   // An absolute time (ns) written relative to the base, in µs with three decimals.
   EventBuilder& time(std::string_view key, int64_t absolute_ns) {
     key_(key);
-    append_microseconds(text_, absolute_ns - base_);
+    append_microseconds(text_, checked_difference(absolute_ns, base_, absolute_ns));
     return *this;
   }
   EventBuilder& duration(int64_t start_ns, int64_t end_ns) {
     key_("dur");
-    append_microseconds(text_, end_ns > start_ns ? end_ns - start_ns : 0);
+    append_microseconds(text_,
+                        end_ns > start_ns ? checked_difference(end_ns, start_ns, end_ns) : 0);
     return *this;
   }
 
@@ -88,6 +98,16 @@ class EventBuilder {
   }
 
  private:
+  // Times beyond ±2^62 ns (146 years from the epoch) are corrupt values, refused like overflow.
+  static constexpr int64_t kMaxAbsTimeNs = (int64_t{1} << 62) - 1;
+  static int64_t checked_difference(int64_t a, int64_t b, int64_t culprit) {
+    for (int64_t t : {a, b})
+      if (t < -kMaxAbsTimeNs || t > kMaxAbsTimeNs) throw TimeOutOfRange(t);
+    int64_t out = 0;
+    if (__builtin_sub_overflow(a, b, &out)) throw TimeOutOfRange(culprit);
+    return out;
+  }
+
   void key_(std::string_view key) {
     text_ += ",\"";
     text_ += key;

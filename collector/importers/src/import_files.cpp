@@ -72,7 +72,8 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
       throw InputError(
           p, "byte 0",
           "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
-  store::AtomicOutput output(out_db);
+  store::AtomicOutput output(
+      out_db, overwrite ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   std::vector<ImportResult> results;
   {
     store::WriterOptions writer_options;

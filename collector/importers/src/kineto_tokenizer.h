@@ -42,7 +42,15 @@ struct ArgValue {
   bool fits_int() const {
     return kind == Kind::integer || (kind == Kind::real && d >= -9.2e18 && d <= 9.2e18);
   }
-  int64_t as_int() const { return kind == Kind::real ? static_cast<int64_t>(d) : i; }
+  // Saturating: a float outside int64 (or NaN) must not reach a cast (undefined behaviour); the
+  // callers range-check the result and name the position.
+  int64_t as_int() const {
+    if (kind != Kind::real) return i;
+    if (!(d == d)) return 0;
+    if (d >= 9.223372036854775807e18) return INT64_MAX;
+    if (d <= -9.223372036854775808e18) return INT64_MIN;
+    return static_cast<int64_t>(d);
+  }
   double as_real() const { return kind == Kind::real ? d : static_cast<double>(i); }
 };
 

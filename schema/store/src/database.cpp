@@ -1,13 +1,20 @@
 #include "fleetscope/store/database.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <unordered_map>
 
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/rows.h"
@@ -39,8 +46,33 @@ struct Migration {
 };
 const Migration kMigrations[] = {{1, &embedded::v1_to_v2_sql}};
 
+// The file behind each open connection, so that an error raised deep inside a statement still
+// names the file the user gave (an in-memory copy of a migrated file has no file name of its own).
+std::mutex& paths_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<const sqlite3*, std::string>& paths_by_connection() {
+  static std::unordered_map<const sqlite3*, std::string> paths;
+  return paths;
+}
+void remember_path(const sqlite3* db, const std::string& path) {
+  std::lock_guard lock(paths_mutex());
+  paths_by_connection()[db] = path;
+}
+void forget_path(const sqlite3* db) {
+  std::lock_guard lock(paths_mutex());
+  paths_by_connection().erase(db);
+}
+
 [[noreturn]] void throw_sqlite(sqlite3* db, const std::string& what) {
-  throw Error(what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  const std::string file = db ? connection_path(db) : std::string("(no database)");
+  const std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+  const int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
+  // A damaged file is bad input (exit 1 with the file named), not an internal error.
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_MISMATCH)
+    throw InputError(file, "", what + ": " + message);
+  throw Error(file + ": " + what + ": " + message);
 }
 
 void exec_or_throw(sqlite3* db, const std::string& sql, const std::string& context) {
@@ -48,7 +80,8 @@ void exec_or_throw(sqlite3* db, const std::string& sql, const std::string& conte
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
     std::string text = message ? message : sqlite3_errmsg(db);
     sqlite3_free(message);
-    throw Error(context + ": " + text);
+    const std::string file = connection_path(db);
+    throw Error((context == file ? file : file + ": " + context) + ": " + text);
   }
 }
 
@@ -80,12 +113,76 @@ int read_schema_version(sqlite3* db, const std::string& path) {
   return version;
 }
 
+// Every connection treats the file as untrusted (https://www.sqlite.org/security.html): defensive
+// mode (no writable_schema, no raw page edits), the schema untrusted (functions with side effects
+// never run from a view, trigger or index expression stored in the file), and triggers off
+// entirely: fleetscope's schema has none, so a trigger in a file was put there by someone else,
+// and it must not write a row when fleetscope inserts findings or migrates.
+// Applied to files fleetscope opens, not to the ones it creates (defensive mode would also refuse
+// the writer's journal_mode = OFF on its own temporary output).
+void apply_untrusted_file_settings(sqlite3* db) {
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
+  exec_or_throw(db, "PRAGMA trusted_schema = OFF", "pragma");
+}
+
 void apply_connection_pragmas(sqlite3* db) {
   sqlite3_busy_timeout(db, 5000);
   exec_or_throw(db, "PRAGMA foreign_keys = OFF", "pragma");
 }
 
+// Applies the migrations from `version` to kSchemaVersion in one transaction.
+void migrate(sqlite3* db, int version) {
+  exec_or_throw(db, "BEGIN IMMEDIATE", "migrate");
+  try {
+    for (const Migration& m : kMigrations) {
+      if (m.from < version) continue;
+      exec_or_throw(db, *m.sql, "migrate from schema_version " + std::to_string(m.from));
+    }
+    exec_or_throw(db,
+                  "UPDATE meta SET value = '" + std::to_string(kSchemaVersion) +
+                      "' WHERE key = 'schema_version'",
+                  "migrate");
+    exec_or_throw(db, "COMMIT", "migrate");
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+// A private in-memory copy of the database open on `file` (sqlite3_backup), for reading an older
+// schema without writing to the file: the migration runs on the copy.
+sqlite3* copy_into_memory(sqlite3* file, const std::string& path) {
+  sqlite3* memory = nullptr;
+  if (sqlite3_open_v2(":memory:", &memory, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_close(memory);
+    throw Error(path + ": cannot open an in-memory copy: out of memory");
+  }
+  sqlite3_backup* backup = sqlite3_backup_init(memory, "main", file, "main");
+  int rc = backup ? sqlite3_backup_step(backup, -1) : sqlite3_errcode(memory);
+  sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) {
+    std::string message = sqlite3_errmsg(backup ? file : memory);
+    sqlite3_close(memory);
+    throw InputError(path, "", "cannot copy the database into memory to migrate it: " + message);
+  }
+  return memory;
+}
+
 }  // namespace
+
+std::string connection_path(const sqlite3* db) {
+  {
+    std::lock_guard lock(paths_mutex());
+    auto it = paths_by_connection().find(db);
+    if (it != paths_by_connection().end()) return it->second;
+  }
+  const char* name = sqlite3_db_filename(const_cast<sqlite3*>(db), "main");
+  return name && *name ? std::string(name) : std::string("(in-memory database)");
+}
 
 // ---- Statement ----
 
@@ -172,6 +269,7 @@ Database Database::open(const std::string& path, OpenMode mode) {
     throw InputError(path, "", "cannot open: " + message);
   }
   Database db(raw, path);
+  apply_untrusted_file_settings(raw);
   apply_connection_pragmas(raw);
   int version = read_schema_version(raw, path);
   if (version > kSchemaVersion)
@@ -181,34 +279,17 @@ Database Database::open(const std::string& path, OpenMode mode) {
                          std::to_string(kSchemaVersion) + "); upgrade fleetscope to read it");
   if (version < kSchemaVersion) {
     if (mode == OpenMode::read_only) {
-      // Upgrade in place once through a read-write connection, then read as asked.
+      // A read never writes to the file it reads: the older schema is migrated on a private
+      // in-memory copy (`fleetscope migrate` upgrades the file itself, once).
+      Database copy(copy_into_memory(raw, path), path);
       db.close();
-      try {
-        open(path, OpenMode::read_write);
-      } catch (const InputError&) {
-        throw;
-      } catch (const Error& e) {
-        throw InputError(path, "table meta",
-                         "schema_version " + std::to_string(version) + " needs migrating to " +
-                             std::to_string(kSchemaVersion) + " but the file is not writable (" +
-                             e.what() + ")");
-      }
-      return open(path, OpenMode::read_only);
+      apply_untrusted_file_settings(copy.raw());
+      apply_connection_pragmas(copy.raw());
+      migrate(copy.raw(), version);
+      copy.exec("PRAGMA query_only = ON");
+      return copy;
     }
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      for (const Migration& m : kMigrations) {
-        if (m.from < version) continue;
-        db.exec(*m.sql);
-        version = m.from + 1;
-      }
-      db.exec("UPDATE meta SET value = '" + std::to_string(kSchemaVersion) +
-              "' WHERE key = 'schema_version'");
-      db.exec("COMMIT");
-    } catch (...) {
-      sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
-    }
+    migrate(raw, version);
   }
   if (mode == OpenMode::read_only) db.exec("PRAGMA query_only = ON");
   return db;
@@ -226,7 +307,11 @@ Database Database::open_external(const std::string& path) {
     sqlite3_close(raw);
     throw InputError(path, "sqlite open", message);
   }
-  return Database(raw, path);
+  Database db(raw, path);
+  apply_untrusted_file_settings(raw);
+  apply_connection_pragmas(raw);
+  db.exec("PRAGMA query_only = ON");
+  return db;
 }
 
 namespace {
@@ -328,8 +413,13 @@ void Database::exec(const std::string& sql) {
 int Database::schema_version() const {
   return read_schema_version(db_, path_);
 }
+Database::Database(sqlite3* db, std::string path, bool in_memory)
+    : db_(db), path_(std::move(path)), in_memory_(in_memory) {
+  if (db_) remember_path(db_, path_);
+}
 void Database::close() {
   if (db_) {
+    forget_path(db_);
     sqlite3_close_v2(db_);
     db_ = nullptr;
   }
@@ -337,13 +427,116 @@ void Database::close() {
 
 // ---- AtomicOutput ----
 
-AtomicOutput::AtomicOutput(std::string final_path) : final_path_(std::move(final_path)) {
+namespace {
+
+// Temporary outputs in progress, for the signal handler: fixed slots of heap strings (the handler
+// may only read them and call unlink, which is async-signal-safe).
+constexpr size_t kSignalSlots = 64;
+std::atomic<char*> g_pending_temp[kSignalSlots];
+
+void register_temp(char* path) {
+  for (auto& slot : g_pending_temp) {
+    char* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, path)) return;
+  }
+  // More than 64 outputs at once: this one is only removed by its destructor and the next sweep.
+}
+
+void unregister_temp(const char* path) {
+  for (auto& slot : g_pending_temp) {
+    char* expected = const_cast<char*>(path);
+    if (slot.compare_exchange_strong(expected, nullptr)) return;
+  }
+}
+
+void remove_pending_on_signal(int signal_number) {
+  char side[4096];
+  for (auto& slot : g_pending_temp) {
+    const char* path = slot.load();
+    if (!path) continue;
+    ::unlink(path);
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+      size_t n = 0;
+      for (; path[n] && n + 16 < sizeof side; ++n) side[n] = path[n];
+      for (size_t k = 0; suffix[k]; ++k) side[n++] = suffix[k];
+      side[n] = '\0';
+      ::unlink(side);
+    }
+  }
+  ::signal(signal_number, SIG_DFL);  // then die of the signal, as without the handler
+  ::raise(signal_number);
+}
+
+bool process_alive(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+// Temporary files of earlier runs for the same output: "<final>.tmp-<pid>-<n>" (plus SQLite side
+// files). Those of dead processes are removed (a SIGKILLed import); a live one is another writer.
+long sweep_and_find_live_writer(const std::string& final_path) {
+  namespace fs = std::filesystem;
+  const fs::path final_fs(final_path);
+  const fs::path dir = final_fs.parent_path().empty() ? fs::path(".") : final_fs.parent_path();
+  const std::string prefix = final_fs.filename().string() + ".tmp-";
+  std::error_code ec;
+  long live = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos) continue;
+    long pid = 0;
+    try {
+      pid = std::stol(rest.substr(0, dash));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (pid == ::getpid()) continue;
+    if (process_alive(pid)) {
+      live = pid;
+    } else {
+      std::error_code remove_error;
+      fs::remove(it->path(), remove_error);
+    }
+  }
+  return live;
+}
+
+}  // namespace
+
+void AtomicOutput::remove_temporaries_on_signal() {
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction current {};
+    if (::sigaction(signal_number, nullptr, &current) != 0) continue;
+    if (current.sa_handler != SIG_DFL) continue;  // the program has its own: leave it alone
+    struct sigaction action {};
+    action.sa_handler = remove_pending_on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
+
+AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
+    : final_path_(std::move(final_path)), replace_(replace) {
+  if (const long other = sweep_and_find_live_writer(final_path_))
+    throw Error(final_path_ + ": another fleetscope process (pid " + std::to_string(other) +
+                ") is writing this file; wait for it to finish (two writers would lose one "
+                "result)");
   std::random_device rd;
   temp_path_ =
       final_path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);
+  signal_copy_.reset(::strdup(temp_path_.c_str()));
+  if (signal_copy_) register_temp(signal_copy_.get());
+}
+
+void AtomicOutput::FreeDeleter::operator()(char* p) const {
+  ::free(p);
 }
 
 AtomicOutput::~AtomicOutput() {
+  if (signal_copy_) unregister_temp(signal_copy_.get());
   if (committed_) return;
   std::error_code ec;
   for (const char* suffix : {"", "-wal", "-shm", "-journal"})
@@ -364,7 +557,21 @@ void AtomicOutput::commit() {
     }
   };
   sync_path(temp_path_, O_RDONLY);
-  std::filesystem::rename(temp_path_, final_path_, ec);
+  if (replace_ == Replace::no) {
+    // Without permission to replace, a file that appeared while we wrote (another writer) is
+    // never overwritten: renameat2(RENAME_NOREPLACE) fails instead (Linux >= 3.15).
+    if (::syscall(SYS_renameat2, AT_FDCWD, temp_path_.c_str(), AT_FDCWD, final_path_.c_str(),
+                  1u /* RENAME_NOREPLACE */) != 0) {
+      const int error = errno;
+      if (error == EEXIST)
+        throw Error(final_path_ +
+                    ": appeared while this output was being written (another writer?); not "
+                    "replacing it (use --force to replace it)");
+      ec = std::error_code(error, std::generic_category());
+    }
+  } else {
+    std::filesystem::rename(temp_path_, final_path_, ec);
+  }
   if (!ec) {
     std::string dir = std::filesystem::path(final_path_).parent_path().string();
     sync_path(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);

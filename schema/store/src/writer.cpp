@@ -144,7 +144,11 @@ struct Writer::Impl {
     return id;
   }
 
-  void note_extent(const char* table, int64_t capture, int64_t duration) {
+  // start/end come from files (importers) and may be anything: the span saturates instead of
+  // overflowing (found by fuzz_nsys_sqlite with INT64_MIN/INT64_MAX times).
+  void note_extent(const char* table, int64_t capture, int64_t start, int64_t end) {
+    int64_t duration = 0;
+    if (__builtin_sub_overflow(end, start, &duration)) duration = INT64_MAX;
     int64_t& slot = extents[{table, capture}];
     if (duration > slot) slot = duration;
   }
@@ -220,7 +224,7 @@ struct Writer::Impl {
       s.bind(p + 19, k.graphId).bind(p + 20, k.graphNodeId).bind(p + 21, k.launchType);
       s.bind(p + 22, k.blocksPerSm).bind(p + 23, k.warpsPerSm).bind(p + 24, k.estOccupancy);
       s.bind(p + 25, k.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_KERNEL", k.captureId, k.end - k.start);
+      note_extent("CUPTI_ACTIVITY_KIND_KERNEL", k.captureId, k.start, k.end);
     });
     insert_rows(kMemcpySpec, b.memcpys, [&](Statement& s, int p, const Memcpy& m) {
       s.bind(p, m.start)
@@ -231,7 +235,7 @@ struct Writer::Impl {
       s.bind(p + 7, m.bytes).bind(p + 8, int64_t{m.copyKind}).bind(p + 9, m.srcKind);
       s.bind(p + 10, m.dstKind).bind(p + 11, m.srcDeviceId).bind(p + 12, m.dstDeviceId);
       s.bind(p + 13, m.graphNodeId).bind(p + 14, m.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_MEMCPY", m.captureId, m.end - m.start);
+      note_extent("CUPTI_ACTIVITY_KIND_MEMCPY", m.captureId, m.start, m.end);
     });
     insert_rows(kMemsetSpec, b.memsets, [&](Statement& s, int p, const Memset& m) {
       s.bind(p, m.start)
@@ -244,7 +248,7 @@ struct Writer::Impl {
           .bind(p + 9, m.memKind)
           .bind(p + 10, m.graphNodeId);
       s.bind(p + 11, m.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_MEMSET", m.captureId, m.end - m.start);
+      note_extent("CUPTI_ACTIVITY_KIND_MEMSET", m.captureId, m.start, m.end);
     });
     insert_rows(kRuntimeSpec, b.runtime_calls, [&](Statement& s, int p, const RuntimeCall& r) {
       s.bind(p, r.start)
@@ -252,14 +256,14 @@ struct Writer::Impl {
           .bind(p + 2, int64_t{static_cast<int32_t>(r.eventClass)});
       s.bind(p + 3, r.globalTid).bind(p + 4, r.correlationId).bind(p + 5, intern_locked(r.name));
       s.bind(p + 6, r.returnValue).bind(p + 7, r.cbid).bind(p + 8, r.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_RUNTIME", r.captureId, r.end - r.start);
+      note_extent("CUPTI_ACTIVITY_KIND_RUNTIME", r.captureId, r.start, r.end);
     });
     insert_rows(kSyncSpec, b.syncs, [&](Statement& s, int p, const Sync& y) {
       s.bind(p, y.start).bind(p + 1, y.end).bind(p + 2, y.deviceId).bind(p + 3, y.contextId);
       s.bind(p + 4, y.streamId).bind(p + 5, y.correlationId).bind(p + 6, y.globalPid);
       s.bind(p + 7, y.globalTid).bind(p + 8, int64_t{y.syncType}).bind(p + 9, y.eventId);
       s.bind(p + 10, y.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", y.captureId, y.end - y.start);
+      note_extent("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", y.captureId, y.start, y.end);
     });
     insert_rows(kNvtxSpec, b.nvtx, [&](Statement& s, int p, const NvtxEvent& n) {
       s.bind(p, n.start)
@@ -268,7 +272,7 @@ struct Writer::Impl {
           .bind(p + 3, n.rangeId);
       s.bind(p + 4, n.text).bind(p + 5, intern_locked(n.text)).bind(p + 6, n.domainId);
       s.bind(p + 7, n.globalTid).bind(p + 8, n.captureId);
-      note_extent("NVTX_EVENTS", n.captureId, n.end ? *n.end - n.start : 0);
+      note_extent("NVTX_EVENTS", n.captureId, n.start, n.end ? *n.end : n.start);
     });
     insert_rows(kCpuOpSpec, b.cpu_ops, [&](Statement& s, int p, const CpuOp& c) {
       s.bind(p, c.start)
@@ -276,7 +280,7 @@ struct Writer::Impl {
           .bind(p + 2, c.globalTid)
           .bind(p + 3, intern_locked(c.name));
       s.bind(p + 4, c.category).bind(p + 5, c.externalId).bind(p + 6, c.captureId);
-      note_extent("cpu_ops", c.captureId, c.end - c.start);
+      note_extent("cpu_ops", c.captureId, c.start, c.end);
     });
     // Iterations may repeat a (capture, pid, step) key; one row per statement keeps "last wins".
     for (const Iteration& it : b.iterations) {

@@ -160,6 +160,58 @@ def comm_comp_overlap(analysis):
     return out
 
 
+def kernel_type_breakdown(analysis):
+    """get_gpu_kernel_breakdown(include_memory_kernels=True): time per kernel-type state, summed
+    over ranks (HTA's kernel_type_df). The states partition the time: "COMPUTATION" alone,
+    "COMPUTATION overlapping COMMUNICATION", ... (types by hta.utils.utils.get_kernel_type; OTHER
+    is never analysed). Also the union per type (the sum of the states that contain it)."""
+    kernel_type_df, _ = analysis.get_gpu_kernel_breakdown(
+        visualize=False, include_memory_kernels=True
+    )
+    states = {row["kernel_type"]: as_number(row["sum"]) for row in kernel_type_df.to_dict("records")}
+    union = {}
+    for kernel_type in ("COMPUTATION", "COMMUNICATION", "MEMORY"):
+        union[kernel_type] = as_number(
+            sum(v for k, v in states.items() if kernel_type in k.split(" overlapping "))
+        )
+    return {"include_memory_kernels": True, "states_us": states, "union_us": union}
+
+
+def queue_length(analysis, rank):
+    """get_queue_length_summary (pandas describe() per stream) and a digest of
+    get_queue_length_time_series per stream: its point count, the time-weighted mean of the step
+    function over [first point, last point], and its last value."""
+    summary = analysis.get_queue_length_summary(ranks=[rank])
+    series = analysis.get_queue_length_time_series(ranks=[rank]).get(rank)
+    streams = {}
+    if summary is not None:
+        for (rank_key, stream), row in summary.iterrows():
+            stats = {name[1] if isinstance(name, tuple) else name: as_number(value)
+                     for name, value in row.items()}
+            streams[str(int(stream))] = {"summary": stats}
+    if series is not None:
+        for stream, df in series.groupby("stream"):
+            entry = streams.setdefault(str(int(stream)), {})
+            ts = df["ts"].to_numpy(dtype="float64")
+            q = df["queue_length"].to_numpy(dtype="float64")
+            span = ts[-1] - ts[0] if len(ts) else 0
+            weighted = float(((ts[1:] - ts[:-1]) * q[:-1]).sum()) if len(ts) > 1 else 0.0
+            entry["time_series"] = {
+                "points": int(len(df)),
+                "time_weighted_mean": as_number(weighted / span) if span > 0 else None,
+                "last_queue_length": as_number(q[-1]) if len(q) else None,
+            }
+    return {"streams": streams}
+
+
+def guarded(fn, *args):
+    """An analysis HTA cannot run on a trace is recorded as an error, not fatal."""
+    try:
+        return fn(*args)
+    except Exception as error:  # noqa: BLE001 - recorded in the JSON
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
 def write_rebased_copy(path, out_path):
     """Copy of the trace with every `ts` shifted by the smallest one, subtracted exactly.
 
@@ -199,6 +251,7 @@ def analyze_one(path, rebase=False):
                 "ranks": ranks,
                 "temporal_breakdown": temporal_breakdown(analysis),
                 "comm_comp_overlap": comm_comp_overlap(analysis),
+                "kernel_type_breakdown": guarded(kernel_type_breakdown, analysis),
                 "per_rank": {},
             }
             for rank in ranks:
@@ -206,6 +259,7 @@ def analyze_one(path, rebase=False):
                     "gpu_events": gpu_event_summary(analysis, rank),
                     "idle_time_breakdown": idle_time_breakdown(analysis, rank),
                     "launch_stats": launch_stats(analysis, rank),
+                    "queue_length": guarded(queue_length, analysis, rank),
                 }
                 events = result["per_rank"][str(rank)]["gpu_events"]
                 for key in ("span_begin_us", "span_end_us"):
@@ -257,6 +311,7 @@ def main():
                     "how": f"{NS_ROUNDING_ENV}=1, timestamps rebased exactly before parsing",
                     "temporal_breakdown": exact["temporal_breakdown"],
                     "comm_comp_overlap": exact["comm_comp_overlap"],
+                    "kernel_type_breakdown": exact["kernel_type_breakdown"],
                     "per_rank": exact["per_rank"],
                 }
             output["traces"][name] = result

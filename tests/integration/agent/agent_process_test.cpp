@@ -145,17 +145,32 @@ TEST(AgentLibrary, ExportsOnlyTheInjectionEntryPoint) {
   EXPECT_EQ(names, std::vector<std::string>{"InitializeInjection"}) << symbols;
 }
 
+// The runtime a sanitizer build links into every shared object (GCC: libasan/libubsan/...;
+// clang: libclang_rt.*). Accepted only when this build is one (FLEETSCOPE_SANITIZER_BUILD).
+bool is_sanitizer_runtime(const std::string& line) {
+  for (const char* runtime : {"[libasan.so", "[libubsan.so", "[liblsan.so", "[libtsan.so",
+                              "[libhwasan.so", "[libclang_rt."})
+    if (line.find(runtime) != std::string::npos) return true;
+  return false;
+}
+
 TEST(AgentLibrary, DependsOnNothingButTheCLibrary) {
   std::string dynamic = capture_stdout("readelf -d '" + kAgent + "'");
   ASSERT_NE(dynamic.find("NEEDED"), std::string::npos);
   std::istringstream lines(dynamic);
+#ifdef FLEETSCOPE_SANITIZER_BUILD
+  constexpr bool sanitizer_build = true;
+#else
+  constexpr bool sanitizer_build = false;
+#endif
   for (std::string line; std::getline(lines, line);) {
     if (line.find("(NEEDED)") == std::string::npos) continue;
     bool system_lib = line.find("[libc.so") != std::string::npos ||
                       line.find("[libm.so") != std::string::npos ||
                       line.find("[ld-linux") != std::string::npos ||
                       line.find("[libdl.so") != std::string::npos ||
-                      line.find("[libpthread.so") != std::string::npos;
+                      line.find("[libpthread.so") != std::string::npos ||
+                      (sanitizer_build && is_sanitizer_runtime(line));
     EXPECT_TRUE(system_lib) << "unexpected dependency: " << line;
     EXPECT_EQ(line.find("cupti"), std::string::npos);
     EXPECT_EQ(line.find("libcuda"), std::string::npos);

@@ -35,7 +35,7 @@ TEST(DeviceMetrics, SharedCaseBusyIdleAndTypes) {
   EXPECT_EQ(m.kernel_time_by_type.computation_ns, us(260));
   EXPECT_EQ(m.kernel_time_by_type.communication_ns, us(100));
   EXPECT_EQ(m.kernel_time_by_type.memory_ns, us(30));
-  EXPECT_EQ(m.kernel_time_by_type.synchronization_ns, 0);
+  EXPECT_EQ(m.kernel_time_by_type.other_ns, 0);
   // The NCCL kernel [200,300) overlaps no computation.
   EXPECT_EQ(m.comm_comp_overlap.communication_ns, us(100));
   EXPECT_EQ(m.comm_comp_overlap.overlap_ns, 0);

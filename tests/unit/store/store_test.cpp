@@ -250,7 +250,7 @@ TEST(Store, MigratesVersionOneFileOnOpen) {
     ASSERT_EQ(sqlite3_exec(db, fill, nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
   }
-  Reader reader(path);  // read-only open upgrades in place first
+  Reader reader(path);  // read-only open migrates a copy in memory (the file is not written)
   EXPECT_EQ(reader.schema_version(), kSchemaVersion);
   ASSERT_EQ(reader.captures().size(), 1u);
   EXPECT_FALSE(reader.captures()[0].note.has_value());

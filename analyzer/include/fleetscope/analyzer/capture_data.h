@@ -115,7 +115,11 @@ struct CaptureData {
   int64_t intern(const std::string& text);  // finds or adds (negative id for new text)
   std::optional<int64_t> find_name(const std::string& text) const;
 
-  // Sorts the event arrays and builds the indexes below. Call after filling the arrays.
+  // The file the data was read from (the loader sets it), for error messages.
+  std::string origin_file;
+
+  // Sorts the event arrays and builds the indexes below. Call after filling the arrays. First
+  // range-checks every time (check_time_ranges), so no metric can overflow on a corrupt value.
   void finalize();
 
   // Built by finalize(): indexes into `gpu`, each in start order.
@@ -139,6 +143,14 @@ struct CaptureData {
   bool reverse_index_built_ = false;
   void build_reverse_index();
 };
+
+// Every timestamp the metrics subtract must lie in [-kMaxAbsTimeNs, kMaxAbsTimeNs] (2^62 - 1 ns,
+// about 146 years either side of the epoch): then any difference of two times fits in int64. A
+// value outside (a corrupt database: start = 1e300 read as INT64_MAX, INT64_MIN) is an InputError
+// naming `origin_file` (else the capture's source), the event and the value, raised before any
+// arithmetic.
+constexpr int64_t kMaxAbsTimeNs = (int64_t{1} << 62) - 1;
+void check_time_ranges(const CaptureData& data);
 
 // Short kernel-like label for a memcpy, in Kineto's spelling ("Memcpy HtoD (Pageable -> Device)"),
 // so HTA's name-based classification sees the same text.

@@ -5,9 +5,19 @@
 //   span_ns           last GPU-event end − first GPU-event start on the device (kernels, memcpys,
 //                     memsets; no sync waits and no HTA step filter, unlike temporal_breakdown).
 //   idle_ns           span_ns − busy_all_ns.
-//   kernel_time_by_type  per WorkClass (capture_data.h, HTA's name rules): |∪ GPU events of the
-//                     class| — memcpys and memsets are memory, as in HTA. Overlap inside a class
-//                     counts once; time where two classes overlap counts in both.
+//   kernel_time_by_type  HTA get_gpu_kernel_breakdown (hta/analyzers/breakdown_analysis.py):
+//                     per HTA kernel type (hta_kernel_type(): hta/utils/utils.py get_kernel_type),
+//                     |∪ GPU events of the type| over the device's GPU events and stream-carrying
+//                     sync waits (HTA's stream != -1 rows) AFTER HTA's last-step filter
+//                     (HtaStepFilter, as HTA applies at load and as comm_comp_overlap does).
+//                     Overlap inside a type counts once; time where two types overlap counts in
+//                     both (kernel_type_states splits it). OTHER is HTA's fourth type (sync waits,
+//                     names containing "Sync" or a non-leading "Memcpy"), which HTA never reports.
+//   kernel_time_by_type_unfiltered  the same without the last-step filter (every GPU event of the
+//                     capture): what fleetscope reported before it followed HTA.
+//   kernel_type_states HTA's kernel_type_df with include_memory_kernels=True: the time in each
+//                     combination of COMPUTATION / COMMUNICATION / MEMORY running ("COMPUTATION",
+//                     "COMPUTATION overlapping MEMORY", ...); the states partition the union.
 //   comm_comp_overlap HTA get_comm_comp_overlap (hta/analyzers/communication_analysis.py):
 //                     |∪ communication ∩ ∪ computation| / |∪ communication| over the device's GPU
 //                     events and stream-carrying sync waits, with HTA's last-step filter
@@ -33,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,9 +52,33 @@
 
 namespace fleetscope::analyzer {
 
+// HTA's kernel types (hta/utils/utils.py KernelType, get_kernel_type), decided by name only:
+// COMMUNICATION ^nccl.*Kernel; MEMORY ^Memcpy|^Memset|^dma (MTIA DMA); COMPUTATION when
+// is_compute_kernel (not (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)); else OTHER. As with
+// Python's re.match, '.' stops at a newline. Differs from WorkClass (capture_data.h, HTA's
+// is_compute_kernel only) for "dma..." names and names with "Memcpy" later in the name.
+enum class HtaKernelType : uint8_t { computation, communication, memory, other };
+HtaKernelType hta_kernel_type(const std::string& name);
+
 struct KernelTimeByType {
-  int64_t computation_ns = 0, communication_ns = 0, memory_ns = 0, synchronization_ns = 0;
+  int64_t computation_ns = 0, communication_ns = 0, memory_ns = 0, other_ns = 0;
 };
+
+// Per-device kernel type breakdown; `hta_last_step_filter` false = every event of the capture.
+KernelTimeByType kernel_time_by_type(const CaptureData& data, int32_t device,
+                                     bool hta_last_step_filter = true);
+// HTA's overlap states on the device (state name -> ns), with the same filter.
+std::map<std::string, int64_t> kernel_type_states(const CaptureData& data, int32_t device,
+                                                  bool hta_last_step_filter = true);
+// The pieces HTA sums into the states: between consecutive type-union edges (in time order) where
+// at least one type runs. HTA casts each piece's length to int µs (astype(int), truncation), so on
+// float-timestamp traces its states are below the exact ones by < 1 µs per piece.
+struct KernelTypeSegment {
+  std::string state;
+  Interval span;
+};
+std::vector<KernelTypeSegment> kernel_type_segments(const CaptureData& data, int32_t device,
+                                                    bool hta_last_step_filter = true);
 
 struct CommCompOverlap {
   int32_t device = 0;
@@ -62,7 +97,9 @@ struct DeviceMetrics {
   int32_t device = 0;
   Interval span;
   int64_t span_ns = 0, busy_kernels_ns = 0, busy_all_ns = 0, idle_ns = 0;
-  KernelTimeByType kernel_time_by_type;
+  KernelTimeByType kernel_time_by_type;             // HTA's definition (last-step filter)
+  KernelTimeByType kernel_time_by_type_unfiltered;  // every GPU event of the capture
+  std::map<std::string, int64_t> kernel_type_states;
   CommCompOverlap comm_comp_overlap;
   std::optional<Interval> steps_span;  // the plugin's, the same for every device
   int64_t kernel_busy_in_steps_ns = 0;

@@ -95,7 +95,9 @@ struct LaunchStatisticsOptions {
   int64_t runtime_cutoff_ns = 50'000;        // HTA runtime_cutoff, 50 µs
   int64_t launch_delay_cutoff_ns = 100'000;  // HTA launch_delay_cutoff, 100 µs
   bool include_memory_events = true;         // HTA default
-  std::vector<std::string> launch_apis = {"cudaLaunchKernel", "cudaLaunchKernelExC"};
+  // HTA 0.5.0's launch names (cuda_kernel_analysis.py), MTIA's included.
+  std::vector<std::string> launch_apis = {"cudaLaunchKernel", "cudaLaunchKernelExC",
+                                          "runFunction - job_prep_and_submit_for_execution"};
   std::vector<std::string> memory_apis = {"cudaMemcpyAsync", "cudaMemsetAsync"};
   bool hta_last_step_filter = true;  // HtaStepFilter
 };
@@ -124,6 +126,9 @@ struct LaunchStatistics {
   int64_t launch_delay_excess_ns = 0;  // sum of (delay − cutoff) over launch-delay outliers
   // Quantiles of launch_delay_ns() (nearest rank); 0 without launches.
   int64_t launch_delay_p50_ns = 0, launch_delay_p95_ns = 0, launch_delay_max_ns = 0;
+  // HTA's mean launch delay: the mean of max(0, launch_delay_ns()) (HTA 0.5.0 clips at 0);
+  // 0 without launches.
+  double launch_delay_mean_ns = 0;
 };
 LaunchStatistics launch_statistics(const CaptureData& data,
                                    const LaunchStatisticsOptions& options = {});

@@ -62,8 +62,10 @@ enum class OpenMode { read_only, read_write };
 
 class Database {
  public:
-  // Opens an existing trace database. Read-write opens migrate an older schema in place; a newer
-  // schema_version than this build knows is refused with a message naming both versions.
+  // Opens an existing trace database, as untrusted input: SQLite's defensive mode, an untrusted
+  // schema and no triggers. Read-write opens migrate an older schema in place; read-only opens
+  // migrate a private in-memory copy and never write to the file. A newer schema_version than
+  // this build knows is refused with a message naming both versions.
   static Database open(const std::string& path, OpenMode mode = OpenMode::read_only);
   // Opens a SQLite file that is not a fleetscope database (e.g. an Nsight Systems export)
   // read-only, without schema checks or migration. Missing, empty and non-SQLite files are
@@ -96,12 +98,15 @@ class Database {
   void close();
 
  private:
-  Database(sqlite3* db, std::string path, bool in_memory = false)
-      : db_(db), path_(std::move(path)), in_memory_(in_memory) {}
+  Database(sqlite3* db, std::string path, bool in_memory = false);
   sqlite3* db_ = nullptr;
   std::string path_;
   bool in_memory_ = false;
 };
+
+// The file a connection reads (the path given to open(), also for a migrated in-memory copy), for
+// error messages: every database error names its file.
+std::string connection_path(const sqlite3* db);
 
 // The schema DDL (schema/trace.sql) and the post-load indexes (schema/indexes.sql), compiled in.
 const std::string& schema_sql();
@@ -111,19 +116,33 @@ const std::string& schema_v1_sql();
 
 // Atomic output file: hands out a temporary path beside `final_path`; commit() renames it over the
 // final path; destruction without commit() deletes the temporary file (and its -wal/-shm).
+// Concurrent writers never lose an update silently: the constructor refuses while another live
+// process has a temporary file for the same output, and with Replace::no commit() fails rather
+// than replace a file that appeared meanwhile. The constructor also sweeps temporary files that
+// dead processes left for the same output (SIGKILL), and remove_temporaries_on_signal() makes
+// SIGINT/SIGTERM/SIGHUP/SIGQUIT delete the temporary files in progress before the process dies.
 class AtomicOutput {
  public:
-  explicit AtomicOutput(std::string final_path);
+  enum class Replace { yes, no };
+  explicit AtomicOutput(std::string final_path, Replace replace = Replace::yes);
   ~AtomicOutput();
   AtomicOutput(const AtomicOutput&) = delete;
   AtomicOutput& operator=(const AtomicOutput&) = delete;
   const std::string& temp_path() const { return temp_path_; }
   const std::string& final_path() const { return final_path_; }
   void commit();
+  // Installs the signal handlers (only where the program has none of its own). Programs call this
+  // once (the CLI does); a library loaded into someone else's process (the agent) does not.
+  static void remove_temporaries_on_signal();
 
  private:
+  struct FreeDeleter {
+    void operator()(char* p) const;
+  };
   std::string final_path_;
   std::string temp_path_;
+  Replace replace_ = Replace::yes;
+  std::unique_ptr<char, FreeDeleter> signal_copy_;  // what the signal handler unlinks
   bool committed_ = false;
 };
 

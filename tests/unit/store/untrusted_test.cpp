@@ -1,0 +1,283 @@
+// Trace databases as untrusted input: read-only commands never write to the file they read,
+// SQLite's defensive settings keep triggers in a file from running, `sql` takes one statement and
+// stops at its time limit, every error on a corrupted database names the file (a corpus of
+// corrupted copies generated here), out-of-range times are refused before any arithmetic, and an
+// output file is never lost to a concurrent writer or left behind by a signal.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "fleetscope/cli/command.h"
+#include "fleetscope/store/database.h"
+#include "fleetscope/store/error.h"
+#include "fleetscope/store/reader.h"
+#include "fleetscope/store/writer.h"
+#include "temp_dir.h"
+
+using namespace fleetscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+CliRun run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = cli::run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void raw_exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+  const std::string text = message ? message : "";
+  sqlite3_free(message);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << text;
+}
+
+// A database with enough rows to span many pages, kernels launched by runtime calls.
+std::string make_db(const test_support::TempDir& dir, const std::string& name = "t.db",
+                    int kernels = 400) {
+  const std::string path = dir.file(name);
+  store::Writer w(store::Database::create(path));
+  const int64_t cap = w.add_capture({.source = "kineto-json",
+                                     .source_path = "x.json",
+                                     .start_ns = 1000,
+                                     .end_ns = 10'000'000,
+                                     .gpu_vendor = "nvidia"});
+  w.add_gpu({.id = 0, .captureId = cap, .name = "NVIDIA A100", .smCount = 108});
+  for (int i = 0; i < kernels; ++i) {
+    store::RuntimeCall c;
+    c.start = 1000 + i * 10'000, c.end = c.start + 2000, c.correlationId = i + 1;
+    c.name = "cudaLaunchKernel", c.captureId = cap, c.globalTid = store::global_tid(7, 7);
+    w.add(c);
+    store::Kernel k;
+    k.start = c.start + 5000, k.end = k.start + 3000 + (i % 7) * 100, k.streamId = 7;
+    k.correlationId = i + 1, k.demangledName = "kernel_" + std::to_string(i % 13);
+    k.captureId = cap;
+    w.add(k);
+  }
+  w.finish();
+  return path;
+}
+
+}  // namespace
+
+TEST(Untrusted, ReadOnlyCommandsNeverWriteAVersionOneFile) {
+  test_support::TempDir dir;
+  const std::string path = dir.file("v1.db");
+  raw_exec(path, store::schema_v1_sql() +
+                     "INSERT INTO meta VALUES ('schema_version', '1');"
+                     "INSERT INTO captures(id, kind, source) VALUES (1, 'imported', 'old');"
+                     "INSERT INTO StringIds VALUES (1, 'k');"
+                     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, "
+                     "demangledName, shortName, captureId) VALUES (10, 5000, 0, 7, 1, 1, 1);");
+  const std::string before = file_bytes(path);
+  {
+    store::Reader reader(path);
+    EXPECT_EQ(reader.schema_version(), store::kSchemaVersion) << "migrated in memory";
+    EXPECT_EQ(reader.kernels().size(), 1u);
+  }
+  CliRun sql = run({"sql", path, "SELECT COUNT(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL"});
+  EXPECT_EQ(sql.code, 0) << sql.err;
+  CliRun info = run({"info", path});
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_EQ(file_bytes(path), before) << "a read changed the file";
+  EXPECT_FALSE(fs::exists(path + "-journal"));
+  EXPECT_FALSE(fs::exists(path + "-wal"));
+
+  CliRun migrate = run({"migrate", path});
+  ASSERT_EQ(migrate.code, 0) << migrate.err;
+  EXPECT_NE(migrate.out.find("schema_version 1 -> " + std::to_string(store::kSchemaVersion)),
+            std::string::npos)
+      << migrate.out;
+  EXPECT_NE(file_bytes(path), before);
+  EXPECT_EQ(store::Database::open_external(path).schema_version(), store::kSchemaVersion);
+  CliRun again = run({"migrate", path});
+  EXPECT_NE(again.out.find("already current"), std::string::npos) << again.out;
+}
+
+TEST(Untrusted, TriggersStoredInTheFileNeverRun) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "t.db", 3);
+  raw_exec(
+      path,
+      "CREATE TABLE planted(x);"
+      "CREATE TRIGGER on_finding AFTER INSERT ON findings BEGIN INSERT INTO planted VALUES (1); "
+      "END;"
+      "CREATE TRIGGER on_meta AFTER UPDATE ON meta BEGIN INSERT INTO planted VALUES (2); END;");
+  EXPECT_EQ(run({"sql", path, "SELECT 1"}).code, 0);
+  {
+    // A read-write open (analyze storing findings) inserts with the file's triggers switched off.
+    store::Database db = store::Database::open(path, store::OpenMode::read_write);
+    db.exec(
+        "INSERT INTO findings(captureId, rule, severity, evidence, recommendation, created_ns) "
+        "VALUES (1, 'r', 'info', '{}', 'none', 0)");
+  }
+  CliRun count = run({"sql", "--format", "csv", path, "SELECT COUNT(*) FROM planted"});
+  ASSERT_EQ(count.code, 0) << count.err;
+  EXPECT_EQ(count.out, "COUNT(*)\n0\n");
+}
+
+TEST(Untrusted, SqlOneStatementTimeLimitAndStreamedRows) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "t.db", 3);
+  CliRun two = run({"sql", path, "SELECT 1; DELETE FROM captures"});
+  EXPECT_EQ(two.code, 1);
+  EXPECT_NE(two.err.find("more than one statement"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find(path), std::string::npos) << two.err;
+  EXPECT_EQ(run({"sql", path, "SELECT 1; -- a comment\n"}).code, 0);
+
+  const auto started = std::chrono::steady_clock::now();
+  CliRun endless = run({"sql", "--timeout", "0.3", "--format", "csv", path,
+                        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                        "SELECT x FROM c"});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(endless.code, 1);
+  EXPECT_NE(endless.err.find("time limit"), std::string::npos) << endless.err;
+  EXPECT_NE(endless.err.find(path), std::string::npos) << endless.err;
+  EXPECT_LT(seconds, 10.0);
+  // Rows were printed as they came, before the limit stopped the query.
+  EXPECT_EQ(endless.out.rfind("x\n1\n2\n3\n", 0), 0u) << endless.out.substr(0, 40);
+
+  CliRun json = run({"sql", "--format", "json", path, "SELECT id, source FROM captures"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_EQ(json.out, "[\n  {\n    \"id\": \"1\",\n    \"source\": \"kineto-json\"\n  }\n]\n");
+  EXPECT_EQ(run({"sql", "--format", "json", path, "SELECT 1 WHERE 0"}).out, "[]\n");
+  EXPECT_EQ(run({"sql", "--timeout", "-1", path, "SELECT 1"}).code, 2);
+}
+
+// Copies of a valid database with bytes overwritten at random places (fixed seed): every command
+// ends with exit 0 or 1, and every error names the file.
+TEST(Untrusted, EveryErrorOnACorruptedDatabaseNamesTheFile) {
+  test_support::TempDir dir;
+  const std::string good = make_db(dir, "good.db", 400);
+  const std::string bytes = file_bytes(good);
+  ASSERT_GT(bytes.size(), 16384u);
+  std::mt19937_64 random(15);
+  int errors = 0, runs = 0;
+  for (int n = 0; n < 60; ++n) {
+    std::string copy = bytes;
+    const int spots = 1 + static_cast<int>(random() % 8);
+    for (int k = 0; k < spots; ++k) {
+      // Half the corruptions hit the first pages (header, schema, root pages).
+      const size_t limit = n % 2 ? copy.size() : std::min<size_t>(copy.size(), 8192 * 3);
+      const size_t at = random() % limit;
+      const size_t length = 1 + random() % 32;
+      for (size_t b = at; b < std::min(copy.size(), at + length); ++b)
+        copy[b] = static_cast<char>(random());
+    }
+    const std::string path = dir.file("corrupt-" + std::to_string(n) + ".db");
+    std::ofstream(path, std::ios::binary) << copy;
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"info", path},
+          {"sql", path, "SELECT COUNT(*), SUM(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL"},
+          {"analyze", "--no-store", path},
+          {"export", path, "-o", dir.file("out-" + std::to_string(n) + ".json")}}) {
+      CliRun r = run(args);
+      ++runs;
+      EXPECT_TRUE(r.code == 0 || r.code == 1) << args[0] << " on " << path << ": " << r.err;
+      if (r.code != 0) {
+        ++errors;
+        EXPECT_NE(r.err.find(path), std::string::npos)
+            << args[0] << " error does not name the file: " << r.err;
+      }
+    }
+  }
+  EXPECT_GT(errors, 20) << "the corpus should break most commands (" << runs << " runs)";
+}
+
+TEST(Untrusted, OutOfRangeTimesAreRefusedNamingTheFile) {
+  test_support::TempDir dir;
+  for (const std::string value : {"1e300", "-9223372036854775808", "9223372036854775807"}) {
+    const std::string path = make_db(dir, "range-" + std::to_string(value.size()) + ".db", 5);
+    raw_exec(path,
+             "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = " + value + " WHERE correlationId = 3");
+    CliRun analyze = run({"analyze", "--no-store", path});
+    EXPECT_EQ(analyze.code, 1) << value << ": " << analyze.out;
+    EXPECT_NE(analyze.err.find(path), std::string::npos) << analyze.err;
+    EXPECT_NE(analyze.err.find("out of range"), std::string::npos) << analyze.err;
+    CliRun exported = run({"export", path, "-o", dir.file("e.json")});
+    EXPECT_EQ(exported.code, 1) << value;
+    EXPECT_NE(exported.err.find(path), std::string::npos) << exported.err;
+    EXPECT_FALSE(fs::exists(dir.file("e.json")));
+  }
+}
+
+TEST(AtomicOutputSafety, ALiveWriterIsRefusedAndDeadTemporariesAreSwept) {
+  test_support::TempDir dir;
+  const std::string out = dir.file("out.db");
+  // A live process "writing" the output: a child that waits.
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  const std::string live = out + ".tmp-" + std::to_string(child) + "-1";
+  std::ofstream(live) << "partial";
+  try {
+    store::AtomicOutput refused(out);
+    ADD_FAILURE() << "a second writer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another fleetscope process"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(out), std::string::npos);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  // Now its temporary is a leftover of a dead process (as after SIGKILL): swept.
+  { store::AtomicOutput fresh(out); }
+  EXPECT_FALSE(fs::exists(live));
+}
+
+TEST(AtomicOutputSafety, WithoutReplaceAFileThatAppearedIsNotOverwritten) {
+  test_support::TempDir dir;
+  const std::string out = dir.file("out.db");
+  store::AtomicOutput output(out, store::AtomicOutput::Replace::no);
+  std::ofstream(output.temp_path()) << "mine";
+  std::ofstream(out) << "theirs";  // another import finished first
+  EXPECT_THROW(output.commit(), Error);
+  EXPECT_EQ(file_bytes(out), "theirs");
+}
+
+TEST(AtomicOutputSafety, SigtermRemovesTheTemporaryFile) {
+  for (int signal_number : {SIGTERM, SIGINT}) {
+    test_support::TempDir dir;
+    const std::string out = dir.file("out.db");
+    const pid_t child = fork();
+    if (child == 0) {
+      store::AtomicOutput::remove_temporaries_on_signal();
+      store::AtomicOutput output(out);
+      std::ofstream(output.temp_path()) << "partial";
+      std::ofstream(output.temp_path() + "-journal") << "journal";
+      raise(signal_number);
+      _exit(0);  // not reached
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status)) << "the signal still ends the process";
+    if (WIFSIGNALED(status)) {
+      EXPECT_EQ(WTERMSIG(status), signal_number);
+    }
+    EXPECT_TRUE(fs::is_empty(dir.path())) << "temporary files left after signal " << signal_number;
+  }
+}
