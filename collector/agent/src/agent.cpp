@@ -3,6 +3,7 @@
 #include <generated_nvtx_meta.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,13 @@ bool wait_readable(int fd, int64_t timeout_ms) {
 
 // Which pushed ranges on this thread are steps, so that a pop knows whether a step ended.
 thread_local std::vector<bool> t_range_is_step;
+
+// The calling thread's system id (what CUPTI records with CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM),
+// looked up once per thread.
+uint32_t this_thread_id() {
+  thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
 
 const char* ascii_message(const nvtxEventAttributes_t* attributes) {
   if (!attributes || attributes->messageType != NVTX_MESSAGE_TYPE_ASCII) return nullptr;
@@ -245,6 +253,12 @@ WindowReply Agent::open_window(const WindowRequest& request) {
   window_ =
       std::make_unique<TraceWindow>(request.delay_ms * 1'000'000, request.duration_ms * 1'000'000,
                                     request.iterations, request.start_at_next_step);
+  {
+    // Step boundaries queued before this window existed (a pop racing the last window's close)
+    // are not this window's.
+    std::lock_guard lock(steps_mutex_);
+    steps_.clear();
+  }
   if (window_->watches_steps()) watch_steps(true);
   install_signal_chain(on_terminating_signal);
   int64_t now = now_ns();
@@ -256,6 +270,7 @@ WindowReply Agent::open_window(const WindowRequest& request) {
       request_detach();
       return {false, last_open_error_};
     }
+    window_->tracing_started(now_ns());
     return {true, "window open, writing to " + sink().destination()};
   }
   wake();  // the control thread picks up the new deadline
@@ -339,7 +354,7 @@ void Agent::on_nvtx_push(const char* message) {
   if (!is_step) return;
   {
     std::lock_guard lock(steps_mutex_);
-    steps_.push_back({true, now_ns()});
+    steps_.push_back({true, now_ns(), this_thread_id()});
   }
   wake();
 }
@@ -351,7 +366,7 @@ void Agent::on_nvtx_pop() {
   if (!was_step || !step_watch_.load(std::memory_order_relaxed)) return;
   {
     std::lock_guard lock(steps_mutex_);
-    steps_.push_back({false, now_ns()});
+    steps_.push_back({false, now_ns(), this_thread_id()});
   }
   wake();
 }
@@ -433,10 +448,10 @@ void Agent::report(const CaptureSummary& summary) {
   for (auto& source : sources_) source->window_ended(r);
 }
 
-void Agent::end_session(int64_t now) {
+void Agent::end_session(int64_t now, const std::optional<ObservedStepEnd>& closing_step) {
   if (session_) {
     session_open_.store(false);
-    CaptureSummary summary = session_->close(now);
+    CaptureSummary summary = session_->close(now, closing_step);
     if (!summary.written) log_once(summary.error);
     report(summary);
     session_.reset();
@@ -448,7 +463,8 @@ void Agent::end_session(int64_t now) {
   if (pool_) pool_->trim();
 }
 
-void Agent::carry_out(WindowAction action, int64_t now) {
+void Agent::carry_out(WindowAction action, int64_t now,
+                      const std::optional<ObservedStepEnd>& closing_step) {
   if (action == WindowAction::open) {
     open_session(now);
     if (!session_) {
@@ -456,9 +472,25 @@ void Agent::carry_out(WindowAction action, int64_t now) {
       window_.reset();
       watch_steps(false);
       request_detach();
+      return;
     }
+    window_->tracing_started(now_ns());  // CUPTI records from here on
   } else if (action == WindowAction::close) {
-    end_session(now);
+    end_session(now, closing_step);
+  }
+}
+
+// Step boundaries reach the control thread late (it may have been descheduled) and in batches:
+// each event carries the time its thread saw it, while the capture opens and closes at the time
+// the control thread acts, which is when CUPTI really starts and stops recording.
+void Agent::apply_steps(const std::deque<StepEvent>& steps) {
+  for (const StepEvent& step : steps) {
+    if (!window_) break;
+    if (step.begin) {
+      carry_out(window_->on_step_begin(step.ns), now_ns());
+    } else {
+      carry_out(window_->on_step_end(step.ns), now_ns(), ObservedStepEnd{step.ns, step.tid});
+    }
   }
 }
 
@@ -523,11 +555,7 @@ void Agent::control_loop() {
         else
           post(wake_fd_);  // come back for them
       }
-      for (const StepEvent& step : steps) {
-        if (!window_) break;
-        carry_out(step.begin ? window_->on_step_begin(step.ns) : window_->on_step_end(step.ns),
-                  step.ns);
-      }
+      apply_steps(steps);
       if (window_) {
         int64_t now = now_ns();
         carry_out(window_->on_time(now), now);

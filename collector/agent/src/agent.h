@@ -19,6 +19,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,18 +56,21 @@ class Agent final : public WindowController {
  private:
   struct StepEvent {
     bool begin;
-    int64_t ns;
+    int64_t ns;    // when the application thread saw it (CUPTI's clock)
+    uint32_t tid;  // that thread (system id, as CUPTI records it)
   };
   Agent() = default;
   void wake();
   void control_loop();
   void handle_wake();
-  void carry_out(WindowAction action, int64_t now);
+  void carry_out(WindowAction action, int64_t now,
+                 const std::optional<ObservedStepEnd>& closing_step = std::nullopt);
+  void apply_steps(const std::deque<StepEvent>& steps);
   bool attach_cupti(std::string& refusal);
   void watch_steps(bool on);
   void request_detach();
   void open_session(int64_t now);
-  void end_session(int64_t now);
+  void end_session(int64_t now, const std::optional<ObservedStepEnd>& closing_step = std::nullopt);
   void report(const CaptureSummary& summary);
   RecordSink& sink();
   int64_t now_ns() const;

@@ -116,17 +116,20 @@ void CaptureSession::pump() {
   }
 }
 
-CaptureSummary CaptureSession::close(int64_t now_ns) {
-  return finish(now_ns, true, {});
+CaptureSummary CaptureSession::close(int64_t now_ns,
+                                     const std::optional<ObservedStepEnd>& closing_step) {
+  return finish(now_ns, true, {}, closing_step);
 }
 
 CaptureSummary CaptureSession::close_on_signal(int64_t now_ns, int signal_number) {
   return finish(now_ns, false,
                 "partial: the process received " + signal_name(signal_number) +
-                    " while this window was open; rows flushed until then are present");
+                    " while this window was open; rows flushed until then are present",
+                std::nullopt);
 }
 
-CaptureSummary CaptureSession::finish(int64_t now_ns, bool normal, const std::string& partial_why) {
+CaptureSummary CaptureSession::finish(int64_t now_ns, bool normal, const std::string& partial_why,
+                                      const std::optional<ObservedStepEnd>& closing_step) {
   CaptureSummary summary;
   summary.path = sink_.destination();
   summary.capture_id = capture_.id;
@@ -140,7 +143,7 @@ CaptureSummary CaptureSession::finish(int64_t now_ns, bool normal, const std::st
   } catch (...) {
   }
   source_.disable();
-  translator_->finish();
+  translator_->finish(closing_step);
   summary.stats = translator_->stats();
   summary.dropped_records = source_.dropped_records() + summary.stats.incomplete + rows_lost_;
   summary.collector_overhead_ns = summary.stats.overhead_ns + source_.handling_ns();

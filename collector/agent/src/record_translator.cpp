@@ -292,21 +292,43 @@ void RecordTranslator::marker(const CUpti_ActivityMarker2& r) {
     }
     OpenRange open = std::move(it->second);
     open_ranges_.erase(it);
-    store::NvtxEvent e;
-    e.start = open.start;
-    e.end = ns(r.timestamp);
-    // CUPTI reports push/pop and start/end ranges alike; a range that ends on another thread
-    // can only be a start/end range, so only those keep their id.
-    bool same_thread = open.globalTid == tid;
-    e.eventType = same_thread ? store::kNvtxPushPopRange : store::kNvtxStartEndRange;
-    if (!same_thread) e.rangeId = r.id;
-    e.text = open.text;
-    e.domainId = open.domainId;
-    e.globalTid = open.globalTid;
-    e.captureId = context_.captureId;
-    step(e.text, e.start, *e.end);
-    emit(std::move(e));
+    end_range(open, ns(r.timestamp), tid, r.id);
   }
+}
+
+void RecordTranslator::end_range(const OpenRange& open, int64_t end, std::optional<int64_t> end_tid,
+                                 uint32_t range_id) {
+  store::NvtxEvent e;
+  e.start = open.start;
+  e.end = end;
+  // CUPTI reports push/pop and start/end ranges alike; a range that ends on another thread
+  // can only be a start/end range, so only those keep their id.
+  bool same_thread = open.globalTid == end_tid;
+  e.eventType = same_thread ? store::kNvtxPushPopRange : store::kNvtxStartEndRange;
+  if (!same_thread) e.rangeId = range_id;
+  e.text = open.text;
+  e.domainId = open.domainId;
+  e.globalTid = open.globalTid;
+  e.captureId = context_.captureId;
+  step(e.text, e.start, *e.end);
+  emit(std::move(e));
+}
+
+// The innermost step range still open on the thread that popped it: the one the pop ended.
+void RecordTranslator::end_closing_step(const ObservedStepEnd& closing_step) {
+  const int64_t tid = store::global_tid(context_.pid, closing_step.thread_id);
+  auto found = open_ranges_.end();
+  for (auto it = open_ranges_.begin(); it != open_ranges_.end(); ++it) {
+    const OpenRange& open = it->second;
+    if (open.globalTid != tid || open.start > closing_step.end_ns) continue;
+    if (!context_.step_names.match(open.text)) continue;
+    if (found == open_ranges_.end() || open.start > found->second.start) found = it;
+  }
+  if (found == open_ranges_.end()) return;  // its END marker arrived, or its START never did
+  OpenRange open = std::move(found->second);
+  uint32_t range_id = found->first;
+  open_ranges_.erase(found);
+  end_range(open, closing_step.end_ns, tid, range_id);
 }
 
 void RecordTranslator::step(const std::string& name, int64_t start, int64_t end) {
@@ -359,7 +381,8 @@ void RecordTranslator::emit(Row&& row) {
   sink_.add(std::forward<Row>(row));
 }
 
-void RecordTranslator::finish() {
+void RecordTranslator::finish(const std::optional<ObservedStepEnd>& closing_step) {
+  if (closing_step) end_closing_step(*closing_step);
   stats_.unmatched_markers += static_cast<int64_t>(open_ranges_.size());
   open_ranges_.clear();
 }

@@ -30,21 +30,26 @@ WindowAction TraceWindow::on_time(int64_t now_ns) {
   return WindowAction::none;
 }
 
-WindowAction TraceWindow::on_step_begin(int64_t now_ns) {
+WindowAction TraceWindow::on_step_begin(int64_t step_ns) {
   if (!started_ || !at_next_step_) return WindowAction::none;
-  step_begin_ns_ = now_ns;
-  if (state_ == WindowState::waiting && now_ns >= start_ns_ + delay_ns_) return open(now_ns);
+  step_begin_ns_ = step_ns;
+  if (state_ == WindowState::waiting && step_ns >= start_ns_ + delay_ns_) return open(step_ns);
   return WindowAction::none;
 }
 
-WindowAction TraceWindow::on_step_end(int64_t now_ns) {
+WindowAction TraceWindow::on_step_end(int64_t step_ns) {
   if (iterations_ == 0 || state_ != WindowState::open) return WindowAction::none;
-  // Only steps that began after the window opened count: the step whose beginning opens the
-  // window is traced from a little after its start (the agent's control thread enables CUPTI
-  // once it hears of the step), so it is not a whole iteration.
-  if (now_ns <= open_ns_ || step_begin_ns_ <= open_ns_) return WindowAction::none;
+  // Only steps that began after tracing started count. The step whose beginning opens the window
+  // is traced from a little after its start (the control thread enables CUPTI once it hears of
+  // it), and when the control thread ran late, the steps queued behind it in the same batch
+  // happened before CUPTI was enabled: none of them is a whole iteration in the trace.
+  if (step_ns <= open_ns_ || step_begin_ns_ <= open_ns_) return WindowAction::none;
   if (++steps_done_ >= iterations_) return close();
   return WindowAction::none;
+}
+
+void TraceWindow::tracing_started(int64_t now_ns) {
+  if (state_ == WindowState::open && now_ns > open_ns_) open_ns_ = now_ns;
 }
 
 WindowAction TraceWindow::cancel() {

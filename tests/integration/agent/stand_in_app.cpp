@@ -5,7 +5,8 @@
 //
 // usage: fleetscope_stand_in_app AGENT.so|env|none STAND_IN_CUPTI.so SCENARIO [ARGS...]
 //   (env: the agent CUDA_INJECTION64_PATH names, as under `fleetscope run`)
-//   windows N K            N FIFO windows of K kernels each, then one 2-iteration window
+//   windows N K            N FIFO windows of K kernels each, then one 2-iteration window over
+//                          4 steps of 3 kernels (CUPTI records each END marker 30 ms late)
 //   signal SIG K1 K2 [own] K1 kernels committed, K2 more in flight, then raise SIG (TERM, INT)
 //                          or abort() (ABRT); `own`: the job installed its own handler first
 //   fork K                 K kernels, fork without exec (the child launches and exits 7), K more
@@ -44,6 +45,7 @@ struct StandIn {
   decltype(&standin_nvtx_push) push;
   decltype(&standin_nvtx_pop) pop;
   decltype(&standin_hold_completions) hold;
+  decltype(&standin_set_end_marker_lag_us) end_marker_lag;
   decltype(&standin_get_state) get_state;
   void* handle;
   StandInState state() const {
@@ -75,6 +77,7 @@ void load_stand_in(const char* path) {
   g.push = symbol<decltype(g.push)>(g.handle, "standin_nvtx_push");
   g.pop = symbol<decltype(g.pop)>(g.handle, "standin_nvtx_pop");
   g.hold = symbol<decltype(g.hold)>(g.handle, "standin_hold_completions");
+  g.end_marker_lag = symbol<decltype(g.end_marker_lag)>(g.handle, "standin_set_end_marker_lag_us");
   g.get_state = symbol<decltype(g.get_state)>(g.handle, "standin_get_state");
 }
 
@@ -97,6 +100,13 @@ void launch(int n, const char* name = "_Z6kernelPf", int incomplete = 0) {
 
 void sleep_ms(int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+// The stand-in's (and so the agent's and the records') clock.
+long long realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
 }
 
 // Rows of `table` in the trace the agent is writing (-1 while it does not exist).
@@ -175,6 +185,16 @@ std::vector<std::string> send(const std::string& line, const std::string& prefix
   return wait_reply(before, prefix);
 }
 
+// Asks for the agent's status until it answers `expected` (5 s at most).
+void wait_status(const std::string& expected) {
+  for (int i = 0; i < 500; ++i) {
+    for (const std::string& l : send("status", "ok:"))
+      if (l == expected) return;
+    sleep_ms(10);
+  }
+  fail("the agent did not answer '" + expected + "' within 5 s");
+}
+
 int windows(int n, int k) {
   for (int w = 0; w < n; ++w) {
     for (const std::string& l : send("open", "ok:")) std::printf("reply=%s\n", l.c_str());
@@ -187,18 +207,30 @@ int windows(int n, int k) {
     std::printf("window=%d finalize_calls=%lld subscribers=%d kinds=%d\n", w + 1,
                 static_cast<long long>(s.finalize_calls), s.subscribers, s.activity_kinds_enabled);
   }
-  // A window of 2 iterations that starts at the next step.
+  // A window of 2 iterations that starts at the next step. CUPTI records each step's END marker
+  // 30 ms after the pop's callbacks: the agent closes the window on the third step's pop before
+  // that marker exists, and must still store that step.
+  g.end_marker_lag(30'000);
   for (const std::string& l : send("open iterations=2", "ok:"))
     std::printf("reply=%s\n", l.c_str());
   size_t before = reply_lines().size();
-  for (int step = 0; step < 4; ++step) {
+  for (int step = 1; step <= 4; ++step) {
+    long long from = realtime_ns();
     g.push("step");
-    sleep_ms(100);  // the control thread opens the window meanwhile
+    // A job does not wait for the agent; this one does, so that which kernels fall inside the
+    // window does not depend on how late the control thread runs (tests/unit/agent covers late
+    // batches of steps): step 1's kernels come after the window opened, step 4 after it closed.
+    if (step == 1) wait_status("ok: open");
     launch(3);
     g.pop();
-    sleep_ms(50);
+    long long to = realtime_ns();
+    std::printf("step%d_from=%lld step%d_to=%lld\n", step, from, step, to);
+    if (step == 3)
+      for (const std::string& l : wait_reply(before, "ended:"))
+        if (l.rfind("ended:", 0) == 0) std::printf("reply=%s\n", l.c_str());
+    sleep_ms(20);
   }
-  for (const std::string& l : wait_reply(before, "ended:")) std::printf("reply=%s\n", l.c_str());
+  g.end_marker_lag(0);
   g.runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020);
   StandInState s = g.state();
   std::printf("finalize_calls=%lld finalize_in_api_exit=%lld\n",

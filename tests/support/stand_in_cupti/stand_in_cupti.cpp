@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -54,6 +55,7 @@ struct State {
   StandInState counters{};
   uint32_t correlation = 0;
   uint32_t marker_id = 0;
+  int end_marker_lag_us = 0;
 };
 
 State& state() {
@@ -466,12 +468,19 @@ STANDIN_EXPORT void standin_nvtx_push(const char* message) {
 }
 
 STANDIN_EXPORT void standin_nvtx_pop() {
+  State& s = state();
   if (t_open_markers.empty()) return;
   uint32_t id = t_open_markers.back();
   t_open_markers.pop_back();
   CUpti_NvtxData data{};
   data.functionName = "nvtxRangePop";
   run_callback(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePop, &data, false);
+  int lag_us = 0;
+  {
+    std::lock_guard lock(s.mutex);
+    lag_us = s.end_marker_lag_us;
+  }
+  if (lag_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(lag_us));
   CUpti_ActivityMarker2 marker{};
   marker.kind = CUPTI_ACTIVITY_KIND_MARKER;
   marker.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
@@ -481,6 +490,12 @@ STANDIN_EXPORT void standin_nvtx_pop() {
   marker.objectId.pt.processId = static_cast<uint32_t>(getpid());
   marker.objectId.pt.threadId = thread_id();
   write_record(marker);
+}
+
+STANDIN_EXPORT void standin_set_end_marker_lag_us(int lag_us) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.end_marker_lag_us = lag_us;
 }
 
 STANDIN_EXPORT void standin_hold_completions(int hold) {

@@ -33,6 +33,11 @@ void standin_runtime_call(uint32_t cbid);
 // nvtxRangePushA / nvtxRangePop: NVTX callbacks and MARKER records.
 void standin_nvtx_push(const char* message);
 void standin_nvtx_pop(void);
+// How long after the pop's callbacks returned the range's END marker is recorded (default 0: at
+// once). CUPTI does not document whether an NVTX range's record is written before or after the
+// callbacks: with a lag, a subscriber that disables activity from inside the pop's callback (or
+// from another thread it wakes) reliably misses that END marker.
+void standin_set_end_marker_lag_us(int lag_us);
 // While held, full buffers stay with the stand-in (a client that is not given its buffers back
 // cannot reuse them: its pool fills up).
 void standin_hold_completions(int hold);

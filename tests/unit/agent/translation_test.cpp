@@ -272,6 +272,46 @@ TEST_F(TranslationTest, UnmatchedMarkersAreCountedNotStored) {
   EXPECT_EQ(translator_.stats().unmatched_markers, 2);
 }
 
+// An iteration window closes as soon as the agent hears of its last step's pop; CUPTI may record
+// that range's END marker only after the pop's callbacks returned, when the window has already
+// disabled the MARKER kind. The step the window closed at is ended where the agent saw it end.
+TEST_F(TranslationTest, StepTheWindowClosedAtEndsWhereTheAgentSawItEnd) {
+  const uint32_t start = CUPTI_ACTIVITY_FLAG_MARKER_START, end = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  feed(make_marker(start, 1, 1000, "step", nullptr, 4321, 4330));
+  feed(make_marker(end, 1, 1900, nullptr, nullptr, 4321, 4330));
+  feed(make_marker(start, 2, 2000, "step", nullptr, 4321, 4330));     // its END never recorded
+  feed(make_marker(start, 3, 2100, "forward", nullptr, 4321, 4330));  // not a step
+  feed(make_marker(start, 4, 1950, "step", nullptr, 4321, 4399));     // another thread's step
+  translator_.finish(ObservedStepEnd{2950, 4330});
+
+  ASSERT_EQ(sink_.iterations.size(), 2u);
+  EXPECT_EQ(sink_.iterations[1].step, 1);
+  EXPECT_EQ(sink_.iterations[1].start, 2000);
+  EXPECT_EQ(sink_.iterations[1].end, 2950);
+  EXPECT_EQ(sink_.iterations[1].captureId, 42);
+  ASSERT_EQ(sink_.nvtx_events.size(), 2u);
+  const store::NvtxEvent& last = sink_.nvtx_events[1];
+  EXPECT_EQ(last.text, "step");
+  EXPECT_EQ(last.start, 2000);
+  EXPECT_EQ(last.end, 2950);
+  EXPECT_EQ(last.eventType, store::kNvtxPushPopRange);
+  EXPECT_EQ(last.globalTid, (4321LL << 24) | 4330);
+  // The non-step range and the other thread's step stay unmatched.
+  EXPECT_EQ(translator_.stats().unmatched_markers, 2);
+}
+
+TEST_F(TranslationTest, ClosingStepWhoseEndWasRecordedIsNotEndedTwice) {
+  const uint32_t start = CUPTI_ACTIVITY_FLAG_MARKER_START, end = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  feed(make_marker(start, 1, 1000, "step", nullptr, 4321, 4330));
+  feed(make_marker(end, 1, 1905, nullptr, nullptr, 4321, 4330));
+  // A step that began after the pop the agent saw is not the one that ended there.
+  feed(make_marker(start, 2, 1950, "step", nullptr, 4321, 4330));
+  translator_.finish(ObservedStepEnd{1900, 4330});
+  ASSERT_EQ(sink_.iterations.size(), 1u);
+  EXPECT_EQ(sink_.iterations[0].end, 1905);  // CUPTI's own END wins
+  EXPECT_EQ(translator_.stats().unmatched_markers, 1);
+}
+
 TEST_F(TranslationTest, MemoryRecordsBecomeSignedMemoryEvents) {
   feed(make_memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
                    CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 6000));

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,10 @@ class CaptureSession {
   // Hands over the buffers completed so far and commits them to the sink.
   void pump();
   // Flushes and disables the source, writes the remaining rows and completes the capture.
-  CaptureSummary close(int64_t now_ns);
+  // `closing_step`: the window closed at the end of this step (an iteration window); its range is
+  // ended there if the source stopped before recording its END (RecordTranslator::finish).
+  CaptureSummary close(int64_t now_ns,
+                       const std::optional<ObservedStepEnd>& closing_step = std::nullopt);
   // The process is being ended by signal `signal_number`: hands over what the source has,
   // commits it and marks the capture partial. Quick (no index build).
   CaptureSummary close_on_signal(int64_t now_ns, int signal_number);
@@ -67,7 +71,8 @@ class CaptureSession {
 
  private:
   void on_record(const CUpti_Activity& record);
-  CaptureSummary finish(int64_t now_ns, bool normal, const std::string& partial_why);
+  CaptureSummary finish(int64_t now_ns, bool normal, const std::string& partial_why,
+                        const std::optional<ObservedStepEnd>& closing_step);
   void fail_sink(const std::exception& e);
 
   ActivitySource& source_;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -44,13 +45,24 @@ struct TranslationStats {
   int64_t stored = 0;    // rows handed to the sink
 };
 
+// The end of a step as the agent saw it in its NVTX pop callback: on application thread
+// `thread_id` (the system thread id, as CUPTI records it), at `end_ns` (CUPTI's clock).
+struct ObservedStepEnd {
+  int64_t end_ns = 0;
+  uint32_t thread_id = 0;
+};
+
 class RecordTranslator {
  public:
   RecordTranslator(TranslationContext context, RowSink& sink);
   // Translates one record; kinds the agent does not store are counted as ignored.
   void translate(const CUpti_Activity& record);
-  // Ranges still open when the window ends are dropped and counted as unmatched.
-  void finish();
+  // Ranges still open when the window ends are dropped and counted as unmatched, except the step
+  // the window closed at (`closing_step`): the agent stops CUPTI as soon as it hears of that
+  // step's pop, and CUPTI may record the range's END marker only after the pop's callbacks
+  // returned, when its kinds are already disabled. That step is ended where the agent saw it end,
+  // so the last iteration of an iteration window is never lost.
+  void finish(const std::optional<ObservedStepEnd>& closing_step = std::nullopt);
   const TranslationStats& stats() const { return stats_; }
 
   // Demangled kernel name (the record carries the mangled one); the input when not mangled.
@@ -85,6 +97,9 @@ class RecordTranslator {
     int32_t domainId = 0;
     std::optional<int64_t> globalTid;
   };
+  void end_range(const OpenRange& open, int64_t end, std::optional<int64_t> end_tid,
+                 uint32_t range_id);
+  void end_closing_step(const ObservedStepEnd& closing_step);
 
   TranslationContext context_;
   RowSink& sink_;

@@ -25,10 +25,17 @@ class TraceWindow {
   WindowAction start(int64_t now_ns);
   // Time passing: opens after the delay (time windows) or closes after the duration.
   WindowAction on_time(int64_t now_ns);
-  // NVTX step ranges (only step windows react). The step that opens the window is not counted
-  // towards `iterations`: the window closes at the end of the N-th step that began after it.
-  WindowAction on_step_begin(int64_t now_ns);
-  WindowAction on_step_end(int64_t now_ns);
+  // NVTX step ranges (only step windows react), with the time the application thread saw them.
+  // The agent hears of them late and in batches; a step counts towards `iterations` only when it
+  // began after tracing started (see tracing_started), so the step that opens the window and any
+  // step already under way when the agent acted on it are never counted: the window closes at the
+  // end of the N-th step traced from its beginning.
+  WindowAction on_step_begin(int64_t step_ns);
+  WindowAction on_step_end(int64_t step_ns);
+  // After carrying out `open`: the time from which the source records (taken after enabling it).
+  // The window counts as open from then, not from the (earlier) event that opened it, so events
+  // of the same batch that happened before it count for nothing and a duration runs from it.
+  void tracing_started(int64_t now_ns);
   // The process is exiting: an open window closes.
   WindowAction on_exit();
 
