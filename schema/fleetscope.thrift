@@ -389,7 +389,11 @@ struct WindowClosed {
 service FleetscopeAgentLink {
   AgentWelcome registerAgent(1: AgentHello hello) throws (1: InvalidRequest invalid),
   AgentOrder awaitOrder(1: i64 agent_id, 2: i32 timeout_ms) throws (1: InvalidRequest invalid),
-  // Returns after the batch is committed to the host database.
-  void pushRecords(1: i64 agent_id, 2: RecordBatch batch) throws (1: InvalidRequest invalid),
+  // Returns once the batch is taken (decoded and queued for the host database; at most a few
+  // batches per agent wait uncommitted, beyond that the call waits). The answer is the highest
+  // sequence of this agent's window whose batches are all committed (-1: none yet): acknowledged
+  // durability. A killed agent loses nothing the daemon took.
+  i64 pushRecords(1: i64 agent_id, 2: RecordBatch batch) throws (1: InvalidRequest invalid),
+  // Returns after every batch of the agent's window is committed.
   void windowClosed(1: i64 agent_id, 2: WindowClosed closed) throws (1: InvalidRequest invalid),
 }

@@ -2,10 +2,12 @@
 //   rtt N              status() round trips over the API socket (p50/p99) vs a raw Unix-socket
 //                      round trip of the same number of bytes (an echo thread, no Thrift, no work)
 //   stream ROWS        kernel rows streamed by an agent link client into the host database (rows/s,
-//                      every batch committed before the next is sent) vs store::Writer's insert
-//                      loop of the same rows into a fresh database
+//                      until windowClosed answers, i.e. every batch committed; a few batches in
+//                      flight, group-committed) vs store::Writer's insert loop of the same rows
+//                      into a fresh database
 //   idle AGENTS SECS   the fleetscoped process: CPU % and RSS with AGENTS registered agents (one
-//                      process each, polling) vs the same daemon with none, sampling 2 stand-in GPUs
+//                      process each, polling) vs the same daemon with none, sampling 2 stand-in
+//                      GPUs
 //
 //   build/release/bench/daemon/bench_daemon rtt 20000
 //   build/release/bench/daemon/bench_daemon stream 2000000
@@ -108,7 +110,8 @@ int rtt(int n) {
     std::vector<char> in(request_bytes), out(reply_bytes, 'x');
     for (int i = 0; i < n + 200; ++i) {
       size_t got = 0;
-      while (got < in.size()) got += static_cast<size_t>(read(fds[1], in.data() + got, in.size() - got));
+      while (got < in.size())
+        got += static_cast<size_t>(read(fds[1], in.data() + got, in.size() - got));
       (void)!write(fds[1], out.data(), out.size());
     }
   });
@@ -118,24 +121,26 @@ int rtt(int n) {
     auto t = Clock::now();
     (void)!write(fds[0], request.data(), request.size());
     size_t got = 0;
-    while (got < reply.size()) got += static_cast<size_t>(read(fds[0], reply.data() + got, reply.size() - got));
+    while (got < reply.size())
+      got += static_cast<size_t>(read(fds[0], reply.data() + got, reply.size() - got));
     if (i >= 200) raw_us.push_back(seconds_since(t) * 1e6);
   }
   echo.join();
   std::printf("status() round trip, %d calls, reply %zu bytes:\n", n, reply_bytes);
-  std::printf("  %-44s p50 %8.1f us  p99 %8.1f us\n", "raw Unix-socket echo (reference)", percentile(raw_us, 0.5),
-              percentile(raw_us, 0.99));
-  std::printf("  %-44s p50 %8.1f us  p99 %8.1f us  (p99 %.1fx the reference)\n", "fleetscoped status() over Thrift",
-              percentile(status_us, 0.5), percentile(status_us, 0.99),
-              percentile(status_us, 0.99) / percentile(raw_us, 0.99));
+  std::printf("  %-44s p50 %8.1f us  p99 %8.1f us\n", "raw Unix-socket echo (reference)",
+              percentile(raw_us, 0.5), percentile(raw_us, 0.99));
+  std::printf("  %-44s p50 %8.1f us  p99 %8.1f us  (p99 %.1fx the reference)\n",
+              "fleetscoped status() over Thrift", percentile(status_us, 0.5),
+              percentile(status_us, 0.99), percentile(status_us, 0.99) / percentile(raw_us, 0.99));
   return 0;
 }
 
 std::vector<std::string> name_pool() {
   std::vector<std::string> names;
   for (int i = 0; i < 200; ++i)
-    names.push_back("void at::native::elementwise_kernel<128, 4, at::native::op_" + std::to_string(i) +
-                    "<float> >(int, at::native::op_" + std::to_string(i) + "<float>)");
+    names.push_back("void at::native::elementwise_kernel<128, 4, at::native::op_" +
+                    std::to_string(i) + "<float> >(int, at::native::op_" + std::to_string(i) +
+                    "<float>)");
   return names;
 }
 
@@ -206,16 +211,22 @@ int stream(int64_t rows) {
     }
   }
   if (!builder.empty() && !loop.push(builder.take())) return 1;
-  double link_rate = static_cast<double>(rows) / seconds_since(t);
+  // windowClosed answers once every batch is committed: the clock stops there, not at the last
+  // push.
   agent_link::WindowClosed closed;
   closed.capture_id = capture;
-  loop.window_closed(closed);
+  if (!loop.window_closed(closed)) {
+    std::fprintf(stderr, "windowClosed failed: %s\n", loop.last_error().c_str());
+    return 1;
+  }
+  double link_rate = static_cast<double>(rows) / seconds_since(t);
   loop.stop();
-  std::printf("%lld kernel rows into the host database, batches of %d rows:\n", static_cast<long long>(rows),
-              loop.max_batch_rows());
-  std::printf("  %-52s %10.0f rows/s\n", "store::Writer insert loop, live database (reference)", reference_rate);
-  std::printf("  %-52s %10.0f rows/s  (%.2fx the reference)\n", "agent link -> fleetscoped -> store::Writer",
-              link_rate, link_rate / reference_rate);
+  std::printf("%lld kernel rows into the host database, batches of %d rows:\n",
+              static_cast<long long>(rows), loop.max_batch_rows());
+  std::printf("  %-52s %10.0f rows/s\n", "store::Writer insert loop, live database (reference)",
+              reference_rate);
+  std::printf("  %-52s %10.0f rows/s  (%.2fx the reference)\n",
+              "agent link -> fleetscoped -> store::Writer", link_rate, link_rate / reference_rate);
   return 0;
 }
 
@@ -247,9 +258,9 @@ int idle(int agents, int seconds) {
   std::string dir = temp_dir();
   pid_t daemon_pid = fork();
   if (daemon_pid == 0) {
-    execl(FLEETSCOPED, FLEETSCOPED, "--database", (dir + "/host.db").c_str(), "--socket", (dir + "/api.sock").c_str(),
-          "--agent-socket", (dir + "/agent.sock").c_str(), "--nvml-library", NVML_STANDIN, "--prometheus-port", "0",
-          static_cast<char*>(nullptr));
+    execl(FLEETSCOPED, FLEETSCOPED, "--database", (dir + "/host.db").c_str(), "--socket",
+          (dir + "/api.sock").c_str(), "--agent-socket", (dir + "/agent.sock").c_str(),
+          "--nvml-library", NVML_STANDIN, "--prometheus-port", "0", static_cast<char*>(nullptr));
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -259,8 +270,8 @@ int idle(int agents, int seconds) {
     std::this_thread::sleep_for(std::chrono::seconds(seconds));
     ProcessUsage after = usage_of(daemon_pid);
     double cpu_pct = 100.0 * (after.cpu_seconds - before.cpu_seconds) / seconds_since(t);
-    std::printf("  %-40s CPU %5.2f %%  RSS %6.1f MiB  peak RSS %6.1f MiB\n", what, cpu_pct, after.rss_kib / 1024.0,
-                after.hwm_kib / 1024.0);
+    std::printf("  %-40s CPU %5.2f %%  RSS %6.1f MiB  peak RSS %6.1f MiB\n", what, cpu_pct,
+                after.rss_kib / 1024.0, after.hwm_kib / 1024.0);
     return cpu_pct;
   };
   std::printf("fleetscoped idle over %d s, sampling 2 stand-in GPUs every second:\n", seconds);
@@ -295,7 +306,8 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "rtt") return rtt(argc > 2 ? std::atoi(argv[2]) : 20000);
   if (mode == "stream") return stream(argc > 2 ? std::atoll(argv[2]) : 2'000'000);
-  if (mode == "idle") return idle(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 20);
+  if (mode == "idle")
+    return idle(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 20);
   std::fprintf(stderr, "usage: bench_daemon rtt N | stream ROWS | idle AGENTS SECONDS\n");
   return 2;
 }

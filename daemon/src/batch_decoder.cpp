@@ -1,5 +1,7 @@
 #include "fleetscope/daemon/batch_decoder.h"
 
+#include <utility>
+
 namespace fleetscope::daemon {
 namespace {
 
@@ -16,12 +18,12 @@ size_t row_count(const rpc::RecordBatch& b) {
          b.external_correlations.size();
 }
 
-size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink& sink) {
-  for (const auto& r : b.gpus) {
+size_t write_batch(rpc::RecordBatch&& b, int64_t capture_id, store::RowSink& sink) {
+  for (auto& r : b.gpus) {
     store::GpuInfo gpu;
     gpu.id = r.id;
     gpu.captureId = capture_id;
-    gpu.name = r.name;
+    gpu.name = std::move(r.name);
     gpu.uuid = FS_GET(r, uuid);
     gpu.totalMemory = FS_GET(r, totalMemory);
     gpu.smCount = FS_GET(r, smCount);
@@ -30,7 +32,7 @@ size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink
     sink.add_gpu(gpu);
   }
   auto dim = [](const std::vector<int32_t>& v, size_t i) { return i < v.size() ? v[i] : 0; };
-  for (const auto& r : b.kernels) {
+  for (auto& r : b.kernels) {
     store::Kernel k;
     k.start = r.start_ns;
     k.end = r.end_ns;
@@ -39,8 +41,8 @@ size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink
     k.streamId = r.streamId;
     k.correlationId = FS_GET(r, correlationId);
     k.globalPid = FS_GET(r, globalPid);
-    k.demangledName = r.demangledName;
-    if (r.__isset.shortName) k.shortName = r.shortName;
+    k.demangledName = std::move(r.demangledName);
+    if (r.__isset.shortName) k.shortName = std::move(r.shortName);
     k.gridX = dim(r.grid, 0), k.gridY = dim(r.grid, 1), k.gridZ = dim(r.grid, 2);
     k.blockX = dim(r.block, 0), k.blockY = dim(r.block, 1), k.blockZ = dim(r.block, 2);
     k.registersPerThread = FS_GET(r, registersPerThread);
@@ -53,7 +55,7 @@ size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink
     k.captureId = capture_id;
     sink.add(std::move(k));
   }
-  for (const auto& r : b.memcpys) {
+  for (auto& r : b.memcpys) {
     store::Memcpy m;
     m.start = r.start_ns;
     m.end = r.end_ns;
@@ -72,7 +74,7 @@ size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink
     m.captureId = capture_id;
     sink.add(std::move(m));
   }
-  for (const auto& r : b.memsets) {
+  for (auto& r : b.memsets) {
     store::Memset m;
     m.start = r.start_ns;
     m.end = r.end_ns;
@@ -88,20 +90,20 @@ size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink
     m.captureId = capture_id;
     sink.add(std::move(m));
   }
-  for (const auto& r : b.runtime) {
+  for (auto& r : b.runtime) {
     store::RuntimeCall c;
     c.start = r.start_ns;
     c.end = r.end_ns;
     c.eventClass = r.driver ? store::ApiClass::driver : store::ApiClass::runtime;
     c.globalTid = r.globalTid;
     c.correlationId = FS_GET(r, correlationId);
-    c.name = r.name;
+    c.name = std::move(r.name);
     c.returnValue = FS_GET(r, returnValue);
     c.cbid = FS_GET(r, cbid);
     c.captureId = capture_id;
     sink.add(std::move(c));
   }
-  for (const auto& r : b.syncs) {
+  for (auto& r : b.syncs) {
     store::Sync s;
     s.start = r.start_ns;
     s.end = r.end_ns;
@@ -116,29 +118,29 @@ size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink
     s.captureId = capture_id;
     sink.add(std::move(s));
   }
-  for (const auto& r : b.nvtx) {
+  for (auto& r : b.nvtx) {
     store::NvtxEvent n;
     n.start = r.start_ns;
     n.end = FS_GET(r, end_ns);
     n.eventType = r.eventType;
     n.rangeId = FS_GET(r, rangeId);
-    n.text = r.text;
+    n.text = std::move(r.text);
     n.domainId = FS_GET(r, domainId);
     n.globalTid = FS_GET(r, globalTid);
     n.captureId = capture_id;
     sink.add(std::move(n));
   }
-  for (const auto& r : b.iterations) {
+  for (auto& r : b.iterations) {
     store::Iteration it;
     it.captureId = capture_id;
     it.globalPid = FS_GET(r, globalPid);
     it.step = r.step;
     it.start = r.start_ns;
     it.end = r.end_ns;
-    it.source = r.source;
+    it.source = std::move(r.source);
     sink.add(std::move(it));
   }
-  for (const auto& r : b.memory) {
+  for (auto& r : b.memory) {
     store::MemoryEvent m;
     m.ts = r.ts;
     m.captureId = capture_id;
@@ -150,7 +152,7 @@ size_t write_batch(const rpc::RecordBatch& b, int64_t capture_id, store::RowSink
     m.total_reserved = FS_GET(r, totalReserved);
     sink.add(std::move(m));
   }
-  for (const auto& r : b.external_correlations) {
+  for (auto& r : b.external_correlations) {
     store::ExternalCorrelation e;
     e.captureId = capture_id;
     e.correlationId = r.correlationId;

@@ -137,8 +137,12 @@ int64_t HostStore::open_capture(const std::string& source_path, int64_t start_ns
   return writer_->add_capture(c);
 }
 
-size_t HostStore::commit_batch(const rpc::RecordBatch& batch, int64_t capture_id) {
-  size_t rows = write_batch(batch, capture_id, *writer_);
+size_t HostStore::add_batch(rpc::RecordBatch&& batch, int64_t capture_id) {
+  return write_batch(std::move(batch), capture_id, *writer_);
+}
+
+size_t HostStore::commit_batch(rpc::RecordBatch batch, int64_t capture_id) {
+  size_t rows = add_batch(std::move(batch), capture_id);
   writer_->flush();
   return rows;
 }

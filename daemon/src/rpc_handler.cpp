@@ -316,12 +316,12 @@ rpc::AgentOrder AgentLinkHandler::await_order(int64_t agent_id, int32_t timeout_
   return core_.registry().await(agent_id, std::chrono::milliseconds(timeout_ms));
 }
 
-void AgentLinkHandler::push_records(int64_t agent_id, const rpc::RecordBatch& batch) {
+int64_t AgentLinkHandler::push_records(int64_t agent_id, rpc::RecordBatch&& batch) {
   if (row_count(batch) > static_cast<size_t>(kMaxBatchRows))
     invalid("batch of " + std::to_string(row_count(batch)) + " rows exceeds " +
                 std::to_string(kMaxBatchRows),
             "batch");
-  core_.traces().on_batch(agent_id, batch, caller_);
+  return core_.traces().on_batch(agent_id, std::move(batch), caller_);
 }
 
 void AgentLinkHandler::window_closed(int64_t agent_id, const rpc::WindowClosed& closed) {

@@ -132,8 +132,11 @@ class AgentAdapter : public rpc::FleetscopeAgentLinkIf {
   void awaitOrder(rpc::AgentOrder& out, const int64_t id, const int32_t timeout_ms) override {
     out = handler_.await_order(id, timeout_ms);
   }
-  void pushRecords(const int64_t id, const rpc::RecordBatch& batch) override {
-    handler_.push_records(id, batch);
+  int64_t pushRecords(const int64_t id, const rpc::RecordBatch& batch) override {
+    // The generated processor decodes the arguments into a local, non-const args object that is
+    // destroyed right after this call; taking the batch from it (instead of copying every row
+    // and string) is what lets the daemon keep up with the agent.
+    return handler_.push_records(id, std::move(const_cast<rpc::RecordBatch&>(batch)));
   }
   void windowClosed(const int64_t id, const rpc::WindowClosed& closed) override {
     handler_.window_closed(id, closed);

@@ -13,7 +13,8 @@ namespace {
   throw error;
 }
 
-[[noreturn]] void not_found(const std::string& message, const std::string& kind, std::optional<int64_t> id = {}) {
+[[noreturn]] void not_found(const std::string& message, const std::string& kind,
+                            std::optional<int64_t> id = {}) {
   rpc::NotFound error;
   error.message = message;
   error.__set_kind(kind);
@@ -31,21 +32,32 @@ void check_window(const WindowSpec& window) {
   if (window.duration_ms.has_value() == window.iterations.has_value())
     invalid("give exactly one of duration_ms and iterations", "duration_ms");
   if (window.duration_ms && (*window.duration_ms <= 0 || *window.duration_ms > 3'600'000))
-    invalid("duration_ms must be in 1..3600000, got " + std::to_string(*window.duration_ms), "duration_ms");
+    invalid("duration_ms must be in 1..3600000, got " + std::to_string(*window.duration_ms),
+            "duration_ms");
   if (window.iterations && (*window.iterations <= 0 || *window.iterations > 100000))
-    invalid("iterations must be in 1..100000, got " + std::to_string(*window.iterations), "iterations");
+    invalid("iterations must be in 1..100000, got " + std::to_string(*window.iterations),
+            "iterations");
 }
 
 }  // namespace
 
 TraceControl::TraceControl(Registry& registry, HostStore& store, Clock clock, int64_t grace_ms)
-    : registry_(registry), store_(store), clock_(std::move(clock)), grace_ns_(grace_ms * 1'000'000) {
+    : registry_(registry),
+      store_(store),
+      clock_(std::move(clock)),
+      grace_ns_(grace_ms * 1'000'000) {
   finalizer_ = std::thread([this] { finalizer_loop(); });
+  committer_ = std::make_unique<GroupCommitter>(
+      [this] { store_.flush(); },
+      [this](const TakenBatch& batch, const std::string& error) { on_committed(batch, error); });
 }
 
-TraceControl::~TraceControl() { stop(); }
+TraceControl::~TraceControl() {
+  stop();
+}
 
 void TraceControl::stop() {
+  if (committer_) committer_->stop();  // what was taken is committed before the daemon stops
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -54,23 +66,26 @@ void TraceControl::stop() {
   if (finalizer_.joinable()) finalizer_.join();
 }
 
-rpc::TraceStarted TraceControl::start_for_pid(int pid, const WindowSpec& window, const Caller& caller) {
+rpc::TraceStarted TraceControl::start_for_pid(int pid, const WindowSpec& window,
+                                              const Caller& caller) {
   if (pid <= 0) invalid("pid must be positive, got " + std::to_string(pid), "pid");
   auto agents = registry_.in_tree_of(pid);
   if (agents.empty())
-    not_found("no process with the fleetscope agent in the process tree of pid " + std::to_string(pid) +
+    not_found("no process with the fleetscope agent in the process tree of pid " +
+                  std::to_string(pid) +
                   " (is the job running with the agent loaded, e.g. through `fleetscope run` or "
                   "CUDA_INJECTION64_PATH?)",
               "process", pid);
   return start(std::move(agents), "pid " + std::to_string(pid), window, caller);
 }
 
-rpc::TraceStarted TraceControl::start_for_workflow(const std::string& workflow, const WindowSpec& window,
-                                                   const Caller& caller) {
+rpc::TraceStarted TraceControl::start_for_workflow(const std::string& workflow,
+                                                   const WindowSpec& window, const Caller& caller) {
   if (workflow.empty()) invalid("workflow must not be empty", "workflow");
   auto agents = registry_.of_workflow(workflow);
   if (agents.empty())
-    not_found("no process with the fleetscope agent belongs to workflow '" + workflow + "'", "workflow");
+    not_found("no process with the fleetscope agent belongs to workflow '" + workflow + "'",
+              "workflow");
   return start(std::move(agents), "workflow '" + workflow + "'", window, caller);
 }
 
@@ -79,14 +94,16 @@ rpc::TraceStarted TraceControl::start(std::vector<AgentEntry> agents, const std:
   check_window(window);
   for (const auto& agent : agents)
     if (!caller.may_access(agent.uid))
-      denied(what + " includes pid " + std::to_string(agent.pid) + " of uid " + std::to_string(agent.uid) +
-             "; uid " + std::to_string(caller.uid) + " may only trace its own processes");
+      denied(what + " includes pid " + std::to_string(agent.pid) + " of uid " +
+             std::to_string(agent.uid) + "; uid " + std::to_string(caller.uid) +
+             " may only trace its own processes");
   std::unique_lock lock(mutex_);
   for (const auto& agent : agents) {
     auto current = registry_.get(agent.id);
     if (current && current->open_capture)
       invalid("a trace window is already open in pid " + std::to_string(agent.pid) + " (capture " +
-              std::to_string(*current->open_capture) + "); wait for it to finish (fleetscope status)");
+              std::to_string(*current->open_capture) +
+              "); wait for it to finish (fleetscope status)");
   }
   const int64_t now = clock_();
   const int64_t workflow_id = store_.workflow_id(agents.front().workflow, std::nullopt);
@@ -108,8 +125,8 @@ rpc::TraceStarted TraceControl::start(std::vector<AgentEntry> agents, const std:
   started.capture_id = capture_id;
   started.start_ns = now;
   for (const auto& agent : agents) {
-    store_.upsert_process(agent.pid, store_.workflow_id(agent.workflow, std::nullopt), agent.command,
-                          agent.registered_ns);
+    store_.upsert_process(agent.pid, store_.workflow_id(agent.workflow, std::nullopt),
+                          agent.command, agent.registered_ns);
     registry_.set_open_capture(agent.id, capture_id);
     if (!registry_.post(agent.id, order)) continue;  // vanished in between
     w.agents[agent.id] = agent.pid;
@@ -126,43 +143,90 @@ rpc::TraceStarted TraceControl::start(std::vector<AgentEntry> agents, const std:
   return started;
 }
 
-void TraceControl::on_batch(int64_t agent_id, const rpc::RecordBatch& batch, const Caller& caller) {
+int64_t TraceControl::on_batch(int64_t agent_id, rpc::RecordBatch&& batch, const Caller& caller) {
   auto agent = registry_.get(agent_id);
   if (!agent || (caller.pid != 0 && agent->pid != caller.pid) || agent->uid != caller.uid)
-    invalid("agent " + std::to_string(agent_id) + " is not registered for this connection", "agent_id");
+    invalid("agent " + std::to_string(agent_id) + " is not registered for this connection",
+            "agent_id");
+  const int64_t capture_id = batch.capture_id, sequence = batch.sequence;
   {
-    std::lock_guard lock(mutex_);
-    auto it = windows_.find(batch.capture_id);
+    std::unique_lock lock(mutex_);
+    auto it = windows_.find(capture_id);
     if (it == windows_.end() || !it->second.pending.count(agent_id))
-      invalid("capture " + std::to_string(batch.capture_id) + " is not open in pid " + std::to_string(agent->pid),
+      invalid("capture " + std::to_string(capture_id) + " is not open in pid " +
+                  std::to_string(agent->pid),
               "capture_id");
-    int64_t& expected = it->second.next_sequence[agent_id];
-    if (batch.sequence != expected)
-      invalid("batch sequence " + std::to_string(batch.sequence) + " out of order (expected " +
+    Window& w = it->second;  // windows_ never erases, so the reference outlives the waits below
+    int64_t& expected = w.next_sequence[agent_id];
+    if (sequence != expected)
+      invalid("batch sequence " + std::to_string(sequence) + " out of order (expected " +
                   std::to_string(expected) + ")",
               "sequence");
     ++expected;
+    // The bounded window: wait while this agent already has the most batches uncommitted.
+    changed_.wait(
+        lock, [&] { return stopping_ || w.uncommitted[agent_id] < kUncommittedBatchesPerAgent; });
+    ++w.uncommitted[agent_id];
   }
-  // Committed outside the lock: other agents' batches and status calls go on meanwhile.
-  size_t rows = store_.commit_batch(batch, batch.capture_id);
+  // Rows go to the writer outside the lock (other agents' batches and status calls go on); the
+  // committer makes them durable while this connection decodes the agent's next batch.
+  size_t rows = 0;
+  try {
+    rows = store_.add_batch(std::move(batch), capture_id);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    --windows_[capture_id].uncommitted[agent_id];
+    changed_.notify_all();
+    throw;
+  }
+  committer_->submit({capture_id, agent_id, sequence, rows});
   std::lock_guard lock(mutex_);
-  auto it = windows_.find(batch.capture_id);
-  if (it != windows_.end()) it->second.records += static_cast<int64_t>(rows);
+  const auto& committed = windows_[capture_id].committed_sequence;
+  auto it = committed.find(agent_id);
+  return it == committed.end() ? -1 : it->second;
 }
 
-void TraceControl::on_closed(int64_t agent_id, const rpc::WindowClosed& closed, const Caller& caller) {
+void TraceControl::on_committed(const TakenBatch& batch, const std::string& error) {
+  std::lock_guard lock(mutex_);
+  Window& w = windows_[batch.capture_id];
+  --w.uncommitted[batch.agent_id];
+  if (error.empty()) {
+    w.records += static_cast<int64_t>(batch.rows);
+    w.committed_sequence[batch.agent_id] = batch.sequence;
+  } else {
+    w.notes.push_back("batch " + std::to_string(batch.sequence) + " of pid " +
+                      std::to_string(w.agents[batch.agent_id]) +
+                      " could not be committed: " + error);
+  }
+  changed_.notify_all();
+}
+
+int TraceControl::uncommitted_of(const Window& w) {
+  int total = 0;
+  for (const auto& [agent, count] : w.uncommitted) total += count;
+  return total;
+}
+
+void TraceControl::on_closed(int64_t agent_id, const rpc::WindowClosed& closed,
+                             const Caller& caller) {
   auto agent = registry_.get(agent_id);
   if (!agent || (caller.pid != 0 && agent->pid != caller.pid) || agent->uid != caller.uid)
-    invalid("agent " + std::to_string(agent_id) + " is not registered for this connection", "agent_id");
-  std::lock_guard lock(mutex_);
+    invalid("agent " + std::to_string(agent_id) + " is not registered for this connection",
+            "agent_id");
+  std::unique_lock lock(mutex_);
   auto it = windows_.find(closed.capture_id);
   if (it == windows_.end() || !it->second.pending.count(agent_id))
-    invalid("capture " + std::to_string(closed.capture_id) + " is not open in pid " + std::to_string(agent->pid),
+    invalid("capture " + std::to_string(closed.capture_id) + " is not open in pid " +
+                std::to_string(agent->pid),
             "capture_id");
   Window& w = it->second;
+  // The answer tells the agent its whole window is durable.
+  changed_.wait(lock, [&] { return stopping_ || w.uncommitted[agent_id] == 0; });
+  if (!w.pending.count(agent_id)) return;  // the deadline closed it meanwhile
   w.dropped += closed.dropped_records;
   w.overhead_ns += closed.collector_overhead_ns;
-  if (closed.__isset.error) w.notes.push_back("pid " + std::to_string(agent->pid) + ": " + closed.error);
+  if (closed.__isset.error)
+    w.notes.push_back("pid " + std::to_string(agent->pid) + ": " + closed.error);
   agent_finished(w, agent_id);
 }
 
@@ -200,7 +264,8 @@ void TraceControl::expire() {
     }
     if (now >= *w.deadline_ns + grace_ns_) {
       for (int64_t agent : std::set<int64_t>(w.pending)) {
-        w.notes.push_back("pid " + std::to_string(w.agents[agent]) + " did not close its window in time");
+        w.notes.push_back("pid " + std::to_string(w.agents[agent]) +
+                          " did not close its window in time");
         agent_finished(w, agent);
       }
     }
@@ -214,6 +279,9 @@ void TraceControl::finalizer_loop() {
     if (stopping_) return;
     int64_t id = to_finalize_.front();
     to_finalize_.pop_front();
+    // Batches taken before the window ended are committed and counted before it is closed.
+    changed_.wait(lock, [&] { return stopping_ || uncommitted_of(windows_[id]) == 0; });
+    if (stopping_) return;
     Window snapshot = windows_[id];
     lock.unlock();
     std::optional<std::string> note;
@@ -259,11 +327,13 @@ rpc::TraceProgress TraceControl::progress_of(const Window& w) const {
   return p;
 }
 
-rpc::TraceProgress TraceControl::progress(int64_t capture_id, int32_t timeout_ms, const Caller& caller) {
+rpc::TraceProgress TraceControl::progress(int64_t capture_id, int32_t timeout_ms,
+                                          const Caller& caller) {
   std::unique_lock lock(mutex_);
   auto it = windows_.find(capture_id);
   if (it == windows_.end())
-    not_found("capture " + std::to_string(capture_id) + " is not a window this daemon opened since it started",
+    not_found("capture " + std::to_string(capture_id) +
+                  " is not a window this daemon opened since it started",
               "trace", capture_id);
   if (!caller.may_access(it->second.uid))
     denied("capture " + std::to_string(capture_id) + " traced processes of another user");

@@ -120,8 +120,8 @@ void DaemonRecordSink::send() {
   agent_link::EncodedBatch batch = builder_->take();
   if (control_.link().push(batch)) return;
   unsent_rows_ += static_cast<int64_t>(batch.rows);
-  // The agent ends the window and counts what it holds as dropped; the daemon keeps what it
-  // committed before.
+  // The agent ends the window and counts what it holds as dropped; the daemon commits and keeps
+  // every batch it took before (pushRecords answered).
   throw std::runtime_error("fleetscoped did not take a record batch: " +
                            control_.link().last_error());
 }
@@ -141,7 +141,7 @@ void DaemonRecordSink::end_partial(const WindowEnd& end) {
   try {
     commit();
   } catch (const std::exception&) {
-    // Ending anyway: what the daemon committed before stays.
+    // Ending anyway: every batch the daemon took before is committed and stays.
   }
   control_.set_final_counts(end.capture.dropped_records + unsent_rows_,
                             end.capture.collector_overhead_ns);

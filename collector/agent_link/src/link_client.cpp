@@ -117,14 +117,15 @@ class Connection {
 
 namespace {
 
-// The result struct of a call: field 0 (success) is handed to `success`, field 1 (InvalidRequest)
-// becomes Refused.
+// The result struct of a call: field 0 (success) of the expected type is handed to `success`,
+// field 1 (InvalidRequest) becomes Refused.
 template <class OnSuccess>
-void read_result(const std::string& result, OnSuccess&& success) {
+void read_result(const std::string& result, OnSuccess&& success,
+                 wire::Type success_type = wire::kStruct) {
   wire::Reader reader(result);
   int16_t id = 0;
   for (wire::Type t = reader.field(id); t != wire::kStop; t = reader.field(id)) {
-    if (id == 0 && t == wire::kStruct) {
+    if (id == 0 && t == success_type) {
       success(reader);
     } else if (id == 1 && t == wire::kStruct) {  // InvalidRequest {1: message, 2: field}
       std::string message = "refused";
@@ -268,14 +269,14 @@ void ControlLoop::run() {
   control_.reset();
 }
 
-template <class Call>
-bool ControlLoop::with_data(Call&& call) {
+template <class Call, class OnSuccess>
+bool ControlLoop::with_data(Call&& call, uint8_t success_type, OnSuccess&& on_success) {
   std::lock_guard lock(data_mutex_);
   if (agent_id_ <= 0 || stopping_) return false;
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
       if (!data_) data_ = std::make_unique<Connection>(options_, options_.io_timeout_ms);
-      read_result(call(*data_), [](wire::Reader& r) { r.skip(wire::kStruct); });
+      read_result(call(*data_), on_success, static_cast<wire::Type>(success_type));
       return true;
     } catch (const Refused& refused) {  // the daemon answered: do not retry
       std::lock_guard error_lock(mutex_);
@@ -291,29 +292,33 @@ bool ControlLoop::with_data(Call&& call) {
 }
 
 bool ControlLoop::push(const EncodedBatch& batch) {
-  // pushRecords(1: i64 agent_id, 2: RecordBatch batch)
-  return with_data([&](Connection& connection) {
-    wire::Writer args;
-    args.i64_field(1, agent_id_);
-    args.field(wire::kStruct, 2);
-    args.raw(batch.bytes);
-    return connection.call("pushRecords", args.bytes());
-  });
+  // i64 pushRecords(1: i64 agent_id, 2: RecordBatch batch): the answer is the committed sequence.
+  return with_data(
+      [&](Connection& connection) {
+        wire::Writer args;
+        args.i64_field(1, agent_id_);
+        args.field(wire::kStruct, 2);
+        args.raw(batch.bytes);
+        return connection.call("pushRecords", args.bytes());
+      },
+      wire::kI64, [&](wire::Reader& r) { committed_sequence_ = r.i64(); });
 }
 
 bool ControlLoop::window_closed(const WindowClosed& closed) {
   // windowClosed(1: i64 agent_id, 2: WindowClosed closed)
-  return with_data([&](Connection& connection) {
-    wire::Writer args;
-    args.i64_field(1, agent_id_);
-    args.field(wire::kStruct, 2);
-    args.i64_field(1, closed.capture_id);
-    args.i64_field(2, closed.dropped_records);
-    args.i64_field(3, closed.collector_overhead_ns);
-    if (!closed.error.empty()) args.str_field(4, closed.error);
-    args.stop();
-    return connection.call("windowClosed", args.bytes());
-  });
+  return with_data(
+      [&](Connection& connection) {
+        wire::Writer args;
+        args.i64_field(1, agent_id_);
+        args.field(wire::kStruct, 2);
+        args.i64_field(1, closed.capture_id);
+        args.i64_field(2, closed.dropped_records);
+        args.i64_field(3, closed.collector_overhead_ns);
+        if (!closed.error.empty()) args.str_field(4, closed.error);
+        args.stop();
+        return connection.call("windowClosed", args.bytes());
+      },
+      wire::kStruct, [](wire::Reader& r) { r.skip(wire::kStruct); });
 }
 
 }  // namespace fleetscope::agent_link

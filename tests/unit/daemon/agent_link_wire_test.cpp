@@ -110,7 +110,7 @@ TEST(RecordCodec, EveryTableRoundTripsWithOptionalFieldsKeptOrAbsent) {
   EXPECT_EQ(builder.take().sequence, 1);
   EXPECT_EQ(row_count(batch), 9u);
   KeepingSink sink;
-  EXPECT_EQ(write_batch(batch, /*capture_id=*/11, sink), 9u);
+  EXPECT_EQ(write_batch(std::move(batch), /*capture_id=*/11, sink), 9u);
 
   ASSERT_EQ(sink.kernels.size(), 1u);
   const auto& k2 = sink.kernels[0];

@@ -124,6 +124,44 @@ TEST_F(Fixture, WindowLifecycleCommitsBatchesAndAnalyzes) {
   EXPECT_EQ(jobs[0].capture_ids, std::vector<int64_t>{started.capture_id});
 }
 
+TEST_F(Fixture, AcknowledgementsSayWhatIsCommittedAndClosingCommitsTheWholeWindow) {
+  auto [link, id] = agent(800, 1000);
+  RpcHandler api(*core, Caller{10, 1000});
+  rpc::TraceRequest request;
+  request.__set_pid(800);
+  request.__set_duration_ms(60'000);
+  auto started = api.start_trace(request);
+  ASSERT_EQ(link->await_order(id, 0).kind, rpc::AgentOrderKind::OPEN_WINDOW);
+  int64_t last_ack = -1;
+  for (int64_t sequence = 0; sequence < 40; ++sequence) {
+    int64_t ack = link->push_records(id, kernels(started.capture_id, sequence, 200, 800));
+    EXPECT_GE(ack, last_ack) << "acknowledged durability never goes back";
+    EXPECT_LE(ack, sequence) << "a batch is never acknowledged before it was sent";
+    // The bounded window: at most kUncommittedBatchesPerAgent batches wait uncommitted.
+    EXPECT_GE(ack, sequence - kUncommittedBatchesPerAgent);
+    // Whatever is acknowledged is in the database already, seen by a separate connection.
+    auto db = store::Database::open(dir.file("host.db"));
+    auto count = db.prepare("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?");
+    count.bind(1, started.capture_id);
+    ASSERT_TRUE(count.step());
+    EXPECT_GE(count.column_int(0), (ack + 1) * 200);
+    last_ack = ack;
+  }
+  rpc::WindowClosed closed;
+  closed.capture_id = started.capture_id;
+  closed.dropped_records = 0;
+  closed.collector_overhead_ns = 1;
+  link->window_closed(id, closed);  // returns once all 40 batches are committed
+  auto db = store::Database::open(dir.file("host.db"));
+  auto count = db.prepare("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?");
+  count.bind(1, started.capture_id);
+  ASSERT_TRUE(count.step());
+  EXPECT_EQ(count.column_int(0), 40 * 200);
+  auto progress = api.trace_progress(started.capture_id, 10'000);
+  ASSERT_TRUE(progress.done);
+  EXPECT_EQ(progress.records, 40 * 200);
+}
+
 TEST_F(Fixture, OtherUsersProcessesAreInvisibleAndUntraceable) {
   auto [root_link, root_id] = agent(600, 0, {}, "root-job");
   auto [user_link, user_id] = agent(700, 1000, {}, "user-job");

@@ -17,6 +17,8 @@ size_t row_count(const rpc::RecordBatch& batch);  // every row of every table, g
 
 // Appends every row of `batch` to `sink`, each stamped with `capture_id` (never the batch's own
 // field: the daemon decides which capture an agent may write to). Returns the rows written.
-size_t write_batch(const rpc::RecordBatch& batch, int64_t capture_id, store::RowSink& sink);
+// The batch is consumed: its strings (kernel names, API names, NVTX text) move into the store rows
+// instead of being copied, one heap allocation less per row.
+size_t write_batch(rpc::RecordBatch&& batch, int64_t capture_id, store::RowSink& sink);
 
 }  // namespace fleetscope::daemon

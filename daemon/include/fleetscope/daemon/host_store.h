@@ -1,8 +1,9 @@
 // The daemon's host database: the one store::Writer (the single writer, WAL) plus a maintenance
 // connection for the daemon's own tables (workflow_metrics) and retention, and short-lived
-// read-only connections for queries. Batches from agents are committed one by one: pushRecords
-// returns only after its rows are in the database, so a killed agent loses at most the batch in
-// flight and what was acknowledged stays.
+// read-only connections for queries. Batches from agents are appended to the writer as they
+// arrive and made durable by the trace control's group committer (group_committer.h): what the
+// daemon took is committed even when the agent is killed, and its acknowledgements tell the agent
+// which sequence is committed.
 #pragma once
 
 #include <cstdint>
@@ -51,8 +52,11 @@ class HostStore {
   void upsert_process(int pid, int64_t workflow_id, const std::string& command, int64_t start_ns);
 
   int64_t open_capture(const std::string& source_path, int64_t start_ns);
+  // Appends the rows of one batch to the writer (consuming it; committed by a later flush()).
+  // Returns the rows appended.
+  size_t add_batch(rpc::RecordBatch&& batch, int64_t capture_id);
   // Rows of one batch, committed before returning. Returns the rows written.
-  size_t commit_batch(const rpc::RecordBatch& batch, int64_t capture_id);
+  size_t commit_batch(rpc::RecordBatch batch, int64_t capture_id);
   void close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped, int64_t overhead_ns,
                      const std::optional<std::string>& note);
   // Runs the analyzer on a finished capture, stores its findings, and summarizes it.
@@ -63,8 +67,8 @@ class HostStore {
   std::vector<WorkflowMetricRow> workflow_metrics(const std::optional<std::string>& workflow,
                                                   std::optional<int64_t> since_ns, int limit);
 
-  std::vector<rpc::Capture> captures(std::optional<int64_t> workflow_id, std::optional<int64_t> since_ns,
-                                     int limit);
+  std::vector<rpc::Capture> captures(std::optional<int64_t> workflow_id,
+                                     std::optional<int64_t> since_ns, int limit);
   std::optional<rpc::Capture> capture(int64_t capture_id);
   // Captures linked to a workflow through the processes of its agents' windows.
   std::vector<int64_t> captures_of_workflow(int64_t workflow_id);
@@ -74,8 +78,8 @@ class HostStore {
 
   // Retention: drops whole captures, oldest first, and downsamples then drops device samples.
   struct RetentionPolicy {
-    int64_t max_bytes = 0;        // 0 = unbounded
-    int64_t max_age_ns = 0;       // 0 = unbounded
+    int64_t max_bytes = 0;            // 0 = unbounded
+    int64_t max_age_ns = 0;           // 0 = unbounded
     int64_t downsample_after_ns = 0;  // device samples older than this become 1-minute means
     int64_t downsample_bucket_ns = 60'000'000'000;
   };
@@ -87,7 +91,7 @@ class HostStore {
   RetentionResult apply_retention(const RetentionPolicy& policy, int64_t now_ns);
   int64_t size_bytes();
 
-  void flush();
+  void flush();  // commits every row appended so far
   void close();  // flush, checkpoint, close (the file stays in WAL mode for readers)
 
  private:

@@ -47,7 +47,8 @@ class AgentLinkHandler {
 
   rpc::AgentWelcome register_agent(const rpc::AgentHello& hello);
   rpc::AgentOrder await_order(int64_t agent_id, int32_t timeout_ms);
-  void push_records(int64_t agent_id, const rpc::RecordBatch& batch);
+  // Takes the batch (consumed); returns the agent's committed sequence (TraceControl::on_batch).
+  int64_t push_records(int64_t agent_id, rpc::RecordBatch&& batch);
   void window_closed(int64_t agent_id, const rpc::WindowClosed& closed);
 
  private:

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -17,12 +18,18 @@
 #include <thread>
 #include <vector>
 
+#include "fleetscope/daemon/group_committer.h"
 #include "fleetscope/daemon/host_store.h"
 #include "fleetscope/daemon/peer.h"
 #include "fleetscope/daemon/registry.h"
 #include "fleetscope_types.h"
 
 namespace fleetscope::daemon {
+
+// How many of one agent's batches may be taken but not yet committed; the next pushRecords waits
+// beyond this (the bounded window: memory stays at a few batches per agent, and a daemon killed
+// mid-stream loses at most these, which the agent was never told were committed).
+inline constexpr int kUncommittedBatchesPerAgent = 4;
 
 struct WindowSpec {
   std::optional<int32_t> duration_ms;
@@ -42,8 +49,11 @@ class TraceControl {
   rpc::TraceStarted start_for_workflow(const std::string& workflow, const WindowSpec& window,
                                        const Caller& caller);
 
-  // From the agent link (the caller is the agent's connection).
-  void on_batch(int64_t agent_id, const rpc::RecordBatch& batch, const Caller& caller);
+  // From the agent link (the caller is the agent's connection). on_batch takes the batch (its rows
+  // go to the writer, the group committer commits them) and returns the agent's committed
+  // sequence in that window (-1: none yet); on_closed returns once the agent's batches are
+  // committed.
+  int64_t on_batch(int64_t agent_id, rpc::RecordBatch&& batch, const Caller& caller);
   void on_closed(int64_t agent_id, const rpc::WindowClosed& closed, const Caller& caller);
   void on_agent_gone(int64_t agent_id);
 
@@ -62,6 +72,8 @@ class TraceControl {
     std::map<int64_t, int> agents;  // agent id -> pid, every agent ordered to open
     std::set<int64_t> pending;      // agents that have not closed yet
     std::map<int64_t, int64_t> next_sequence;
+    std::map<int64_t, int> uncommitted;             // agent -> batches taken, not yet committed
+    std::map<int64_t, int64_t> committed_sequence;  // agent -> highest committed sequence
     int64_t start_ns = 0;
     std::optional<int64_t> deadline_ns;
     bool close_sent = false;
@@ -71,10 +83,12 @@ class TraceControl {
     CaptureSummary summary;
   };
 
-  rpc::TraceStarted start(std::vector<AgentEntry> agents, const std::string& what, const WindowSpec& window,
-                          const Caller& caller);
+  rpc::TraceStarted start(std::vector<AgentEntry> agents, const std::string& what,
+                          const WindowSpec& window, const Caller& caller);
   void agent_finished(Window& window, int64_t agent_id);  // mutex_ held
   void finalizer_loop();
+  void on_committed(const TakenBatch& batch, const std::string& error);
+  static int uncommitted_of(const Window& window);
   rpc::TraceProgress progress_of(const Window& window) const;
 
   Registry& registry_;
@@ -87,6 +101,7 @@ class TraceControl {
   std::deque<int64_t> to_finalize_;
   bool stopping_ = false;
   std::thread finalizer_;
+  std::unique_ptr<GroupCommitter> committer_;
 };
 
 }  // namespace fleetscope::daemon

@@ -81,17 +81,22 @@ class ControlLoop {
   // The largest batch the daemon accepts (its welcome says; a safe default before that).
   int32_t max_batch_rows() const { return max_batch_rows_.load(); }
 
-  // Thread-safe. Sends a batch and returns once the daemon has committed it; false when the daemon
-  // is unreachable or refuses it (the caller counts the rows as dropped).
+  // Thread-safe. Sends a batch and returns once the daemon has taken it (decoded and queued for
+  // its database: a few batches per agent may wait uncommitted, and the daemon commits them even
+  // if this process dies); false when the daemon is unreachable or refuses it (the caller counts
+  // the rows as dropped). committed_sequence() is then the highest sequence of the window the
+  // daemon reported committed (-1: none yet).
   bool push(const EncodedBatch& batch);
+  int64_t committed_sequence() const { return committed_sequence_.load(); }
+  // Returns true once the daemon has committed every batch of the window and recorded its end.
   bool window_closed(const WindowClosed& closed);
   std::string last_error() const;
 
  private:
   void run();
   bool ensure_control();
-  template <class Call>
-  bool with_data(Call&& call);
+  template <class Call, class OnSuccess>
+  bool with_data(Call&& call, uint8_t success_type, OnSuccess&& on_success);
 
   LinkOptions options_;
   ProcessFacts facts_;
@@ -99,6 +104,7 @@ class ControlLoop {
   std::atomic<int64_t> agent_id_{0};
   std::atomic<int64_t> registrations_{0};
   std::atomic<int32_t> max_batch_rows_{4096};
+  std::atomic<int64_t> committed_sequence_{-1};
   std::atomic<bool> stopping_{false};
   std::thread thread_;
   mutable std::mutex mutex_;  // guards control_ (for stop()), error_, and the wait below

@@ -1,0 +1,56 @@
+#include "fleetscope/daemon/group_committer.h"
+
+#include <exception>
+#include <string>
+
+namespace fleetscope::daemon {
+
+GroupCommitter::GroupCommitter(Flush flush, Committed committed)
+    : flush_(std::move(flush)), committed_(std::move(committed)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+GroupCommitter::~GroupCommitter() {
+  stop();
+}
+
+void GroupCommitter::submit(const TakenBatch& batch) {
+  {
+    std::lock_guard lock(mutex_);
+    submitted_.push_back(batch);
+  }
+  work_.notify_one();
+}
+
+void GroupCommitter::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GroupCommitter::run() {
+  std::vector<TakenBatch> group;
+  std::unique_lock lock(mutex_);
+  while (true) {
+    work_.wait(lock, [&] { return stopping_ || !submitted_.empty(); });
+    if (submitted_.empty()) return;  // stopping, and nothing left to commit
+    group.clear();
+    group.swap(submitted_);
+    lock.unlock();
+    // Every batch in `group` had its rows appended before it was submitted, so one flush now
+    // makes all of them durable.
+    std::string error;
+    try {
+      flush_();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    for (const auto& batch : group) committed_(batch, error);
+    lock.lock();
+  }
+}
+
+}  // namespace fleetscope::daemon
