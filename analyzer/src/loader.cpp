@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include <sqlite3.h>
 
@@ -227,9 +228,12 @@ int64_t checked_int(const store::Statement& stmt, int column, const std::string&
     if (null_value) return *null_value;
     bad("is NULL, expected an integer");
   }
-  if (type == SQLITE_FLOAT)
-    bad("is a real number (" + std::to_string(sqlite3_column_double(stmt.raw(), column)) +
-        "), expected an integer");
+  if (type == SQLITE_FLOAT) {
+    // %g: a value like 1e300 stays short in the message (std::to_string prints every digit).
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", sqlite3_column_double(stmt.raw(), column));
+    bad(std::string("is a real number (") + value + "), expected an integer");
+  }
   if (type != SQLITE_INTEGER)
     bad(std::string("is ") + (type == SQLITE_TEXT ? "text" : "a blob") + ", expected an integer");
   const int64_t v = sqlite3_column_int64(stmt.raw(), column);

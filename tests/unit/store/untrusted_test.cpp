@@ -214,7 +214,11 @@ TEST(Untrusted, OutOfRangeTimesAreRefusedNamingTheFile) {
     CliRun analyze = run({"analyze", "--no-store", path});
     EXPECT_EQ(analyze.code, 1) << value << ": " << analyze.out;
     EXPECT_NE(analyze.err.find(path), std::string::npos) << analyze.err;
-    EXPECT_NE(analyze.err.find("out of range"), std::string::npos) << analyze.err;
+    // The loader refuses the value before any arithmetic: out of range, or (1e300 is stored as
+    // REAL) not an integer at all.
+    EXPECT_TRUE(analyze.err.find("out of range") != std::string::npos ||
+                analyze.err.find("expected an integer") != std::string::npos)
+        << analyze.err;
     CliRun exported = run({"export", path, "-o", dir.file("e.json")});
     EXPECT_EQ(exported.code, 1) << value;
     EXPECT_NE(exported.err.find(path), std::string::npos) << exported.err;
