@@ -18,10 +18,10 @@ build: configure
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE '^bench$$'
 
-# The demo runs only the `fleetscope` command: build that target (and what it links), not the
-# tests and benchmarks.
+# The demo runs the `fleetscope` command and renders the GUI screenshots: build those two targets
+# (and what they link), not the tests and benchmarks.
 demo: configure
-	@cmake --build $(BUILD) -j $(JOBS) --target fleetscope
+	@cmake --build $(BUILD) -j $(JOBS) --target fleetscope fleetscope-gui
 	@scripts/demo $(BUILD)
 
 bench:
