@@ -3,22 +3,25 @@
 namespace fleetscope::gui {
 
 namespace {
-constexpr const char* kReason =
-    "no daemon connected: the fleetscope daemon (fleetscoped), which carries plans out, is not "
-    "part of this build yet, so the plan is shown read-only";
+constexpr const char* kDisabled = "daemon connections are disabled in this window";
 }
 
 bool UnavailableDaemon::connect(const std::string& socket_path, std::string& error) {
-  error = socket_path + ": " + kReason;
+  error = socket_path + ": " + kDisabled;
   return false;
 }
 
+std::optional<DaemonStatusView> UnavailableDaemon::status(std::string& error) {
+  error = kDisabled;
+  return std::nullopt;
+}
+
 std::string UnavailableDaemon::apply_blocker() const {
-  return kReason;
+  return kNoDaemonReason;
 }
 
 bool UnavailableDaemon::apply(const sharer::ConsolidationPlan&, std::string& error) {
-  error = kReason;
+  error = kNoDaemonReason;
   return false;
 }
 

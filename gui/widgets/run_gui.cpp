@@ -67,7 +67,8 @@ int run_gui(int argc, char** argv) {
   QCommandLineOption view("view", "View for --screenshot: fleet, timeline, findings, sharing, sql.",
                           "VIEW", "timeline");
   QCommandLineOption size("size", "Window size for --screenshot, WxH.", "WxH", "1400x900");
-  parser.addOptions({shot, view, size});
+  QCommandLineOption daemon("connect", "Connect to fleetscoped's API socket at start.", "SOCKET");
+  parser.addOptions({shot, view, size, daemon});
   parser.addPositionalArgument(
       "FILE", "fleetscope database, Kineto JSON (.json, .json.gz) or nsys SQLite export");
   if (!parser.parse(QApplication::arguments())) {
@@ -98,6 +99,7 @@ int run_gui(int argc, char** argv) {
   MainWindow window;
   window.resize(1400, 900);
   window.show();
+  if (parser.isSet(daemon)) window.connect_to_daemon(parser.value(daemon));
   if (!files.isEmpty()) window.open(files.front());
   return QApplication::exec();
 }
