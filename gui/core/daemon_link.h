@@ -1,8 +1,7 @@
 // How the GUI reaches a fleetscope daemon (fleetscoped): "connect to a daemon's socket", the
 // daemon panel (its agents, GPUs and open trace windows) and the sharing panel's Apply go through
 // this interface, so the widgets never see Thrift. DaemonClient (daemon_client.h) implements it
-// over the daemon's real API; UnavailableDaemon answers every call with the reason (tests and
-// builds that must not reach a daemon).
+// over the daemon's real API.
 #pragma once
 
 #include <cstdint>
@@ -69,14 +68,5 @@ class DaemonLink {
 inline constexpr const char* kNoDaemonReason =
     "no daemon connected: use File > Connect to daemon… to reach fleetscoped; until then the "
     "plan is shown read-only";
-
-class UnavailableDaemon : public DaemonLink {
- public:
-  bool connected() const override { return false; }
-  bool connect(const std::string& socket_path, std::string& error) override;
-  std::optional<DaemonStatusView> status(std::string& error) override;
-  std::string apply_blocker() const override;
-  bool apply(const sharer::ConsolidationPlan& plan, std::string& error) override;
-};
 
 }  // namespace fleetscope::gui
