@@ -12,6 +12,7 @@
 
 #include "FleetscopeHost.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/rpc/host_client.h"
 #include "fleetscope/rpc/transport.h"
 
 namespace fleetscope::cli {
@@ -24,26 +25,7 @@ std::string default_socket() {
   return env && *env ? env : kDefaultDaemonSocket;
 }
 
-class Connection {
- public:
-  explicit Connection(const std::string& address) : address_(address) {
-    transport_ = rpc::make_client_transport(address, rpc::TransportLimits{}, 70'000);
-    client_ = std::make_unique<rpc::FleetscopeHostClient>(rpc::make_protocol(transport_, {}));
-    transport_->open();
-  }
-  ~Connection() {
-    try {
-      transport_->close();
-    } catch (...) {
-    }
-  }
-  rpc::FleetscopeHostClient* operator->() { return client_.get(); }
-
- private:
-  std::string address_;
-  std::shared_ptr<apache::thrift::transport::TTransport> transport_;
-  std::unique_ptr<rpc::FleetscopeHostClient> client_;
-};
+using Connection = rpc::HostConnection;
 
 // Runs `body` against the daemon; the daemon's refusals and an unreachable daemon become one
 // clear line on stderr and exit code 1.

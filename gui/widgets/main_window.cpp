@@ -19,6 +19,7 @@
 #include <QTabWidget>
 
 #include "capture_view.h"
+#include "daemon_client.h"
 #include "panels.h"
 #include "range_export.h"
 #include "timeline_widget.h"
@@ -27,7 +28,7 @@ namespace fleetscope::gui {
 
 MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     : interactive_(interactive),
-      daemon_(daemon ? std::move(daemon) : std::make_unique<UnavailableDaemon>()),
+      daemon_(daemon ? std::move(daemon) : std::make_unique<DaemonClient>()),
       loader_(std::make_unique<Loader>()) {
   setWindowTitle("fleetscope");
   setAcceptDrops(true);
@@ -36,11 +37,13 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
   capture_ = new CaptureView(tabs_);
   findings_ = new FindingsPanel(tabs_);
   sharing_ = new SharingPanel(*daemon_, tabs_);
+  daemon_panel_ = new DaemonPanel(*daemon_, tabs_);
   sql_ = new SqlConsole(tabs_);
   tabs_->addTab(fleet_, "Fleet");
   tabs_->addTab(capture_, "Timeline");
   tabs_->addTab(findings_, "Findings");
   tabs_->addTab(sharing_, "Sharing");
+  tabs_->addTab(daemon_panel_, "Daemon");
   tabs_->addTab(sql_, "SQL");
   setCentralWidget(tabs_);
 
@@ -205,6 +208,7 @@ bool MainWindow::show_view(const QString& name) {
                : name == "timeline" ? static_cast<QWidget*>(capture_)
                : name == "findings" ? static_cast<QWidget*>(findings_)
                : name == "sharing"  ? static_cast<QWidget*>(sharing_)
+               : name == "daemon"   ? static_cast<QWidget*>(daemon_panel_)
                : name == "sql"      ? static_cast<QWidget*>(sql_)
                                     : nullptr;
   if (!w) return false;
@@ -260,9 +264,20 @@ void MainWindow::connect_daemon() {
       QInputDialog::getText(this, "Connect to daemon", "fleetscoped socket:", QLineEdit::Normal,
                             "/run/fleetscope/fleetscoped.sock", &ok);
   if (!ok || socket.isEmpty()) return;
+  connect_to_daemon(socket);
+}
+
+bool MainWindow::connect_to_daemon(const QString& socket) {
   std::string error;
-  if (!daemon_->connect(socket.toStdString(), error)) fail(socket, QString::fromStdString(error));
+  const bool connected = daemon_->connect(socket.toStdString(), error);
+  if (!connected)
+    fail(socket, QString::fromStdString(error));
+  else {
+    daemon_panel_->refresh();
+    tabs_->setCurrentWidget(daemon_panel_);
+  }
   sharing_->refresh_daemon_state();
+  return connected;
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

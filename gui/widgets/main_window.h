@@ -23,6 +23,7 @@ class FleetView;
 class FindingsPanel;
 class SharingPanel;
 class SqlConsole;
+class DaemonPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -33,11 +34,14 @@ class MainWindow : public QMainWindow {
   void open(const QString& path);
   // Processes events until the current load has finished, failed or was cancelled.
   bool wait_loaded(int timeout_ms = 60000);
-  // "fleet", "timeline", "findings", "sharing", "sql".
+  // "fleet", "timeline", "findings", "sharing", "daemon", "sql".
   bool show_view(const QString& name);
   QString last_error() const { return last_error_; }
   bool loading() const;
   void cancel_load();
+  // Connects the daemon link to fleetscoped's socket and shows its status (the Daemon tab); a
+  // failure is reported like a failed open (dialog when interactive, last_error()).
+  bool connect_to_daemon(const QString& socket);
 
   Loader* loader() const { return loader_.get(); }
   CaptureView* capture_view() const { return capture_; }
@@ -45,6 +49,7 @@ class MainWindow : public QMainWindow {
   FindingsPanel* findings_panel() const { return findings_; }
   SharingPanel* sharing_panel() const { return sharing_; }
   SqlConsole* sql_console() const { return sql_; }
+  DaemonPanel* daemon_panel() const { return daemon_panel_; }
   QTabWidget* tabs() const { return tabs_; }
   SessionPtr session() const { return session_; }
   AnalysisPtr analysis() const { return analysis_; }
@@ -82,6 +87,7 @@ class MainWindow : public QMainWindow {
   FindingsPanel* findings_ = nullptr;
   SharingPanel* sharing_ = nullptr;
   SqlConsole* sql_ = nullptr;
+  DaemonPanel* daemon_panel_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* progress_label_ = nullptr;
   QPushButton* cancel_ = nullptr;

@@ -202,6 +202,56 @@ void SharingPanel::set_state(const SharingState* state) {
   refresh_daemon_state();
 }
 
+// ---- Daemon -------------------------------------------------------------------------------------
+
+DaemonPanel::DaemonPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent), daemon_(daemon) {
+  auto* layout = new QVBoxLayout(this);
+  auto* row = new QHBoxLayout;
+  summary_ = new QLabel(this);
+  summary_->setWordWrap(true);
+  auto* refresh_button = new QPushButton("Refresh", this);
+  row->addWidget(summary_, 1);
+  row->addWidget(refresh_button);
+  layout->addLayout(row);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  auto add_table = [&](QAbstractItemModel* model, const QString& title) {
+    auto* box = new QWidget(split);
+    auto* box_layout = new QVBoxLayout(box);
+    box_layout->setContentsMargins(0, 0, 0, 0);
+    box_layout->addWidget(new QLabel(title, box));
+    auto* proxy = new QSortFilterProxyModel(this);
+    proxy->setSourceModel(model);
+    box_layout->addWidget(make_table(proxy, box), 1);
+    split->addWidget(box);
+  };
+  agents_ = new DaemonAgentsModel(this);
+  devices_ = new DaemonDevicesModel(this);
+  windows_ = new DaemonWindowsModel(this);
+  add_table(devices_, "GPUs");
+  add_table(agents_, "Agents (yours, or all when you are root)");
+  add_table(windows_, "Open trace windows");
+  layout->addWidget(split, 1);
+  connect(refresh_button, &QPushButton::clicked, this, [this] { refresh(); });
+  summary_->setText(QString::fromStdString(daemon_.apply_blocker()));
+}
+
+bool DaemonPanel::refresh() {
+  std::string error;
+  auto status = daemon_.status(error);
+  if (!status) {
+    agents_->set_rows({});
+    devices_->set_rows({});
+    windows_->set_rows({});
+    summary_->setText(QString::fromStdString(error));
+    return false;
+  }
+  summary_->setText(daemon_summary(*status));
+  agents_->set_rows(std::move(status->agents));
+  devices_->set_rows(std::move(status->devices));
+  windows_->set_rows(std::move(status->open_windows));
+  return true;
+}
+
 // ---- SQL ----------------------------------------------------------------------------------------
 
 SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "daemon_link.h"
+#include "daemon_models.h"
 #include "loader.h"
 #include "models.h"
 #include "tree_model.h"
@@ -86,6 +87,27 @@ class SharingPanel : public QWidget {
   QLabel* summary_;
   QLabel* reason_;
   QPushButton* apply_;
+};
+
+// The connected daemon's status: its agents, GPUs and open trace windows, with Refresh (asks the
+// daemon again). Shows why when no daemon is connected or it cannot be reached.
+class DaemonPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DaemonPanel(DaemonLink& daemon, QWidget* parent = nullptr);
+  // Asks the daemon for its status and shows it; false (and the reason shown) when it cannot.
+  bool refresh();
+  QLabel* summary() const { return summary_; }
+  DaemonAgentsModel* agents_model() const { return agents_; }
+  DaemonDevicesModel* devices_model() const { return devices_; }
+  DaemonWindowsModel* windows_model() const { return windows_; }
+
+ private:
+  DaemonLink& daemon_;
+  QLabel* summary_;
+  DaemonAgentsModel* agents_;
+  DaemonDevicesModel* devices_;
+  DaemonWindowsModel* windows_;
 };
 
 class SqlConsole : public QWidget {

@@ -19,7 +19,7 @@ bool write_screenshot(const QString& file, const QString& view, QSize size, cons
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   if (!window.show_view(view)) {
-    error = "unknown view '" + view + "' (expected fleet, timeline, findings, sharing or sql)";
+    error = "unknown view '" + view + "' (expected fleet, timeline, findings, sharing, daemon or sql)";
     return false;
   }
   window.show();
@@ -64,10 +64,11 @@ int run_gui(int argc, char** argv) {
   parser.addHelpOption();
   QCommandLineOption shot(
       "screenshot", "Render offscreen and write a PNG instead of showing a window.", "OUT.png");
-  QCommandLineOption view("view", "View for --screenshot: fleet, timeline, findings, sharing, sql.",
+  QCommandLineOption view("view", "View for --screenshot: fleet, timeline, findings, sharing, daemon, sql.",
                           "VIEW", "timeline");
   QCommandLineOption size("size", "Window size for --screenshot, WxH.", "WxH", "1400x900");
-  parser.addOptions({shot, view, size});
+  QCommandLineOption daemon("connect", "Connect to fleetscoped's API socket at start.", "SOCKET");
+  parser.addOptions({shot, view, size, daemon});
   parser.addPositionalArgument(
       "FILE", "fleetscope database, Kineto JSON (.json, .json.gz) or nsys SQLite export");
   if (!parser.parse(QApplication::arguments())) {
@@ -98,6 +99,7 @@ int run_gui(int argc, char** argv) {
   MainWindow window;
   window.resize(1400, 900);
   window.show();
+  if (parser.isSet(daemon)) window.connect_to_daemon(parser.value(daemon));
   if (!files.isEmpty()) window.open(files.front());
   return QApplication::exec();
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 #include "aggregate.h"
+#include "fleetscope/importers/importers.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
 #include "gui_fixture.h"
@@ -221,6 +222,49 @@ TEST_F(TimelineDataTest, LoadingStopsWhenCancelled) {
   TimelineLoadOptions options;
   options.cancel = &cancel;
   EXPECT_THROW(load_timeline(*reader_, fixture_.capture, options), LoadCancelled);
+}
+
+}  // namespace
+}  // namespace fleetscope::gui
+
+namespace fleetscope::gui {
+namespace {
+
+// `fleetscope import` writes each capture's zoom levels once the database is in place, so the
+// GUI's first open of a freshly imported capture finds them: the same tracks and levels as the
+// ones built from the raw events.
+TEST(TimelineSummaryAtImport, ImportedDatabaseOpensFromTheSummaryWrittenAtImport) {
+  test_support::TempDir dir;
+  const std::string db = dir.file("imported.db");
+  const auto results =
+      importers::import_files({std::string(FLEETSCOPE_SOURCE_DIR) +
+                               "/samples/traces/hta-critical_path_alexnet_trace.json.gz"},
+                              db);
+  ASSERT_EQ(results.size(), 1u);
+  const int64_t capture = results[0].capture_id;
+  ASSERT_TRUE(std::filesystem::exists(timeline_cache_path(db, capture)));
+  auto cached = load_timeline_cache(db, capture);
+  ASSERT_TRUE(cached);
+  const store::Reader reader(db);
+  const TimelineData built = load_timeline(reader, capture);
+  EXPECT_GT(built.event_count(), 0);
+  EXPECT_EQ(cached->span, built.span);
+  ASSERT_EQ(cached->tracks.size(), built.tracks.size());
+  for (size_t t = 0; t < built.tracks.size(); ++t) {
+    EXPECT_EQ(cached->tracks[t].key, built.tracks[t].key);
+    ASSERT_EQ(cached->levels[t].size(), built.levels[t].size());
+    for (size_t l = 0; l < built.levels[t].size(); ++l) {
+      const auto& a = cached->levels[t][l].items;
+      const auto& b = built.levels[t][l].items;
+      ASSERT_EQ(a.size(), b.size()) << t << "/" << l;
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].start, b[i].start);
+        EXPECT_EQ(a[i].end, b[i].end);
+        EXPECT_EQ(a[i].count, b[i].count);
+        EXPECT_EQ(cached->name(a[i].name), built.name(b[i].name));
+      }
+    }
+  }
 }
 
 }  // namespace

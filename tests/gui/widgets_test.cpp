@@ -222,8 +222,14 @@ TEST_F(WidgetsTest, ChartsFollowTheVisibleRangeAndTheSqlConsoleIsReadOnly) {
   ASSERT_TRUE(window.wait_loaded());
   TimelineWidget* t = window.capture_view()->timeline();
   t->show_range({at_us(2000), at_us(2500)});  // 500 µs visible: the charts' x axis in µs
-  QTest::qWait(120);                          // the charts follow after a short debounce
   QChart* util = window.capture_view()->utilization_chart();
+  // The charts follow after a short debounce (longer on a loaded machine): wait for the axis.
+  EXPECT_TRUE(QTest::qWaitFor(
+      [&] {
+        auto* axis = qobject_cast<QValueAxis*>(util->axes(Qt::Horizontal).value(0));
+        return axis && axis->max() == 500.0;
+      },
+      5000));
   ASSERT_FALSE(util->series().isEmpty());
   auto* x = qobject_cast<QValueAxis*>(util->axes(Qt::Horizontal).value(0));
   ASSERT_TRUE(x);

@@ -5,6 +5,7 @@
 
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
+#include "fleetscope/timeline/timeline_cache.h"
 
 namespace fleetscope::importers {
 
@@ -83,6 +84,9 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
     writer.finish();
   }
   output.commit();
+  // The timeline's zoom levels, built once now that the database is in place, so the GUI's first
+  // open of a large capture paints from them (schema/timeline).
+  timeline::write_capture_summaries(out_db);
   return results;
 }
 

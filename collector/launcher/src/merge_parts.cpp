@@ -6,6 +6,7 @@
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
+#include "fleetscope/timeline/timeline_cache.h"
 
 namespace fleetscope::launcher {
 namespace {
@@ -91,6 +92,9 @@ MergeResult merge_parts(const std::vector<std::string>& parts, const std::string
     writer.finish();
   }
   atomic.commit();
+  // The timeline's zoom levels of the run's capture, built once now that the database is in
+  // place, so the GUI's first open paints from them (schema/timeline).
+  timeline::write_capture_summaries(output);
   return result;
 }
 

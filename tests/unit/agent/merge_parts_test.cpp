@@ -11,6 +11,7 @@
 #include "fleetscope/launcher/merge_parts.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
+#include "fleetscope/timeline/timeline_cache.h"
 #include "record_builders.h"
 
 namespace fleetscope::launcher {
@@ -93,6 +94,15 @@ TEST_F(MergePartsTest, MergesCapturesProcessesAndEvents) {
   for (const auto& row : external) capture_of_external[row.externalId] = row.captureId;
   EXPECT_EQ(capture_of_external[100], captures[0].id);
   EXPECT_EQ(capture_of_external[200], captures[1].id);
+
+  // The run's timeline summaries were written once the merged database was in place: the GUI's
+  // first open reads them (schema/timeline).
+  for (const auto& capture : captures) {
+    auto summary = timeline::load_timeline_cache(merged, capture.id);
+    ASSERT_TRUE(summary) << "capture " << capture.id;
+    EXPECT_FALSE(summary->tracks.empty());
+    EXPECT_EQ(summary->levels.size(), summary->tracks.size());
+  }
 }
 
 TEST_F(MergePartsTest, BadPartLeavesNoOutput) {

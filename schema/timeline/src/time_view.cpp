@@ -1,9 +1,9 @@
-#include "time_view.h"
+#include "fleetscope/timeline/time_view.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace fleetscope::gui {
+namespace fleetscope::timeline {
 
 TimeView::TimeView(TimeRange bounds, double width_px) {
   if (bounds.end <= bounds.begin) bounds.end = bounds.begin + 1;
@@ -72,4 +72,4 @@ bool TimeView::back() {
   return true;
 }
 
-}  // namespace fleetscope::gui
+}  // namespace fleetscope::timeline

@@ -1,4 +1,4 @@
-#include "timeline_data.h"
+#include "fleetscope/timeline/timeline_data.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/rows.h"
 
-namespace fleetscope::gui {
+namespace fleetscope::timeline {
 
 const char* to_string(EventKind kind) {
   switch (kind) {
@@ -362,4 +362,4 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
   return data;
 }
 
-}  // namespace fleetscope::gui
+}  // namespace fleetscope::timeline

@@ -1,4 +1,4 @@
-#include "timeline_cache.h"
+#include "fleetscope/timeline/timeline_cache.h"
 
 #include <cstdio>
 #include <cstring>
@@ -7,7 +7,9 @@
 #include <map>
 #include <type_traits>
 
-namespace fleetscope::gui {
+#include "fleetscope/store/reader.h"
+
+namespace fleetscope::timeline {
 namespace fs = std::filesystem;
 
 namespace {
@@ -191,4 +193,16 @@ std::optional<TimelineData> load_timeline_cache(const std::string& db_path, int6
   }
 }
 
-}  // namespace fleetscope::gui
+int write_capture_summaries(const std::string& db_path, uint64_t item_budget) {
+  int written = 0;
+  try {
+    const store::Reader reader(db_path);
+    for (const auto& capture : reader.captures())
+      if (save_timeline_cache(db_path, load_timeline(reader, capture.id), item_budget)) ++written;
+  } catch (const std::exception&) {
+    // Not readable as a trace database: no summary; the GUI reports the problem when opened.
+  }
+  return written;
+}
+
+}  // namespace fleetscope::timeline

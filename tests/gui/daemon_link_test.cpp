@@ -1,0 +1,116 @@
+// The GUI against a real fleetscoped started on sockets in a temporary directory (the daemon
+// integration tests' harness): the daemon panel shows the daemon's agents, GPUs (from the NVML
+// stand-in) and open trace windows over the Thrift API, and the sharing panel keeps Apply
+// disabled with the daemon's reason while connected.
+#include <gtest/gtest.h>
+
+#include <QLabel>
+#include <QPushButton>
+#include <QTabWidget>
+#include <QtTest/QAbstractItemModelTester>
+
+#include "daemon_client.h"
+#include "daemon_models.h"
+#include "harness.h"
+#include "main_window.h"
+#include "panels.h"
+
+namespace fleetscope::gui {
+namespace {
+
+using namespace std::chrono_literals;
+using test_support::ApiClient;
+using test_support::Child;
+using test_support::DaemonUnderTest;
+
+std::unique_ptr<Child> start_agent(const std::string& socket) {
+  return std::make_unique<Child>(std::vector<std::string>{TEST_AGENT, "--socket", socket},
+                                 std::vector<std::string>{"FLEETSCOPE_WORKFLOW=gui-job"});
+}
+
+TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
+  DaemonUnderTest daemon;
+  daemon.start();
+  auto agent = start_agent(daemon.agent_socket);
+  ASSERT_TRUE(agent->wait_line("registered", 10s));
+  // Wait for the device sampler's first ticks (every 100 ms) so the daemon reports its GPUs.
+  ApiClient api(daemon.api_socket);
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(50ms)) {
+    rpc::DaemonStatus status;
+    api->status(status);
+    if (status.devices.size() == 2) break;
+  }
+  // Open a trace window on the agent (long enough to still be open when the GUI asks).
+  rpc::TraceRequest request;
+  request.__set_pid(agent->pid());
+  request.__set_duration_ms(20'000);
+  rpc::TraceStarted started;
+  api->startTrace(started, request);
+  ASSERT_EQ(started.pids.size(), 1u);
+
+  MainWindow window(false);
+  EXPECT_FALSE(window.sharing_panel()->apply_button()->isEnabled());
+  EXPECT_TRUE(window.sharing_panel()->apply_reason()->text().contains("no daemon connected"));
+  ASSERT_TRUE(window.connect_to_daemon(QString::fromStdString(daemon.api_socket)))
+      << window.last_error().toStdString();
+  EXPECT_EQ(window.tabs()->currentWidget(), window.daemon_panel());
+
+  DaemonPanel* panel = window.daemon_panel();
+  QAbstractItemModelTester agents_tester(panel->agents_model(),
+                                         QAbstractItemModelTester::FailureReportingMode::Fatal);
+  QAbstractItemModelTester devices_tester(panel->devices_model(),
+                                          QAbstractItemModelTester::FailureReportingMode::Fatal);
+  QAbstractItemModelTester windows_tester(panel->windows_model(),
+                                          QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const auto* agents = panel->agents_model();
+  ASSERT_EQ(agents->rowCount(), 1);
+  EXPECT_EQ(agents->index(0, DaemonAgentsModel::pid).data().toInt(), agent->pid());
+  EXPECT_EQ(agents->index(0, DaemonAgentsModel::uid).data().toInt(), int(getuid()));
+  EXPECT_EQ(agents->index(0, DaemonAgentsModel::workflow).data().toString(), "gui-job (env)");
+  EXPECT_EQ(agents->index(0, DaemonAgentsModel::open_capture).data().toLongLong(),
+            started.capture_id);
+  const auto* devices = panel->devices_model();
+  ASSERT_EQ(devices->rowCount(), 2);  // the NVML stand-in's default
+  EXPECT_EQ(devices->index(1, DaemonDevicesModel::name).data().toString(), "Stand-in GPU 1");
+  const auto* windows = panel->windows_model();
+  ASSERT_EQ(windows->rowCount(), 1);
+  EXPECT_EQ(windows->index(0, DaemonWindowsModel::capture).data().toLongLong(), started.capture_id);
+  EXPECT_EQ(windows->index(0, DaemonWindowsModel::pids).data().toString(),
+            QString::number(agent->pid()));
+  const QString summary = panel->summary()->text();
+  EXPECT_TRUE(summary.contains(QString::fromStdString(daemon.database))) << summary.toStdString();
+  EXPECT_TRUE(summary.contains("1 agent(s), 2 GPU(s), 1 open trace window(s)"))
+      << summary.toStdString();
+
+  // Connected, but the daemon's API has no sharing call: Apply stays disabled and says so.
+  EXPECT_FALSE(window.sharing_panel()->apply_button()->isEnabled());
+  EXPECT_EQ(window.sharing_panel()->apply_reason()->text(), kNoSharingServiceReason);
+
+  // The daemon goes away: Refresh says it cannot be reached and empties the tables.
+  agent.reset();
+  EXPECT_EQ(daemon.stop(), 0);
+  EXPECT_FALSE(panel->refresh());
+  EXPECT_TRUE(panel->summary()->text().contains("cannot reach fleetscoped"))
+      << panel->summary()->text().toStdString();
+  EXPECT_EQ(panel->agents_model()->rowCount(), 0);
+  EXPECT_EQ(panel->devices_model()->rowCount(), 0);
+}
+
+TEST(GuiDaemon, ConnectingToANonexistentSocketNamesItAndStaysDisconnected) {
+  test_support::TempDir dir;
+  const std::string socket = dir.file("missing.sock");
+  MainWindow window(false);
+  EXPECT_FALSE(window.connect_to_daemon(QString::fromStdString(socket)));
+  EXPECT_TRUE(window.last_error().startsWith(QString::fromStdString(socket)))
+      << window.last_error().toStdString();
+  EXPECT_TRUE(window.last_error().contains("cannot reach fleetscoped"));
+  EXPECT_TRUE(window.sharing_panel()->apply_reason()->text().contains("no daemon connected"));
+  std::string error;
+  DaemonClient client;
+  EXPECT_FALSE(client.status(error));
+  EXPECT_EQ(error, kNoDaemonReason);
+}
+
+}  // namespace
+}  // namespace fleetscope::gui
