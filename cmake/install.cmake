@@ -6,6 +6,13 @@ include(GNUInstallDirs)
 
 install(TARGETS fleetscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS fleetscoped RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+install(TARGETS fleetscope-gui RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Lane enforcement (docs/sharer.md): the LD_PRELOAD library beside the agent, the standalone
+# arbiter, and the public step API header (a no-op without fleetscope).
+install(TARGETS fleetscope_interpose LIBRARY DESTINATION lib/fleetscope)
+install(TARGETS fleetscope-lane-arbiter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/sharer/include/fleetscope/step.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fleetscope)
 if(FLEETSCOPE_HAVE_CUDA)
   install(TARGETS fleetscope_agent LIBRARY DESTINATION lib/fleetscope)  # where `fleetscope run` looks
   if(FLEETSCOPE_CUPTI_LIB)

@@ -12,7 +12,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$stage/usr" >/dev/null
 for f in usr/bin/fleetscope usr/sbin/fleetscoped usr/lib/systemd/system/fleetscoped.service \
          usr/etc/fleetscope/fleetscoped.conf usr/share/man/man1/fleetscope.1 \
-         usr/share/man/man8/fleetscoped.8 usr/share/doc/fleetscope/daemon.md; do
+         usr/share/man/man8/fleetscoped.8 usr/share/doc/fleetscope/daemon.md \
+         usr/bin/fleetscope-gui usr/lib/fleetscope/libfleetscope_lanes.so \
+         usr/bin/fleetscope-lane-arbiter usr/include/fleetscope/step.h; do
   [ -e "$stage/$f" ] || fail "not installed: $f"
 done
 grep -q "^ExecStart=$stage/usr/sbin/fleetscoped --config $stage/usr/etc/fleetscope/fleetscoped.conf" \
@@ -22,6 +24,8 @@ grep -q '^MemoryMax=' "$stage/usr/lib/systemd/system/fleetscoped.service" || fai
 grep -q '^\.TH FLEETSCOPED 8' "$stage/usr/share/man/man8/fleetscoped.8" || fail "bad man page"
 
 "$stage/usr/bin/fleetscope" --help | grep -q "status" || fail "installed fleetscope --help"
+QT_QPA_PLATFORM=offscreen "$stage/usr/bin/fleetscope-gui" --help | grep -q -- "--screenshot" ||
+  fail "installed fleetscope-gui --help"
 run=$(mktemp -d -p "$stage")
 "$stage/usr/sbin/fleetscoped" --config "$stage/usr/etc/fleetscope/fleetscoped.conf" \
   --database "$run/host.db" --socket "$run/api.sock" --agent-socket "$run/agent.sock" \
