@@ -23,8 +23,9 @@ namespace {
 std::vector<std::string> name_pool() {
   std::vector<std::string> names;
   for (int i = 0; i < 200; ++i)
-    names.push_back("void at::native::elementwise_kernel<128, 4, at::native::op_" + std::to_string(i) +
-                    "<float> >(int, at::native::op_" + std::to_string(i) + "<float>)");
+    names.push_back("void at::native::elementwise_kernel<128, 4, at::native::op_" +
+                    std::to_string(i) + "<float> >(int, at::native::op_" + std::to_string(i) +
+                    "<float>)");
   return names;
 }
 
@@ -65,7 +66,8 @@ double run_writer(int64_t rows, const std::vector<std::string>& names, bool temp
   {
     Writer w(Database::create(path), WriterOptions{.temporary_output = temporary_output});
     w.add_capture({.source = "bench"});
-    for (int64_t i = 0; i < rows; ++i) w.add(kernel_row(i, names[static_cast<size_t>(i / 64) % names.size()]));
+    for (int64_t i = 0; i < rows; ++i)
+      w.add(kernel_row(i, names[static_cast<size_t>(i / 64) % names.size()]));
     w.flush();
   }
   double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -81,14 +83,16 @@ double run_plain(int64_t rows, const std::vector<std::string>& names) {
   {
     Database db = Database::create(path);
     sqlite3* raw = db.raw();
-    sqlite3_exec(raw, "INSERT INTO captures(id, kind, source) VALUES (1, 'imported', 'bench')", nullptr, nullptr, nullptr);
+    sqlite3_exec(raw, "INSERT INTO captures(id, kind, source) VALUES (1, 'imported', 'bench')",
+                 nullptr, nullptr, nullptr);
     sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(raw,
-                       "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, contextId, streamId, "
-                       "correlationId, globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, "
-                       "blockY, blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory, "
-                       "captureId) VALUES (?,?,?,NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       -1, &s, nullptr);
+    sqlite3_prepare_v2(
+        raw,
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, contextId, streamId, "
+        "correlationId, globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, "
+        "blockY, blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory, "
+        "captureId) VALUES (?,?,?,NULL,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        -1, &s, nullptr);
     sqlite3_exec(raw, "BEGIN", nullptr, nullptr, nullptr);
     for (int64_t i = 0; i < rows; ++i) {
       Kernel k = kernel_row(i, names[static_cast<size_t>(i / 64) % names.size()]);
@@ -140,8 +144,12 @@ int main(int argc, char** argv) {
   }
   auto rate = [&](double seconds) { return static_cast<double>(rows) / seconds; };
   std::printf("rows per run: %lld, best of %d runs\n", static_cast<long long>(rows), runs);
-  std::printf("%-52s %10.0f rows/s  (%.3f s)\n", "plain prepared-insert loop, WAL (reference)", rate(best_plain), best_plain);
-  std::printf("%-52s %10.0f rows/s  (%.3f s)  %.2fx\n", "store::Writer, live database (WAL)", rate(best_live), best_live, best_plain / best_live);
-  std::printf("%-52s %10.0f rows/s  (%.3f s)  %.2fx\n", "store::Writer, temporary_output (import/run files)", rate(best_temp), best_temp, best_plain / best_temp);
+  std::printf("%-52s %10.0f rows/s  (%.3f s)\n", "plain prepared-insert loop, WAL (reference)",
+              rate(best_plain), best_plain);
+  std::printf("%-52s %10.0f rows/s  (%.3f s)  %.2fx\n", "store::Writer, live database (WAL)",
+              rate(best_live), best_live, best_plain / best_live);
+  std::printf("%-52s %10.0f rows/s  (%.3f s)  %.2fx\n",
+              "store::Writer, temporary_output (import/run files)", rate(best_temp), best_temp,
+              best_plain / best_temp);
   return 0;
 }

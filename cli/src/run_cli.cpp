@@ -42,7 +42,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return c.run(std::vector<std::string>(args.begin() + 2, args.end()), out, err);
   }
   for (const Command& c : commands()) {
-    if (c.name == args[0]) return c.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+    if (c.name == args[0])
+      return c.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   // A group name alone ("share") lists its subcommands.
   bool group = false;

@@ -56,14 +56,16 @@ void apply_config_text(DaemonConfig& config, const std::string& text, const std:
     line = trim(line);
     if (line.empty()) continue;
     auto eq = line.find('=');
-    if (eq == std::string::npos) throw std::runtime_error(where + "expected 'key = value', got '" + line + "'");
+    if (eq == std::string::npos)
+      throw std::runtime_error(where + "expected 'key = value', got '" + line + "'");
     std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
     for (char& c : key)
       if (c == '-') c = '_';
     auto it = table.find(key);
     if (it == table.end()) throw std::runtime_error(where + "unknown key '" + key + "'");
     if (it->second.text) {
-      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+        value = value.substr(1, value.size() - 2);
       *it->second.text = value;
       continue;
     }
@@ -77,7 +79,8 @@ void apply_config_text(DaemonConfig& config, const std::string& text, const std:
     if (used == 0 || used != value.size())
       throw std::runtime_error(where + "'" + key + "' expects an integer, got '" + value + "'");
     if (parsed < it->second.min || parsed > it->second.max)
-      throw std::runtime_error(where + "'" + key + "' must be in " + std::to_string(it->second.min) + ".." +
+      throw std::runtime_error(where + "'" + key + "' must be in " +
+                               std::to_string(it->second.min) + ".." +
                                std::to_string(it->second.max) + ", got " + value);
     *it->second.integer = parsed;
   }
@@ -99,10 +102,12 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
   DaemonConfig defaults;
   std::map<std::string, std::string> given;
   std::string config_file;
-  common::ArgParser parser("fleetscoped [--config FILE] [options]",
-                           "The fleetscope host daemon: agent registry, on-demand traces of running jobs, "
-                           "always-on GPU metrics, Thrift API on a Unix socket, Prometheus endpoint.");
-  parser.option("--config", "FILE", "config file (key = value lines; keys are the options below)", &config_file);
+  common::ArgParser parser(
+      "fleetscoped [--config FILE] [options]",
+      "The fleetscope host daemon: agent registry, on-demand traces of running jobs, "
+      "always-on GPU metrics, Thrift API on a Unix socket, Prometheus endpoint.");
+  parser.option("--config", "FILE", "config file (key = value lines; keys are the options below)",
+                &config_file);
   auto table = keys(defaults);
   std::map<std::string, std::string> help = {
       {"database", "host database (created when missing)"},
@@ -116,7 +121,8 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
       {"nvml_library", "NVML library to dlopen"},
       {"retention_max_mb", "bound on the database size (0 = none)"},
       {"retention_max_age_days", "drop captures and samples older than this (0 = never)"},
-      {"downsample_after_hours", "device samples older than this become 1-minute means (0 = never)"},
+      {"downsample_after_hours",
+       "device samples older than this become 1-minute means (0 = never)"},
       {"max_frame_bytes", "largest Thrift frame accepted"},
       {"max_message_bytes", "largest Thrift message accepted"},
       {"trace_grace_ms", "how long past its deadline a window may stay open"},

@@ -39,17 +39,18 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
     servers = std::make_unique<ThriftServers>(*core, config);
     servers->start();
     if (config.prometheus_port >= 0) {
-      metrics = std::make_unique<MetricsEndpoint>(config.prometheus_address, static_cast<int>(config.prometheus_port),
+      metrics = std::make_unique<MetricsEndpoint>(config.prometheus_address,
+                                                  static_cast<int>(config.prometheus_port),
                                                   [&core] { return core->exposition(); });
-      err << "fleetscoped: Prometheus metrics on http://" << config.prometheus_address << ':' << metrics->port()
-          << "/metrics\n";
+      err << "fleetscoped: Prometheus metrics on http://" << config.prometheus_address << ':'
+          << metrics->port() << "/metrics\n";
     }
   } catch (const std::exception& e) {
     err << "fleetscoped: " << e.what() << '\n';
     return 1;
   }
-  err << "fleetscoped: serving " << config.socket << " (API) and " << config.agent_socket << " (agents), database "
-      << config.database << '\n';
+  err << "fleetscoped: serving " << config.socket << " (API) and " << config.agent_socket
+      << " (agents), database " << config.database << '\n';
   err.flush();
 
   std::mutex mutex;

@@ -9,7 +9,8 @@
 namespace fleetscope::daemon {
 
 int64_t realtime_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -30,8 +31,8 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
   traces_ = std::make_unique<TraceControl>(registry_, *store_, clock_, config_.trace_grace_ms);
   sampler_ = std::make_unique<NvmlSampler>(config_.nvml_library);
   if (sampler_->available())
-    log_ << "fleetscoped: sampling " << sampler_->device_count() << " GPU(s) every " << config_.sample_interval_ms
-         << " ms\n";
+    log_ << "fleetscoped: sampling " << sampler_->device_count() << " GPU(s) every "
+         << config_.sample_interval_ms << " ms\n";
   else
     log_ << "fleetscoped: " << sampler_->note() << "; everything else works\n";
   last_sample_ns_ = started_ns_;
@@ -65,7 +66,9 @@ void DaemonCore::tick() {
       std::vector<store::DeviceSample> samples;
       for (const auto& d : latest_) {
         auto put = [&](const char* metric, auto value) {
-          if (value) samples.push_back({now, std::nullopt, d.index, metric, 0, static_cast<double>(*value), std::nullopt});
+          if (value)
+            samples.push_back(
+                {now, std::nullopt, d.index, metric, 0, static_cast<double>(*value), std::nullopt});
         };
         put("gpu_util_pct", d.gpu_utilization_pct);
         put("mem_used_bytes", d.memory_used_bytes);
@@ -121,12 +124,13 @@ void DaemonCore::agent_gone(int64_t agent_id) {
 
 void DaemonCore::reload(const DaemonConfig& fresh) {
   std::lock_guard lock(mutex_);
-  for (auto [name, changed] : {std::pair{"database", fresh.database != config_.database},
-                               std::pair{"socket", fresh.socket != config_.socket},
-                               std::pair{"agent_socket", fresh.agent_socket != config_.agent_socket},
-                               std::pair{"tcp_port", fresh.tcp_port != config_.tcp_port},
-                               std::pair{"prometheus_port", fresh.prometheus_port != config_.prometheus_port},
-                               std::pair{"nvml_library", fresh.nvml_library != config_.nvml_library}})
+  for (auto [name, changed] :
+       {std::pair{"database", fresh.database != config_.database},
+        std::pair{"socket", fresh.socket != config_.socket},
+        std::pair{"agent_socket", fresh.agent_socket != config_.agent_socket},
+        std::pair{"tcp_port", fresh.tcp_port != config_.tcp_port},
+        std::pair{"prometheus_port", fresh.prometheus_port != config_.prometheus_port},
+        std::pair{"nvml_library", fresh.nvml_library != config_.nvml_library}})
     if (changed) log_ << "fleetscoped: reload: '" << name << "' changes at the next restart\n";
   config_.sample_interval_ms = fresh.sample_interval_ms;
   config_.metrics_window_s = fresh.metrics_window_s;

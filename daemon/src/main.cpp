@@ -4,5 +4,6 @@
 #include "fleetscope/daemon/daemon.h"
 
 int main(int argc, char** argv) {
-  return fleetscope::daemon::run_daemon(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr);
+  return fleetscope::daemon::run_daemon(std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                                        std::cerr);
 }

@@ -54,8 +54,8 @@ NvmlSampler::NvmlSampler(const std::string& library) {
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* why = dlerror();
-    note_ = "device sampling is off: cannot load " + library + " (" + (why ? why : "unknown error") +
-            "); is the NVIDIA driver installed?";
+    note_ = "device sampling is off: cannot load " + library + " (" +
+            (why ? why : "unknown error") + "); is the NVIDIA driver installed?";
     return;
   }
   api_ = std::make_unique<Api>();
@@ -87,7 +87,8 @@ NvmlSampler::NvmlSampler(const std::string& library) {
   }
   unsigned int count = 0;
   if (nvmlReturn_t rc = api_->count(&count); rc != NVML_SUCCESS) {
-    note_ = "device sampling is off: nvmlDeviceGetCount failed: " + std::string(api_->error_string(rc));
+    note_ =
+        "device sampling is off: nvmlDeviceGetCount failed: " + std::string(api_->error_string(rc));
     api_->shutdown();
     return;
   }
@@ -124,9 +125,12 @@ std::vector<DeviceReading> NvmlSampler::sample() {
     }
     unsigned int value = 0;
     if (api_->power && api_->power(device, &value) == NVML_SUCCESS) r.power_watts = value / 1000.0;
-    if (api_->clock && api_->clock(device, NVML_CLOCK_SM, &value) == NVML_SUCCESS) r.sm_clock_mhz = value;
-    if (api_->clock && api_->clock(device, NVML_CLOCK_GRAPHICS, &value) == NVML_SUCCESS) r.graphics_clock_mhz = value;
-    if (api_->clock && api_->clock(device, NVML_CLOCK_MEM, &value) == NVML_SUCCESS) r.memory_clock_mhz = value;
+    if (api_->clock && api_->clock(device, NVML_CLOCK_SM, &value) == NVML_SUCCESS)
+      r.sm_clock_mhz = value;
+    if (api_->clock && api_->clock(device, NVML_CLOCK_GRAPHICS, &value) == NVML_SUCCESS)
+      r.graphics_clock_mhz = value;
+    if (api_->clock && api_->clock(device, NVML_CLOCK_MEM, &value) == NVML_SUCCESS)
+      r.memory_clock_mhz = value;
 
     std::map<int, ProcessReading> by_pid;
     if (api_->processes) {
@@ -152,7 +156,8 @@ std::vector<DeviceReading> NvmlSampler::sample() {
       nvmlReturn_t rc = api_->process_utilization(device, nullptr, &n, last_process_sample_us_[i]);
       if ((rc == NVML_ERROR_INSUFFICIENT_SIZE || rc == NVML_SUCCESS) && n > 0) {
         std::vector<nvmlProcessUtilizationSample_t> samples(n);
-        if (api_->process_utilization(device, samples.data(), &n, last_process_sample_us_[i]) == NVML_SUCCESS) {
+        if (api_->process_utilization(device, samples.data(), &n, last_process_sample_us_[i]) ==
+            NVML_SUCCESS) {
           std::map<int, unsigned long long> newest;
           for (unsigned int k = 0; k < n; ++k) {
             const auto& s = samples[k];

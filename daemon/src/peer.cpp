@@ -19,7 +19,8 @@ std::optional<Caller> peer_of_unix_socket(int fd) {
 std::optional<Caller> peer_of_loopback_tcp(int fd, const std::string& proc_root) {
   sockaddr_in local{}, remote{};
   socklen_t length = sizeof local;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0 || local.sin_family != AF_INET)
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0 ||
+      local.sin_family != AF_INET)
     return std::nullopt;
   length = sizeof remote;
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &length) != 0) return std::nullopt;
@@ -39,7 +40,8 @@ std::optional<Caller> peer_of_loopback_tcp(int fd, const std::string& proc_root)
     std::istringstream fields(line);
     std::string slot, local_address, remote_address, state, queues, timer, retransmits;
     long uid = -1;
-    if (!(fields >> slot >> local_address >> remote_address >> state >> queues >> timer >> retransmits >> uid))
+    if (!(fields >> slot >> local_address >> remote_address >> state >> queues >> timer >>
+          retransmits >> uid))
       continue;
     if (local_address == peer_local && remote_address == peer_remote)
       return Caller{0, static_cast<uid_t>(uid)};

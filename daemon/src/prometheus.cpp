@@ -31,10 +31,14 @@ struct Family {
 std::string escape_label_value(const std::string& value) {
   std::string out;
   for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -49,8 +53,9 @@ std::string render_exposition(const ExpositionInput& in) {
       uuid = it->second->uuid;
       model = it->second->name;
     }
-    return "gpu=\"" + std::to_string(index) + "\",UUID=\"" + escape_label_value(uuid) + "\",Hostname=\"" +
-           escape_label_value(in.hostname) + "\",modelName=\"" + escape_label_value(model) + "\"";
+    return "gpu=\"" + std::to_string(index) + "\",UUID=\"" + escape_label_value(uuid) +
+           "\",Hostname=\"" + escape_label_value(in.hostname) + "\",modelName=\"" +
+           escape_label_value(model) + "\"";
   };
   auto header = [&](const Family& f) {
     out << "# HELP " << f.name << ' ' << f.help << "\n# TYPE " << f.name << ' ' << f.type << '\n';
@@ -62,18 +67,22 @@ std::string render_exposition(const ExpositionInput& in) {
       if (!value) continue;
       if (!any) header(f);
       any = true;
-      out << f.name << '{' << device_labels(d.index) << "} " << number(static_cast<double>(*value)) << '\n';
+      out << f.name << '{' << device_labels(d.index) << "} " << number(static_cast<double>(*value))
+          << '\n';
     }
   };
-  header({"fleetscope_device_sampling_up", "gauge", "1 when NVML device sampling works on this host"});
+  header(
+      {"fleetscope_device_sampling_up", "gauge", "1 when NVML device sampling works on this host"});
   out << "fleetscope_device_sampling_up{Hostname=\"" << escape_label_value(in.hostname) << "\"} "
       << (in.device_sampling ? 1 : 0) << '\n';
   header({"fleetscope_agents", "gauge", "Processes with a registered fleetscope agent"});
-  out << "fleetscope_agents{Hostname=\"" << escape_label_value(in.hostname) << "\"} " << in.agents << '\n';
+  out << "fleetscope_agents{Hostname=\"" << escape_label_value(in.hostname) << "\"} " << in.agents
+      << '\n';
   header({"fleetscope_trace_windows_open", "gauge", "On-demand trace windows currently open"});
   out << "fleetscope_trace_windows_open{Hostname=\"" << escape_label_value(in.hostname) << "\"} "
       << in.open_windows << '\n';
-  device_family({"fleetscope_gpu_utilization_ratio", "gauge", "Fraction of time a kernel ran on the GPU (NVML)"},
+  device_family({"fleetscope_gpu_utilization_ratio", "gauge",
+                 "Fraction of time a kernel ran on the GPU (NVML)"},
                 [](const DeviceReading& d) -> std::optional<double> {
                   if (!d.gpu_utilization_pct) return std::nullopt;
                   return *d.gpu_utilization_pct / 100.0;
@@ -93,8 +102,8 @@ std::string render_exposition(const ExpositionInput& in) {
     if (in.workflows.empty()) return;
     header(f);
     for (const auto& [key, totals] : in.workflows)
-      out << f.name << '{' << device_labels(key.second) << ",workflow=\"" << escape_label_value(key.first)
-          << "\"} " << number(value_of(totals)) << '\n';
+      out << f.name << '{' << device_labels(key.second) << ",workflow=\""
+          << escape_label_value(key.first) << "\"} " << number(value_of(totals)) << '\n';
   };
   workflow_family({"fleetscope_workflow_gpu_seconds_total", "counter",
                    "Seconds the workflow held a context on the GPU"},
@@ -102,16 +111,18 @@ std::string render_exposition(const ExpositionInput& in) {
   workflow_family({"fleetscope_workflow_gpu_busy_seconds_total", "counter",
                    "GPU seconds weighted by the workflow's SM utilization"},
                   [](const WorkflowTotals& t) { return t.busy_seconds; });
-  workflow_family({"fleetscope_workflow_gpu_memory_peak_bytes", "gauge",
-                   "Largest device memory the workflow used in one sample since the daemon started"},
-                  [](const WorkflowTotals& t) { return static_cast<double>(t.memory_peak_bytes); });
+  workflow_family(
+      {"fleetscope_workflow_gpu_memory_peak_bytes", "gauge",
+       "Largest device memory the workflow used in one sample since the daemon started"},
+      [](const WorkflowTotals& t) { return static_cast<double>(t.memory_peak_bytes); });
   return out.str();
 }
 
 MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<std::string()> render)
     : render_(std::move(render)) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) throw std::runtime_error("metrics endpoint: socket: " + std::string(strerror(errno)));
+  if (listen_fd_ < 0)
+    throw std::runtime_error("metrics endpoint: socket: " + std::string(strerror(errno)));
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in bound{};
@@ -121,10 +132,12 @@ MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<st
     ::close(listen_fd_);
     throw std::runtime_error("metrics endpoint: '" + address + "' is not an IPv4 address");
   }
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&bound), sizeof bound) != 0 || ::listen(listen_fd_, 16) != 0) {
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&bound), sizeof bound) != 0 ||
+      ::listen(listen_fd_, 16) != 0) {
     std::string why = strerror(errno);
     ::close(listen_fd_);
-    throw std::runtime_error("metrics endpoint: cannot listen on " + address + ":" + std::to_string(port) + ": " + why);
+    throw std::runtime_error("metrics endpoint: cannot listen on " + address + ":" +
+                             std::to_string(port) + ": " + why);
   }
   socklen_t length = sizeof bound;
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &length);
@@ -132,7 +145,9 @@ MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<st
   thread_ = std::thread([this] { serve(); });
 }
 
-MetricsEndpoint::~MetricsEndpoint() { stop(); }
+MetricsEndpoint::~MetricsEndpoint() {
+  stop();
+}
 
 void MetricsEndpoint::stop() {
   stopping_ = true;
@@ -157,14 +172,16 @@ void MetricsEndpoint::serve() {
       if (n <= 0) break;
       request.append(buffer, static_cast<size_t>(n));
     }
-    std::string status = "404 Not Found", type = "text/plain", body = "only GET /metrics is served\n";
+    std::string status = "404 Not Found", type = "text/plain",
+                body = "only GET /metrics is served\n";
     if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
       status = "200 OK";
       type = "text/plain; version=0.0.4; charset=utf-8";
       body = render_();
     }
     std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
-                           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+                           "\r\nContent-Length: " + std::to_string(body.size()) +
+                           "\r\nConnection: close\r\n\r\n" + body;
     size_t sent = 0;
     while (sent < response.size()) {
       ssize_t n = ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);

@@ -7,8 +7,9 @@ namespace fleetscope::daemon {
 AgentEntry Registry::add(const rpc::AgentHello& hello, const Caller& caller, int64_t now_ns) {
   if (caller.pid != 0 && hello.pid != caller.pid) {
     rpc::InvalidRequest error;
-    error.message = "agent hello names pid " + std::to_string(hello.pid) + " but the connection is pid " +
-                    std::to_string(caller.pid) + ": an agent registers its own process only";
+    error.message = "agent hello names pid " + std::to_string(hello.pid) +
+                    " but the connection is pid " + std::to_string(caller.pid) +
+                    ": an agent registers its own process only";
     error.__set_field("pid");
     throw error;
   }
@@ -77,7 +78,8 @@ std::vector<AgentEntry> Registry::in_tree_of(int pid) const {
   std::vector<AgentEntry> out;
   for (const auto& [id, slot] : slots_) {
     const auto& e = slot->entry;
-    if (e.pid == pid || std::find(e.parent_chain.begin(), e.parent_chain.end(), pid) != e.parent_chain.end())
+    if (e.pid == pid ||
+        std::find(e.parent_chain.begin(), e.parent_chain.end(), pid) != e.parent_chain.end())
       out.push_back(e);
   }
   return out;
@@ -127,7 +129,8 @@ rpc::AgentOrder Registry::await(int64_t agent_id, std::chrono::milliseconds time
   auto it = slots_.find(agent_id);
   if (it == slots_.end()) return order;
   std::shared_ptr<Slot> slot = it->second;  // stays alive while we wait even if removed
-  slot->wake.wait_for(lock, timeout, [&] { return closed_ || slot->removed || !slot->mailbox.empty(); });
+  slot->wake.wait_for(lock, timeout,
+                      [&] { return closed_ || slot->removed || !slot->mailbox.empty(); });
   if (!closed_ && !slot->removed && !slot->mailbox.empty()) {
     order = slot->mailbox.front();
     slot->mailbox.pop_front();

@@ -24,7 +24,8 @@ void WorkflowAggregator::add(const std::vector<DeviceReading>& readings, int64_t
     }
     const double device_pct = device.gpu_utilization_pct.value_or(0);
     for (const auto& [workflow, share] : shares) {
-      double busy_pct = share.has_sm ? std::min(100.0, share.sm_pct) : device_pct / static_cast<double>(shares.size());
+      double busy_pct = share.has_sm ? std::min(100.0, share.sm_pct)
+                                     : device_pct / static_cast<double>(shares.size());
       for (auto* table : {&window_, &totals_}) {
         WorkflowTotals& t = (*table)[{workflow, device.index}];
         t.gpu_seconds += seconds;

@@ -19,7 +19,8 @@ bool write_screenshot(const QString& file, const QString& view, QSize size, cons
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   if (!window.show_view(view)) {
-    error = "unknown view '" + view + "' (expected fleet, timeline, findings, sharing, daemon or sql)";
+    error =
+        "unknown view '" + view + "' (expected fleet, timeline, findings, sharing, daemon or sql)";
     return false;
   }
   window.show();
@@ -64,7 +65,8 @@ int run_gui(int argc, char** argv) {
   parser.addHelpOption();
   QCommandLineOption shot(
       "screenshot", "Render offscreen and write a PNG instead of showing a window.", "OUT.png");
-  QCommandLineOption view("view", "View for --screenshot: fleet, timeline, findings, sharing, daemon, sql.",
+  QCommandLineOption view("view",
+                          "View for --screenshot: fleet, timeline, findings, sharing, daemon, sql.",
                           "VIEW", "timeline");
   QCommandLineOption size("size", "Window size for --screenshot, WxH.", "WxH", "1400x900");
   QCommandLineOption daemon("connect", "Connect to fleetscoped's API socket at start.", "SOCKET");

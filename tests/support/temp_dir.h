@@ -11,7 +11,8 @@ namespace fleetscope::test_support {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "fleetscope-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "fleetscope-test-XXXXXX").string();
     path_ = mkdtemp(pattern.data());
   }
   ~TempDir() {

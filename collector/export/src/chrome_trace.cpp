@@ -30,7 +30,9 @@ constexpr int64_t kDeviceTypeCpu = 0, kDeviceTypeCuda = 1;
 using store::memcpy_kind_label;
 using store::memcpy_kind_short;
 using store::memory_kind_label;
-const char* sync_name(int32_t type) { return store::sync_type_label(type); }
+const char* sync_name(int32_t type) {
+  return store::sync_type_label(type);
+}
 
 std::optional<int64_t> optional_int(const Statement& row, int col) {
   if (row.column_is_null(col)) return std::nullopt;

@@ -9,10 +9,7 @@
 #include "fleetscope/timeline/timeline_cache.h"
 
 namespace fleetscope::launcher {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 MergeResult merge_parts(const std::vector<std::string>& parts, const std::string& output) {
   MergeResult result;

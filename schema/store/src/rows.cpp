@@ -4,10 +4,14 @@ namespace fleetscope::store {
 
 const char* to_string(CaptureKind kind) {
   switch (kind) {
-    case CaptureKind::continuous: return "continuous";
-    case CaptureKind::on_demand: return "on_demand";
-    case CaptureKind::imported: return "imported";
-    case CaptureKind::standalone: return "standalone";
+    case CaptureKind::continuous:
+      return "continuous";
+    case CaptureKind::on_demand:
+      return "on_demand";
+    case CaptureKind::imported:
+      return "imported";
+    case CaptureKind::standalone:
+      return "standalone";
   }
   return "imported";
 }
@@ -41,11 +45,16 @@ const char* memory_kind_label(int32_t kind) {
 
 const char* sync_type_label(int32_t type) {
   switch (type) {
-    case kSyncEvent: return "Event Sync";
-    case kSyncStreamWaitEvent: return "Stream Wait Event";
-    case kSyncStream: return "Stream Sync";
-    case kSyncContext: return "Context Sync";
-    default: return "Unknown Sync";
+    case kSyncEvent:
+      return "Event Sync";
+    case kSyncStreamWaitEvent:
+      return "Stream Wait Event";
+    case kSyncStream:
+      return "Stream Sync";
+    case kSyncContext:
+      return "Context Sync";
+    default:
+      return "Unknown Sync";
   }
 }
 

@@ -13,7 +13,8 @@ std::string short_kernel_name(const std::string& demangled) {
   bool has_args = !demangled.empty() && demangled.back() == ')';
   for (size_t i = demangled.size(); has_args && i-- > 0;) {
     char c = demangled[i];
-    if (c == ')') ++depth;
+    if (c == ')')
+      ++depth;
     else if (c == '(') {
       if (--depth == 0) {
         // The '(' that closes to the end of the string starts the argument list, unless the
@@ -29,7 +30,8 @@ std::string short_kernel_name(const std::string& demangled) {
   if (!head.empty() && head.back() == '>') {
     int angle = 0;
     for (size_t i = head.size(); i-- > 0;) {
-      if (head[i] == '>') ++angle;
+      if (head[i] == '>')
+        ++angle;
       else if (head[i] == '<' && --angle == 0) {
         head.resize(i);
         break;
@@ -41,10 +43,14 @@ std::string short_kernel_name(const std::string& demangled) {
   size_t start = 0;
   for (size_t i = 0; i < head.size(); ++i) {
     char c = head[i];
-    if (c == '<') ++angle;
-    else if (c == '>') --angle;
-    else if (angle == 0 && c == ' ') start = i + 1;
-    else if (angle == 0 && c == ':' && i + 1 < head.size() && head[i + 1] == ':') start = i + 2;
+    if (c == '<')
+      ++angle;
+    else if (c == '>')
+      --angle;
+    else if (angle == 0 && c == ' ')
+      start = i + 1;
+    else if (angle == 0 && c == ':' && i + 1 < head.size() && head[i + 1] == ':')
+      start = i + 2;
   }
   std::string result = head.substr(start);
   return result.empty() ? demangled : result;

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "db_fixture.h"
-#include "fleetscope/store/reader.h"
 #include "fleetscope/importers/importers.h"
+#include "fleetscope/store/reader.h"
 
 namespace fleetscope::analyzer {
 namespace {

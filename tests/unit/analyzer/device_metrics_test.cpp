@@ -164,7 +164,6 @@ TEST(CommCompOverlap, HtaDefinitionWithTheLastStepFilter) {
   EXPECT_FALSE(comm_comp_overlap(none.build())[0].ratio().has_value());
 }
 
-
 std::string tb_file(const std::string& name) {
   return std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" + name;
 }
@@ -233,7 +232,6 @@ TEST(TbPluginGpuMetrics, MatchesThePluginsExpectedOutput) {
 
 // HTA's own get_comm_comp_overlap values on the shared traces are compared in
 // tests/unit/analyzer_hta (HtaParity.CommCompOverlap).
-
 
 }  // namespace
 }  // namespace fleetscope::analyzer

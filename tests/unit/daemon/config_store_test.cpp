@@ -17,10 +17,13 @@ namespace {
 TEST(Config, FileThenFlagsWithErrorsNamingFileAndLine) {
   test_support::TempDir dir;
   std::string path = dir.file("fleetscoped.conf");
-  std::ofstream(path) << "# comment\n  database = \"/srv/h.db\"  # trailing\nsample-interval-ms=250\ntcp_port = 7000\n";
+  std::ofstream(path) << "# comment\n  database = \"/srv/h.db\"  # "
+                         "trailing\nsample-interval-ms=250\ntcp_port = 7000\n";
   DaemonConfig config;
   std::ostringstream out, err;
-  ASSERT_EQ(parse_command_line({"--config", path, "--tcp-port", "7001"}, config, out, err), std::nullopt) << err.str();
+  ASSERT_EQ(parse_command_line({"--config", path, "--tcp-port", "7001"}, config, out, err),
+            std::nullopt)
+      << err.str();
   EXPECT_EQ(config.database, "/srv/h.db");
   EXPECT_EQ(config.sample_interval_ms, 250);
   EXPECT_EQ(config.tcp_port, 7001);  // the flag wins
@@ -29,7 +32,8 @@ TEST(Config, FileThenFlagsWithErrorsNamingFileAndLine) {
   std::ofstream(path) << "database = x\nsample_interval_ms = fast\n";
   DaemonConfig bad;
   EXPECT_EQ(parse_command_line({"--config", path}, bad, out, err), 1);
-  EXPECT_NE(err.str().find(path + ":2: 'sample_interval_ms' expects an integer, got 'fast'"), std::string::npos)
+  EXPECT_NE(err.str().find(path + ":2: 'sample_interval_ms' expects an integer, got 'fast'"),
+            std::string::npos)
       << err.str();
   EXPECT_THROW(apply_config_text(bad, "tcp_port = 70000\n", "f"), std::runtime_error);
   EXPECT_THROW(apply_config_text(bad, "just words\n", "f"), std::runtime_error);

@@ -17,15 +17,16 @@ EnvLookup env_of(std::map<std::string, std::string> values) {
 }
 
 const std::string kCgroupV2Pod =
-    "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1d5bd3f2_7b1c_4e0e_9a8f_0123456789ab.slice/"
+    "0::/kubepods.slice/kubepods-burstable.slice/"
+    "kubepods-burstable-pod1d5bd3f2_7b1c_4e0e_9a8f_0123456789ab.slice/"
     "cri-containerd-abc.scope\n";
 const std::string kCgroupV1Pod =
     "12:memory:/kubepods/besteffort/pod0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b/0123abcd\n"
     "11:cpu:/kubepods/besteffort/pod0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b/0123abcd\n";
 
 TEST(WorkflowId, EnvironmentWinsOverEverything) {
-  auto id = detect_workflow(env_of({{"FLEETSCOPE_WORKFLOW", "resnet-a"}, {"SLURM_JOB_ID", "77"}}), kCgroupV2Pod,
-                            {"python3", "train.py"});
+  auto id = detect_workflow(env_of({{"FLEETSCOPE_WORKFLOW", "resnet-a"}, {"SLURM_JOB_ID", "77"}}),
+                            kCgroupV2Pod, {"python3", "train.py"});
   EXPECT_EQ(id.name, "resnet-a");
   EXPECT_EQ(id.source, "env");
 }
@@ -33,7 +34,8 @@ TEST(WorkflowId, EnvironmentWinsOverEverything) {
 TEST(WorkflowId, SlurmJobAndArrayTask) {
   EXPECT_EQ(detect_workflow(env_of({{"SLURM_JOB_ID", "77"}}), "", {}).name, "slurm:77");
   auto array = detect_workflow(
-      env_of({{"SLURM_JOB_ID", "80"}, {"SLURM_ARRAY_JOB_ID", "77"}, {"SLURM_ARRAY_TASK_ID", "3"}}), "", {});
+      env_of({{"SLURM_JOB_ID", "80"}, {"SLURM_ARRAY_JOB_ID", "77"}, {"SLURM_ARRAY_TASK_ID", "3"}}),
+      "", {});
   EXPECT_EQ(array.name, "slurm:77_3");
   EXPECT_EQ(array.source, "slurm");
 }
@@ -42,16 +44,21 @@ TEST(WorkflowId, KubernetesPodFromCgroupV1AndV2) {
   EXPECT_EQ(pod_uid_from_cgroup(kCgroupV2Pod), "1d5bd3f2-7b1c-4e0e-9a8f-0123456789ab");
   EXPECT_EQ(pod_uid_from_cgroup(kCgroupV1Pod), "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b");
   EXPECT_EQ(pod_uid_from_cgroup("0::/user.slice/user-1000.slice/session-2.scope\n"), std::nullopt);
-  auto named = detect_workflow(env_of({{"POD_NAMESPACE", "ml"}, {"POD_NAME", "trainer-0"}}), kCgroupV1Pod, {});
+  auto named = detect_workflow(env_of({{"POD_NAMESPACE", "ml"}, {"POD_NAME", "trainer-0"}}),
+                               kCgroupV1Pod, {});
   EXPECT_EQ(named.name, "k8s:ml/trainer-0");
   EXPECT_EQ(named.source, "kubernetes");
-  EXPECT_EQ(detect_workflow(env_of({}), kCgroupV2Pod, {}).name, "k8s:pod-1d5bd3f2-7b1c-4e0e-9a8f-0123456789ab");
-  EXPECT_EQ(detect_workflow(env_of({{"KUBERNETES_SERVICE_HOST", "10.0.0.1"}, {"HOSTNAME", "web-1"}}), "", {}).name,
+  EXPECT_EQ(detect_workflow(env_of({}), kCgroupV2Pod, {}).name,
+            "k8s:pod-1d5bd3f2-7b1c-4e0e-9a8f-0123456789ab");
+  EXPECT_EQ(detect_workflow(
+                env_of({{"KUBERNETES_SERVICE_HOST", "10.0.0.1"}, {"HOSTNAME", "web-1"}}), "", {})
+                .name,
             "k8s:web-1");
 }
 
 TEST(WorkflowId, CommandLineLast) {
-  auto id = detect_workflow(env_of({}), "", {"/usr/bin/python3", "-u", "/home/a/train.py", "--lr", "0.1"});
+  auto id = detect_workflow(env_of({}), "",
+                            {"/usr/bin/python3", "-u", "/home/a/train.py", "--lr", "0.1"});
   EXPECT_EQ(id.name, "python3 train.py");
   EXPECT_EQ(id.source, "command");
   EXPECT_EQ(detect_workflow(env_of({}), "", {"./bench"}).name, "bench");

@@ -15,14 +15,17 @@ namespace fleetscope::daemon {
 namespace {
 
 struct ScopedEnv {
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    setenv(name, value.c_str(), 1);
+  }
   ~ScopedEnv() { unsetenv(name_); }
   const char* name_;
 };
 
 TEST(NvmlSampler, ReadsDevicesAndProcessesThroughDlopen) {
   ScopedEnv devices("FLEETSCOPE_NVML_STANDIN_DEVICES", "3");
-  ScopedEnv processes("FLEETSCOPE_NVML_STANDIN_PROCESSES", "0:111:1000:30,0:222:500:25,2:333:42:90");
+  ScopedEnv processes("FLEETSCOPE_NVML_STANDIN_PROCESSES",
+                      "0:111:1000:30,0:222:500:25,2:333:42:90");
   NvmlSampler sampler(NVML_STANDIN);
   ASSERT_TRUE(sampler.available()) << sampler.note();
   EXPECT_EQ(sampler.device_count(), 3);
@@ -50,12 +53,14 @@ TEST(NvmlSampler, ReadsDevicesAndProcessesThroughDlopen) {
 TEST(NvmlSampler, NoDriverOrFailingInitTurnsSamplingOffWithAReason) {
   NvmlSampler missing("/nonexistent/libnvidia-ml.so.1");
   EXPECT_FALSE(missing.available());
-  EXPECT_NE(missing.note().find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos) << missing.note();
+  EXPECT_NE(missing.note().find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos)
+      << missing.note();
   EXPECT_TRUE(missing.sample().empty());
   ScopedEnv fail("FLEETSCOPE_NVML_STANDIN_FAIL_INIT", "1");
   NvmlSampler failing(NVML_STANDIN);
   EXPECT_FALSE(failing.available());
-  EXPECT_NE(failing.note().find("nvmlInit failed: Driver Not Loaded"), std::string::npos) << failing.note();
+  EXPECT_NE(failing.note().find("nvmlInit failed: Driver Not Loaded"), std::string::npos)
+      << failing.note();
 }
 
 DeviceReading device(int index, double util, std::vector<ProcessReading> processes) {
@@ -78,7 +83,8 @@ TEST(WorkflowAggregator, GpuSecondsBusyFractionAndMemoryPeakPerWorkflow) {
   const int64_t second = 1'000'000'000;
   // GPU 0: a's two processes at 30 % + 20 %, b at 10 %; GPU 1: an unknown process, no per-process
   // samples (falls back to the device's 80 %).
-  aggregator.add({device(0, 60, {{1, 100, 30.0}, {2, 50, 20.0}, {3, 10, 10.0}}), device(1, 80, {{9, 7, std::nullopt}})},
+  aggregator.add({device(0, 60, {{1, 100, 30.0}, {2, 50, 20.0}, {3, 10, 10.0}}),
+                  device(1, 80, {{9, 7, std::nullopt}})},
                  2 * second, workflow_of);
   aggregator.add({device(0, 60, {{1, 300, 70.0}, {2, 50, 60.0}})}, 2 * second, workflow_of);
   auto rows = aggregator.drain(4 * second);
@@ -114,9 +120,10 @@ TEST(Prometheus, ExpositionFollowsTheTextFormatAndDcgmExporterLabels) {
   input.device_sampling = true;
   std::string text = render_exposition(input);
   EXPECT_NE(text.find("# TYPE fleetscope_gpu_utilization_ratio gauge\n"), std::string::npos);
-  EXPECT_NE(text.find("fleetscope_gpu_utilization_ratio{gpu=\"0\",UUID=\"GPU-0\",Hostname=\"node-1\","
-                      "modelName=\"NVIDIA H100 \\\"SXM\\\"\"} 0.40000000000000002\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("fleetscope_gpu_utilization_ratio{gpu=\"0\",UUID=\"GPU-0\",Hostname=\"node-1\","
+                "modelName=\"NVIDIA H100 \\\"SXM\\\"\"} 0.40000000000000002\n"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("fleetscope_gpu_sm_clock_hertz{gpu=\"0\""), std::string::npos);
   EXPECT_NE(text.find("} 1410000000\n"), std::string::npos);
@@ -124,7 +131,8 @@ TEST(Prometheus, ExpositionFollowsTheTextFormatAndDcgmExporterLabels) {
   EXPECT_NE(text.find(",workflow=\"job\\\\1\"} 10\n"), std::string::npos) << text;
   EXPECT_NE(text.find("fleetscope_workflow_gpu_busy_seconds_total{"), std::string::npos);
   EXPECT_NE(text.find("fleetscope_agents{Hostname=\"node-1\"} 3\n"), std::string::npos);
-  EXPECT_EQ(text.find("fleetscope_gpu_power_watts"), std::string::npos) << "absent values are not invented";
+  EXPECT_EQ(text.find("fleetscope_gpu_power_watts"), std::string::npos)
+      << "absent values are not invented";
   EXPECT_EQ(escape_label_value("a\nb"), "a\\nb");
 }
 
@@ -134,7 +142,8 @@ std::string http_get(int port, const std::string& path) {
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return "connect failed";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+    return "connect failed";
   std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
   send(fd, request.data(), request.size(), 0);
   std::string reply;
@@ -147,7 +156,8 @@ std::string http_get(int port, const std::string& path) {
 
 TEST(Prometheus, EndpointServesMetricsOnLoopbackOnly) {
   int renders = 0;
-  MetricsEndpoint endpoint("127.0.0.1", 0, [&] { return "up " + std::to_string(++renders) + "\n"; });
+  MetricsEndpoint endpoint("127.0.0.1", 0,
+                           [&] { return "up " + std::to_string(++renders) + "\n"; });
   ASSERT_GT(endpoint.port(), 0);
   std::string reply = http_get(endpoint.port(), "/metrics");
   EXPECT_EQ(reply.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << reply;

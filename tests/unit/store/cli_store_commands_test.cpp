@@ -22,8 +22,11 @@ CliRun run(const std::vector<std::string>& args) {
 std::string make_db(const test_support::TempDir& dir) {
   std::string path = dir.file("t.db");
   store::Writer w(store::Database::create(path));
-  int64_t cap = w.add_capture({.source = "kineto-json", .source_path = "x.json", .start_ns = 1000,
-                               .end_ns = 2000001000, .gpu_vendor = "nvidia"});
+  int64_t cap = w.add_capture({.source = "kineto-json",
+                               .source_path = "x.json",
+                               .start_ns = 1000,
+                               .end_ns = 2000001000,
+                               .gpu_vendor = "nvidia"});
   w.add_gpu({.id = 0, .captureId = cap, .name = "NVIDIA A100", .smCount = 108});
   // A rank without a world size (seen in real Kineto traces) must print, not fail.
   w.upsert_process({.globalPid = store::global_pid(7), .pid = 7, .rank = 3});
@@ -85,7 +88,8 @@ TEST(Cli, InfoOnBadFileExitsOne) {
 TEST(Cli, SqlFormats) {
   test_support::TempDir dir;
   std::string db = make_db(dir);
-  CliRun csv = run({"sql", "--format", "csv", db, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"});
+  CliRun csv =
+      run({"sql", "--format", "csv", db, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"});
   ASSERT_EQ(csv.code, 0) << csv.err;
   EXPECT_EQ(csv.out, "start,end\n1000,2000\n");
   CliRun json = run({"sql", "--format=json", db, "SELECT value FROM StringIds"});

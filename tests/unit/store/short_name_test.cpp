@@ -13,7 +13,9 @@ TEST(ShortKernelName, StripsReturnTypeNamespacesTemplatesAndArgs) {
   EXPECT_EQ(short_kernel_name("ampere_sgemm_128x64_nn"), "ampere_sgemm_128x64_nn");
   EXPECT_EQ(short_kernel_name("void (anonymous namespace)::softmax_warp_forward<float>(float*)"),
             "softmax_warp_forward");
-  EXPECT_EQ(short_kernel_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"),
+  EXPECT_EQ(short_kernel_name(
+                "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"),
             "ncclKernel_AllReduce_RING_LL_Sum_float");
-  EXPECT_EQ(short_kernel_name("Memcpy HtoD (Pageable -> Device)"), "Memcpy HtoD (Pageable -> Device)");
+  EXPECT_EQ(short_kernel_name("Memcpy HtoD (Pageable -> Device)"),
+            "Memcpy HtoD (Pageable -> Device)");
 }

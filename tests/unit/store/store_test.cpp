@@ -42,7 +42,8 @@ std::string pragma(const std::string& path, const std::string& name) {
   sqlite3_open(path.c_str(), &db);
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(db, ("PRAGMA " + name).c_str(), -1, &s, nullptr);
-  std::string value = sqlite3_step(s) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "";
+  std::string value =
+      sqlite3_step(s) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "";
   sqlite3_finalize(s);
   sqlite3_close(db);
   return value;
@@ -53,7 +54,10 @@ std::string pragma(const std::string& path, const std::string& name) {
 TEST(Store, CreateSetsVersionPageSizeAndWal) {
   test_support::TempDir dir;
   std::string path = dir.file("t.db");
-  { Database db = Database::create(path); EXPECT_EQ(db.schema_version(), kSchemaVersion); }
+  {
+    Database db = Database::create(path);
+    EXPECT_EQ(db.schema_version(), kSchemaVersion);
+  }
   EXPECT_EQ(pragma(path, "page_size"), "8192");
   EXPECT_EQ(pragma(path, "journal_mode"), "wal");
   Reader reader(path);
@@ -93,7 +97,8 @@ TEST(Store, WriterRoundTripsEveryRowKind) {
     w.add_gpu(g);
     w.upsert_process({.globalPid = global_pid(42), .pid = 42, .rank = 1, .world_size = 8});
     for (int i = 0; i < 10; ++i)
-      w.add(make_kernel(100 + i * 10, 105 + i * 10, i % 2, "void ns::gemm<float>(float*, int)", cap));
+      w.add(
+          make_kernel(100 + i * 10, 105 + i * 10, i % 2, "void ns::gemm<float>(float*, int)", cap));
     Memcpy m;
     m.start = 200;
     m.end = 260;
@@ -118,7 +123,8 @@ TEST(Store, WriterRoundTripsEveryRowKind) {
     op.name = "enumerate(DataLoader)";
     op.captureId = cap;
     w.add(op);
-    w.add(Iteration{.captureId = cap, .globalPid = global_pid(42), .step = 7, .start = 80, .end = 400});
+    w.add(Iteration{
+        .captureId = cap, .globalPid = global_pid(42), .step = 7, .start = 80, .end = 400});
     w.add(MemoryEvent{.ts = 120, .captureId = cap, .deviceId = 0, .bytes = 1 << 20});
     w.add(DeviceSample{.ts = 150, .deviceId = 0, .metric = "gpu_util_pct", .value = 55.5});
     w.finish();
@@ -170,11 +176,11 @@ TEST(Store, WindowQueryFindsLongEventsStartingBeforeTheWindow) {
   {
     Writer w(Database::create(path));
     int64_t cap = w.add_capture({.source = "test"});
-    w.add(make_kernel(0, 1000, 0, "long", cap));      // overlaps [900, 950) from far before
-    w.add(make_kernel(850, 899, 0, "before", cap));   // ends before the window
+    w.add(make_kernel(0, 1000, 0, "long", cap));     // overlaps [900, 950) from far before
+    w.add(make_kernel(850, 899, 0, "before", cap));  // ends before the window
     w.add(make_kernel(900, 910, 0, "inside", cap));
     w.add(make_kernel(949, 960, 1, "straddles", cap));
-    w.add(make_kernel(950, 960, 0, "after", cap));    // starts at the window end: excluded
+    w.add(make_kernel(950, 960, 0, "after", cap));  // starts at the window end: excluded
     w.finish();
   }
   Reader reader(path);
@@ -196,7 +202,8 @@ TEST(Store, ConcurrentProducersLoseNothing) {
     std::vector<std::thread> producers;
     for (int t = 0; t < 4; ++t)
       producers.emplace_back([&, t] {
-        for (int i = 0; i < 5000; ++i) w.add(make_kernel(i, i + 1, t, "k" + std::to_string(i % 7), cap));
+        for (int i = 0; i < 5000; ++i)
+          w.add(make_kernel(i, i + 1, t, "k" + std::to_string(i % 7), cap));
       });
     for (auto& p : producers) p.join();
     w.finish();
@@ -263,7 +270,8 @@ TEST(Store, MigratesVersionOneFileOnOpen) {
 TEST(Store, NotSqliteNotOursEmptyAndMissingAreClearErrors) {
   test_support::TempDir dir;
   std::string text = dir.file("text.db");
-  std::ofstream(text) << "this is not a database, it is plain text and long enough to have a header";
+  std::ofstream(text)
+      << "this is not a database, it is plain text and long enough to have a header";
   std::string empty = dir.file("empty.db");
   std::ofstream(empty).flush();
   std::string foreign = dir.file("foreign.db");
@@ -316,7 +324,11 @@ TEST(Store, AtomicOutputRemovesTempUnlessCommitted) {
 TEST(Store, QueryIsReadOnly) {
   test_support::TempDir dir;
   std::string path = dir.file("t.db");
-  { Writer w(Database::create(path)); w.add_capture({.source = "test"}); w.finish(); }
+  {
+    Writer w(Database::create(path));
+    w.add_capture({.source = "test"});
+    w.finish();
+  }
   Reader reader(path);
   QueryResult r = reader.query("SELECT id, source FROM captures");
   ASSERT_EQ(r.rows.size(), 1u);
@@ -332,8 +344,13 @@ TEST(Store, FindingsRoundTripSortedByImpact) {
   {
     Writer w(Database::create(path));
     int64_t cap = w.add_capture({.source = "test"});
-    w.add_finding({.captureId = cap, .rule = "a", .severity = "low", .impact_ns = 5, .recommendation = "r"});
-    w.add_finding({.captureId = cap, .rule = "b", .severity = "high", .impact_ns = 50, .recommendation = "r"});
+    w.add_finding(
+        {.captureId = cap, .rule = "a", .severity = "low", .impact_ns = 5, .recommendation = "r"});
+    w.add_finding({.captureId = cap,
+                   .rule = "b",
+                   .severity = "high",
+                   .impact_ns = 50,
+                   .recommendation = "r"});
     w.finish();
   }
   auto findings = Reader(path).findings();

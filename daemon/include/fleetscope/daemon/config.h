@@ -15,20 +15,20 @@ namespace fleetscope::daemon {
 struct DaemonConfig {
   std::string database = "/var/lib/fleetscope/host.db";
   std::string socket = "/run/fleetscope/fleetscoped.sock";  // the API (CLI, GUI)
-  std::string agent_socket = "/run/fleetscope/agent.sock";   // agents register here
-  int64_t tcp_port = 0;                                       // 0 = no TCP; else 127.0.0.1:PORT
+  std::string agent_socket = "/run/fleetscope/agent.sock";  // agents register here
+  int64_t tcp_port = 0;                                     // 0 = no TCP; else 127.0.0.1:PORT
   std::string prometheus_address = "127.0.0.1";
-  int64_t prometheus_port = 9402;                             // 0 = any free port, -1 = off
+  int64_t prometheus_port = 9402;  // 0 = any free port, -1 = off
   int64_t sample_interval_ms = 1000;
-  int64_t metrics_window_s = 60;                              // workflow_metrics row period
+  int64_t metrics_window_s = 60;  // workflow_metrics row period
   std::string nvml_library = "libnvidia-ml.so.1";
-  int64_t retention_max_mb = 10240;                           // 0 = unbounded
-  int64_t retention_max_age_days = 30;                        // 0 = unbounded
-  int64_t downsample_after_hours = 24;                        // 0 = never
+  int64_t retention_max_mb = 10240;     // 0 = unbounded
+  int64_t retention_max_age_days = 30;  // 0 = unbounded
+  int64_t downsample_after_hours = 24;  // 0 = never
   int64_t max_frame_bytes = 16 * 1024 * 1024;
   int64_t max_message_bytes = 16 * 1024 * 1024;
   int64_t trace_grace_ms = 5000;
-  std::string config_file;                                    // where the file settings came from
+  std::string config_file;  // where the file settings came from
 };
 
 // Applies a config file's settings on top of `config`. Throws std::runtime_error naming the file,

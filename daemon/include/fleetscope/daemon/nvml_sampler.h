@@ -1,7 +1,7 @@
 // Device sampling through NVML, loaded with dlopen (never linked): the daemon runs on hosts without
 // a driver, says once why sampling is off, and everything else works. Entry points and struct
-// layouts are those of NVML's nvml.h (API version 12, the `_v2`/`_v3` symbols drivers >= 450 export);
-// they are declared here so that building needs no nvml.h.
+// layouts are those of NVML's nvml.h (API version 12, the `_v2`/`_v3` symbols drivers >= 450
+// export); they are declared here so that building needs no nvml.h.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ struct DeviceReading {
   std::optional<double> gpu_utilization_pct;     // nvmlUtilization_t.gpu: % of time a kernel ran
   std::optional<double> memory_utilization_pct;  // nvmlUtilization_t.memory
   std::optional<int64_t> memory_used_bytes, memory_total_bytes;
-  std::optional<double> power_watts;             // nvmlDeviceGetPowerUsage (mW)
+  std::optional<double> power_watts;  // nvmlDeviceGetPowerUsage (mW)
   std::optional<int64_t> sm_clock_mhz, graphics_clock_mhz, memory_clock_mhz;
   std::vector<ProcessReading> processes;
 };

@@ -3,9 +3,9 @@
 // identd approach), so the same per-user rules apply to both.
 #pragma once
 
+#include <sys/types.h>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 
 namespace fleetscope::daemon {
 

@@ -39,7 +39,8 @@ class WorkflowAggregator {
   explicit WorkflowAggregator(int64_t window_start_ns) : window_start_(window_start_ns) {}
 
   // One sampling interval of `interval_ns` just ended.
-  void add(const std::vector<DeviceReading>& readings, int64_t interval_ns, const WorkflowOf& workflow_of);
+  void add(const std::vector<DeviceReading>& readings, int64_t interval_ns,
+           const WorkflowOf& workflow_of);
   // workflow_metrics rows for [window start, now); starts the next window.
   std::vector<WorkflowMetricRow> drain(int64_t now_ns);
   // Cumulative since the daemon started, keyed by (workflow, device): Prometheus counters.
