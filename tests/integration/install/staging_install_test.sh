@@ -42,7 +42,11 @@ if [ -e "$stage/usr/lib/fleetscope/libfleetscope_agent.so" ]; then
   # `fleetscope run` finds the installed agent (the command itself fails fast: `false`).
   out=$("$stage/usr/bin/fleetscope" run -o "$run/t.db" -- false 2>&1 || true)
   echo "$out" | grep -q "cannot find libfleetscope_agent.so" && fail "run did not find the installed agent: $out"
-  readelf -d "$stage/usr/lib/fleetscope/libfleetscope_agent.so" | grep NEEDED | grep -vqE 'lib(c|m|dl|pthread|rt)\.so|ld-linux' \
+  # A sanitizer build (the asan preset) links its runtimes into every binary, the CLI included;
+  # only then are they allowed in the agent too.
+  allowed='lib(c|m|dl|pthread|rt)\.so|ld-linux'
+  readelf -d "$stage/usr/bin/fleetscope" | grep -q 'libasan\.so' && allowed="$allowed|lib(asan|ubsan)\.so"
+  readelf -d "$stage/usr/lib/fleetscope/libfleetscope_agent.so" | grep NEEDED | grep -vqE "$allowed" \
     && fail "installed agent has extra dependencies"
 fi
 echo "staging install OK ($stage)"
