@@ -31,7 +31,8 @@ using FleetProgress = std::function<void(const std::string& database, size_t ind
 
 // The ranking as `fleetscope fleet` prints it: format "table", "json" or "csv". Also used for
 // the ranking computed from Prometheus (`fleetscope fleet --prometheus URL`).
-void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::string& format, std::ostream& out);
+void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::string& format,
+                         std::ostream& out);
 
 // Jobs with the same name across databases are merged. Sorted by wasted time, largest first.
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,

@@ -10,8 +10,8 @@
 
 namespace fleetscope::cli {
 
-using CommandFn = std::function<int(const std::vector<std::string>& args, std::ostream& out,
-                                    std::ostream& err)>;
+using CommandFn =
+    std::function<int(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)>;
 
 struct Command {
   std::string name;     // e.g. "import", or "share plan"

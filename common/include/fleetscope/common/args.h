@@ -1,7 +1,7 @@
 // Small argument parser shared by every subcommand so that all of them accept the same syntax:
 // `--name VALUE`, `--name=VALUE`, `-o VALUE`, boolean `--flag`, positionals, `--` to end options,
-// `--help`. Header-only and in the bottom layer (common/) so the libraries that implement commands use it
-// without depending on the programs above them.
+// `--help`. Header-only and in the bottom layer (common/) so the libraries that implement commands
+// use it without depending on the programs above them.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +23,14 @@ class ArgParser {
     specs_.push_back({std::move(name), "", std::move(help), Kind::flag, target});
     return *this;
   }
-  ArgParser& option(std::string name, std::string value_name, std::string help, std::string* target) {
+  ArgParser& option(std::string name, std::string value_name, std::string help,
+                    std::string* target) {
     specs_.push_back({std::move(name), std::move(value_name), std::move(help), Kind::text, target});
     return *this;
   }
   ArgParser& option(std::string name, std::string value_name, std::string help, int64_t* target) {
-    specs_.push_back({std::move(name), std::move(value_name), std::move(help), Kind::integer, target});
+    specs_.push_back(
+        {std::move(name), std::move(value_name), std::move(help), Kind::integer, target});
     return *this;
   }
   ArgParser& option(std::string name, std::string value_name, std::string help, double* target) {
@@ -141,7 +143,8 @@ class ArgParser {
     for (Spec& s : specs_) {
       if (s.name == name) return &s;
       // Short aliases are written "-o, --output".
-      if (auto comma = s.name.find(", "); comma != std::string::npos &&
+      if (auto comma = s.name.find(", ");
+          comma != std::string::npos &&
           (s.name.substr(0, comma) == name || s.name.substr(comma + 2) == name))
         return &s;
     }

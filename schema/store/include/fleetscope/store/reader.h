@@ -52,18 +52,21 @@ class Reader {
   std::vector<Kernel> kernels(const EventFilter& filter = {}) const;
   std::vector<Memcpy> memcpys(const EventFilter& filter = {}) const;
   std::vector<Memset> memsets(const EventFilter& filter = {}) const;
-  std::vector<RuntimeCall> runtime_calls(const EventFilter& filter = {}) const;  // device/stream ignored
+  std::vector<RuntimeCall> runtime_calls(
+      const EventFilter& filter = {}) const;  // device/stream ignored
   std::vector<Sync> syncs(const EventFilter& filter = {}) const;
   std::vector<NvtxEvent> nvtx_events(const EventFilter& filter = {}) const;
   std::vector<CpuOp> cpu_ops(const EventFilter& filter = {}) const;
   std::vector<Iteration> iterations(std::optional<int64_t> capture_id = {}) const;
   std::vector<MemoryEvent> memory_events(const EventFilter& filter = {}) const;
   std::vector<DeviceSample> device_samples(const EventFilter& filter = {}) const;
-  std::vector<ExternalCorrelation> external_correlations(std::optional<int64_t> capture_id = {}) const;
+  std::vector<ExternalCorrelation> external_correlations(
+      std::optional<int64_t> capture_id = {}) const;
   std::vector<Finding> findings(std::optional<int64_t> capture_id = {}) const;
 
   // Streaming variant for large captures: calls `fn` per kernel in start order.
-  void for_each_kernel(const EventFilter& filter, const std::function<void(const Kernel&)>& fn) const;
+  void for_each_kernel(const EventFilter& filter,
+                       const std::function<void(const Kernel&)>& fn) const;
 
   // All interned strings (id → text). Cached after the first call.
   const std::unordered_map<int64_t, std::string>& strings() const;

@@ -13,10 +13,18 @@ namespace fleetscope::store {
 inline constexpr int kSchemaVersion = 2;
 
 // nsys encodes process and thread ids into one integer: pid * 2^24 + tid.
-inline constexpr int64_t global_pid(int64_t pid) { return pid << 24; }
-inline constexpr int64_t global_tid(int64_t pid, int64_t tid) { return (pid << 24) | (tid & 0xFFFFFF); }
-inline constexpr int64_t pid_of(int64_t global_id) { return (global_id >> 24) & 0xFFFFFF; }
-inline constexpr int64_t tid_of(int64_t global_id) { return global_id & 0xFFFFFF; }
+inline constexpr int64_t global_pid(int64_t pid) {
+  return pid << 24;
+}
+inline constexpr int64_t global_tid(int64_t pid, int64_t tid) {
+  return (pid << 24) | (tid & 0xFFFFFF);
+}
+inline constexpr int64_t pid_of(int64_t global_id) {
+  return (global_id >> 24) & 0xFFFFFF;
+}
+inline constexpr int64_t tid_of(int64_t global_id) {
+  return global_id & 0xFFFFFF;
+}
 
 enum class CaptureKind { continuous, on_demand, imported, standalone };
 const char* to_string(CaptureKind kind);
@@ -90,8 +98,8 @@ struct Kernel {
   int32_t streamId = 0;
   std::optional<int64_t> correlationId;
   std::optional<int64_t> globalPid;
-  std::string demangledName;  // write side
-  std::string shortName;      // write side; empty = derive from demangledName
+  std::string demangledName;                     // write side
+  std::string shortName;                         // write side; empty = derive from demangledName
   int64_t demangledNameId = 0, shortNameId = 0;  // read side
   int32_t gridX = 0, gridY = 0, gridZ = 0;
   int32_t blockX = 0, blockY = 0, blockZ = 0;
@@ -110,24 +118,44 @@ struct Kernel {
 
 // CUpti_ActivityMemcpyKind values (ENUM_CUDA_MEMCPY_OPER).
 enum MemcpyKind : int32_t {
-  kMemcpyUnknown = 0, kMemcpyHtoD = 1, kMemcpyDtoH = 2, kMemcpyHtoA = 3, kMemcpyAtoH = 4,
-  kMemcpyAtoA = 5, kMemcpyAtoD = 6, kMemcpyDtoA = 7, kMemcpyDtoD = 8, kMemcpyHtoH = 9, kMemcpyPtoP = 10
+  kMemcpyUnknown = 0,
+  kMemcpyHtoD = 1,
+  kMemcpyDtoH = 2,
+  kMemcpyHtoA = 3,
+  kMemcpyAtoH = 4,
+  kMemcpyAtoA = 5,
+  kMemcpyAtoD = 6,
+  kMemcpyDtoA = 7,
+  kMemcpyDtoD = 8,
+  kMemcpyHtoH = 9,
+  kMemcpyPtoP = 10
 };
 // CUpti_ActivityMemoryKind values (ENUM_CUDA_MEM_KIND).
 enum MemoryKind : int32_t {
-  kMemUnknown = 0, kMemPageable = 1, kMemPinned = 2, kMemDevice = 3, kMemArray = 4, kMemManaged = 5,
-  kMemDeviceStatic = 6, kMemManagedStatic = 7
+  kMemUnknown = 0,
+  kMemPageable = 1,
+  kMemPinned = 2,
+  kMemDevice = 3,
+  kMemArray = 4,
+  kMemManaged = 5,
+  kMemDeviceStatic = 6,
+  kMemManagedStatic = 7
 };
 // CUpti_ActivitySynchronizationType values (ENUM_CUPTI_SYNC_TYPE).
 enum SyncType : int32_t {
-  kSyncUnknown = 0, kSyncEvent = 1, kSyncStreamWaitEvent = 2, kSyncStream = 3, kSyncContext = 4
+  kSyncUnknown = 0,
+  kSyncEvent = 1,
+  kSyncStreamWaitEvent = 2,
+  kSyncStream = 3,
+  kSyncContext = 4
 };
 
 // Labels of the enums above, one spelling for every part (exporter, analyzer, reports).
 const char* memcpy_kind_short(int32_t kind);  // "HtoD", as in Kineto's "Memcpy HtoD (...)"
 const char* memcpy_kind_label(int32_t kind);  // ENUM_CUDA_MEMCPY_OPER.label, "Host-to-Device"
-const char* memory_kind_label(int32_t kind);  // ENUM_CUDA_MEM_KIND.label, "Pageable" (also Kineto's)
-const char* sync_type_label(int32_t type);    // Kineto's cuda_sync names, "Stream Sync"
+const char* memory_kind_label(
+    int32_t kind);                          // ENUM_CUDA_MEM_KIND.label, "Pageable" (also Kineto's)
+const char* sync_type_label(int32_t type);  // Kineto's cuda_sync names, "Stream Sync"
 
 struct Memcpy {
   int64_t start = 0, end = 0;
@@ -167,8 +195,8 @@ struct RuntimeCall {
   ApiClass eventClass = ApiClass::runtime;
   int64_t globalTid = 0;
   std::optional<int64_t> correlationId;
-  std::string name;     // write side, e.g. 'cudaLaunchKernel'
-  int64_t nameId = 0;   // read side
+  std::string name;    // write side, e.g. 'cudaLaunchKernel'
+  int64_t nameId = 0;  // read side
   std::optional<int32_t> returnValue;
   std::optional<int32_t> cbid;
   int64_t captureId = 0;
@@ -206,7 +234,8 @@ struct CpuOp {
   int64_t globalTid = 0;
   std::string name;    // write side
   int64_t nameId = 0;  // read side
-  std::string category = "cpu_op";  // 'cpu_op', 'user_annotation', 'gpu_user_annotation', 'python_function'
+  std::string category =
+      "cpu_op";  // 'cpu_op', 'user_annotation', 'gpu_user_annotation', 'python_function'
   std::optional<int64_t> externalId;
   int64_t captureId = 0;
 };
@@ -242,8 +271,8 @@ struct DeviceSample {
   int64_t ts = 0;
   std::optional<int64_t> host_id;
   int32_t deviceId = 0;
-  std::string metric;     // write side, e.g. 'gpu_util_pct'
-  int64_t metricId = 0;   // read side
+  std::string metric;    // write side, e.g. 'gpu_util_pct'
+  int64_t metricId = 0;  // read side
   double value = 0;
   std::optional<int64_t> captureId;
 };
@@ -262,7 +291,8 @@ struct Finding {
   int64_t created_ns = 0;
 };
 
-// A half-open time window [begin, end) in ns. Event rows overlap it when start < end_ && end > begin.
+// A half-open time window [begin, end) in ns. Event rows overlap it when start < end_ && end >
+// begin.
 struct TimeWindow {
   int64_t begin = INT64_MIN;
   int64_t end = INT64_MAX;
