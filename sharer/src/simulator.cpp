@@ -332,7 +332,6 @@ class Engine {
 
   bool admit_pinned(size_t job) {
     const int g = jobs_[job].pinned_gpu;
-    GpuState& gpu = gpus_[static_cast<size_t>(g)];
     const int64_t key =
         (static_cast<int64_t>(g) << 32) | static_cast<uint32_t>(jobs_[job].pinned_lane);
     unindex(g);
@@ -346,6 +345,14 @@ class Engine {
     } else {
       slot_index = found->second;
     }
+    join_slot(job, g, slot_index);
+    return true;
+  }
+
+  // The job enters the slot (lane) on GPU g, which the caller has unindexed: the GPU's lane demand
+  // counts each slot's demand up to one GPU, then the GPU is indexed again and the job made ready.
+  void join_slot(size_t job, int g, int slot_index) {
+    GpuState& gpu = gpus_[static_cast<size_t>(g)];
     Slot& slot = slots_[static_cast<size_t>(slot_index)];
     gpu.lane_demand -= std::min(1.0, slot.demand);
     slot.demand += jobs_[job].utilization;
@@ -355,7 +362,6 @@ class Engine {
     index(g);
     runtime_[job].slot = slot_index;
     make_ready(job);
-    return true;
   }
 
   bool try_single(size_t job) {
@@ -393,15 +399,7 @@ class Engine {
     } else {
       slot_index = found->second;
     }
-    Slot& slot = slots_[static_cast<size_t>(slot_index)];
-    gpu.lane_demand -= std::min(1.0, slot.demand);
-    slot.demand += jobs_[job].utilization;
-    gpu.lane_demand += std::min(1.0, slot.demand);
-    ++slot.resident;
-    ++gpu.jobs;
-    index(g);
-    runtime.slot = slot_index;
-    make_ready(job);
+    join_slot(job, g, slot_index);
     return true;
   }
 

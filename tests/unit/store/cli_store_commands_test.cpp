@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli_run.h"
 #include "fleetscope/cli/command.h"
 #include "fleetscope/store/writer.h"
 #include "temp_dir.h"
@@ -10,14 +11,9 @@
 using namespace fleetscope;
 
 namespace {
-struct CliRun {
-  int code;
-  std::string out, err;
-};
+using test_support::CliRun;
 CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = cli::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
+  return test_support::run_cli(args);
 }
 std::string make_db(const test_support::TempDir& dir) {
   std::string path = dir.file("t.db");

@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "cli_run.h"
 #include "fleetscope/cli/command.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
@@ -26,14 +27,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out, err;
-};
+using test_support::CliRun;
 CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = cli::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
+  return test_support::run_cli(args);
 }
 
 std::string file_bytes(const std::string& path) {
