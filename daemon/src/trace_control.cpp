@@ -181,18 +181,16 @@ int64_t TraceControl::on_batch(int64_t agent_id, rpc::RecordBatch&& batch, const
   }
   committer_->submit({capture_id, agent_id, sequence, rows});
   std::lock_guard lock(mutex_);
-  const auto& committed = windows_[capture_id].committed_sequence;
-  auto it = committed.find(agent_id);
-  return it == committed.end() ? -1 : it->second;
+  return windows_[capture_id].committed[agent_id].value();
 }
 
 void TraceControl::on_committed(const TakenBatch& batch, const std::string& error) {
   std::lock_guard lock(mutex_);
   Window& w = windows_[batch.capture_id];
   --w.uncommitted[batch.agent_id];
+  w.committed[batch.agent_id].on_result(batch.sequence, error.empty());
   if (error.empty()) {
     w.records += static_cast<int64_t>(batch.rows);
-    w.committed_sequence[batch.agent_id] = batch.sequence;
   } else {
     w.notes.push_back("batch " + std::to_string(batch.sequence) + " of pid " +
                       std::to_string(w.agents[batch.agent_id]) +

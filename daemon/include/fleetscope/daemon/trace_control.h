@@ -72,8 +72,8 @@ class TraceControl {
     std::map<int64_t, int> agents;  // agent id -> pid, every agent ordered to open
     std::set<int64_t> pending;      // agents that have not closed yet
     std::map<int64_t, int64_t> next_sequence;
-    std::map<int64_t, int> uncommitted;             // agent -> batches taken, not yet committed
-    std::map<int64_t, int64_t> committed_sequence;  // agent -> highest committed sequence
+    std::map<int64_t, int> uncommitted;            // agent -> batches taken, not yet committed
+    std::map<int64_t, CommittedPrefix> committed;  // agent -> sequence acknowledged as committed
     int64_t start_ns = 0;
     std::optional<int64_t> deadline_ns;
     bool close_sent = false;
