@@ -129,6 +129,11 @@ void DaemonCore::reload(const DaemonConfig& fresh) {
         std::pair{"socket", fresh.socket != config_.socket},
         std::pair{"agent_socket", fresh.agent_socket != config_.agent_socket},
         std::pair{"tcp_port", fresh.tcp_port != config_.tcp_port},
+        std::pair{"tcp_address/tls_*",
+                  fresh.tcp_address != config_.tcp_address || fresh.tls_cert != config_.tls_cert ||
+                      fresh.tls_key != config_.tls_key || fresh.tls_ca != config_.tls_ca ||
+                      fresh.tls_client_uids != config_.tls_client_uids ||
+                      fresh.tls_default_uid != config_.tls_default_uid},
         std::pair{"prometheus_port", fresh.prometheus_port != config_.prometheus_port},
         std::pair{"nvml_library", fresh.nvml_library != config_.nvml_library}})
     if (changed) log_ << "fleetscoped: reload: '" << name << "' changes at the next restart\n";

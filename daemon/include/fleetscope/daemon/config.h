@@ -17,6 +17,12 @@ struct DaemonConfig {
   std::string socket = "/run/fleetscope/fleetscoped.sock";  // the API (CLI, GUI)
   std::string agent_socket = "/run/fleetscope/agent.sock";  // agents register here
   int64_t tcp_port = 0;                                     // 0 = no TCP; else 127.0.0.1:PORT
+  std::string tcp_address = "127.0.0.1";  // loopback only, unless TLS is configured
+  // TLS on the TCP listener (tls_listener.h): all three files, or none (plain TCP).
+  std::string tls_cert, tls_key, tls_ca;
+  std::string tls_client_uids;  // "CN:uid, ..." — whose certificate acts as which user
+  int64_t tls_default_uid =
+      -1;  // uid of a verified certificate whose CN is not listed; -1 = refuse
   std::string prometheus_address = "127.0.0.1";
   int64_t prometheus_port = 9402;  // 0 = any free port, -1 = off
   int64_t sample_interval_ms = 1000;
