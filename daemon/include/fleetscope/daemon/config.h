@@ -28,7 +28,10 @@ struct DaemonConfig {
   int64_t sample_interval_ms = 1000;
   int64_t metrics_window_s = 60;  // workflow_metrics row period
   std::string nvml_library = "libnvidia-ml.so.1";
-  int64_t retention_max_mb = 10240;     // 0 = unbounded
+  // DCGM profiling fields (dcgm_sampler.h): empty = libdcgm.so.4, .so.3, .so in turn; "off" = none.
+  std::string dcgm_library;
+  std::string dcgm_hostengine;       // empty = embedded host engine; else nv-hostengine's address
+  int64_t retention_max_mb = 10240;  // 0 = unbounded
   int64_t retention_max_age_days = 30;  // 0 = unbounded
   int64_t downsample_after_hours = 24;  // 0 = never
   int64_t max_frame_bytes = 16 * 1024 * 1024;
