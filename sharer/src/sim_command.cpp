@@ -31,7 +31,9 @@ constexpr const char* kSimUsage =
     "8-GPU nodes) with exclusive, first-fit and best-fit lane placement; --policy is not used.\n"
     "Defaults: --lanes off (one lane per GPU: Salus's SRTF/FAIR setting) except --policy pack\n"
     "(lanes on), --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
-    "--interference-alpha 0 (uncalibrated; --calibration fits it from co-location runs),\n"
+    "interference: the published default (alpha fitted to Gavel's V100 co-location pairs,\n"
+    "sharer/data/gavel_v100_colocation.csv) unless --calibration RUNS.csv (fitted the same way)\n"
+    "or --interference-alpha A; the output names the one used.\n"
     "--context-mib 300 (CUDA context per job process), --starvation-bound-s 1800 (a multi-GPU\n"
     "job waiting longer reserves GPUs), --backfill-window 500, --format table.\n"
     "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n";
@@ -150,8 +152,12 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       }
       config.context_bytes = static_cast<int64_t>(context_mib * static_cast<double>(kMiB));
       config.margin.z = arguments.number("--margin-sigma", config.margin.z);
-      config.interference.alpha =
-          arguments.number("--interference-alpha", config.interference.alpha);
+      // Interference: the published default, a local calibration or a value on the command line.
+      InterferenceCalibration interference = published_interference();
+      if (arguments.has("--interference-alpha")) {
+        interference = interference_from_flag(arguments.number("--interference-alpha", 0));
+      }
+      config.interference = interference.model;
       config.starvation_bound_s =
           arguments.number("--starvation-bound-s", config.starvation_bound_s);
       const double window = arguments.number("--backfill-window", config.backfill_window);
@@ -166,10 +172,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
         if (arguments.has("--interference-alpha")) {
           throw UsageError("give --interference-alpha or --calibration, not both");
         }
-        const auto runs = load_colocation_runs(*runs_path);
-        config.interference = calibrate_interference(runs, config.interference);
-        err << "sim: interference alpha " << config.interference.alpha << " fitted from "
-            << runs.size() << " co-location runs in " << *runs_path << "\n";
+        interference = interference_from_file(*runs_path);
+        config.interference = interference.model;
       }
       const std::string profiles_path =
           arguments.get_or("--profiles", sibling(*jobs_path, "salus_workloads.csv"));
@@ -181,8 +185,11 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       }
       const auto result = simulate(jobs, *policy, config);
       if (format == "json") {
-        out << sim_result_to_json(result).dump(2) << "\n";
+        auto document = sim_result_to_json(result);
+        document["interference"] = interference_to_json(interference);
+        out << document.dump(2) << "\n";
       } else {
+        out << "interference: " << interference.description << "\n";
         write_sim_table(result, out);
       }
       return 0;
