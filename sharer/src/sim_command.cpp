@@ -9,6 +9,7 @@
 #include "arguments.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/fleet_packing.h"
+#include "fleetscope/sharer/mps.h"
 #include "fleetscope/sharer/simulator.h"
 
 namespace fleetscope::sharer {
@@ -21,7 +22,8 @@ constexpr const char* kSimUsage =
     "                      [--switch-cost-ms MS] [--gpu-memory-gib GIB] [--margin-sigma Z]\n"
     "                      [--interference-alpha A | --calibration RUNS.csv]\n"
     "                      [--context-mib MIB] [--starvation-bound-s S] [--backfill-window N]\n"
-    "                      [--single-gpu-jobs] [--nodes FILE] [--format table|json]\n"
+    "                      [--single-gpu-jobs] [--mps [--mps-clients N]] [--nodes FILE]\n"
+    "                      [--format table|json]\n"
     "\n"
     "Job traces in Tiresias format "
     "(job_id,num_gpu,submit_time,iterations,model_name,duration,...)\n"
@@ -36,7 +38,10 @@ constexpr const char* kSimUsage =
     "or --interference-alpha A; the output names the one used.\n"
     "--context-mib 300 (CUDA context per job process), --starvation-bound-s 1800 (a multi-GPU\n"
     "job waiting longer reserves GPUs), --backfill-window 500, --format table.\n"
-    "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n";
+    "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n"
+    "--mps models NVIDIA MPS instead of lanes: every job a client process with its own context\n"
+    "and a static memory slice, all running concurrently, at most --mps-clients per GPU\n"
+    "(default 48, Volta and newer; 16 before Volta); needs a sharing policy.\n";
 
 std::string first_line(const std::string& path) {
   std::ifstream in(path);
@@ -102,8 +107,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
         args,
         {"--jobs", "--profiles", "--nodes", "--gpus", "--policy", "--lanes", "--switch-cost-ms",
          "--gpu-memory-gib", "--margin-sigma", "--interference-alpha", "--calibration",
-         "--context-mib", "--starvation-bound-s", "--backfill-window", "--format"},
-        {"--help", "--single-gpu-jobs"});
+         "--context-mib", "--starvation-bound-s", "--backfill-window", "--format", "--mps-clients"},
+        {"--help", "--single-gpu-jobs", "--mps"});
     if (arguments.has("--help")) {
       out << kSimUsage;
       return 0;
@@ -118,7 +123,9 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       throw UsageError("--format expects table|json, got '" + format + "'");
     }
     const std::string policy_text = arguments.get_or("--policy", "");
-    const std::string lanes = arguments.get_or("--lanes", policy_text == "pack" ? "on" : "off");
+    const bool mps = arguments.has("--mps");
+    const std::string lanes =
+        arguments.get_or("--lanes", policy_text == "pack" || mps ? "on" : "off");
     if (lanes != "on" && lanes != "off") {
       throw UsageError("--lanes expects on|off, got '" + lanes + "'");
     }
@@ -142,6 +149,18 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       }
       config.gpus = static_cast<int>(gpus);
       config.lanes = lanes == "on";
+      if (arguments.has("--mps-clients") && !mps) throw UsageError("--mps-clients needs --mps");
+      if (mps) {
+        if (policy->exclusive()) {
+          throw UsageError("--mps needs a sharing policy (srtf, pack, fair or priority)");
+        }
+        if (!config.lanes) throw UsageError("--mps runs clients in parallel: not with --lanes off");
+        const double clients = arguments.number("--mps-clients", kMpsClientsVolta);
+        if (!(clients >= 1 && clients <= 4096 && clients == std::floor(clients))) {
+          throw UsageError("--mps-clients expects a whole number in 1..4096");
+        }
+        config.mps_clients = static_cast<int>(clients);
+      }
       config.switch_cost_s = arguments.number("--switch-cost-ms", 5) / 1000.0;
       const double gib = arguments.number("--gpu-memory-gib", 16);
       if (!(gib > 0 && gib <= 1e6)) throw UsageError("--gpu-memory-gib expects (0, 1e6]");
