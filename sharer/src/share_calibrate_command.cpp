@@ -22,8 +22,8 @@ constexpr const char* kCalibrateUsage =
     "sharer/data/gavel_v100_colocation.csv), the default of `sim` and `share plan`. Prints alpha\n"
     "and the prediction error (RMS relative; median, 90th percentile and largest absolute, in\n"
     "slowdown units; the share of runs predicted faster than measured) of the uncalibrated\n"
-    "(alpha = 0) and the fitted model. Pass the file to `sim --calibration` or\n"
-    "`share plan --calibration`.\n";
+    "(alpha = 0) model, of the published default and of the fitted model. Pass the file to\n"
+    "`sim --calibration` or `share plan --calibration`.\n";
 
 }  // namespace
 
@@ -64,6 +64,9 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
       }
       const auto before = prediction_errors(uncalibrated, runs);
       const auto after = prediction_errors(model, runs);
+      // How well the published default would have predicted these (local) runs.
+      const auto& prior = published_interference();
+      const auto with_prior = prediction_errors(prior.model, runs);
       const auto errors_json = [](const PredictionErrors& errors) {
         return nlohmann::json{{"rms_relative", errors.rms_relative},
                               {"median_absolute", errors.median_absolute},
@@ -81,6 +84,8 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
                               {"rms_error_calibrated", after.rms_relative},
                               {"errors_uncalibrated", errors_json(before)},
                               {"errors_calibrated", errors_json(after)},
+                              {"published_default_alpha", prior.model.alpha},
+                              {"errors_published_default", errors_json(with_prior)},
                               {"observations", rows}}
                    .dump(2)
             << "\n";
@@ -92,8 +97,11 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
                       runs.size(), runs_name.c_str(), model.alpha, before.rms_relative,
                       after.rms_relative);
         out << line;
+        const std::string prior_name =
+            "published default (alpha " + std::to_string(prior.model.alpha).substr(0, 6) + ")";
         for (const auto& [name, errors] :
              {std::pair<const char*, const PredictionErrors&>{"uncalibrated", before},
+              std::pair<const char*, const PredictionErrors&>{prior_name.c_str(), with_prior},
               std::pair<const char*, const PredictionErrors&>{"calibrated", after}}) {
           std::snprintf(line, sizeof line,
                         "%s: |predicted - measured| slowdown median %.3f, p90 %.3f, max %.3f; "
