@@ -145,6 +145,11 @@ TEST(PublishedInterference, CalibrateCommandFitsThePublishedRunsOrAFile) {
   const auto local = run_json(run_share_calibrate_command, {"--runs", calibration_file()});
   EXPECT_EQ(local.at("source"), "calibration");
   EXPECT_NEAR(local.at("alpha").get<double>(), 0.25, 1e-6);
+  // It also says how well the published default predicts the local runs (the GPU check's report).
+  EXPECT_DOUBLE_EQ(local.at("published_default_alpha").get<double>(),
+                   published_interference().model.alpha);
+  EXPECT_GT(local.at("errors_published_default").at("median_absolute").get<double>(), 0.0);
+  EXPECT_NEAR(local.at("errors_calibrated").at("max_absolute").get<double>(), 0.0, 1e-5);
   std::ostringstream out, err;
   EXPECT_EQ(run_share_calibrate_command({}, out, err), 2);
   EXPECT_EQ(run_share_calibrate_command({"--published", "--runs", "x.csv"}, out, err), 2);
