@@ -578,7 +578,7 @@ void Writer::flush() {
   impl_->flush();
 }
 
-void Writer::finish() {
+void Writer::finish(const std::function<void()>& alongside_indexes) {
   if (impl_->closed) return;
   impl_->flush();
   impl_->stop_thread();
@@ -594,16 +594,42 @@ void Writer::finish() {
       s.bind(1, key.first).bind(2, key.second).bind(3, duration).execute();
   }
   db.exec("COMMIT");
-  if (impl_->options.build_indexes) {
-    // The post-load index builds are one external sort each: let SQLite's sorter use helper
-    // threads (PRAGMA threads, https://sqlite.org/pragma.html#pragma_threads) so the build is
-    // not serial on one core. (A sampled ANALYZE, PRAGMA analysis_limit, was tried: its
-    // statistics change query plans, and with them the row order of unordered queries.)
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
-    db.exec(index_sql());
-    db.exec("ANALYZE");
+  // The other connection's statements only read: the commit below waits for the one in
+  // progress instead of failing after the default timeout.
+  std::exception_ptr alongside_error;
+  std::thread alongside;
+  if (alongside_indexes) {
+    sqlite3_busy_timeout(db.raw(), INT32_MAX);
+    alongside = std::thread([&] {
+      try {
+        alongside_indexes();
+      } catch (...) {
+        alongside_error = std::current_exception();
+      }
+    });
   }
+  try {
+    if (impl_->options.build_indexes) {
+      // The post-load index builds are one external sort each: let SQLite's sorter use helper
+      // threads (PRAGMA threads, https://sqlite.org/pragma.html#pragma_threads) so the build is
+      // not serial on one core. (A sampled ANALYZE, PRAGMA analysis_limit, was tried: its
+      // statistics change query plans, and with them the row order of unordered queries.) One
+      // transaction: one exclusive lock for all of them.
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
+      db.exec("BEGIN");
+      db.exec(index_sql());
+      db.exec("ANALYZE");
+      db.exec("COMMIT");
+    }
+  } catch (...) {
+    sqlite3_exec(db.raw(), "ROLLBACK", nullptr, nullptr, nullptr);
+    if (alongside.joinable()) alongside.join();
+    throw;
+  }
+  if (alongside.joinable()) alongside.join();
+  if (alongside_indexes) sqlite3_busy_timeout(db.raw(), 5000);
+  if (alongside_error) std::rethrow_exception(alongside_error);
   impl_->finalize_statements();
   if (!db.in_memory()) {  // an in-memory database has no WAL and no journal file to switch
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
