@@ -9,6 +9,7 @@
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/timeline/timeline_cache.h"
+#include "parallel_import.h"
 
 namespace fleetscope::importers {
 
@@ -88,7 +89,14 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
     store::WriterOptions writer_options;
     writer_options.temporary_output = true;  // the file only becomes visible through commit()
     store::Writer writer(store::Database::create(output.temp_path()), writer_options);
-    for (const auto& p : paths) results.push_back(import_file(p, writer, options));
+    // Several files: parsed on as many threads as there are cores, the one writer takes the
+    // rows of all of them (parallel_import.h); the result is the serial import's.
+    const size_t workers =
+        options.parallel_files > 0 ? options.parallel_files : parallel_import_workers(paths.size());
+    if (paths.size() > 1 && workers > 1)
+      results = import_in_parallel(paths, writer, options, workers);
+    else
+      for (const auto& p : paths) results.push_back(import_file(p, writer, options));
     writer.finish([&] {
       try {
         const store::Reader reader(output.temp_path());

@@ -50,6 +50,9 @@ struct ImportOptions {
   // thread turns the events into rows (on machines with two cores or more). -1: the tokenizer's
   // default (8 MiB); 0: always.
   int64_t parse_thread_min_bytes = -1;
+  // import_files() with several files: how many are imported at once (each on its own thread,
+  // one writer; each gets an equal share of the memory budget). 0: one per core; 1: serial.
+  size_t parallel_files = 0;
 };
 
 // What one import produced (rows per event kind), for summaries and tests.
