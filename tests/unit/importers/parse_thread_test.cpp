@@ -87,7 +87,7 @@ std::string escaped_trace(size_t events, const std::string& bad_event = {}) {
     json += R"({"ph": "X", "cat": "cpu_op", "name": "op\")" + std::to_string(i) +
             R"(\u00e9\\n", "pid": 1, "tid": "t\t)" + std::to_string(i % 7) + R"(", "ts": )" +
             std::to_string(i * 10) + R"(.125, "dur": 3, "args": {"name": "a\/)" +
-            std::to_string(i) + R"(", "External id": )" + std::to_string(i) + "}}";
+            std::to_string(i) + R"(\\", "External id": )" + std::to_string(i) + "}}";
   }
   return json + R"(], "baseTimeNanoseconds": 1000})";
 }
@@ -98,7 +98,7 @@ TEST(KinetoParseThread, EscapedStringsStayValidAcrossChunksAndBatches) {
   const auto reference = walk(path, inline_walk());
   ASSERT_EQ(reference.size(), 5001u);
   EXPECT_NE(reference[4999].find("op\"4999\xc3\xa9\\n"), std::string::npos) << reference[4999];
-  EXPECT_NE(reference[4999].find("a/4999"), std::string::npos) << reference[4999];
+  EXPECT_NE(reference[4999].find("a/4999\\"), std::string::npos) << reference[4999];
   EXPECT_EQ(reference, walk(path, threaded(false)));
   EXPECT_EQ(reference, walk(path, threaded(true)));
 }
