@@ -30,7 +30,7 @@ void Tracker::LaunchMap::reserve(size_t entries) {
   if (capacity <= slots_.size()) return;
   std::vector<Slot> old(capacity);
   old.swap(slots_);
-  shift_ = 64 - bits;
+  bits_ = bits;
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.key == kEmpty) continue;

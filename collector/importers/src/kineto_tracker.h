@@ -65,11 +65,15 @@ class Tracker {
       Launch launch;
     };
     size_t index_of(int64_t key) const {
-      // Fibonacci hashing (top bits of key * 2^64/phi): consecutive ids spread over the table.
-      return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ULL) >> shift_);
+      // Consecutive ids (the usual case) land in consecutive slots, so lookups stay in cache;
+      // the bits above the table size are mixed in (Fibonacci multiply), so ids that differ only
+      // there do not pile onto one slot.
+      const auto k = static_cast<uint64_t>(key);
+      return static_cast<size_t>((k ^ ((k >> bits_) * 0x9E3779B97F4A7C15ULL)) &
+                                 (slots_.size() - 1));
     }
     std::vector<Slot> slots_;  // a power of two, at most 3/4 full
-    int shift_ = 64;
+    int bits_ = 0;
     size_t size_ = 0;
     std::optional<Launch> min_key_;
   };
