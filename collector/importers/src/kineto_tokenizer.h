@@ -111,9 +111,10 @@ struct TokenizerOptions {
   size_t whole_document_bytes = size_t{64} << 20;
   // Inputs of at least this many bytes are parsed on a second thread, ahead of the
   // for_each_event callback (which stays on the calling thread, in file order), when the machine
-  // has two cores or more; smaller ones (thread start and hand-off would cost more than they
-  // save) and single-core machines parse on the calling thread. SIZE_MAX: never.
-  size_t parse_thread_min_bytes = size_t{8} << 20;
+  // has two cores or more. Smaller ones (most single-step traces; thread start and the hand-off
+  // copy of every event would cost more CPU than the overlap saves wall time) and single-core
+  // machines parse on the calling thread. SIZE_MAX: never.
+  size_t parse_thread_min_bytes = size_t{32} << 20;
   static TokenizerOptions from_budget(int64_t budget_bytes);
 };
 

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <optional>
@@ -152,7 +153,23 @@ struct Writer::Impl {
   struct KernelNames {
     int64_t demangled, short_name;
   };
-  std::unordered_map<std::string, KernelNames> kernel_names;
+  // Demangled kernel names run to kilobytes (templated CUTLASS/cuDNN kernels): hashing every byte
+  // of each on every lookup was visible; a sample of the name (its length and 16 words spread
+  // over it) picks the bucket, equality still compares it whole.
+  struct SampledHash {
+    size_t operator()(const std::string& s) const noexcept {
+      if (s.size() <= 128) return std::hash<std::string>{}(s);
+      uint64_t h = s.size() * 0x9E3779B97F4A7C15ULL;
+      for (size_t i = 0; i < 16; ++i) {
+        uint64_t w = 0;
+        std::memcpy(&w, s.data() + (s.size() - 8) * i / 15, 8);
+        h = (h ^ w) * 0x100000001B3ULL;
+        h ^= h >> 29;
+      }
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::string, KernelNames, SampledHash> kernel_names;
   // (table, capture) -> max duration. Rows come in long runs of one table and one capture: the
   // last slot is remembered, so a row costs a compare, not a map lookup.
   std::map<std::pair<int, int64_t>, int64_t> extents;

@@ -48,7 +48,7 @@ struct ImportOptions {
   int64_t whole_document_bytes = -1;
   // Kineto JSON of at least this many bytes is parsed on a second thread while the importing
   // thread turns the events into rows (on machines with two cores or more). -1: the tokenizer's
-  // default (8 MiB); 0: always.
+  // default (32 MiB); 0: always.
   int64_t parse_thread_min_bytes = -1;
   // import_files() with several files: how many are imported at once (each on its own thread,
   // one writer; each gets an equal share of the memory budget). 0: one per core; 1: serial.
