@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 
+#include "fleetscope/importers/import_command.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/reader.h"
 #include "importer_test_util.h"
@@ -114,6 +116,23 @@ TEST(ParallelImport, ABadFileFailsTheWholeImportWithItsOwnError) {
   }
   EXPECT_FALSE(fs::exists(dir.file("out.db")));
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"bad.json"});
+}
+
+TEST(ParallelImport, JobsFlag) {
+  ASSERT_TRUE(fs::exists(kineto_dir())) << "shared reference data missing: " << kineto_dir();
+  ScratchDir dir;
+  const std::string a = kineto_dir() + "/hta-critical_path_alexnet_trace.json.gz";
+  const std::string b = kineto_dir() + "/hta-triton_example_triton_example.json.gz";
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({a, b, "-o", dir.file("one.db"), "--jobs", "1"}, out, err), 0)
+      << err.str();
+  EXPECT_EQ(run_import_command({a, b, "-o", dir.file("two.db"), "--jobs", "2"}, out, err), 0)
+      << err.str();
+  EXPECT_EQ(dump(dir.file("one.db")), dump(dir.file("two.db")));
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_import_command({a, "-o", dir.file("bad.db"), "--jobs", "-3"}, out2, err2), 2);
+  EXPECT_NE(err2.str().find("--jobs -3"), std::string::npos) << err2.str();
+  EXPECT_FALSE(fs::exists(dir.file("bad.db")));
 }
 
 }  // namespace
