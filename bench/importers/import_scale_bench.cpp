@@ -11,6 +11,8 @@
 //   import        fleetscope's import of the file into a new database (import_files()).
 // Reported: wall time, events/s, CPU/wall (how many cores worked), peak RSS, and the ratio
 // import / max(parse limit, insert limit): 1.0 would be a perfect overlap of the two.
+// --files K (with --events N): K copies of the N-event trace imported into one database, serially
+// (ImportOptions::parallel_files = 1, the reference) and concurrently (one file per core).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,6 +134,47 @@ void insert_rows(const RecordingSink& src, int64_t rows_wanted, const std::strin
   writer.finish();
 }
 
+// K copies of one synthetic trace into one database: serial, then one file per core.
+int multi_file(const std::string& source, const std::string& dir, int64_t n, int files,
+               int64_t budget) {
+  const std::string path = dir + "/fleetscope-synth-" + std::to_string(n) + ".json";
+  bench::SyntheticTrace trace = bench::make_synthetic_trace(source, n, path);
+  std::vector<std::string> copies;
+  for (int i = 0; i < files; ++i) {
+    copies.push_back(dir + "/fleetscope-synth-copy" + std::to_string(i) + ".json");
+    fs::remove(copies.back());
+    fs::create_symlink(path, copies.back());  // same bytes, its own name (its own capture)
+  }
+  const std::string out = dir + "/fleetscope-synth-multi.db";
+  auto run = [&](size_t parallel_files) {
+    return run_child([&] {
+      fs::remove(out);
+      importers::ImportOptions options;
+      options.memory_budget_bytes = budget;
+      options.parallel_files = parallel_files;
+      importers::import_files(copies, out, options);
+    });
+  };
+  const Phase serial = run(1);
+  const Phase parallel = run(0);
+  fs::remove(out);
+  for (int i = 0; i < files; ++i) fs::remove(out + ".capture" + std::to_string(i + 1) + ".zoom");
+  for (const auto& c : copies) fs::remove(c);
+  const double events = static_cast<double>(n) * files;
+  std::printf("%d files of %lld events (%.1f MB each) into one database:\n", files,
+              static_cast<long long>(n), static_cast<double>(trace.bytes) / 1e6);
+  auto line = [&](const char* what, const Phase& p) {
+    std::printf("  %-34s %8.2f s %12.0f events/s %8.2f CPU s %6.2f CPU/wall %7.0f MB%s\n", what,
+                p.wall_s, events / p.wall_s, p.cpu_s, p.cpu_s / p.wall_s, p.max_rss_mb,
+                p.ok ? "" : "  FAILED");
+  };
+  line("serial (reference)", serial);
+  line("concurrent (one file per core)", parallel);
+  std::printf("  concurrent / serial = %.2f wall, %.2f CPU\n", parallel.wall_s / serial.wall_s,
+              parallel.cpu_s / serial.cpu_s);
+  return serial.ok && parallel.ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,9 +183,12 @@ int main(int argc, char** argv) {
   std::string dir = "/tmp";
   std::vector<int64_t> sizes;
   int64_t budget = int64_t{1} << 30;
+  int files = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--events" && i + 1 < argc)
+    if (a == "--files" && i + 1 < argc)
+      files = std::atoi(argv[++i]);
+    else if (a == "--events" && i + 1 < argc)
       sizes.push_back(static_cast<int64_t>(std::atof(argv[++i])));
     else if (a == "--source" && i + 1 < argc)
       source = argv[++i];
@@ -151,7 +197,8 @@ int main(int argc, char** argv) {
     else if (a == "--budget" && i + 1 < argc)
       budget = static_cast<int64_t>(std::atof(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: bench_import_scale [--events N]... [--source F] [--dir D]\n");
+      std::fprintf(
+          stderr, "usage: bench_import_scale [--events N]... [--files K] [--source F] [--dir D]\n");
       return 2;
     }
   }
@@ -166,6 +213,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(budget >> 20));
   std::printf("%10s %9s | %-13s %8s %12s %8s %8s %9s\n", "events", "JSON MB", "phase", "wall s",
               "events/s", "CPU s", "CPU/wall", "RSS MB");
+  if (files > 0) return multi_file(source, dir, sizes.front(), files, budget);
   for (int64_t n : sizes) {
     const std::string path = dir + "/fleetscope-synth-" + std::to_string(n) + ".json";
     bench::SyntheticTrace trace = bench::make_synthetic_trace(source, n, path);
@@ -218,6 +266,7 @@ int main(int argc, char** argv) {
     std::fclose(time_file);
     fs::remove(insert_db);
     fs::remove(out);
+    fs::remove(out + ".capture1.zoom");
     auto line = [&](const char* what, const Phase& p) {
       std::printf("%10lld %9.1f | %-13s %8.2f %12.0f %8.2f %8.2f %9.0f%s\n",
                   static_cast<long long>(n), mb, what, p.wall_s, static_cast<double>(n) / p.wall_s,

@@ -40,6 +40,7 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
   std::string output;
   bool force = false, quiet = false;
   std::string budget_text;
+  int64_t jobs = 0;
   common::ArgParser parser(
       "fleetscope import FILE... -o OUT.db [--force]",
       "Imports PyTorch-profiler / Kineto Chrome-trace JSON (.json, .json.gz) and Nsight "
@@ -53,6 +54,10 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
               "memory for input in flight (default 1G; suffixes K, M, G): batches of JSON, one "
               "event or metadata value at most a quarter of it",
               &budget_text)
+      .option("--jobs", "N",
+              "files imported at once when several are given (default: one per core; 1: one "
+              "after the other); they share the memory budget and the one database writer",
+              &jobs)
       .flag("-q, --quiet", "no progress line on stderr (shown only on a terminal)", &quiet);
   if (auto rc = parser.parse(args, out, err)) return *rc;
   if (output.empty()) {
@@ -64,8 +69,14 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
     err << "error: " << output << ": already exists (use --force to replace it)\n";
     return 1;
   }
+  if (jobs < 0 || jobs > 256) {
+    err << "error: --jobs " << jobs << ": expected a number of files from 1 to 256 (0: one per "
+        << "core)\n";
+    return 2;
+  }
   ImportOptions options;
   options.progress_every_events = 20000;
+  options.parallel_files = static_cast<size_t>(jobs);
   if (!budget_text.empty()) {
     const auto budget = parse_byte_size(budget_text);
     if (!budget || *budget < (int64_t{16} << 20)) {

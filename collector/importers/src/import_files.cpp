@@ -1,3 +1,5 @@
+#include <sqlite3.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -5,7 +7,9 @@
 
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
+#include "fleetscope/store/reader.h"
 #include "fleetscope/timeline/timeline_cache.h"
+#include "parallel_import.h"
 
 namespace fleetscope::importers {
 
@@ -76,17 +80,41 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   store::AtomicOutput output(
       out_db, overwrite ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   std::vector<ImportResult> results;
+  // The timeline's zoom levels (schema/timeline), so the GUI's first open of a large capture
+  // paints from them. They are built from the rows while the writer builds its indexes (a second
+  // read connection; both are a full pass over the data, on the two cores), and written once the
+  // database is in place (the cache records the final file's size and time).
+  std::vector<timeline::TimelineData> summaries;
   {
     store::WriterOptions writer_options;
     writer_options.temporary_output = true;  // the file only becomes visible through commit()
     store::Writer writer(store::Database::create(output.temp_path()), writer_options);
-    for (const auto& p : paths) results.push_back(import_file(p, writer, options));
-    writer.finish();
+    // Several files: parsed on as many threads as there are cores, the one writer takes the
+    // rows of all of them (parallel_import.h); the result is the serial import's.
+    const size_t workers =
+        options.parallel_files > 0 ? options.parallel_files : parallel_import_workers(paths.size());
+    if (paths.size() > 1 && workers > 1)
+      results = import_in_parallel(paths, writer, options, workers);
+    else
+      for (const auto& p : paths) results.push_back(import_file(p, writer, options));
+    writer.finish([&] {
+      try {
+        const store::Reader reader(output.temp_path());
+        // Waits for the index build's commit rather than giving up after the default timeout.
+        sqlite3_busy_timeout(reader.database().raw(), INT32_MAX);
+        for (const auto& capture : reader.captures()) {
+          timeline::TimelineData data = timeline::load_timeline(reader, capture.id);
+          data.events.clear();  // the cache keeps the levels only
+          data.has_events = false;
+          summaries.push_back(std::move(data));
+        }
+      } catch (const std::exception&) {
+        summaries.clear();  // no summary; the GUI builds the levels itself when it opens the file
+      }
+    });
   }
   output.commit();
-  // The timeline's zoom levels, built once now that the database is in place, so the GUI's first
-  // open of a large capture paints from them (schema/timeline).
-  timeline::write_capture_summaries(out_db);
+  for (const auto& data : summaries) timeline::save_timeline_cache(out_db, data);
   return results;
 }
 

@@ -44,6 +44,8 @@ static ImportResult import_kineto_unchecked(const std::string& path, store::RowS
   TokenizerOptions tokenizer_options = TokenizerOptions::from_budget(options.memory_budget_bytes);
   if (options.whole_document_bytes >= 0)
     tokenizer_options.whole_document_bytes = static_cast<size_t>(options.whole_document_bytes);
+  if (options.parse_thread_min_bytes >= 0)
+    tokenizer_options.parse_thread_min_bytes = static_cast<size_t>(options.parse_thread_min_bytes);
   Tokenizer tokenizer(path, tokenizer_options);
   TraceMeta meta = tokenizer.read_metadata();
   // Kineto writes baseTimeNanoseconds after traceEvents. Rows are absolute times from the first

@@ -157,6 +157,29 @@ struct Segment {
   const char* text = nullptr;
 };
 
+// The events of a batch as a stretch of the document (text[0] is the '[' the splitter added).
+Segment segment_of(const EventBatch& batch) {
+  const char* base = batch.view ? batch.view : batch.text.data();
+  return Segment{1, batch.json_size - 2, batch.offset, batch.first_line, base + 1};
+}
+
+std::string position_in_document(const std::string& document, size_t document_size, size_t offset) {
+  offset = std::min(offset, document_size);
+  const int64_t line = 1 + std::count(document.data(), document.data() + offset, '\n');
+  return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+}
+
+std::string position_in_segments(const Segment* begin, const Segment* end, size_t offset) {
+  for (const Segment* s = begin; s != end; ++s) {
+    const auto start = static_cast<size_t>(s->document_offset);
+    if (offset >= start && offset <= start + s->size) {
+      const int64_t line = s->line + std::count(s->text, s->text + (offset - start), '\n');
+      return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
+    }
+  }
+  return "byte " + std::to_string(offset);
+}
+
 // What the reader thread hands over, in document order.
 struct Item {
   enum class Kind { batch, events_begin, end, error } kind = Kind::batch;
@@ -376,20 +399,10 @@ ReadProgress Tokenizer::progress() const {
 }
 
 std::string Tokenizer::position(size_t offset) const {
-  if (impl_->whole) {  // the whole document is at hand: count its lines up to the offset
-    offset = std::min(offset, impl_->document_size);
-    const int64_t line =
-        1 + std::count(impl_->document.data(), impl_->document.data() + offset, '\n');
-    return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
-  }
-  for (const Segment& s : impl_->segments) {
-    const auto start = static_cast<size_t>(s.document_offset);
-    if (offset >= start && offset <= start + s.size) {
-      const int64_t line = s.line + std::count(s.text, s.text + (offset - start), '\n');
-      return "byte " + std::to_string(offset) + " (line " + std::to_string(line) + ")";
-    }
-  }
-  return "byte " + std::to_string(offset);
+  // The whole document is at hand: count its lines up to the offset.
+  if (impl_->whole) return position_in_document(impl_->document, impl_->document_size, offset);
+  const auto& segments = impl_->segments;
+  return position_in_segments(segments.data(), segments.data() + segments.size(), offset);
 }
 
 void Tokenizer::fail(size_t offset, const std::string& what) const {
@@ -746,66 +759,66 @@ const char* event_key_name(EventKey k) {
   return "?";
 }
 
-ArgValue* arg_slot(RawArgs& a, const char* k) {
+ArgMember arg_slot(const char* k) {
   switch (k[0]) {
     case 'g':
-      if (key_is(k, "grid")) return &a.grid;
+      if (key_is(k, "grid")) return &RawArgs::grid;
       break;
     case 'k':
-      if (key_is(k, "kind")) return &a.kind;
+      if (key_is(k, "kind")) return &RawArgs::kind;
       break;
     case 's':
-      if (key_is(k, "size")) return &a.size;
-      if (key_is(k, "stream")) return &a.stream;
-      if (key_is(k, "shared memory")) return &a.shared_memory;
+      if (key_is(k, "size")) return &RawArgs::size;
+      if (key_is(k, "stream")) return &RawArgs::stream;
+      if (key_is(k, "shared memory")) return &RawArgs::shared_memory;
       break;
     case 'A':
-      if (key_is(k, "Addr")) return &a.addr;
+      if (key_is(k, "Addr")) return &RawArgs::addr;
       break;
     case 'n':
-      if (key_is(k, "name")) return &a.meta_name;
+      if (key_is(k, "name")) return &RawArgs::meta_name;
       break;
     case 'b':
-      if (key_is(k, "block")) return &a.block;
-      if (key_is(k, "bytes")) return &a.bytes;
-      if (key_is(k, "blocks per SM")) return &a.blocks_per_sm;
+      if (key_is(k, "block")) return &RawArgs::block;
+      if (key_is(k, "bytes")) return &RawArgs::bytes;
+      if (key_is(k, "blocks per SM")) return &RawArgs::blocks_per_sm;
       break;
     case 'B':
-      if (key_is(k, "Bytes")) return &a.bytes;
+      if (key_is(k, "Bytes")) return &RawArgs::bytes;
       break;
     case 'd':
-      if (key_is(k, "device")) return &a.device;
+      if (key_is(k, "device")) return &RawArgs::device;
       break;
     case 'l':
-      if (key_is(k, "labels")) return &a.labels;
+      if (key_is(k, "labels")) return &RawArgs::labels;
       break;
     case 'c':
-      if (key_is(k, "context")) return &a.context;
-      if (key_is(k, "cbid")) return &a.cbid;
-      if (key_is(k, "correlation")) return &a.correlation;
-      if (key_is(k, "cuda_sync_kind")) return &a.sync_kind;
+      if (key_is(k, "context")) return &RawArgs::context;
+      if (key_is(k, "cbid")) return &RawArgs::cbid;
+      if (key_is(k, "correlation")) return &RawArgs::correlation;
+      if (key_is(k, "cuda_sync_kind")) return &RawArgs::sync_kind;
       break;
     case 'E':
-      if (key_is(k, "External id")) return &a.external_id;
+      if (key_is(k, "External id")) return &RawArgs::external_id;
       break;
     case 'e':
-      if (key_is(k, "external id")) return &a.external_id;
-      if (key_is(k, "est. achieved occupancy %")) return &a.est_occupancy;
+      if (key_is(k, "external id")) return &RawArgs::external_id;
+      if (key_is(k, "est. achieved occupancy %")) return &RawArgs::est_occupancy;
       break;
     case 'r':
-      if (key_is(k, "registers per thread")) return &a.registers;
+      if (key_is(k, "registers per thread")) return &RawArgs::registers;
       break;
     case 'w':
-      if (key_is(k, "warps per SM")) return &a.warps_per_sm;
-      if (key_is(k, "wait_on_cuda_event_id")) return &a.wait_event_id;
+      if (key_is(k, "warps per SM")) return &RawArgs::warps_per_sm;
+      if (key_is(k, "wait_on_cuda_event_id")) return &RawArgs::wait_event_id;
       break;
     case 'D':
-      if (key_is(k, "Device Type")) return &a.device_type;
-      if (key_is(k, "Device Id")) return &a.device_id;
+      if (key_is(k, "Device Type")) return &RawArgs::device_type;
+      if (key_is(k, "Device Id")) return &RawArgs::device_id;
       break;
     case 'T':
-      if (key_is(k, "Total Allocated")) return &a.total_allocated;
-      if (key_is(k, "Total Reserved")) return &a.total_reserved;
+      if (key_is(k, "Total Allocated")) return &RawArgs::total_allocated;
+      if (key_is(k, "Total Reserved")) return &RawArgs::total_reserved;
       break;
     default:
       break;
@@ -815,198 +828,466 @@ ArgValue* arg_slot(RawArgs& a, const char* k) {
 
 }  // namespace
 
-void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
+namespace {
+
+// Where the event walker stands: the batch it parses and how that maps to the document. The
+// walker may run on its own thread (see for_each_event), so it keeps this apart from the
+// tokenizer's own state, which belongs to the thread that called for_each_event.
+struct WalkContext {
+  const std::string& path;
+  od::parser& parser;
+  const std::string* document = nullptr;  // whole-document mode: lines are counted from it
+  size_t document_size = 0;
+  const char* base = nullptr;
+  size_t size = 0;
+  Segment segment;
+  // Where strings with escapes are unescaped to when events outlive the walk (the parser's own
+  // string buffer is reused by the next batch); null: the parser's buffer is good enough.
+  std::deque<std::string>* arena = nullptr;
+
+  // A string value's text: a view into the batch itself when it has no escapes (Kineto's
+  // strings almost never do), else unescaped by simdjson (and copied to the arena if any).
+  simdjson::error_code string_of(od::value& v, std::string_view& out) const {
+    const std::string_view token = v.raw_json_token();
+    if (token.size() >= 2 && token[0] == '"') {
+      const char* begin = token.data() + 1;
+      const auto* quote = static_cast<const char*>(std::memchr(begin, '"', token.size() - 1));
+      if (quote && !std::memchr(begin, '\\', static_cast<size_t>(quote - begin))) {
+        out = std::string_view(begin, static_cast<size_t>(quote - begin));
+        return simdjson::SUCCESS;
+      }
+    }
+    if (auto err = v.get_string().get(out)) return err;
+    if (arena) out = arena->emplace_back(out);
+    return simdjson::SUCCESS;
+  }
+
+  size_t to_document(size_t buffer_pos) const {
+    if (buffer_pos < segment.buffer_start) return static_cast<size_t>(segment.document_offset);
+    const size_t within = std::min(buffer_pos - segment.buffer_start, segment.size);
+    return static_cast<size_t>(segment.document_offset) + within;
+  }
+  template <class T>
+  size_t where(T& iterable) const {
+    const char* loc = nullptr;
+    if (iterable.current_location().get(loc) == simdjson::SUCCESS && loc && loc >= base &&
+        loc <= base + size)
+      return to_document(static_cast<size_t>(loc - base));
+    return to_document(size);
+  }
+  std::string position(size_t offset) const {
+    if (document) return position_in_document(*document, document_size, offset);
+    return position_in_segments(&segment, &segment + 1, offset);
+  }
+  [[noreturn]] void fail(size_t offset, const std::string& what) const {
+    throw InputError(path, position(offset), what);
+  }
+};
+
+#define FS_WALK_FAIL(where, err) \
+  ctx.fail(where, std::string("invalid JSON: ") + simdjson::error_message(err))
+
+// Walks one batch of events with simdjson On-Demand, calling emit(const RawEvent&) per event in
+// file order. Throws InputError (naming the file and position) on a malformed event.
+template <class Emit>
+void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
   auto err = simdjson::SUCCESS;
   // One RawEvent reused for every event; only the args slots an event filled are cleared after
   // it (RawArgs is ~1.6 KB: clearing all of it per event was a measurable share of the pass).
   RawEvent raw;
-  ArgValue* touched[sizeof(RawArgs) / sizeof(ArgValue)];
+  ArgMember touched[sizeof(RawArgs) / sizeof(ArgValue)];
   size_t touched_count = 0;
-  const char* base = nullptr;
-  // Where a value stands in the document (simdjson locations are inside the batch buffer).
-  auto location_of = [&](auto& iterable, const char*, size_t) { return impl_->where(iterable); };
-  size_t size = 0;
+  ctx.base = batch.view ? batch.view : batch.text.data();
+  const char* const base = ctx.base;
+  const size_t capacity = batch.view ? batch.view_capacity : batch.text.size();
+  ctx.size = batch.json_size;
+  const size_t size = ctx.size;
+  ctx.segment = segment_of(batch);
+  auto location_of = [&](auto& iterable, const char*, size_t) { return ctx.where(iterable); };
+  od::document doc;
+  if ((err = ctx.parser.iterate(simdjson::padded_string_view(base, size, capacity)).get(doc)))
+    FS_WALK_FAIL(ctx.to_document(0), err);
+  od::array events;
+  if ((err = doc.get_array().get(events))) FS_WALK_FAIL(location_of(doc, base, size), err);
+  size_t index = batch.first_index;
+  for (auto ev_res : events) {
+    od::value ev;
+    if ((err = std::move(ev_res).get(ev))) FS_WALK_FAIL(location_of(doc, base, size), err);
+    size_t offset = location_of(ev, base, size);
+    auto bad_type = [&](EventKey key, od::json_type t, const char* want) {
+      ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                           event_key_name(key) + "\" is " + type_name(t) + ", expected " + want);
+    };
+    od::json_type t;
+    if ((err = ev.type().get(t))) FS_WALK_FAIL(offset, err);
+    if (t != od::json_type::object)
+      ctx.fail(offset, "traceEvents[" + std::to_string(index) + "] is " + type_name(t) +
+                           ", expected an event object");
+    od::object obj;
+    if ((err = ev.get_object().get(obj))) FS_WALK_FAIL(offset, err);
+    for (size_t i = 0; i < touched_count; ++i) raw.args.*touched[i] = ArgValue{};
+    touched_count = 0;
+    raw.ph = raw.cat = raw.name = {};
+    raw.has_name = false;
+    raw.ts_ns.reset();
+    raw.dur_ns.reset();
+    raw.pid = raw.tid = RawId{};
+    raw.index = index;
+    raw.offset = offset;
+    for (auto f_res : obj) {
+      // Used in place (value_unsafe() after the error check): copying ondemand fields and values
+      // around was a visible share of this loop.
+      if ((err = f_res.error())) FS_WALK_FAIL(location_of(ev, base, size), err);
+      od::field& f = f_res.value_unsafe();
+      const EventKey key = event_key(f.key().raw());
+      if (key == EventKey::other) continue;  // "id", "bp", "s", ...: skipped by the iterator
+      od::value& v = f.value();
+      if ((err = v.type().get(t))) FS_WALK_FAIL(location_of(v, base, size), err);
+      switch (key) {
+        case EventKey::ph:
+        case EventKey::cat:
+        case EventKey::name: {
+          if (t != od::json_type::string) {
+            if (key == EventKey::cat && t == od::json_type::null) continue;
+            bad_type(key, t, "a string");
+          }
+          std::string_view s;
+          if ((err = ctx.string_of(v, s))) FS_WALK_FAIL(location_of(v, base, size), err);
+          if (key == EventKey::ph) {
+            raw.ph = s;
+          } else if (key == EventKey::cat) {
+            raw.cat = s;
+          } else {
+            raw.name = s;
+            raw.has_name = true;
+          }
+          break;
+        }
+        case EventKey::ts:
+        case EventKey::dur: {
+          if (t != od::json_type::number) bad_type(key, t, "a number (microseconds)");
+          auto ns = micros_text_to_ns(v.raw_json_token());
+          if (!ns)
+            ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                                 event_key_name(key) + "\" is out of range");
+          (key == EventKey::ts ? raw.ts_ns : raw.dur_ns) = ns;
+          break;
+        }
+        case EventKey::pid:
+        case EventKey::tid: {
+          RawId& id = key == EventKey::pid ? raw.pid : raw.tid;
+          if (t == od::json_type::number) {
+            ArgValue a;
+            if (!parse_number_text(v.raw_json_token(), a))
+              bad_type(key, t, "an integer or a string");
+            if (!a.fits_int())
+              ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                                   event_key_name(key) + "\" is out of range, expected an integer");
+            id.present = true;
+            id.is_int = true;
+            id.value = a.as_int();
+          } else if (t == od::json_type::string) {
+            std::string_view s;
+            if ((err = ctx.string_of(v, s))) FS_WALK_FAIL(location_of(v, base, size), err);
+            id.present = true;
+            id.text = s;
+            // "24572" is a number written as a string (older Kineto).
+            int64_t n = 0;
+            auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+            if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) {
+              id.is_int = true;
+              id.value = n;
+            }
+          } else if (t != od::json_type::null) {
+            bad_type(key, t, "an integer or a string");
+          }
+          break;
+        }
+        case EventKey::args: {
+          if (t != od::json_type::object) {
+            if (t == od::json_type::null) continue;
+            bad_type(key, t, "an object");
+          }
+          od::object args;
+          if ((err = v.get_object().get(args))) FS_WALK_FAIL(location_of(v, base, size), err);
+          for (auto a_res : args) {
+            if ((err = a_res.error())) FS_WALK_FAIL(location_of(v, base, size), err);
+            od::field& af = a_res.value_unsafe();
+            const ArgMember member = arg_slot(af.key().raw());
+            if (!member) continue;  // skipped by the iterator
+            ArgValue* slot = &(raw.args.*member);
+            if (slot->kind == ArgValue::Kind::absent) touched[touched_count++] = member;
+            od::value& av = af.value();
+            od::json_type at;
+            if ((err = av.type().get(at))) FS_WALK_FAIL(location_of(av, base, size), err);
+            switch (at) {
+              case od::json_type::number:
+                if (!parse_number_text(av.raw_json_token(), *slot))
+                  slot->kind = ArgValue::Kind::other;
+                break;
+              case od::json_type::string:
+                if ((err = ctx.string_of(av, slot->s)))
+                  FS_WALK_FAIL(location_of(av, base, size), err);
+                slot->kind = ArgValue::Kind::string;
+                break;
+              case od::json_type::array: {
+                od::array arr;
+                if ((err = av.get_array().get(arr))) FS_WALK_FAIL(location_of(av, base, size), err);
+                int n = 0;
+                bool ok = true;
+                for (auto x_res : arr) {
+                  od::value x;
+                  if ((err = std::move(x_res).get(x)))
+                    FS_WALK_FAIL(location_of(av, base, size), err);
+                  int64_t iv = 0;
+                  if (n < 3 && x.get_int64().get(iv) == simdjson::SUCCESS)
+                    slot->v[n] = iv;
+                  else
+                    ok = false;
+                  ++n;
+                }
+                slot->kind = ok && n == 3 ? ArgValue::Kind::triple : ArgValue::Kind::other;
+                break;
+              }
+              default:
+                slot->kind = ArgValue::Kind::other;
+                break;
+            }
+          }
+          break;
+        }
+        case EventKey::other:
+          break;
+      }
+    }
+    emit(raw, touched, touched_count);
+    ++index;
+  }
+  if (batch.count != EventBatch::kUnknownCount && index != batch.first_index + batch.count)
+    ctx.fail(static_cast<size_t>(batch.offset),
+             "invalid JSON: traceEvents elements could not be separated");
+}
+
+#undef FS_WALK_FAIL
+
+// Events parsed ahead by the walker thread, handed to the calling thread in file order. An
+// event's args are kept as the slots it filled (most events fill a handful of the ~25).
+struct ParsedChunk {
+  struct Event {
+    size_t index = 0, offset = 0;
+    std::string_view ph, cat, name;
+    bool has_name = false;
+    std::optional<int64_t> ts_ns, dur_ns;
+    RawId pid, tid;
+    uint32_t args_end = 0;  // this event's args are args[previous event's args_end, args_end)
+  };
+  std::vector<Event> events;
+  std::vector<std::pair<ArgMember, ArgValue>> args;
+  std::deque<std::string> strings;   // strings that had escapes, unescaped
+  Segment segment;                   // for error positions while these events are handled
+  std::optional<EventBatch> source;  // the last chunk of a batch owns its buffer
+  bool end = false;                  // the traceEvents array is done
+  std::vector<MetaMember> trailing;  // with `end`: the members after it
+  std::exception_ptr error;          // raised after `events` were handled
+  void clear() {
+    events.clear();
+    args.clear();
+    strings.clear();
+    source.reset();
+    end = false;
+    trailing.clear();
+    error = nullptr;
+  }
+};
+
+// Parsed chunks in flight between the walker thread and the caller: bounded, in order.
+class ChunkQueue {
+ public:
+  explicit ChunkQueue(size_t capacity) : capacity_(capacity) {}
+  // Walker side: a chunk to fill (a recycled one when there is one).
+  std::unique_ptr<ParsedChunk> blank() {
+    std::lock_guard lock(mu_);
+    if (free_.empty()) return std::make_unique<ParsedChunk>();
+    auto c = std::move(free_.back());
+    free_.pop_back();
+    return c;
+  }
+  // False when the caller gave up (stop()).
+  bool push(std::unique_ptr<ParsedChunk> chunk) {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return stopped_ || ready_.size() < capacity_; });
+    if (stopped_) return false;
+    ready_.push_back(std::move(chunk));
+    changed_.notify_all();
+    return true;
+  }
+  bool stopped() const {
+    std::lock_guard lock(mu_);
+    return stopped_;
+  }
+  std::unique_ptr<ParsedChunk> pop() {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return !ready_.empty(); });
+    auto c = std::move(ready_.front());
+    ready_.pop_front();
+    changed_.notify_all();
+    return c;
+  }
+  void recycle(std::unique_ptr<ParsedChunk> chunk) {
+    chunk->clear();
+    std::lock_guard lock(mu_);
+    if (free_.size() < capacity_ + 2) free_.push_back(std::move(chunk));
+  }
+  void stop() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::unique_ptr<ParsedChunk>> ready_;
+  std::vector<std::unique_ptr<ParsedChunk>> free_;
+  size_t capacity_;
+  bool stopped_ = false;
+};
+
+// Events per hand-off from the walker thread: large enough that the queue's locking vanishes,
+// small enough that the two threads start overlapping at once.
+constexpr size_t kEventsPerChunk = 2048;
+
+}  // namespace
+
+void Tokenizer::for_each_event(const std::function<void(const RawEvent&)>& fn) {
   impl_->start(*this);
   if (impl_->events_done) return;
-  for (;;) {
-    Item item = impl_->pop();
-    if (item.kind == Item::Kind::end) {
-      impl_->trailing = std::move(item.members);
-      impl_->events_done = true;
-      break;
-    }
-    if (item.kind != Item::Kind::batch) continue;
-    impl_->current = std::move(item.batch);
-    EventBatch& batch = impl_->current;
-    impl_->base = base = batch.view ? batch.view : batch.text.data();
-    const size_t capacity = batch.view ? batch.view_capacity : batch.text.size();
-    impl_->size = size = batch.json_size;
-    impl_->segments.assign(
-        1, Segment{1, batch.json_size - 2, batch.offset, batch.first_line, base + 1});
-    od::document doc;
-    if ((err = impl_->parser.iterate(simdjson::padded_string_view(base, size, capacity)).get(doc)))
-      FS_JSON_FAIL(impl_->to_document(0), err);
-    od::array events;
-    if ((err = doc.get_array().get(events))) FS_JSON_FAIL(location_of(doc, base, size), err);
-    size_t index = batch.first_index;
-    for (auto ev_res : events) {
-      od::value ev;
-      if ((err = std::move(ev_res).get(ev))) FS_JSON_FAIL(location_of(doc, base, size), err);
-      size_t offset = location_of(ev, base, size);
-      auto bad_type = [&](EventKey key, od::json_type t, const char* want) {
-        fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" + event_key_name(key) +
-                         "\" is " + type_name(t) + ", expected " + want);
-      };
-      od::json_type t;
-      if ((err = ev.type().get(t))) FS_JSON_FAIL(offset, err);
-      if (t != od::json_type::object)
-        fail(offset, "traceEvents[" + std::to_string(index) + "] is " + type_name(t) +
-                         ", expected an event object");
-      od::object obj;
-      if ((err = ev.get_object().get(obj))) FS_JSON_FAIL(offset, err);
-      for (size_t i = 0; i < touched_count; ++i) *touched[i] = ArgValue{};
-      touched_count = 0;
-      raw.ph = raw.cat = raw.name = {};
-      raw.has_name = false;
-      raw.ts_ns.reset();
-      raw.dur_ns.reset();
-      raw.pid = raw.tid = RawId{};
-      raw.index = index;
-      raw.offset = offset;
-      for (auto f_res : obj) {
-        // Used in place (value_unsafe() after the error check): copying ondemand fields and values
-        // around was a visible share of this loop.
-        if ((err = f_res.error())) FS_JSON_FAIL(location_of(ev, base, size), err);
-        od::field& f = f_res.value_unsafe();
-        const EventKey key = event_key(f.key().raw());
-        if (key == EventKey::other) continue;  // "id", "bp", "s", ...: skipped by the iterator
-        od::value& v = f.value();
-        if ((err = v.type().get(t))) FS_JSON_FAIL(location_of(v, base, size), err);
-        switch (key) {
-          case EventKey::ph:
-          case EventKey::cat:
-          case EventKey::name: {
-            if (t != od::json_type::string) {
-              if (key == EventKey::cat && t == od::json_type::null) continue;
-              bad_type(key, t, "a string");
-            }
-            std::string_view s;
-            if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
-            if (key == EventKey::ph) {
-              raw.ph = s;
-            } else if (key == EventKey::cat) {
-              raw.cat = s;
-            } else {
-              raw.name = s;
-              raw.has_name = true;
-            }
-            break;
-          }
-          case EventKey::ts:
-          case EventKey::dur: {
-            if (t != od::json_type::number) bad_type(key, t, "a number (microseconds)");
-            auto ns = micros_text_to_ns(v.raw_json_token());
-            if (!ns)
-              fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
-                               event_key_name(key) + "\" is out of range");
-            (key == EventKey::ts ? raw.ts_ns : raw.dur_ns) = ns;
-            break;
-          }
-          case EventKey::pid:
-          case EventKey::tid: {
-            RawId& id = key == EventKey::pid ? raw.pid : raw.tid;
-            if (t == od::json_type::number) {
-              ArgValue a;
-              if (!parse_number_text(v.raw_json_token(), a))
-                bad_type(key, t, "an integer or a string");
-              if (!a.fits_int())
-                fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
-                                 event_key_name(key) + "\" is out of range, expected an integer");
-              id.present = true;
-              id.is_int = true;
-              id.value = a.as_int();
-            } else if (t == od::json_type::string) {
-              std::string_view s;
-              if ((err = v.get_string().get(s))) FS_JSON_FAIL(location_of(v, base, size), err);
-              id.present = true;
-              id.text = s;
-              // "24572" is a number written as a string (older Kineto).
-              int64_t n = 0;
-              auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-              if (!s.empty() && ec == std::errc() && p == s.data() + s.size()) {
-                id.is_int = true;
-                id.value = n;
-              }
-            } else if (t != od::json_type::null) {
-              bad_type(key, t, "an integer or a string");
-            }
-            break;
-          }
-          case EventKey::args: {
-            if (t != od::json_type::object) {
-              if (t == od::json_type::null) continue;
-              bad_type(key, t, "an object");
-            }
-            od::object args;
-            if ((err = v.get_object().get(args))) FS_JSON_FAIL(location_of(v, base, size), err);
-            for (auto a_res : args) {
-              if ((err = a_res.error())) FS_JSON_FAIL(location_of(v, base, size), err);
-              od::field& af = a_res.value_unsafe();
-              ArgValue* slot = arg_slot(raw.args, af.key().raw());
-              if (!slot) continue;  // skipped by the iterator
-              if (slot->kind == ArgValue::Kind::absent) touched[touched_count++] = slot;
-              od::value& av = af.value();
-              od::json_type at;
-              if ((err = av.type().get(at))) FS_JSON_FAIL(location_of(av, base, size), err);
-              switch (at) {
-                case od::json_type::number:
-                  if (!parse_number_text(av.raw_json_token(), *slot))
-                    slot->kind = ArgValue::Kind::other;
-                  break;
-                case od::json_type::string:
-                  if ((err = av.get_string().get(slot->s)))
-                    FS_JSON_FAIL(location_of(av, base, size), err);
-                  slot->kind = ArgValue::Kind::string;
-                  break;
-                case od::json_type::array: {
-                  od::array arr;
-                  if ((err = av.get_array().get(arr)))
-                    FS_JSON_FAIL(location_of(av, base, size), err);
-                  int n = 0;
-                  bool ok = true;
-                  for (auto x_res : arr) {
-                    od::value x;
-                    if ((err = std::move(x_res).get(x)))
-                      FS_JSON_FAIL(location_of(av, base, size), err);
-                    int64_t iv = 0;
-                    if (n < 3 && x.get_int64().get(iv) == simdjson::SUCCESS)
-                      slot->v[n] = iv;
-                    else
-                      ok = false;
-                    ++n;
-                  }
-                  slot->kind = ok && n == 3 ? ArgValue::Kind::triple : ArgValue::Kind::other;
-                  break;
-                }
-                default:
-                  slot->kind = ArgValue::Kind::other;
-                  break;
-              }
-            }
-            break;
-          }
-          case EventKey::other:
-            break;
-        }
-      }
-      fn(raw);
-      ++index;
-    }
-    if (batch.count != EventBatch::kUnknownCount && index != batch.first_index + batch.count)
-      fail(static_cast<size_t>(batch.offset),
-           "invalid JSON: traceEvents elements could not be separated");
-    impl_->recycle(std::move(impl_->current));
+  WalkContext ctx{path_, impl_->parser};
+  if (impl_->whole) {
+    ctx.document = &impl_->document;
+    ctx.document_size = impl_->document_size;
   }
+  const size_t input_bytes =
+      impl_->whole ? impl_->document_size
+                   : static_cast<size_t>(std::max<int64_t>(0, impl_->input.file_bytes()));
+  const bool threaded = input_bytes >= impl_->options.parse_thread_min_bytes &&
+                        std::thread::hardware_concurrency() >= 2;
+  if (!threaded) {
+    for (;;) {
+      Item item = impl_->pop();
+      if (item.kind == Item::Kind::end) {
+        impl_->trailing = std::move(item.members);
+        impl_->events_done = true;
+        return;
+      }
+      if (item.kind != Item::Kind::batch) continue;
+      impl_->current = std::move(item.batch);
+      impl_->segments.assign(1, segment_of(impl_->current));  // Tokenizer::position()
+      walk_batch(ctx, impl_->current,
+                 [&](const RawEvent& raw, const ArgMember*, size_t) { fn(raw); });
+      impl_->recycle(std::move(impl_->current));
+    }
+  }
+
+  // Two stages on two threads: the walker (simdjson over each batch, numbers converted) runs
+  // ahead on its own thread and hands over chunks of parsed events; this thread turns them into
+  // rows (the callback). Order is kept: one walker, one FIFO.
+  ChunkQueue queue(8);
+  std::thread walker([&] {
+    std::unique_ptr<ParsedChunk> chunk = queue.blank();
+    ctx.arena = &chunk->strings;
+    auto hand_over = [&]() {
+      if (!queue.push(std::move(chunk))) return false;
+      chunk = queue.blank();
+      ctx.arena = &chunk->strings;
+      return true;
+    };
+    try {
+      for (;;) {
+        if (queue.stopped()) return;
+        Item item = impl_->pop();
+        if (item.kind == Item::Kind::end) {
+          chunk->end = true;
+          chunk->trailing = std::move(item.members);
+          hand_over();
+          return;
+        }
+        if (item.kind != Item::Kind::batch) continue;
+        EventBatch batch = std::move(item.batch);
+        bool stopped = false;
+        walk_batch(ctx, batch, [&](const RawEvent& raw, const ArgMember* touched, size_t n) {
+          if (stopped) return;
+          if (chunk->events.empty()) chunk->segment = ctx.segment;
+          ParsedChunk::Event& e = chunk->events.emplace_back();
+          e.index = raw.index;
+          e.offset = raw.offset;
+          e.ph = raw.ph;
+          e.cat = raw.cat;
+          e.name = raw.name;
+          e.has_name = raw.has_name;
+          e.ts_ns = raw.ts_ns;
+          e.dur_ns = raw.dur_ns;
+          e.pid = raw.pid;
+          e.tid = raw.tid;
+          for (size_t i = 0; i < n; ++i) chunk->args.emplace_back(touched[i], raw.args.*touched[i]);
+          e.args_end = static_cast<uint32_t>(chunk->args.size());
+          if (chunk->events.size() >= kEventsPerChunk && !hand_over()) stopped = true;
+        });
+        if (stopped) return;
+        // The batch's buffer stays alive until its last events were handled.
+        chunk->segment = ctx.segment;
+        chunk->source = std::move(batch);
+        if (!hand_over()) return;
+      }
+    } catch (...) {
+      chunk->error = std::current_exception();
+      queue.push(std::move(chunk));
+    }
+  });
+  try {
+    RawEvent raw;
+    ArgMember touched[sizeof(RawArgs) / sizeof(ArgValue)];
+    size_t touched_count = 0;
+    for (;;) {
+      std::unique_ptr<ParsedChunk> chunk = queue.pop();
+      impl_->segments.assign(1, chunk->segment);  // Tokenizer::position() for the callback
+      uint32_t arg = 0;
+      for (const ParsedChunk::Event& e : chunk->events) {
+        for (size_t i = 0; i < touched_count; ++i) raw.args.*touched[i] = ArgValue{};
+        touched_count = 0;
+        for (; arg < e.args_end; ++arg) {
+          const auto& [member, value] = chunk->args[arg];
+          if ((raw.args.*member).kind == ArgValue::Kind::absent) touched[touched_count++] = member;
+          raw.args.*member = value;
+        }
+        raw.index = e.index;
+        raw.offset = e.offset;
+        raw.ph = e.ph;
+        raw.cat = e.cat;
+        raw.name = e.name;
+        raw.has_name = e.has_name;
+        raw.ts_ns = e.ts_ns;
+        raw.dur_ns = e.dur_ns;
+        raw.pid = e.pid;
+        raw.tid = e.tid;
+        fn(raw);
+      }
+      if (chunk->error) std::rethrow_exception(chunk->error);
+      if (chunk->source) impl_->recycle(std::move(*chunk->source));
+      if (chunk->end) {
+        impl_->trailing = std::move(chunk->trailing);
+        impl_->events_done = true;
+        queue.recycle(std::move(chunk));
+        break;
+      }
+      queue.recycle(std::move(chunk));
+    }
+  } catch (...) {
+    queue.stop();
+    walker.join();
+    throw;
+  }
+  walker.join();
 }
 
 }  // namespace fleetscope::importers::kineto

@@ -63,6 +63,9 @@ struct RawArgs {
   ArgValue meta_name, labels;
 };
 
+// One of RawArgs' slots (the walker records which slots an event filled).
+using ArgMember = ArgValue RawArgs::*;
+
 // A pid or tid: Kineto writes integers, older traces and span rows write strings ("stream 7",
 // "24572", "Spans").
 struct RawId {
@@ -106,6 +109,12 @@ struct TokenizerOptions {
   // without the reader thread and the splitter: cheaper for the many small traces; larger ones
   // are streamed. 0: always stream.
   size_t whole_document_bytes = size_t{64} << 20;
+  // Inputs of at least this many bytes are parsed on a second thread, ahead of the
+  // for_each_event callback (which stays on the calling thread, in file order), when the machine
+  // has two cores or more. Smaller ones (most single-step traces; thread start and the hand-off
+  // copy of every event would cost more CPU than the overlap saves wall time) and single-core
+  // machines parse on the calling thread. SIZE_MAX: never.
+  size_t parse_thread_min_bytes = size_t{32} << 20;
   static TokenizerOptions from_budget(int64_t budget_bytes);
 };
 

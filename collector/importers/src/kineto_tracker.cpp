@@ -18,8 +18,55 @@ Tracker::Tracker(store::RowSink& writer, int64_t capture_id, const TraceMeta& me
                  ImportResult& result)
     : writer_(writer), capture_id_(capture_id), meta_(meta), result_(result) {
   // Kineto writes about one runtime call per kilobyte of JSON (0.9-1.1 on the shared traces, up
-  // to 2 on ResNet traces): sizing the correlation map up front saves its rehashes.
-  launches_.reserve(static_cast<size_t>(std::max<int64_t>(result.input_bytes / 512, 16)));
+  // to 2 on ResNet traces): sizing the correlation map for the usual case up front saves most
+  // rehashes without committing memory for the densest case.
+  launches_.reserve(static_cast<size_t>(std::max<int64_t>(result.input_bytes / 1024, 16)));
+}
+
+void Tracker::LaunchMap::reserve(size_t entries) {
+  size_t capacity = 16;
+  int bits = 4;
+  while (capacity * 3 < entries * 4) capacity *= 2, ++bits;
+  if (capacity <= slots_.size()) return;
+  std::vector<Slot> old(capacity);
+  old.swap(slots_);
+  bits_ = bits;
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.key == kEmpty) continue;
+    size_t i = index_of(s.key);
+    while (slots_[i].key != kEmpty) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+Tracker::Launch& Tracker::LaunchMap::operator[](int64_t correlation) {
+  if (correlation == kEmpty) {
+    if (!min_key_) min_key_.emplace();
+    return *min_key_;
+  }
+  if ((size_ + 1) * 4 > slots_.size() * 3) reserve(std::max<size_t>(16, (size_ + 1) * 2));
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = index_of(correlation);; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.key == correlation) return s.launch;
+    if (s.key == kEmpty) {
+      s.key = correlation;
+      ++size_;
+      return s.launch;
+    }
+  }
+}
+
+const Tracker::Launch* Tracker::LaunchMap::find(int64_t correlation) const {
+  if (correlation == kEmpty) return min_key_ ? &*min_key_ : nullptr;
+  if (slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = index_of(correlation);; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.key == correlation) return &s.launch;
+    if (s.key == kEmpty) return nullptr;
+  }
 }
 
 int64_t Tracker::tid_of(const RawId& tid) {
@@ -102,8 +149,7 @@ void Tracker::add_memory(store::MemoryEvent row, const RawEvent& ev) {
 // for finish() (the launch may come later in the file), so memory holds only those.
 const Tracker::Launch* Tracker::launch_of(const std::optional<int64_t>& correlation) const {
   if (!correlation) return nullptr;
-  auto it = launches_.find(*correlation);
-  return it == launches_.end() ? nullptr : &it->second;
+  return launches_.find(*correlation);
 }
 
 void Tracker::add_kernel(store::Kernel row) {
@@ -176,8 +222,8 @@ void Tracker::shift(int64_t delta) {
 
 std::optional<int64_t> Tracker::launcher_pid(const std::optional<int64_t>& correlation) const {
   if (correlation) {
-    auto it = launches_.find(*correlation);
-    if (it != launches_.end()) return store::global_pid(store::pid_of(it->second.globalTid));
+    if (const Launch* l = launches_.find(*correlation))
+      return store::global_pid(store::pid_of(l->globalTid));
   }
   // One host process (the usual Kineto file): GPU work belongs to it.
   if (processes_.size() == 1) return store::global_pid(processes_.begin()->first);
@@ -199,8 +245,8 @@ void Tracker::finish(const std::string& workflow_name) {
   for (auto& m : memcpys_) {
     m.globalPid = launcher_pid(m.correlationId);
     if (m.bytes == 0 && m.correlationId) {
-      auto it = launches_.find(*m.correlationId);
-      if (it != launches_.end() && it->second.bytes > 0) m.bytes = it->second.bytes;
+      const Launch* l = launches_.find(*m.correlationId);
+      if (l && l->bytes > 0) m.bytes = l->bytes;
     }
     writer_.add(std::move(m));
   }
@@ -211,8 +257,7 @@ void Tracker::finish(const std::string& workflow_name) {
   for (auto& s : syncs_) {
     s.globalPid = launcher_pid(s.correlationId);
     if (s.correlationId) {
-      auto it = launches_.find(*s.correlationId);
-      if (it != launches_.end()) s.globalTid = it->second.globalTid;
+      if (const Launch* l = launches_.find(*s.correlationId)) s.globalTid = l->globalTid;
     }
     writer_.add(std::move(s));
   }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -49,6 +50,33 @@ class Tracker {
     int64_t globalTid = 0;
     int64_t bytes = -1;  // ROCm hipMemcpy* 'size' arg
   };
+  // Correlation id -> launch: open addressing in one array (one entry per runtime call, millions
+  // in a large trace: a node-based map was a malloc per call and a pointer chase per lookup).
+  class LaunchMap {
+   public:
+    void reserve(size_t entries);
+    Launch& operator[](int64_t correlation);
+    const Launch* find(int64_t correlation) const;
+
+   private:
+    static constexpr int64_t kEmpty = INT64_MIN;  // a real INT64_MIN key lives in `min_key_`
+    struct Slot {
+      int64_t key = kEmpty;
+      Launch launch;
+    };
+    size_t index_of(int64_t key) const {
+      // Consecutive ids (the usual case) land in consecutive slots, so lookups stay in cache;
+      // the bits above the table size are mixed in (Fibonacci multiply), so ids that differ only
+      // there do not pile onto one slot.
+      const auto k = static_cast<uint64_t>(key);
+      return static_cast<size_t>((k ^ ((k >> bits_) * 0x9E3779B97F4A7C15ULL)) &
+                                 (slots_.size() - 1));
+    }
+    std::vector<Slot> slots_;  // a power of two, at most 3/4 full
+    int bits_ = 0;
+    size_t size_ = 0;
+    std::optional<Launch> min_key_;
+  };
   struct ProcessInfo {
     std::string name;
     int64_t first = INT64_MAX, last = INT64_MIN;
@@ -67,7 +95,7 @@ class Tracker {
   ImportResult& result_;
 
   std::unordered_map<std::string, int64_t> string_tids_;
-  std::unordered_map<int64_t, Launch> launches_;
+  LaunchMap launches_;
   std::map<int64_t, ProcessInfo> processes_;
   std::unordered_map<int64_t, std::string> process_names_;
   std::map<std::pair<int64_t, int64_t>, Step> steps_;  // (pid, N)

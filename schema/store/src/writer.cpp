@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <optional>
@@ -27,6 +28,22 @@ struct Writer::Batch {
   std::vector<DeviceSample> device_samples;
   std::vector<ExternalCorrelation> external_correlations;
   size_t rows = 0;
+  // Empties the batch for reuse; the vectors keep their capacity (no regrowth, no fresh pages to
+  // fault in for the next batch).
+  void clear() {
+    kernels.clear();
+    memcpys.clear();
+    memsets.clear();
+    runtime_calls.clear();
+    syncs.clear();
+    nvtx.clear();
+    cpu_ops.clear();
+    iterations.clear();
+    memory_events.clear();
+    device_samples.clear();
+    external_correlations.clear();
+    rows = 0;
+  }
 };
 
 namespace {
@@ -80,6 +97,24 @@ const TableSpec kExternalCorrelationSpec{
 const TableSpec kDeviceSampleSpec{
     "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value, captureId)", 6};
 
+// Tables whose rows record their longest duration in event_extent (reader.h's time windows).
+enum ExtentTable : int {
+  kKernelExtent,
+  kMemcpyExtent,
+  kMemsetExtent,
+  kRuntimeExtent,
+  kSyncExtent,
+  kNvtxExtent,
+  kCpuOpExtent
+};
+constexpr const char* kExtentTableNames[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
+                                             "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                             "CUPTI_ACTIVITY_KIND_MEMSET",
+                                             "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                             "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                             "NVTX_EVENTS",
+                                             "cpu_ops"};
+
 std::string insert_sql(const TableSpec& spec, int rows) {
   std::string one = "(";
   for (int c = 0; c < spec.columns; ++c) one += c ? ",?" : "?";
@@ -103,6 +138,8 @@ struct Writer::Impl {
   std::condition_variable work_ready, space_ready, idle;
   std::unique_ptr<Batch> current = std::make_unique<Batch>();
   std::deque<std::unique_ptr<Batch>> queue;
+  std::vector<std::unique_ptr<Batch>> spare;  // written batches, emptied, for reuse
+  static constexpr size_t kSpareBatches = 2;
   bool in_flight = false;
   bool stopping = false;
   bool closed = false;
@@ -116,8 +153,29 @@ struct Writer::Impl {
   struct KernelNames {
     int64_t demangled, short_name;
   };
-  std::unordered_map<std::string, KernelNames> kernel_names;
-  std::map<std::pair<std::string, int64_t>, int64_t> extents;  // (table, capture) -> max duration
+  // Demangled kernel names run to kilobytes (templated CUTLASS/cuDNN kernels): hashing every byte
+  // of each on every lookup was visible; a sample of the name (its length and 16 words spread
+  // over it) picks the bucket, equality still compares it whole.
+  struct SampledHash {
+    size_t operator()(const std::string& s) const noexcept {
+      if (s.size() <= 128) return std::hash<std::string>{}(s);
+      uint64_t h = s.size() * 0x9E3779B97F4A7C15ULL;
+      for (size_t i = 0; i < 16; ++i) {
+        uint64_t w = 0;
+        std::memcpy(&w, s.data() + (s.size() - 8) * i / 15, 8);
+        h = (h ^ w) * 0x100000001B3ULL;
+        h ^= h >> 29;
+      }
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::string, KernelNames, SampledHash> kernel_names;
+  // (table, capture) -> max duration. Rows come in long runs of one table and one capture: the
+  // last slot is remembered, so a row costs a compare, not a map lookup.
+  std::map<std::pair<int, int64_t>, int64_t> extents;
+  int last_extent_table = -1;
+  int64_t last_extent_capture = 0;
+  int64_t* last_extent = nullptr;
   std::optional<Statement> insert_string;
   // Prepared statements per table: [0] one row, [1] kRowsPerStatement rows.
   std::map<const TableSpec*, std::pair<std::optional<Statement>, std::optional<Statement>>> inserts;
@@ -146,11 +204,15 @@ struct Writer::Impl {
 
   // start/end come from files (importers) and may be anything: the span saturates instead of
   // overflowing (found by fuzz_nsys_sqlite with INT64_MIN/INT64_MAX times).
-  void note_extent(const char* table, int64_t capture, int64_t start, int64_t end) {
+  void note_extent(ExtentTable table, int64_t capture, int64_t start, int64_t end) {
     int64_t duration = 0;
     if (__builtin_sub_overflow(end, start, &duration)) duration = INT64_MAX;
-    int64_t& slot = extents[{table, capture}];
-    if (duration > slot) slot = duration;
+    if (!last_extent || table != last_extent_table || capture != last_extent_capture) {
+      last_extent = &extents[{table, capture}];  // std::map: the address stays valid
+      last_extent_table = table;
+      last_extent_capture = capture;
+    }
+    if (duration > *last_extent) *last_extent = duration;
   }
 
   // Inserts `rows` through `bind(statement, first_parameter_index, row)`, which binds one row's
@@ -224,7 +286,7 @@ struct Writer::Impl {
       s.bind(p + 19, k.graphId).bind(p + 20, k.graphNodeId).bind(p + 21, k.launchType);
       s.bind(p + 22, k.blocksPerSm).bind(p + 23, k.warpsPerSm).bind(p + 24, k.estOccupancy);
       s.bind(p + 25, k.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_KERNEL", k.captureId, k.start, k.end);
+      note_extent(kKernelExtent, k.captureId, k.start, k.end);
     });
     insert_rows(kMemcpySpec, b.memcpys, [&](Statement& s, int p, const Memcpy& m) {
       s.bind(p, m.start)
@@ -235,7 +297,7 @@ struct Writer::Impl {
       s.bind(p + 7, m.bytes).bind(p + 8, int64_t{m.copyKind}).bind(p + 9, m.srcKind);
       s.bind(p + 10, m.dstKind).bind(p + 11, m.srcDeviceId).bind(p + 12, m.dstDeviceId);
       s.bind(p + 13, m.graphNodeId).bind(p + 14, m.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_MEMCPY", m.captureId, m.start, m.end);
+      note_extent(kMemcpyExtent, m.captureId, m.start, m.end);
     });
     insert_rows(kMemsetSpec, b.memsets, [&](Statement& s, int p, const Memset& m) {
       s.bind(p, m.start)
@@ -248,7 +310,7 @@ struct Writer::Impl {
           .bind(p + 9, m.memKind)
           .bind(p + 10, m.graphNodeId);
       s.bind(p + 11, m.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_MEMSET", m.captureId, m.start, m.end);
+      note_extent(kMemsetExtent, m.captureId, m.start, m.end);
     });
     insert_rows(kRuntimeSpec, b.runtime_calls, [&](Statement& s, int p, const RuntimeCall& r) {
       s.bind(p, r.start)
@@ -256,14 +318,14 @@ struct Writer::Impl {
           .bind(p + 2, int64_t{static_cast<int32_t>(r.eventClass)});
       s.bind(p + 3, r.globalTid).bind(p + 4, r.correlationId).bind(p + 5, intern_locked(r.name));
       s.bind(p + 6, r.returnValue).bind(p + 7, r.cbid).bind(p + 8, r.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_RUNTIME", r.captureId, r.start, r.end);
+      note_extent(kRuntimeExtent, r.captureId, r.start, r.end);
     });
     insert_rows(kSyncSpec, b.syncs, [&](Statement& s, int p, const Sync& y) {
       s.bind(p, y.start).bind(p + 1, y.end).bind(p + 2, y.deviceId).bind(p + 3, y.contextId);
       s.bind(p + 4, y.streamId).bind(p + 5, y.correlationId).bind(p + 6, y.globalPid);
       s.bind(p + 7, y.globalTid).bind(p + 8, int64_t{y.syncType}).bind(p + 9, y.eventId);
       s.bind(p + 10, y.captureId);
-      note_extent("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", y.captureId, y.start, y.end);
+      note_extent(kSyncExtent, y.captureId, y.start, y.end);
     });
     insert_rows(kNvtxSpec, b.nvtx, [&](Statement& s, int p, const NvtxEvent& n) {
       s.bind(p, n.start)
@@ -272,7 +334,7 @@ struct Writer::Impl {
           .bind(p + 3, n.rangeId);
       s.bind(p + 4, n.text).bind(p + 5, intern_locked(n.text)).bind(p + 6, n.domainId);
       s.bind(p + 7, n.globalTid).bind(p + 8, n.captureId);
-      note_extent("NVTX_EVENTS", n.captureId, n.start, n.end ? *n.end : n.start);
+      note_extent(kNvtxExtent, n.captureId, n.start, n.end ? *n.end : n.start);
     });
     insert_rows(kCpuOpSpec, b.cpu_ops, [&](Statement& s, int p, const CpuOp& c) {
       s.bind(p, c.start)
@@ -280,7 +342,7 @@ struct Writer::Impl {
           .bind(p + 2, c.globalTid)
           .bind(p + 3, intern_locked(c.name));
       s.bind(p + 4, c.category).bind(p + 5, c.externalId).bind(p + 6, c.captureId);
-      note_extent("cpu_ops", c.captureId, c.start, c.end);
+      note_extent(kCpuOpExtent, c.captureId, c.start, c.end);
     });
     // Iterations may repeat a (capture, pid, step) key; one row per statement keeps "last wins".
     for (const Iteration& it : b.iterations) {
@@ -332,10 +394,13 @@ struct Writer::Impl {
           failure = std::current_exception();
         }
       }
+      const size_t rows = batch->rows;
+      batch->clear();
       lock.lock();
+      if (spare.size() < kSpareBatches) spare.push_back(std::move(batch));
       if (failure && !error) error = failure;
       if (!failure) {
-        stats.rows_written += static_cast<int64_t>(batch->rows);
+        stats.rows_written += static_cast<int64_t>(rows);
         stats.batches += 1;
       }
       in_flight = false;
@@ -348,7 +413,12 @@ struct Writer::Impl {
     if (current->rows == 0) return;
     space_ready.wait(lock, [&] { return queue.size() < options.max_queued_batches || error; });
     queue.push_back(std::move(current));
-    current = std::make_unique<Batch>();
+    if (spare.empty()) {
+      current = std::make_unique<Batch>();
+    } else {
+      current = std::move(spare.back());
+      spare.pop_back();
+    }
     work_ready.notify_one();
   }
 
@@ -578,7 +648,7 @@ void Writer::flush() {
   impl_->flush();
 }
 
-void Writer::finish() {
+void Writer::finish(const std::function<void()>& alongside_indexes) {
   if (impl_->closed) return;
   impl_->flush();
   impl_->stop_thread();
@@ -591,19 +661,48 @@ void Writer::finish() {
         "ON CONFLICT(tbl, captureId) DO UPDATE SET max_duration = "
         "MAX(max_duration, excluded.max_duration)");
     for (const auto& [key, duration] : impl_->extents)
-      s.bind(1, key.first).bind(2, key.second).bind(3, duration).execute();
+      s.bind(1, std::string(kExtentTableNames[key.first]))
+          .bind(2, key.second)
+          .bind(3, duration)
+          .execute();
   }
   db.exec("COMMIT");
-  if (impl_->options.build_indexes) {
-    // The post-load index builds are one external sort each: let SQLite's sorter use helper
-    // threads (PRAGMA threads, https://sqlite.org/pragma.html#pragma_threads) so the build is
-    // not serial on one core. (A sampled ANALYZE, PRAGMA analysis_limit, was tried: its
-    // statistics change query plans, and with them the row order of unordered queries.)
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
-    db.exec(index_sql());
-    db.exec("ANALYZE");
+  // The other connection's statements only read: the commit below waits for the one in
+  // progress instead of failing after the default timeout.
+  std::exception_ptr alongside_error;
+  std::thread alongside;
+  if (alongside_indexes) {
+    sqlite3_busy_timeout(db.raw(), INT32_MAX);
+    alongside = std::thread([&] {
+      try {
+        alongside_indexes();
+      } catch (...) {
+        alongside_error = std::current_exception();
+      }
+    });
   }
+  try {
+    if (impl_->options.build_indexes) {
+      // The post-load index builds are one external sort each: let SQLite's sorter use helper
+      // threads (PRAGMA threads, https://sqlite.org/pragma.html#pragma_threads) so the build is
+      // not serial on one core. (A sampled ANALYZE, PRAGMA analysis_limit, was tried: its
+      // statistics change query plans, and with them the row order of unordered queries.) One
+      // transaction: one exclusive lock for all of them.
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
+      db.exec("BEGIN");
+      db.exec(index_sql());
+      db.exec("ANALYZE");
+      db.exec("COMMIT");
+    }
+  } catch (...) {
+    sqlite3_exec(db.raw(), "ROLLBACK", nullptr, nullptr, nullptr);
+    if (alongside.joinable()) alongside.join();
+    throw;
+  }
+  if (alongside.joinable()) alongside.join();
+  if (alongside_indexes) sqlite3_busy_timeout(db.raw(), 5000);
+  if (alongside_error) std::rethrow_exception(alongside_error);
   impl_->finalize_statements();
   if (!db.in_memory()) {  // an in-memory database has no WAL and no journal file to switch
     db.exec("PRAGMA wal_checkpoint(TRUNCATE)");

@@ -46,6 +46,13 @@ struct ImportOptions {
   // Kineto JSON up to this many (decompressed) bytes is read whole and parsed in one pass; larger
   // files are streamed. -1: a sixteenth of the budget (64 MiB by default); 0: always stream.
   int64_t whole_document_bytes = -1;
+  // Kineto JSON of at least this many bytes is parsed on a second thread while the importing
+  // thread turns the events into rows (on machines with two cores or more). -1: the tokenizer's
+  // default (32 MiB); 0: always.
+  int64_t parse_thread_min_bytes = -1;
+  // import_files() with several files: how many are imported at once (each on its own thread,
+  // one writer; each gets an equal share of the memory budget). 0: one per core; 1: serial.
+  size_t parallel_files = 0;
 };
 
 // What one import produced (rows per event kind), for summaries and tests.

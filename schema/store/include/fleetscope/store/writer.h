@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -121,7 +122,10 @@ class Writer : public RowSink {
 
   void flush();  // waits until every queued row is in the database
   // flush, record event extents, create indexes, ANALYZE, checkpoint (see WriterOptions), close.
-  void finish();
+  // `alongside_indexes`, when given, runs on its own thread while the indexes are built, once
+  // every row is committed: work that reads the rows through another connection (the index
+  // build's single commit waits for that connection's statement in progress, however long).
+  void finish(const std::function<void()>& alongside_indexes = {});
   WriterStats stats() const;
   const std::string& path() const;
 
