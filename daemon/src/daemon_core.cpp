@@ -35,6 +35,8 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
          << config_.sample_interval_ms << " ms\n";
   else
     log_ << "fleetscoped: " << sampler_->note() << "; everything else works\n";
+  sharing_ = std::make_unique<SharingHost>(
+      *store_, [this] { return sharing_gpus(); }, clock_, log_);
   last_sample_ns_ = started_ns_;
   next_window_end_ns_ = started_ns_ + config_.metrics_window_s * 1'000'000'000;
   next_retention_ns_ = started_ns_;
@@ -100,6 +102,21 @@ void DaemonCore::tick() {
   }
 }
 
+std::vector<sharer::ServiceGpu> DaemonCore::sharing_gpus() {
+  // The GPUs the sampler sees, with their memory: one lane allocator each.
+  std::vector<DeviceReading> devices = latest_devices();
+  if (devices.empty() && sampler_->available()) {
+    std::lock_guard lock(mutex_);
+    latest_ = sampler_->sample();
+    devices = latest_;
+  }
+  std::vector<sharer::ServiceGpu> gpus;
+  for (const auto& d : devices)
+    if (d.memory_total_bytes && *d.memory_total_bytes > 0)
+      gpus.push_back({d.index, d.uuid, *d.memory_total_bytes});
+  return gpus;
+}
+
 std::vector<DeviceReading> DaemonCore::latest_devices() const {
   std::lock_guard lock(mutex_);
   return latest_;
@@ -151,6 +168,7 @@ void DaemonCore::shutdown() {
     rows = aggregator_.drain(clock_());
   }
   traces_->stop();
+  sharing_->stop();
   store_->add_workflow_metrics(rows);
   store_->close();
 }

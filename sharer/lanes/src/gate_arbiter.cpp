@@ -1,6 +1,7 @@
 #include "fleetscope/lanes/gate_arbiter.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace fleetscope::lanes {
 
@@ -51,6 +52,9 @@ void GateArbiter::record_locked(const std::string& lane_id, uint64_t member_id,
   auto member = members_.find(member_id);
   event.pid = member != members_.end() ? member->second.pid : 0;
   event.kind = kind;
+  event.monotonic_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
   events_.push_back(std::move(event));
   if (events_.size() > kMaxEvents) events_.pop_front();
 }

@@ -15,6 +15,7 @@
 #include "fleetscope/daemon/host_store.h"
 #include "fleetscope/daemon/nvml_sampler.h"
 #include "fleetscope/daemon/registry.h"
+#include "fleetscope/daemon/sharing_host.h"
 #include "fleetscope/daemon/trace_control.h"
 #include "fleetscope/daemon/workflow_metrics.h"
 
@@ -34,6 +35,7 @@ class DaemonCore {
   Registry& registry() { return registry_; }
   HostStore& store() { return *store_; }
   TraceControl& traces() { return *traces_; }
+  SharingHost& sharing() { return *sharing_; }
   DaemonConfig config() const;
   const std::string& hostname() const { return hostname_; }
   int64_t started_ns() const { return started_ns_; }
@@ -63,6 +65,8 @@ class DaemonCore {
   std::unique_ptr<HostStore> store_;
   std::unique_ptr<TraceControl> traces_;
   std::unique_ptr<NvmlSampler> sampler_;
+  std::unique_ptr<SharingHost> sharing_;  // its GPUs are the sampler's (sharing_gpus())
+  std::vector<sharer::ServiceGpu> sharing_gpus();
   mutable std::mutex mutex_;  // guards latest_, aggregator_, config_, timing below
   std::vector<DeviceReading> latest_;
   WorkflowAggregator aggregator_;

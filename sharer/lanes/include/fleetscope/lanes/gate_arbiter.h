@@ -28,6 +28,9 @@ struct GateEvent {
   uint64_t member_id = 0;
   pid_t pid = 0;
   GateEventKind kind = GateEventKind::kJoined;
+  // CLOCK_MONOTONIC when it happened: a member's kWaiting events are its step boundaries, so
+  // their spacing is its iteration time in the lane (the daemon's slowdown measurement).
+  int64_t monotonic_ns = 0;
 };
 
 std::string_view gate_event_name(GateEventKind kind);
