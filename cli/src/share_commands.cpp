@@ -118,8 +118,8 @@ json status_json(const rpc::ShareStatus& s) {
   }
   for (const auto& q : s.queued) queued.push_back({{"pid", q.pid}, {"uid", q.uid}});
   for (const auto& p : s.plans) {
-    json j = {{"plan_id", p.plan_id},   {"created_ns", p.created_ns}, {"policy", p.policy},
-              {"active", p.active},     {"automatic", p.automatic},   {"workflows", p.workflows}};
+    json j = {{"plan_id", p.plan_id}, {"created_ns", p.created_ns}, {"policy", p.policy},
+              {"active", p.active},   {"automatic", p.automatic},   {"workflows", p.workflows}};
     if (p.__isset.max_slowdown) j["max_slowdown"] = p.max_slowdown;
     if (p.__isset.withdrawn_reason) j["withdrawn_reason"] = p.withdrawn_reason;
     plans.push_back(j);
@@ -312,11 +312,11 @@ int run_share_apply_command(const std::vector<std::string>& args, std::ostream& 
     rpc::PlanApplied applied;
     daemon->applyPlan(applied, request);
     if (format == "json") {
-      json doc = {{"plan_id", applied.plan_id},
-                  {"workflows", applied.workflows},
-                  {"automatic", automatic}};
+      json doc = {
+          {"plan_id", applied.plan_id}, {"workflows", applied.workflows}, {"automatic", automatic}};
       if (automatic) doc["max_slowdown"] = max_slowdown;
-      if (applied.__isset.superseded_plan_id) doc["superseded_plan_id"] = applied.superseded_plan_id;
+      if (applied.__isset.superseded_plan_id)
+        doc["superseded_plan_id"] = applied.superseded_plan_id;
       out << doc.dump(2) << "\n";
     } else {
       out << "plan " << applied.plan_id << " applied" << (automatic ? " (automatic)" : "")
@@ -345,7 +345,8 @@ int run_share_off_command(const std::vector<std::string>& args, std::ostream& ou
     if (format == "json")
       out << json{{"sharing", "off"}}.dump(2) << "\n";
     else
-      out << "sharing is off: new jobs run unshared; running jobs keep their lanes until they end\n";
+      out << "sharing is off: new jobs run unshared; running jobs keep their lanes until they "
+             "end\n";
     return 0;
   });
 }
@@ -495,8 +496,7 @@ int run_shared_command(const std::vector<std::string>& args, std::ostream& out, 
       }
     }
   } catch (const apache::thrift::transport::TTransportException& e) {
-    err << "fleetscope run: no daemon at " << socket << " (" << e.what()
-        << "): running unshared\n";
+    err << "fleetscope run: no daemon at " << socket << " (" << e.what() << "): running unshared\n";
     return run();
   } catch (const apache::thrift::TApplicationException& e) {
     err << "fleetscope run: the daemon at " << socket
@@ -532,7 +532,8 @@ int run_shared_command(const std::vector<std::string>& args, std::ostream& out, 
   if (!grant.gpu_uuid.empty()) environment.emplace_back("CUDA_VISIBLE_DEVICES", grant.gpu_uuid);
   err << "fleetscope run: lane " << grant.lane_id << " on GPU " << grant.gpu_index << " ("
       << grant.gpu_uuid << "), " << gib(grant.lane_bytes) << " cap, " << grant.policy << " turns"
-      << (grant.__isset.plan_id ? ", plan " + std::to_string(grant.plan_id) : std::string()) << "\n";
+      << (grant.__isset.plan_id ? ", plan " + std::to_string(grant.plan_id) : std::string())
+      << "\n";
   const int code = run();
   try {
     (*daemon)->releaseLane(static_cast<int32_t>(::getpid()));
