@@ -322,6 +322,8 @@ struct SharedLane {
   5: required i64 capacity_bytes,
   6: required string policy,
   7: required list<SharedJob> jobs,
+  8: optional i64 used_bytes,           // from the lane's ledger: bytes its jobs hold now
+  9: optional i64 peak_used_bytes,      // the most they held at once since the lane was made
 }
 
 struct SharedGpu {

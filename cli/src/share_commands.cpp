@@ -115,6 +115,8 @@ json status_json(const rpc::ShareStatus& s) {
                      {"capacity_bytes", l.capacity_bytes},
                      {"policy", l.policy},
                      {"jobs", jobs}});
+    if (l.__isset.used_bytes) lanes.back()["used_bytes"] = l.used_bytes;
+    if (l.__isset.peak_used_bytes) lanes.back()["peak_used_bytes"] = l.peak_used_bytes;
   }
   for (const auto& q : s.queued) queued.push_back({{"pid", q.pid}, {"uid", q.uid}});
   for (const auto& p : s.plans) {
@@ -149,7 +151,10 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
   out << "\nLANES\n";
   for (const auto& l : s.lanes) {
     out << "  " << std::left << std::setw(28) << l.lane_id << "GPU " << l.gpu_index << "  "
-        << gib(l.capacity_bytes) << "  " << l.policy << "\n";
+        << gib(l.capacity_bytes) << "  " << l.policy;
+    if (l.__isset.used_bytes)
+      out << "  used " << gib(l.used_bytes) << ", peak " << gib(l.peak_used_bytes);
+    out << "\n";
     for (const auto& job : l.jobs) {
       out << "      pid " << job.pid << "  " << job.workflow << "  P " << gib(job.persistent_bytes)
           << " T " << gib(job.ephemeral_bytes);
@@ -528,6 +533,10 @@ int run_shared_command(const std::vector<std::string>& args, std::ostream& out, 
   for (auto& variable :
        lanes::interposition_environment(assignment, *library, preload ? preload : ""))
     environment.push_back(std::move(variable));
+  // NVTX step ranges are iteration boundaries too: the library is the job's NVTX tool unless one
+  // is named already (it then chains to it; see docs/sharer.md).
+  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); !nvtx || !*nvtx)
+    environment.emplace_back("NVTX_INJECTION64_PATH", *library);
   // The lane is on one GPU: the job sees only that one (its ordinal 0).
   if (!grant.gpu_uuid.empty()) environment.emplace_back("CUDA_VISIBLE_DEVICES", grant.gpu_uuid);
   err << "fleetscope run: lane " << grant.lane_id << " on GPU " << grant.gpu_index << " ("

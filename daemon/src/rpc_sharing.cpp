@@ -155,6 +155,10 @@ rpc::ShareStatus RpcHandler::share_status() {
     row.offset_bytes = lane.offset_bytes;
     row.capacity_bytes = lane.capacity_bytes;
     row.policy = lane.policy;
+    if (auto usage = snapshot.usage.find(lane.lane_name); usage != snapshot.usage.end()) {
+      row.__set_used_bytes(static_cast<int64_t>(usage->second.used_bytes));
+      row.__set_peak_used_bytes(static_cast<int64_t>(usage->second.peak_used_bytes));
+    }
     // Lanes and their sizes are the host's; whose jobs are in them is each user's own business.
     for (const auto& job : lane.jobs)
       if (caller_.may_access(job.uid)) row.jobs.push_back(to_shared_job(job));

@@ -277,6 +277,7 @@ SharingSnapshot SharingHost::snapshot() {
   out.gpus = service.gpus();
   for (const auto& gpu : out.gpus) out.gpu_free_bytes.push_back(service.free_bytes(gpu.index));
   out.lanes = service.lanes();
+  for (const auto& [name, ledger] : ledgers_) out.usage[name] = ledger->usage();
   out.queued = service.queued();
   out.plans = service.plans();
   out.gate_socket = gate_socket_;
@@ -300,8 +301,7 @@ std::optional<pid_t> SharingHost::job_pid_of_locked(pid_t member_pid) {
 }
 
 void SharingHost::feed_boundaries_locked() {
-  for (const auto& event : arbiter_.events()) {
-    if (event.sequence <= last_event_) continue;
+  for (const auto& event : arbiter_.events_since(last_event_)) {
     last_event_ = event.sequence;
     if (event.kind == lanes::GateEventKind::kLeft) {
       member_job_.erase(event.pid);

@@ -146,4 +146,11 @@ std::vector<GateEvent> GateArbiter::events() const {
   return {events_.begin(), events_.end()};
 }
 
+std::vector<GateEvent> GateArbiter::events_since(uint64_t sequence) const {
+  std::lock_guard lock(mutex_);
+  auto first = std::partition_point(events_.begin(), events_.end(),
+                                    [&](const GateEvent& e) { return e.sequence <= sequence; });
+  return {first, events_.end()};
+}
+
 }  // namespace fleetscope::lanes

@@ -122,12 +122,20 @@ TEST_F(SharingDaemonTest, RunShareCapsTheJobAtItsLaneAndTheLaneIsReclaimedAtExit
 }
 
 TEST_F(SharingDaemonTest, AJobThatDoesNotFitWaitsUntilTheLaneFrees) {
-  auto first =
-      start_cli({"run", "--share", "--workflow", "big", "--persistent", "60GiB", "--ephemeral",
-                 "10GiB", "--", LANE_MEMBER, "dlsym", "sleep", "1500", "meminfo"});
-  // Wait until the first job holds its lane.
-  for (int i = 0; i < 200 && share_status()["lanes"].empty(); ++i)
-    std::this_thread::sleep_for(10ms);
+  auto first = start_cli({"run", "--share", "--workflow", "big", "--persistent", "60GiB",
+                          "--ephemeral", "10GiB", "--", LANE_MEMBER, "dlsym", "alloc", "1073741824",
+                          "sleep", "1500", "meminfo"});
+  // Wait until the first job holds its lane and its 1 GiB: the daemon reads the lane's ledger.
+  json lane;
+  for (int i = 0; i < 300 && lane.is_null(); ++i) {
+    const json status = share_status();
+    if (!status["lanes"].empty() && status["lanes"][0].value("used_bytes", int64_t{0}) == kGiB)
+      lane = status["lanes"][0];
+    else
+      std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(lane.is_null()) << share_status().dump(2);
+  EXPECT_EQ(lane["peak_used_bytes"], kGiB);
   auto second = start_cli({"run", "--share", "--workflow", "big2", "--persistent", "60GiB",
                            "--ephemeral", "10GiB", "--", LANE_MEMBER, "dlsym", "meminfo"});
   auto queued = second->wait_line("fleetscope run: queued for a lane", 10s);

@@ -34,6 +34,7 @@ struct SharingSnapshot {
   std::vector<sharer::ServiceGpu> gpus;
   std::vector<int64_t> gpu_free_bytes;
   std::vector<sharer::ServiceLane> lanes;
+  std::map<std::string, lanes::LaneUsage> usage;  // lane name -> its ledger's figures
   std::vector<sharer::LaneTicket> queued;
   std::vector<sharer::ServicePlan> plans;
   std::string gate_socket;

@@ -57,6 +57,8 @@ class GateArbiter {
   std::optional<pid_t> member_pid(uint64_t member_id) const;
   // The last events (at most 10,000 kept), oldest first.
   std::vector<GateEvent> events() const;
+  // The kept events after `sequence` (a poller's cursor), oldest first.
+  std::vector<GateEvent> events_since(uint64_t sequence) const;
 
  private:
   struct Member {
