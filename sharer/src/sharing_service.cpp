@@ -359,6 +359,21 @@ LaneTicket SharingService::request(const LaneAsk& ask, int64_t now_ns) {
     throw std::invalid_argument("pid " + std::to_string(ask.pid) + " already holds lane " +
                                 jobs_.at(ask.pid).lane_name);
   }
+  for (const auto& pending : queue_) {
+    if (pending.ask.pid == ask.pid) {
+      throw std::invalid_argument("pid " + std::to_string(ask.pid) +
+                                  " already waits for a lane (request " +
+                                  std::to_string(pending.request_id) + ")");
+    }
+  }
+  if (!ask.gpu_hint.empty() &&
+      std::none_of(states_.begin(), states_.end(), [&](const GpuState& gpu) {
+        return ask.gpu_hint == gpu.gpu.uuid || ask.gpu_hint == std::to_string(gpu.gpu.index);
+      })) {
+    throw std::invalid_argument("no GPU '" + ask.gpu_hint +
+                                "' on this host (give a UUID or an "
+                                "index as `fleetscope share status` lists them)");
+  }
   const int64_t request_id = next_request_id_++;
   LaneTicket ticket;
   ticket.request_id = request_id;
@@ -370,8 +385,7 @@ LaneTicket SharingService::request(const LaneAsk& ask, int64_t now_ns) {
     ticket.reason = reason;
     record(now_ns, std::nullopt, kind,
            detail({{"pid", ask.pid}, {"workflow", ask.workflow}, {"reason", reason}}));
-    answered_[request_id] = ticket;
-    return ticket;
+    return ticket;  // final: nobody awaits it, so it is not kept
   };
   if (!enabled_) return unshared("sharing is off on this host", "job_unshared");
   if (!planned && withdrawn_workflows_.count(ask.workflow)) {

@@ -100,6 +100,11 @@ TEST_F(SharingServiceTest, RefusesWhatNoGpuCouldEverHoldAndRequestsWithoutMemory
   EXPECT_THROW(service_.request(no_memory, 1), std::invalid_argument);
   ASSERT_EQ(service_.request(ask(3, "w", 1, 1), 1).state, TicketState::kGranted);
   EXPECT_THROW(service_.request(ask(3, "w", 1, 1), 1), std::invalid_argument);  // twice
+  LaneAsk hinted = ask(4, "w", 1, 1);
+  hinted.gpu_hint = "GPU-nope";
+  EXPECT_THROW(service_.request(hinted, 1), std::invalid_argument);
+  hinted.gpu_hint = "GPU-bbbb";
+  EXPECT_EQ(service_.request(hinted, 1).gpu_index, 1);
 }
 
 TEST_F(SharingServiceTest, OffAnswersUnsharedAndKeepsExistingLanesUntilTheyEnd) {
