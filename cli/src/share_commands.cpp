@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -435,10 +436,27 @@ int run_shared_command(const std::vector<std::string>& args, std::ostream& out, 
     }
   }
   if (i < args.size()) command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+  const char* usage =
+      "usage: fleetscope run --share|--share-if-planned [--workflow NAME] [--persistent BYTES]"
+      " [--ephemeral BYTES] [--gpu UUID|INDEX] [--priority N] [--socket PATH] [RUN FLAGS] "
+      "-- CMD ARGS...\n";
+  if (std::find(launcher_args.begin(), launcher_args.end(), "--help") != launcher_args.end()) {
+    out << usage
+        << "\nAsks the host daemon for a GPU memory lane and runs CMD in it: "
+           "libfleetscope_lanes.so\n"
+           "preloaded (the lane's memory cap, its iteration gate), CUDA_VISIBLE_DEVICES set to "
+           "the\n"
+           "lane's GPU. --share: any lane (P and T from --persistent/--ephemeral, or from the "
+           "active\n"
+           "plan when it names the workflow); --share-if-planned: only when an active plan names "
+           "the\n"
+           "workflow. Queued: waits with a printed line. No daemon, sharing off, or no plan: CMD "
+           "runs\n"
+           "unshared, with a line saying why. RUN FLAGS (--iterations, -o ...) trace it as well.\n";
+    return 0;
+  }
   if (!share || command.empty()) {
-    err << "usage: fleetscope run --share|--share-if-planned [--workflow NAME] [--persistent BYTES]"
-           " [--ephemeral BYTES] [--gpu UUID|INDEX] [--priority N] [--socket PATH] [RUN FLAGS] "
-           "-- CMD ARGS...\n";
+    err << usage;
     return 2;
   }
   auto p_bytes = bytes_option(persistent, "--persistent", err);
