@@ -246,7 +246,7 @@ CREATE TABLE IF NOT EXISTS device_samples (
   ts          INTEGER NOT NULL,  -- sample time, ns
   host_id     INTEGER,           -- host of the device
   deviceId    INTEGER NOT NULL,  -- device ordinal
-  metric_id   INTEGER NOT NULL,  -- StringIds id of the metric name, e.g. 'gpu_util_pct', 'mem_used_bytes', 'sm_active'
+  metric_id   INTEGER NOT NULL,  -- StringIds id of the metric name, e.g. 'gpu_util_pct', 'mem_used_bytes' (NVML); 'sm_active_ratio', 'sm_occupancy_ratio', 'tensor_active_ratio' (DCGM profiling fields 1002-1004, 0..1)
   value       REAL NOT NULL,     -- metric value in the unit its name states
   captureId   INTEGER            -- capture the sample was taken in, NULL for continuous sampling
 );

@@ -1,6 +1,7 @@
 #include "fleetscope/cli/daemon_commands.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iomanip>
 #include <memory>
@@ -25,14 +26,28 @@ std::string default_socket() {
   return env && *env ? env : kDefaultDaemonSocket;
 }
 
+// TLS client files from the environment (FLEETSCOPE_TLS_CERT, FLEETSCOPE_TLS_KEY,
+// FLEETSCOPE_TLS_CA); the --tls-* flags win.
+rpc::TlsClientFiles default_tls() {
+  auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value ? value : "");
+  };
+  return {env("FLEETSCOPE_TLS_CERT"), env("FLEETSCOPE_TLS_KEY"), env("FLEETSCOPE_TLS_CA")};
+}
+
 using Connection = rpc::HostConnection;
 
 // Runs `body` against the daemon; the daemon's refusals and an unreachable daemon become one
 // clear line on stderr and exit code 1.
 template <class Body>
-int with_daemon(const std::string& socket, std::ostream& err, Body&& body) {
+int with_daemon(const std::string& socket, const rpc::TlsClientFiles& tls, std::ostream& err,
+                Body&& body) {
+  // Over TLS, OpenSSL writes with write(2): a daemon that refuses the certificate and hangs up
+  // must give an error line, not a silent SIGPIPE death (Thrift leaves this to the program).
+  if (tls.enabled()) signal(SIGPIPE, SIG_IGN);
   try {
-    Connection daemon(socket);
+    Connection daemon(socket, tls);
     return body(daemon);
   } catch (const rpc::InvalidRequest& e) {
     err << "error: " << e.message << "\n";
@@ -42,7 +57,9 @@ int with_daemon(const std::string& socket, std::ostream& err, Body&& body) {
     err << "error: permission denied: " << e.message << "\n";
   } catch (const apache::thrift::transport::TTransportException& e) {
     err << "error: cannot reach fleetscoped at " << socket << ": " << e.what()
-        << " (is the daemon running? see `systemctl status fleetscoped`)\n";
+        << (tls.enabled() ? " (over TLS: does the daemon trust the CA of --tls-cert and map its "
+                            "CN to a user, and does --tls-ca sign the daemon's certificate?)\n"
+                          : " (is the daemon running? see `systemctl status fleetscoped`)\n");
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
   }
@@ -127,15 +144,21 @@ int64_t parse_age(const std::string& text) {
 
 int run_status_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string socket = default_socket(), format = "table";
+  rpc::TlsClientFiles tls = default_tls();
   common::ArgParser parser(
-      "fleetscope status [--socket PATH] [--format table|json]",
+      "fleetscope status [--socket PATH] [--tls-cert|key|ca FILE] [--format "
+      "table|json]",
       "The host daemon: version, database, registered agents (yours unless you are root), "
       "GPUs and open trace windows.");
-  parser.option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
+  parser.option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
+      .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
+              &tls.cert)
+      .option("--tls-key", "FILE", "private key of --tls-cert", &tls.key)
+      .option("--tls-ca", "FILE", "CA certificate the daemon's certificate chains to", &tls.ca)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (!check_format(format, err)) return 2;
-  return with_daemon(socket, err, [&](Connection& daemon) {
+  return with_daemon(socket, tls, err, [&](Connection& daemon) {
     rpc::DaemonStatus s;
     daemon->status(s);
     if (format == "json") {
@@ -212,14 +235,20 @@ int run_status_command(const std::vector<std::string>& args, std::ostream& out, 
 
 int run_jobs_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string socket = default_socket(), format = "table";
+  rpc::TlsClientFiles tls = default_tls();
   common::ArgParser parser(
-      "fleetscope jobs [--socket PATH] [--format table|json]",
+      "fleetscope jobs [--socket PATH] [--tls-cert|key|ca FILE] [--format "
+      "table|json]",
       "Jobs (workflows) with the agent on this host: their processes and captures.");
-  parser.option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
+  parser.option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
+      .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
+              &tls.cert)
+      .option("--tls-key", "FILE", "private key of --tls-cert", &tls.key)
+      .option("--tls-ca", "FILE", "CA certificate the daemon's certificate chains to", &tls.ca)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (!check_format(format, err)) return 2;
-  return with_daemon(socket, err, [&](Connection& daemon) {
+  return with_daemon(socket, tls, err, [&](Connection& daemon) {
     std::vector<rpc::Job> jobs;
     daemon->jobs(jobs);
     if (format == "json") {
@@ -255,12 +284,13 @@ int run_jobs_command(const std::vector<std::string>& args, std::ostream& out, st
 
 int run_trace_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string socket = default_socket(), format = "table", workflow;
+  rpc::TlsClientFiles tls = default_tls();
   int64_t pid = 0, duration_ms = 0, iterations = 0;
   bool no_wait = false;
   common::ArgParser parser(
       "fleetscope trace (--pid PID | --workflow NAME) (--duration-ms N | --iterations N) "
       "[--no-wait] "
-      "[--socket PATH] [--format table|json]",
+      "[--socket PATH] [--tls-cert|key|ca FILE] [--format table|json]",
       "Traces a running job on demand (like `dyno gputrace`): every process with the agent in the "
       "tree of PID, "
       "or of the workflow, records one window; the daemon stores it in the host database and "
@@ -270,7 +300,11 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
       .option("--duration-ms", "N", "window length in milliseconds", &duration_ms)
       .option("--iterations", "N", "window length in training iterations", &iterations)
       .flag("--no-wait", "print the capture id and return without waiting for the window", &no_wait)
-      .option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
+      .option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
+      .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
+              &tls.cert)
+      .option("--tls-key", "FILE", "private key of --tls-cert", &tls.key)
+      .option("--tls-ca", "FILE", "CA certificate the daemon's certificate chains to", &tls.ca)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (!check_format(format, err)) return 2;
@@ -286,7 +320,7 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
     err << "error: value out of range\n";
     return 2;
   }
-  return with_daemon(socket, err, [&](Connection& daemon) {
+  return with_daemon(socket, tls, err, [&](Connection& daemon) {
     rpc::TraceStarted started;
     if (pid > 0) {
       rpc::TraceRequest request;
@@ -343,16 +377,22 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
 int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   std::string socket = default_socket(), format = "table", workflow, since;
+  rpc::TlsClientFiles tls = default_tls();
   int64_t limit = 1000;
   common::ArgParser parser(
-      "fleetscope metrics [--workflow NAME] [--since AGE] [--limit N] [--socket PATH] "
+      "fleetscope metrics [--workflow NAME] [--since AGE] [--limit N] [--socket PATH] [--tls-cert "
+      "FILE --tls-key FILE --tls-ca FILE] "
       "[--format table|json]",
       "Always-on per-workflow GPU metrics from the daemon (workflow_metrics): GPU-seconds, "
       "busy fraction and memory peak per GPU and window.");
   parser.option("--workflow", "NAME", "one workflow (default: every one you may see)", &workflow)
       .option("--since", "AGE", "only windows ending within AGE, e.g. 10m, 2h, 1d", &since)
       .option("--limit", "N", "at most N rows (default 1000)", &limit)
-      .option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
+      .option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
+      .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
+              &tls.cert)
+      .option("--tls-key", "FILE", "private key of --tls-cert", &tls.key)
+      .option("--tls-ca", "FILE", "CA certificate the daemon's certificate chains to", &tls.ca)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (!check_format(format, err)) return 2;
@@ -374,7 +414,7 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
     return 2;
   }
   query.__set_limit(static_cast<int32_t>(limit));
-  return with_daemon(socket, err, [&](Connection& daemon) {
+  return with_daemon(socket, tls, err, [&](Connection& daemon) {
     std::vector<rpc::WorkflowMetric> rows;
     daemon->metrics(rows, query);
     if (format == "json") {

@@ -35,6 +35,19 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
          << config_.sample_interval_ms << " ms\n";
   else
     log_ << "fleetscoped: " << sampler_->note() << "; everything else works\n";
+  if (config_.dcgm_library != "off") {
+    dcgm_ = std::make_unique<DcgmSampler>(config_.dcgm_library, config_.dcgm_hostengine,
+                                          config_.sample_interval_ms);
+    if (dcgm_->available())
+      log_ << "fleetscoped: DCGM profiling fields (SM active, SM occupancy, tensor active) from "
+           << dcgm_->library() << " on " << dcgm_->gpus().size() << " GPU(s)"
+           << (dcgm_->note().empty() ? "" : "; " + dcgm_->note()) << '\n';
+    else
+      log_ << "fleetscoped: " << dcgm_->note() << "; everything else works\n";
+  }
+  traces_->set_window_hooks(
+      [this](int64_t id, const std::vector<int>& gpus) { pause_profiling_for(id, gpus); },
+      [this](int64_t id, const std::vector<int>&) { resume_profiling_after(id); });
   sharing_ = std::make_unique<SharingHost>(
       *store_, [this] { return sharing_gpus(); }, clock_, log_);
   last_sample_ns_ = started_ns_;
@@ -81,6 +94,21 @@ void DaemonCore::tick() {
       aggregator_.add(latest_, now - last_sample_ns_,
                       [this](int pid) { return registry_.workflow_of_pid(pid); });
     }
+    if (dcgm_) {
+      std::vector<ProfilingReading> readings;
+      {
+        std::lock_guard dcgm_lock(dcgm_mutex_);
+        readings = dcgm_->sample();  // the GPUs of open CUPTI windows are paused: not read
+      }
+      std::vector<store::DeviceSample> samples;
+      for (const auto& r : readings)
+        for (auto [metric, value] : {std::pair{"sm_active_ratio", r.sm_active},
+                                     std::pair{"sm_occupancy_ratio", r.sm_occupancy},
+                                     std::pair{"tensor_active_ratio", r.tensor_active}})
+          if (value) samples.push_back({now, std::nullopt, r.gpu, metric, 0, *value, std::nullopt});
+      if (!samples.empty()) store_->add_device_samples(std::move(samples));
+      latest_profiling_ = std::move(readings);
+    }
     last_sample_ns_ = now;
     if (now >= next_window_end_ns_) {
       window_rows = aggregator_.drain(now);
@@ -122,6 +150,37 @@ std::vector<DeviceReading> DaemonCore::latest_devices() const {
   return latest_;
 }
 
+std::string DaemonCore::profiling_note() const {
+  return dcgm_ ? dcgm_->note() : "DCGM profiling fields are off (dcgm_library = off)";
+}
+
+std::set<int> DaemonCore::profiling_paused() const {
+  std::lock_guard lock(dcgm_mutex_);
+  return dcgm_ ? dcgm_->paused() : std::set<int>{};
+}
+
+void DaemonCore::pause_profiling_for(int64_t capture_id, const std::vector<int>& gpus) {
+  std::lock_guard lock(dcgm_mutex_);
+  profiling_windows_[capture_id] = gpus;
+  apply_profiling_pauses();
+}
+
+void DaemonCore::resume_profiling_after(int64_t capture_id) {
+  std::lock_guard lock(dcgm_mutex_);
+  profiling_windows_.erase(capture_id);
+  apply_profiling_pauses();
+}
+
+void DaemonCore::apply_profiling_pauses() {
+  if (!dcgm_ || !dcgm_->available()) return;
+  std::set<int> paused;
+  for (const auto& [capture, gpus] : profiling_windows_) {
+    if (gpus.empty()) paused.insert(dcgm_->gpus().begin(), dcgm_->gpus().end());
+    paused.insert(gpus.begin(), gpus.end());
+  }
+  dcgm_->set_paused(paused);
+}
+
 std::string DaemonCore::exposition() const {
   ExpositionInput input;
   input.hostname = hostname_;
@@ -131,6 +190,8 @@ std::string DaemonCore::exposition() const {
   std::lock_guard lock(mutex_);
   input.devices = latest_;
   input.workflows = aggregator_.totals();
+  input.profiling = latest_profiling_;
+  input.profiling_sampling = profiling_sampling();
   return render_exposition(input);
 }
 
@@ -146,8 +207,16 @@ void DaemonCore::reload(const DaemonConfig& fresh) {
         std::pair{"socket", fresh.socket != config_.socket},
         std::pair{"agent_socket", fresh.agent_socket != config_.agent_socket},
         std::pair{"tcp_port", fresh.tcp_port != config_.tcp_port},
+        std::pair{"tcp_address/tls_*",
+                  fresh.tcp_address != config_.tcp_address || fresh.tls_cert != config_.tls_cert ||
+                      fresh.tls_key != config_.tls_key || fresh.tls_ca != config_.tls_ca ||
+                      fresh.tls_client_uids != config_.tls_client_uids ||
+                      fresh.tls_default_uid != config_.tls_default_uid},
         std::pair{"prometheus_port", fresh.prometheus_port != config_.prometheus_port},
-        std::pair{"nvml_library", fresh.nvml_library != config_.nvml_library}})
+        std::pair{"nvml_library", fresh.nvml_library != config_.nvml_library},
+        std::pair{"dcgm_library/dcgm_hostengine",
+                  fresh.dcgm_library != config_.dcgm_library ||
+                      fresh.dcgm_hostengine != config_.dcgm_hostengine}})
     if (changed) log_ << "fleetscoped: reload: '" << name << "' changes at the next restart\n";
   config_.sample_interval_ms = fresh.sample_interval_ms;
   config_.metrics_window_s = fresh.metrics_window_s;
@@ -167,6 +236,7 @@ void DaemonCore::shutdown() {
     shut_down_ = true;
     rows = aggregator_.drain(clock_());
   }
+  traces_->set_window_hooks({}, {});  // DCGM is shut down with this object
   traces_->stop();
   sharing_->stop();
   store_->add_workflow_metrics(rows);

@@ -98,6 +98,31 @@ std::string render_exposition(const ExpositionInput& in) {
                   if (!d.sm_clock_mhz) return std::nullopt;
                   return static_cast<double>(*d.sm_clock_mhz) * 1e6;
                 });
+  // DCGM profiling fields under dcgm-exporter's own names (its default counters CSV exposes
+  // DCGM_FI_PROF_* as gauges, ratios 0..1), so its dashboards and alerts work on these series.
+  header({"fleetscope_dcgm_profiling_up", "gauge",
+          "1 when DCGM profiling fields are sampled on this host"});
+  out << "fleetscope_dcgm_profiling_up{Hostname=\"" << escape_label_value(in.hostname) << "\"} "
+      << (in.profiling_sampling ? 1 : 0) << '\n';
+  auto profiling_family = [&](const Family& f, auto value_of) {
+    bool any = false;
+    for (const auto& r : in.profiling) {
+      std::optional<double> value = value_of(r);
+      if (!value) continue;
+      if (!any) header(f);
+      any = true;
+      out << f.name << '{' << device_labels(r.gpu) << "} " << number(*value) << '\n';
+    }
+  };
+  profiling_family({"DCGM_FI_PROF_SM_ACTIVE", "gauge",
+                    "Ratio of cycles an SM has at least one warp assigned (DCGM)"},
+                   [](const ProfilingReading& r) { return r.sm_active; });
+  profiling_family({"DCGM_FI_PROF_SM_OCCUPANCY", "gauge",
+                    "Ratio of resident warps to the maximum an SM supports (DCGM)"},
+                   [](const ProfilingReading& r) { return r.sm_occupancy; });
+  profiling_family({"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+                    "Ratio of cycles the tensor pipes are active (DCGM)"},
+                   [](const ProfilingReading& r) { return r.tensor_active; });
   auto workflow_family = [&](const Family& f, auto value_of) {
     if (in.workflows.empty()) return;
     header(f);

@@ -7,7 +7,9 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include <thrift/TConfiguration.h>
@@ -20,6 +22,7 @@
 #include "FleetscopeAgentLink.h"
 #include "FleetscopeHost.h"
 #include "fleetscope/daemon/rpc_handler.h"
+#include "fleetscope/daemon/tls_listener.h"
 
 namespace fleetscope::daemon {
 
@@ -77,33 +80,36 @@ Caller identify(const TConnectionInfo& info, bool tcp) {
 }
 
 // The generated interfaces, forwarded to the plain handlers.
+// The caller is resolved at the first call: a TLS connection knows its certificate's user only
+// once its handshake (done by the first read) has verified it.
 class HostAdapter : public rpc::FleetscopeHostIf {
  public:
-  HostAdapter(DaemonCore& core, Caller caller) : handler_(core, caller) {}
-  void version(rpc::VersionInfo& out) override { out = handler_.version(); }
+  HostAdapter(DaemonCore& core, std::function<Caller()> caller)
+      : core_(core), caller_(std::move(caller)) {}
+  void version(rpc::VersionInfo& out) override { out = handler().version(); }
   void listCaptures(std::vector<rpc::Capture>& out, const rpc::CaptureFilter& f) override {
-    out = handler_.list_captures(f);
+    out = handler().list_captures(f);
   }
-  void getCapture(rpc::Capture& out, const int64_t id) override { out = handler_.get_capture(id); }
+  void getCapture(rpc::Capture& out, const int64_t id) override { out = handler().get_capture(id); }
   void kernelsInWindow(rpc::KernelWindow& out, const rpc::KernelWindowRequest& r) override {
-    out = handler_.kernels_in_window(r);
+    out = handler().kernels_in_window(r);
   }
   void findings(std::vector<rpc::Finding>& out, const int64_t id) override {
-    out = handler_.findings(id);
+    out = handler().findings(id);
   }
   void startTrace(rpc::TraceStarted& out, const rpc::TraceRequest& r) override {
-    out = handler_.start_trace(r);
+    out = handler().start_trace(r);
   }
-  void status(rpc::DaemonStatus& out) override { out = handler_.status(); }
-  void jobs(std::vector<rpc::Job>& out) override { out = handler_.jobs(); }
+  void status(rpc::DaemonStatus& out) override { out = handler().status(); }
+  void jobs(std::vector<rpc::Job>& out) override { out = handler().jobs(); }
   void metrics(std::vector<rpc::WorkflowMetric>& out, const rpc::MetricsQuery& q) override {
-    out = handler_.metrics(q);
+    out = handler().metrics(q);
   }
   void startTraceOfWorkflow(rpc::TraceStarted& out, const rpc::TraceByName& r) override {
-    out = handler_.start_trace_of_workflow(r);
+    out = handler().start_trace_of_workflow(r);
   }
   void traceProgress(rpc::TraceProgress& out, const int64_t id, const int32_t timeout_ms) override {
-    out = handler_.trace_progress(id, timeout_ms);
+    out = handler().trace_progress(id, timeout_ms);
   }
   void requestLane(rpc::LaneGrant& out, const rpc::LaneRequest& r) override {
     out = handler_.request_lane(r);
@@ -122,20 +128,34 @@ class HostAdapter : public rpc::FleetscopeHostIf {
   }
 
  private:
-  RpcHandler handler_;
+  RpcHandler& handler() {
+    if (!handler_) handler_.emplace(core_, caller_());
+    return *handler_;
+  }
+  DaemonCore& core_;
+  std::function<Caller()> caller_;
+  std::optional<RpcHandler> handler_;
 };
+
+enum class Listener { unix_socket, loopback_tcp, tls };
 
 class HostFactory : public rpc::FleetscopeHostIfFactory {
  public:
-  HostFactory(DaemonCore& core, bool tcp) : core_(core), tcp_(tcp) {}
+  HostFactory(DaemonCore& core, Listener listener) : core_(core), listener_(listener) {}
   rpc::FleetscopeHostIf* getHandler(const TConnectionInfo& info) override {
-    return new HostAdapter(core_, identify(info, tcp_));
+    if (listener_ == Listener::tls)
+      return new HostAdapter(core_, [transport = info.transport] {
+        auto uid = tls_peer_uid(transport);
+        return uid ? Caller{0, *uid} : Caller{0, static_cast<uid_t>(-1)};
+      });
+    Caller caller = identify(info, listener_ == Listener::loopback_tcp);
+    return new HostAdapter(core_, [caller] { return caller; });
   }
   void releaseHandler(rpc::FleetscopeDaemonIf* handler) override { delete handler; }
 
  private:
   DaemonCore& core_;
-  bool tcp_;
+  Listener listener_;
 };
 
 class AgentAdapter : public rpc::FleetscopeAgentLinkIf {
@@ -273,24 +293,32 @@ void ThriftServers::start() {
     if (std::string why = served->ready->wait(std::chrono::seconds(10)); !why.empty())
       throw std::runtime_error("cannot serve " + what + ": " + why);
   };
+  check_listener_config(config_);
   prepare_socket_path(config_.socket);
   prepare_socket_path(config_.agent_socket);
   // Idle connections are closed after a minute; an agent's control connection is never idle that
   // long (it polls every second or so).
   add(std::make_shared<LimitedServerSocket>(config_.socket, config),
       std::make_shared<rpc::FleetscopeHostProcessorFactory>(
-          std::make_shared<HostFactory>(core_, false)),
+          std::make_shared<HostFactory>(core_, Listener::unix_socket)),
       "the API on " + config_.socket, config_.socket, 60'000);
   add(std::make_shared<LimitedServerSocket>(config_.agent_socket, config),
       std::make_shared<rpc::FleetscopeAgentLinkProcessorFactory>(
           std::make_shared<AgentFactory>(core_)),
       "the agent link on " + config_.agent_socket, config_.agent_socket, 120'000);
-  if (config_.tcp_port > 0)
-    add(std::make_shared<LimitedServerSocket>("127.0.0.1", static_cast<int>(config_.tcp_port),
-                                              config),
+  if (config_.tcp_port > 0) {
+    const bool tls = tls_configured(config_);
+    std::shared_ptr<TServerSocket> socket =
+        tls ? make_tls_server_socket(config_, config)
+            : std::make_shared<LimitedServerSocket>(config_.tcp_address,
+                                                    static_cast<int>(config_.tcp_port), config);
+    add(socket,
         std::make_shared<rpc::FleetscopeHostProcessorFactory>(
-            std::make_shared<HostFactory>(core_, true)),
-        "the API on 127.0.0.1:" + std::to_string(config_.tcp_port), "", 60'000);
+            std::make_shared<HostFactory>(core_, tls ? Listener::tls : Listener::loopback_tcp)),
+        "the API on " + std::string(tls ? "TLS " : "") + config_.tcp_address + ":" +
+            std::to_string(config_.tcp_port),
+        "", 60'000);
+  }
 }
 
 void ThriftServers::stop() {

@@ -124,6 +124,16 @@ rpc::TraceStarted TraceControl::start(std::vector<AgentEntry> agents, const std:
   rpc::TraceStarted started;
   started.capture_id = capture_id;
   started.start_ns = now;
+  if (window_opening_) {
+    std::set<int> gpus;
+    bool every_gpu = false;
+    for (const auto& agent : agents) {
+      every_gpu = every_gpu || agent.devices.empty();  // CUDA_VISIBLE_DEVICES unset: any GPU
+      gpus.insert(agent.devices.begin(), agent.devices.end());
+    }
+    window_opening_(capture_id,
+                    every_gpu ? std::vector<int>{} : std::vector<int>(gpus.begin(), gpus.end()));
+  }
   for (const auto& agent : agents) {
     store_.upsert_process(agent.pid, store_.workflow_id(agent.workflow, std::nullopt),
                           agent.command, agent.registered_ns);
@@ -135,6 +145,7 @@ rpc::TraceStarted TraceControl::start(std::vector<AgentEntry> agents, const std:
     started.pids.push_back(agent.pid);
   }
   if (w.pending.empty()) {
+    if (window_closed_) window_closed_(capture_id, {});
     w.notes.push_back("every agent left before the window opened");
     w.finalizing = true;
     to_finalize_.push_back(capture_id);
@@ -181,18 +192,16 @@ int64_t TraceControl::on_batch(int64_t agent_id, rpc::RecordBatch&& batch, const
   }
   committer_->submit({capture_id, agent_id, sequence, rows});
   std::lock_guard lock(mutex_);
-  const auto& committed = windows_[capture_id].committed_sequence;
-  auto it = committed.find(agent_id);
-  return it == committed.end() ? -1 : it->second;
+  return windows_[capture_id].committed[agent_id].value();
 }
 
 void TraceControl::on_committed(const TakenBatch& batch, const std::string& error) {
   std::lock_guard lock(mutex_);
   Window& w = windows_[batch.capture_id];
   --w.uncommitted[batch.agent_id];
+  w.committed[batch.agent_id].on_result(batch.sequence, error.empty());
   if (error.empty()) {
     w.records += static_cast<int64_t>(batch.rows);
-    w.committed_sequence[batch.agent_id] = batch.sequence;
   } else {
     w.notes.push_back("batch " + std::to_string(batch.sequence) + " of pid " +
                       std::to_string(w.agents[batch.agent_id]) +
@@ -246,8 +255,15 @@ void TraceControl::agent_finished(Window& w, int64_t agent_id) {
   if (w.pending.empty() && !w.finalizing) {
     w.finalizing = true;
     to_finalize_.push_back(w.capture_id);
+    if (window_closed_) window_closed_(w.capture_id, {});
   }
   changed_.notify_all();
+}
+
+void TraceControl::set_window_hooks(WindowHook opening, WindowHook closed) {
+  std::lock_guard lock(mutex_);
+  window_opening_ = std::move(opening);
+  window_closed_ = std::move(closed);
 }
 
 void TraceControl::expire() {

@@ -113,12 +113,32 @@ def run_pairs(out_path, seconds):
                                                     alone[me_key]["iteration_s"], 4),
                          "pair": f"{me_key[0]}@{me_key[1]}+{other_key[0]}@{other_key[1]}"})
         print("pair", first, second, rows[-2:], file=sys.stderr)
+    import torch
+
+    write_runs(out_path, rows, [
+        f"Co-location slowdowns measured on one {torch.cuda.get_device_name()} "
+        f"(torch {torch.__version__}, CUDA {torch.version.cuda}) on "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())} by scripts/gpu/colocation.py pairs "
+        f"--seconds {seconds:g}: every workload alone, then every pair together.",
+        "measured_slowdown = iteration time together / alone; own/others_utilization = kernel",
+        "time / iteration time of each workload alone (CUDA events).",
+    ])
+    print(json.dumps({"runs": len(rows), "context_bytes": context_bytes()}))
+
+
+COLUMNS = ["own_utilization", "others_utilization", "measured_slowdown", "pair"]
+
+
+def write_runs(out_path, rows, comments):
+    """Writes the calibration CSV in the one format `fleetscope share calibrate --runs` reads and
+    the published default (sharer/data/gavel_v100_colocation.csv) uses: '#' comment lines saying
+    where the numbers come from, then the header, then one row per job per pair."""
     with open(out_path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["own_utilization", "others_utilization",
-                                                    "measured_slowdown", "pair"])
+        for line in comments:
+            handle.write(f"# {line}\n")
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    print(json.dumps({"runs": len(rows), "context_bytes": context_bytes()}))
 
 
 def main():

@@ -55,7 +55,8 @@ void fail_value(const Table& table, const Row& row, size_t column, const char* w
                            ", found '" + excerpt(found) + "'");
 }
 
-Table parse(std::string_view text, const std::string& source, bool has_header, size_t min_fields) {
+Table parse(std::string_view text, const std::string& source, bool has_header, size_t min_fields,
+            bool skip_comments) {
   Table table;
   table.path = source;
   int number = 0;
@@ -68,6 +69,7 @@ Table parse(std::string_view text, const std::string& source, bool has_header, s
     ++number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
+    if (skip_comments && line.front() == '#') continue;
     if (line.find('\0') != std::string_view::npos) fail(source, number, "text, found a NUL byte");
     auto fields = split(line);
     if (has_header && table.header.empty()) {
@@ -86,12 +88,12 @@ Table parse(std::string_view text, const std::string& source, bool has_header, s
   return table;
 }
 
-Table read(const std::string& path, bool has_header, size_t min_fields) {
+Table read(const std::string& path, bool has_header, size_t min_fields, bool skip_comments) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse(buffer.str(), path, has_header, min_fields);
+  return parse(buffer.str(), path, has_header, min_fields, skip_comments);
 }
 
 size_t Table::column(const std::string& name) const {

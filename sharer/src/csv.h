@@ -26,11 +26,14 @@ struct Table {
 };
 
 // Reads `path`. With `has_header`, the first line names the columns; every row must have at
-// least `min_fields` fields (or as many as the header).
-Table read(const std::string& path, bool has_header, size_t min_fields = 0);
+// least `min_fields` fields (or as many as the header). With `skip_comments`, lines that start
+// with '#' are skipped (they still count for line numbers): data files that carry their source
+// in a header comment (the co-location runs).
+Table read(const std::string& path, bool has_header, size_t min_fields = 0,
+           bool skip_comments = false);
 // The same over text already in memory; `source` names it in errors (the fuzz targets use this).
 Table parse(std::string_view text, const std::string& source, bool has_header,
-            size_t min_fields = 0);
+            size_t min_fields = 0, bool skip_comments = false);
 
 // At most 40 characters of `text`, with a note of the full length when cut.
 std::string excerpt(std::string_view text);

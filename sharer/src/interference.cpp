@@ -34,8 +34,9 @@ InterferenceModel calibrate_interference(const std::vector<ColocationObservation
   return InterferenceModel{std::max(0.0, xy / xx)};
 }
 
-std::vector<ColocationObservation> load_colocation_runs(const std::string& path) {
-  const auto table = csv::read(path, /*has_header=*/true);
+namespace {
+std::vector<ColocationObservation> colocation_runs_from(const csv::Table& table) {
+  const std::string& path = table.path;
   const size_t own = table.column("own_utilization");
   const size_t others = table.column("others_utilization");
   const size_t slowdown = table.column("measured_slowdown");
@@ -50,6 +51,18 @@ std::vector<ColocationObservation> load_colocation_runs(const std::string& path)
   }
   return runs;
 }
+}  // namespace
+
+std::vector<ColocationObservation> load_colocation_runs(const std::string& path) {
+  return colocation_runs_from(
+      csv::read(path, /*has_header=*/true, /*min_fields=*/0, /*skip_comments=*/true));
+}
+
+std::vector<ColocationObservation> parse_colocation_runs(std::string_view text,
+                                                         const std::string& source) {
+  return colocation_runs_from(
+      csv::parse(text, source, /*has_header=*/true, /*min_fields=*/0, /*skip_comments=*/true));
+}
 
 double prediction_rms_error(const InterferenceModel& model,
                             const std::vector<ColocationObservation>& runs) {
@@ -63,6 +76,34 @@ double prediction_rms_error(const InterferenceModel& model,
     sum += error * error;
   }
   return std::sqrt(sum / static_cast<double>(runs.size()));
+}
+
+PredictionErrors prediction_errors(const InterferenceModel& model,
+                                   const std::vector<ColocationObservation>& runs) {
+  PredictionErrors errors;
+  errors.runs = runs.size();
+  if (runs.empty()) return errors;
+  std::vector<double> absolute;
+  absolute.reserve(runs.size());
+  size_t optimistic = 0;
+  for (const auto& run : runs) {
+    const double predicted =
+        model.parallel_slowdown(run.own_utilization, run.own_utilization + run.others_utilization);
+    absolute.push_back(std::abs(predicted - run.measured_slowdown));
+    if (predicted < run.measured_slowdown) ++optimistic;
+  }
+  std::sort(absolute.begin(), absolute.end());
+  // Nearest-rank quantiles: the smallest error at least q of the runs do not exceed.
+  const auto quantile = [&](double q) {
+    const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(absolute.size())));
+    return absolute[std::clamp<size_t>(rank, 1, absolute.size()) - 1];
+  };
+  errors.rms_relative = prediction_rms_error(model, runs);
+  errors.median_absolute = quantile(0.5);
+  errors.p90_absolute = quantile(0.9);
+  errors.max_absolute = absolute.back();
+  errors.optimistic_share = static_cast<double>(optimistic) / static_cast<double>(runs.size());
+  return errors;
 }
 
 double time_sharing_slowdown(const std::vector<LaneMember>& members, size_t index) {

@@ -180,10 +180,15 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   for (const auto& job : jobs) min_utilization = std::min(min_utilization, job.utilization);
   std::vector<double> room_of;
   const auto compute_room = [&](const LaneAllocator& allocator) {
-    // With alpha = 0 a new lane stretches everyone by max(1, U'); job j tolerates
-    // U' <= bound_j / (its time-sharing slowdown). The room is the least of those minus U.
+    // A new lane raises the GPU's demand U by x and stretches job j in lane L (demand u_L) by
+    // max(1, U + x) * (1 + alpha * min(1, U + x - u_L)); j tolerates B_j = its bound over its
+    // time-sharing slowdown. The room is the largest x every lane tolerates (the factor grows
+    // with x, so a bisection finds it). With alpha = 0 it is min B_j - U. (Leaving alpha out
+    // made the room optimistic by about alpha * x: the best-fit search then tried the GPUs at
+    // the edge first, every full check failed, and the 64-check limit opened new GPUs.)
+    std::vector<double> lane_demands;
+    std::vector<double> lane_tolerance;
     double demand = 0;
-    double tightest = 1e9;
     for (const auto& lane : allocator.lanes()) {
       std::vector<LaneMember> members;
       double lane_demand = 0;
@@ -192,13 +197,36 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
         lane_demand += profile.utilization;
         members.push_back({profile.utilization, iteration_s(profile)});
       }
+      double tolerance = 1e9;
       for (size_t m = 0; m < lane.jobs.size(); ++m) {
-        tightest = std::min(tightest, bounds[static_cast<size_t>(lane.jobs[m].job_id)] /
-                                          time_sharing_slowdown(members, m));
+        tolerance = std::min(tolerance, bounds[static_cast<size_t>(lane.jobs[m].job_id)] /
+                                            time_sharing_slowdown(members, m));
       }
-      demand += std::min(1.0, lane_demand);
+      lane_demands.push_back(std::min(1.0, lane_demand));
+      lane_tolerance.push_back(tolerance);
+      demand += lane_demands.back();
     }
-    return tightest - demand;
+    double tightest = 1e9;
+    for (double tolerance : lane_tolerance) tightest = std::min(tightest, tolerance);
+    const double upper = tightest - demand;  // the room with alpha = 0
+    if (options.interference.alpha <= 0 || upper <= 0) return upper;
+    const auto tolerated = [&](double extra) {
+      for (size_t l = 0; l < lane_demands.size(); ++l) {
+        if (options.interference.parallel_slowdown(lane_demands[l], demand + extra) >
+            lane_tolerance[l]) {
+          return false;
+        }
+      }
+      return true;
+    };
+    if (!tolerated(0)) return -1.0;
+    double low = 0;
+    double high = upper;
+    for (int step = 0; step < 40; ++step) {
+      const double middle = 0.5 * (low + high);
+      (tolerated(middle) ? low : high) = middle;
+    }
+    return low;
   };
   int64_t min_need = std::numeric_limits<int64_t>::max();
   for (const auto& job : jobs) min_need = std::min(min_need, job.persistent_bytes);

@@ -24,7 +24,9 @@ constexpr const char* kPlanUsage =
     "sum(P) + max(T) + margin <= lane capacity, never putting a latency/priority job behind a "
     "batch\n"
     "job, and keeping each job's predicted slowdown within --max-slowdown (default 1.2; a job's\n"
-    "max_slowdown label overrides it). Candidates come from analyzer databases (DB...) or from a\n"
+    "max_slowdown label overrides it). Interference: the published default (Gavel's V100\n"
+    "co-location pairs) unless --calibration RUNS.csv or --interference-alpha A; the output\n"
+    "names the one used. Candidates come from analyzer databases (DB...) or from a\n"
     "JSON array of job profiles (--candidates). --replay runs the plan in the simulator and\n"
     "prints each job's predicted and simulated slowdown.\n";
 
@@ -57,10 +59,17 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
     if (!(options.max_slowdown >= 1.0 && options.max_slowdown <= 1e6)) {
       throw UsageError("--max-slowdown must be in [1, 1e6]");
     }
-    options.interference.alpha =
-        arguments.number("--interference-alpha", options.interference.alpha);
-    if (!(options.interference.alpha >= 0 && options.interference.alpha <= 100)) {
-      throw UsageError("--interference-alpha must be in [0, 100]");
+    // Interference: the published default, a local calibration or a value on the command line.
+    InterferenceCalibration interference = published_interference();
+    if (arguments.has("--interference-alpha")) {
+      const double alpha = arguments.number("--interference-alpha", 0);
+      if (!(alpha >= 0 && alpha <= 100)) {
+        throw UsageError("--interference-alpha must be in [0, 100]");
+      }
+      if (arguments.has("--calibration")) {
+        throw UsageError("give --interference-alpha or --calibration, not both");
+      }
+      interference = interference_from_flag(alpha);
     }
     options.margin.z = arguments.number("--margin-sigma", options.margin.z);
     if (!(options.margin.z >= 0 && options.margin.z <= 100)) {
@@ -79,16 +88,15 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
         jobs.insert(jobs.end(), more.begin(), more.end());
       }
       if (auto runs_path = arguments.get("--calibration")) {
-        const auto runs = load_colocation_runs(*runs_path);
-        options.interference = calibrate_interference(runs, options.interference);
-        err << "share plan: interference alpha " << options.interference.alpha << " fitted from "
-            << runs.size() << " co-location runs in " << *runs_path << "\n";
+        interference = interference_from_file(*runs_path);
       }
+      options.interference = interference.model;
       const auto plan = plan_consolidation(jobs, options);
       std::vector<ReplayedJob> replay;
       if (arguments.has("--replay")) replay = replay_plan(jobs, plan, options);
       if (format == "json") {
         auto document = plan_to_json(plan);
+        document["interference"] = interference_to_json(interference);
         if (arguments.has("--replay")) {
           document["replay"] = nlohmann::json::array();
           for (const auto& row : replay) {
@@ -99,6 +107,7 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
         }
         out << document.dump(2) << "\n";
       } else {
+        out << "interference: " << interference.description << "\n";
         write_plan_table(plan, out);
         if (arguments.has("--replay")) {
           out << "replay (simulator, round robin in lanes):\n";

@@ -9,6 +9,7 @@
 #include "arguments.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/fleet_packing.h"
+#include "fleetscope/sharer/mps.h"
 #include "fleetscope/sharer/simulator.h"
 
 namespace fleetscope::sharer {
@@ -21,7 +22,8 @@ constexpr const char* kSimUsage =
     "                      [--switch-cost-ms MS] [--gpu-memory-gib GIB] [--margin-sigma Z]\n"
     "                      [--interference-alpha A | --calibration RUNS.csv]\n"
     "                      [--context-mib MIB] [--starvation-bound-s S] [--backfill-window N]\n"
-    "                      [--single-gpu-jobs] [--nodes FILE] [--format table|json]\n"
+    "                      [--single-gpu-jobs] [--mps [--mps-clients N]] [--nodes FILE]\n"
+    "                      [--format table|json]\n"
     "\n"
     "Job traces in Tiresias format "
     "(job_id,num_gpu,submit_time,iterations,model_name,duration,...)\n"
@@ -31,10 +33,15 @@ constexpr const char* kSimUsage =
     "8-GPU nodes) with exclusive, first-fit and best-fit lane placement; --policy is not used.\n"
     "Defaults: --lanes off (one lane per GPU: Salus's SRTF/FAIR setting) except --policy pack\n"
     "(lanes on), --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
-    "--interference-alpha 0 (uncalibrated; --calibration fits it from co-location runs),\n"
+    "interference: the published default (alpha fitted to Gavel's V100 co-location pairs,\n"
+    "sharer/data/gavel_v100_colocation.csv) unless --calibration RUNS.csv (fitted the same way)\n"
+    "or --interference-alpha A; the output names the one used.\n"
     "--context-mib 300 (CUDA context per job process), --starvation-bound-s 1800 (a multi-GPU\n"
     "job waiting longer reserves GPUs), --backfill-window 500, --format table.\n"
-    "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n";
+    "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n"
+    "--mps models NVIDIA MPS instead of lanes: every job a client process with its own context\n"
+    "and a static memory slice, all running concurrently, at most --mps-clients per GPU\n"
+    "(default 48, Volta and newer; 16 before Volta); needs a sharing policy.\n";
 
 std::string first_line(const std::string& path) {
   std::ifstream in(path);
@@ -100,8 +107,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
         args,
         {"--jobs", "--profiles", "--nodes", "--gpus", "--policy", "--lanes", "--switch-cost-ms",
          "--gpu-memory-gib", "--margin-sigma", "--interference-alpha", "--calibration",
-         "--context-mib", "--starvation-bound-s", "--backfill-window", "--format"},
-        {"--help", "--single-gpu-jobs"});
+         "--context-mib", "--starvation-bound-s", "--backfill-window", "--format", "--mps-clients"},
+        {"--help", "--single-gpu-jobs", "--mps"});
     if (arguments.has("--help")) {
       out << kSimUsage;
       return 0;
@@ -116,7 +123,9 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       throw UsageError("--format expects table|json, got '" + format + "'");
     }
     const std::string policy_text = arguments.get_or("--policy", "");
-    const std::string lanes = arguments.get_or("--lanes", policy_text == "pack" ? "on" : "off");
+    const bool mps = arguments.has("--mps");
+    const std::string lanes =
+        arguments.get_or("--lanes", policy_text == "pack" || mps ? "on" : "off");
     if (lanes != "on" && lanes != "off") {
       throw UsageError("--lanes expects on|off, got '" + lanes + "'");
     }
@@ -140,6 +149,18 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       }
       config.gpus = static_cast<int>(gpus);
       config.lanes = lanes == "on";
+      if (arguments.has("--mps-clients") && !mps) throw UsageError("--mps-clients needs --mps");
+      if (mps) {
+        if (policy->exclusive()) {
+          throw UsageError("--mps needs a sharing policy (srtf, pack, fair or priority)");
+        }
+        if (!config.lanes) throw UsageError("--mps runs clients in parallel: not with --lanes off");
+        const double clients = arguments.number("--mps-clients", kMpsClientsVolta);
+        if (!(clients >= 1 && clients <= 4096 && clients == std::floor(clients))) {
+          throw UsageError("--mps-clients expects a whole number in 1..4096");
+        }
+        config.mps_clients = static_cast<int>(clients);
+      }
       config.switch_cost_s = arguments.number("--switch-cost-ms", 5) / 1000.0;
       const double gib = arguments.number("--gpu-memory-gib", 16);
       if (!(gib > 0 && gib <= 1e6)) throw UsageError("--gpu-memory-gib expects (0, 1e6]");
@@ -150,8 +171,12 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       }
       config.context_bytes = static_cast<int64_t>(context_mib * static_cast<double>(kMiB));
       config.margin.z = arguments.number("--margin-sigma", config.margin.z);
-      config.interference.alpha =
-          arguments.number("--interference-alpha", config.interference.alpha);
+      // Interference: the published default, a local calibration or a value on the command line.
+      InterferenceCalibration interference = published_interference();
+      if (arguments.has("--interference-alpha")) {
+        interference = interference_from_flag(arguments.number("--interference-alpha", 0));
+      }
+      config.interference = interference.model;
       config.starvation_bound_s =
           arguments.number("--starvation-bound-s", config.starvation_bound_s);
       const double window = arguments.number("--backfill-window", config.backfill_window);
@@ -166,10 +191,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
         if (arguments.has("--interference-alpha")) {
           throw UsageError("give --interference-alpha or --calibration, not both");
         }
-        const auto runs = load_colocation_runs(*runs_path);
-        config.interference = calibrate_interference(runs, config.interference);
-        err << "sim: interference alpha " << config.interference.alpha << " fitted from "
-            << runs.size() << " co-location runs in " << *runs_path << "\n";
+        interference = interference_from_file(*runs_path);
+        config.interference = interference.model;
       }
       const std::string profiles_path =
           arguments.get_or("--profiles", sibling(*jobs_path, "salus_workloads.csv"));
@@ -181,8 +204,11 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       }
       const auto result = simulate(jobs, *policy, config);
       if (format == "json") {
-        out << sim_result_to_json(result).dump(2) << "\n";
+        auto document = sim_result_to_json(result);
+        document["interference"] = interference_to_json(interference);
+        out << document.dump(2) << "\n";
       } else {
+        out << "interference: " << interference.description << "\n";
         write_sim_table(result, out);
       }
       return 0;

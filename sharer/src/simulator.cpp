@@ -1,5 +1,7 @@
 #include "fleetscope/sharer/simulator.h"
 
+#include "fleetscope/sharer/mps.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -260,6 +262,8 @@ class Engine {
     if (policy_.exclusive() || !config_.lanes) {
       options.max_lanes = 1;
       options.new_lane_bytes = config_.gpu_capacity_bytes;
+    } else if (config_.mps_clients > 0) {
+      options = mps_admit_options(config_.mps_clients);
     }
     return options;
   }
@@ -604,6 +608,7 @@ class Engine {
     SimResult result;
     result.policy = std::string(policy_.name());
     result.lanes = config_.lanes && !policy_.exclusive();
+    result.mps_clients = config_.mps_clients;
     result.gpus = config_.gpus;
     result.gpus_used_peak = gpus_used_peak_;
     result.events = processed_;
@@ -711,6 +716,10 @@ void validate_config(const SimConfig& config) {
   if (config.backfill_window < 1) bad("backfill window must be >= 1");
   if (std::isnan(config.stop_at_s) || config.stop_at_s < 0) bad("stop time must be >= 0");
   if (config.max_events < 1) bad("event limit must be >= 1");
+  if (config.mps_clients < 0 || config.mps_clients > 4096) bad("MPS clients must be in 0..4096");
+  if (config.mps_clients > 0 && !config.lanes) {
+    bad("the MPS model runs clients in parallel: it needs lanes on");
+  }
 }
 
 SimResult simulate(const std::vector<SimJob>& jobs, const Policy& policy, const SimConfig& config) {
@@ -721,6 +730,7 @@ SimResult simulate(const std::vector<SimJob>& jobs, const Policy& policy, const 
 nlohmann::json sim_result_to_json(const SimResult& result) {
   nlohmann::json out{{"policy", result.policy},
                      {"lanes", result.lanes},
+                     {"mps_clients", result.mps_clients},
                      {"gpus", result.gpus},
                      {"avg_jct_s", result.avg_jct_s},
                      {"makespan_s", result.makespan_s},
@@ -749,11 +759,15 @@ nlohmann::json sim_result_to_json(const SimResult& result) {
 }
 
 void write_sim_table(const SimResult& result, std::ostream& out) {
-  char line[320];
+  const std::string sharing =
+      result.mps_clients > 0
+          ? "off (MPS model, at most " + std::to_string(result.mps_clients) + " clients per GPU)"
+          : (result.lanes ? "on" : "off");
+  char line[400];
   std::snprintf(line, sizeof line,
                 "policy %s, lanes %s, %d GPUs: avg JCT %.1f s, makespan %.1f s, GPU utilization "
                 "%.3f, peak GPUs used %d, longest wait %.1f s (multi-GPU) / %.1f s (1 GPU)\n",
-                result.policy.c_str(), result.lanes ? "on" : "off", result.gpus, result.avg_jct_s,
+                result.policy.c_str(), sharing.c_str(), result.gpus, result.avg_jct_s,
                 result.makespan_s, result.gpu_utilization, result.gpus_used_peak,
                 result.max_wait_multi_gpu_s, result.max_wait_single_gpu_s);
   out << line;

@@ -6,8 +6,13 @@
 
 namespace fleetscope::rpc {
 
-HostConnection::HostConnection(const std::string& address, int timeout_ms) : address_(address) {
-  transport_ = make_client_transport(address, TransportLimits{}, timeout_ms);
+HostConnection::HostConnection(const std::string& address, int timeout_ms)
+    : HostConnection(address, TlsClientFiles{}, timeout_ms) {}
+
+HostConnection::HostConnection(const std::string& address, const TlsClientFiles& tls,
+                               int timeout_ms)
+    : address_(address) {
+  transport_ = make_client_transport(address, TransportLimits{}, timeout_ms, tls);
   client_ = std::make_unique<FleetscopeHostClient>(make_protocol(transport_, {}));
   transport_->open();
 }

@@ -27,7 +27,7 @@ std::unique_ptr<Child> start_job(const DaemonUnderTest& daemon, std::vector<std:
 
 // Waits until the daemon lists `count` agents.
 bool wait_for_agents(const DaemonUnderTest& daemon, size_t count,
-                     std::chrono::milliseconds timeout = 10s) {
+                     std::chrono::milliseconds timeout = 30s) {  // generous: loaded CI machines
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     ApiClient api(daemon.api_socket);

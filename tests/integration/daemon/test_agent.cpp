@@ -3,7 +3,8 @@
 // waits for window orders, and streams synthetic kernel rows in record batches.
 //   test_agent --socket PATH [--children N] [--kernels K] [--batch-rows B]
 //              [--crash-after-batches C] [--cupti-busy] [--lifetime-ms T]
-// stdout lines (for the test to wait on): "registered pid=P agent=A", "window capture=C rows=R".
+// stdout lines (for the test to wait on): "registered pid=P agent=A", "window capture=C rows=R",
+// "crashing after N batches acked=S" (S: the committed sequence the daemon last acknowledged).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,7 +76,10 @@ void stream_window(fleetscope::agent_link::ControlLoop& loop,
     else
       dropped += static_cast<int64_t>(rows);
     if (++batches == options.crash_after_batches) {
-      say("crashing after " + std::to_string(batches) + " batches");
+      // What the daemon acknowledged as committed when the job dies: the test checks these
+      // batches are in the database.
+      say("crashing after " + std::to_string(batches) +
+          " batches acked=" + std::to_string(loop.committed_sequence()));
       ::kill(getpid(), SIGKILL);
     }
   };

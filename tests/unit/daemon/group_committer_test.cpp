@@ -97,5 +97,23 @@ TEST(GroupCommitter, StopCommitsWhatWasTaken) {
   EXPECT_GE(r.flushes, 1);
 }
 
+TEST(CommittedPrefix, AcknowledgesOnlyAnUnbrokenRunOfCommittedBatches) {
+  CommittedPrefix prefix;
+  EXPECT_EQ(prefix.value(), -1);
+  prefix.on_result(0, true);
+  prefix.on_result(1, true);
+  EXPECT_EQ(prefix.value(), 1);
+  prefix.on_result(2, false);  // its rows did not land
+  prefix.on_result(3, true);   // later batches did, but the agent must not believe 2 landed
+  prefix.on_result(4, true);
+  EXPECT_EQ(prefix.value(), 1);
+  EXPECT_TRUE(prefix.broken());
+
+  CommittedPrefix gap;
+  gap.on_result(0, true);
+  gap.on_result(2, true);  // 1 was never reported committed
+  EXPECT_EQ(gap.value(), 0);
+}
+
 }  // namespace
 }  // namespace fleetscope::daemon

@@ -176,3 +176,38 @@ TEST(Planner, JsonHasTheFreedGpusAndPerJobSlowdowns) {
 
 }  // namespace
 }  // namespace fleetscope::sharer
+
+namespace fleetscope::sharer {
+namespace {
+
+// With contention (alpha > 0) a GPU's compute room must count it: an optimistic room sent the
+// best-fit search to GPUs at the edge whose full checks all failed, and the check limit opened
+// new GPUs instead (100,000 candidates: 4.2x the GPUs of alpha = 0).
+TEST(Planner, ContentionDoesNotDefeatTheBestFitSearch) {
+  std::vector<JobProfile> jobs;
+  for (int i = 0; i < 3000; ++i) {
+    JobProfile profile;
+    profile.job_id = "j" + std::to_string(i);
+    profile.workflow = "wf";
+    profile.gpu = "gpu" + std::to_string(i);
+    profile.persistent_bytes = int64_t{1} << (28 + i % 4);
+    profile.ephemeral_peak_bytes = int64_t{1} << (27 + i % 3);
+    profile.gpu_capacity_bytes = 16 * kGiB;
+    profile.utilization = 0.01 * (1 + i % 30);
+    profile.iteration_ns = 50'000'000 + 1'000'000 * (i % 50);
+    jobs.push_back(profile);
+  }
+  PlannerOptions without;
+  without.interference.alpha = 0;
+  PlannerOptions with = without;
+  with.interference.alpha = 0.0457;  // the published default's order of magnitude
+  const auto base = plan_consolidation(jobs, without);
+  const auto plan = plan_consolidation(jobs, with);
+  expect_valid(plan, jobs, with);
+  // Contention costs a little packing (each GPU tolerates less demand), not a factor.
+  EXPECT_GE(plan.gpus_after, base.gpus_after);
+  EXPECT_LE(plan.gpus_after, base.gpus_after * 11 / 10) << base.gpus_after;
+}
+
+}  // namespace
+}  // namespace fleetscope::sharer

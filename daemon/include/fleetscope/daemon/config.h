@@ -17,12 +17,21 @@ struct DaemonConfig {
   std::string socket = "/run/fleetscope/fleetscoped.sock";  // the API (CLI, GUI)
   std::string agent_socket = "/run/fleetscope/agent.sock";  // agents register here
   int64_t tcp_port = 0;                                     // 0 = no TCP; else 127.0.0.1:PORT
+  std::string tcp_address = "127.0.0.1";  // loopback only, unless TLS is configured
+  // TLS on the TCP listener (tls_listener.h): all three files, or none (plain TCP).
+  std::string tls_cert, tls_key, tls_ca;
+  std::string tls_client_uids;  // "CN:uid, ..." — whose certificate acts as which user
+  int64_t tls_default_uid =
+      -1;  // uid of a verified certificate whose CN is not listed; -1 = refuse
   std::string prometheus_address = "127.0.0.1";
   int64_t prometheus_port = 9402;  // 0 = any free port, -1 = off
   int64_t sample_interval_ms = 1000;
   int64_t metrics_window_s = 60;  // workflow_metrics row period
   std::string nvml_library = "libnvidia-ml.so.1";
-  int64_t retention_max_mb = 10240;     // 0 = unbounded
+  // DCGM profiling fields (dcgm_sampler.h): empty = libdcgm.so.4, .so.3, .so in turn; "off" = none.
+  std::string dcgm_library;
+  std::string dcgm_hostengine;       // empty = embedded host engine; else nv-hostengine's address
+  int64_t retention_max_mb = 10240;  // 0 = unbounded
   int64_t retention_max_age_days = 30;  // 0 = unbounded
   int64_t downsample_after_hours = 24;  // 0 = never
   int64_t max_frame_bytes = 16 * 1024 * 1024;

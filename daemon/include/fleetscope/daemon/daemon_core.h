@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "fleetscope/daemon/config.h"
+#include "fleetscope/daemon/dcgm_sampler.h"
 #include "fleetscope/daemon/host_store.h"
 #include "fleetscope/daemon/nvml_sampler.h"
 #include "fleetscope/daemon/registry.h"
@@ -47,6 +49,11 @@ class DaemonCore {
   bool device_sampling() const { return sampler_->available(); }
   const std::string& device_sampling_note() const { return sampler_->note(); }
   std::vector<DeviceReading> latest_devices() const;
+  // DCGM profiling fields: whether they are sampled, why not, and which GPUs are paused now
+  // (a CUPTI window is open on them).
+  bool profiling_sampling() const { return dcgm_ && dcgm_->available(); }
+  std::string profiling_note() const;
+  std::set<int> profiling_paused() const;
   std::string exposition() const;
   void agent_gone(int64_t agent_id);
 
@@ -65,10 +72,18 @@ class DaemonCore {
   std::unique_ptr<HostStore> store_;
   std::unique_ptr<TraceControl> traces_;
   std::unique_ptr<NvmlSampler> sampler_;
+  std::unique_ptr<DcgmSampler> dcgm_;  // null when dcgm_library = off
+  mutable std::mutex dcgm_mutex_;      // guards dcgm_'s calls, profiling_windows_ (taken last)
+  std::map<int64_t, std::vector<int>>
+      profiling_windows_;  // open window -> GPUs paused (empty: all)
+  void pause_profiling_for(int64_t capture_id, const std::vector<int>& gpus);
+  void resume_profiling_after(int64_t capture_id);
+  void apply_profiling_pauses();  // dcgm_mutex_ held
   std::unique_ptr<SharingHost> sharing_;  // its GPUs are the sampler's (sharing_gpus())
   std::vector<sharer::ServiceGpu> sharing_gpus();
-  mutable std::mutex mutex_;  // guards latest_, aggregator_, config_, timing below
+  mutable std::mutex mutex_;      // guards latest_, aggregator_, config_, timing below
   std::vector<DeviceReading> latest_;
+  std::vector<ProfilingReading> latest_profiling_;
   WorkflowAggregator aggregator_;
   int64_t last_sample_ns_ = 0;
   int64_t next_window_end_ns_ = 0;

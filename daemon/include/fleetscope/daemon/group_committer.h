@@ -25,6 +25,29 @@ struct TakenBatch {
   size_t rows = 0;
 };
 
+// The sequence an agent is told is committed (the answer of pushRecords): the highest sequence
+// such that every batch of the agent's window up to it is durable. Commit results arrive in
+// sequence order (the committer reports in submission order, and one agent's batches are submitted
+// in sequence); a batch whose commit failed stops the prefix there for the rest of the window, so
+// a later batch that did commit never makes the agent believe the failed one landed.
+class CommittedPrefix {
+ public:
+  void on_result(int64_t sequence, bool committed) {
+    if (broken_) return;
+    if (!committed || sequence != value_ + 1) {  // failed, or a gap: never acknowledge past it
+      broken_ = true;
+      return;
+    }
+    value_ = sequence;
+  }
+  int64_t value() const { return value_; }  // -1: nothing committed yet
+  bool broken() const { return broken_; }
+
+ private:
+  int64_t value_ = -1;
+  bool broken_ = false;
+};
+
 class GroupCommitter {
  public:
   // flush: makes every row appended before the call durable (HostStore::flush).

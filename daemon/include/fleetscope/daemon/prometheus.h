@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "fleetscope/daemon/dcgm_sampler.h"
 #include "fleetscope/daemon/nvml_sampler.h"
 #include "fleetscope/daemon/workflow_metrics.h"
 
@@ -30,6 +31,8 @@ struct ExpositionInput {
   int64_t agents = 0;
   int64_t open_windows = 0;
   bool device_sampling = false;
+  std::vector<ProfilingReading> profiling;  // DCGM, the latest sample (GPUs not paused)
+  bool profiling_sampling = false;
 };
 
 std::string render_exposition(const ExpositionInput& input);

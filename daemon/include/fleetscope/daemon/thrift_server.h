@@ -2,8 +2,9 @@
 // AgentLinkHandler (service FleetscopeAgentLink) on the agent socket, each with a threaded server
 // over the framed transport with the configured frame and message limits. A Unix socket is made
 // world-connectable (0666) on purpose: who may do what is decided per call from SO_PEERCRED.
-// The API can also listen on 127.0.0.1:PORT; loopback TCP callers are identified through
-// /proc/net/tcp, and any caller the daemon cannot identify gets no other user's data.
+// The API can also listen on TCP: plain on a loopback address, where callers are identified through
+// /proc/net/tcp, or with TLS and client certificates (tls_listener.h), where the certificate's CN
+// maps to the caller's uid. Any caller the daemon cannot identify gets no other user's data.
 #pragma once
 
 #include <memory>

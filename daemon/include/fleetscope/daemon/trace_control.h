@@ -64,6 +64,13 @@ class TraceControl {
   // Sends CLOSE orders at deadlines and finalizes overdue windows; the daemon calls it each tick.
   void expire();
 
+  // Called (with this class's lock held: the hooks must not call back into it) right before a
+  // window's OPEN orders go out, with the GPUs its processes may use (empty: unknown, so all),
+  // and once every process of the window has closed it. The daemon pauses DCGM's profiling
+  // fields on those GPUs in between (CUPTI and profiling counters exclude each other).
+  using WindowHook = std::function<void(int64_t capture_id, const std::vector<int>& gpus)>;
+  void set_window_hooks(WindowHook opening, WindowHook closed);
+
  private:
   struct Window {
     int64_t capture_id = 0;
@@ -72,8 +79,8 @@ class TraceControl {
     std::map<int64_t, int> agents;  // agent id -> pid, every agent ordered to open
     std::set<int64_t> pending;      // agents that have not closed yet
     std::map<int64_t, int64_t> next_sequence;
-    std::map<int64_t, int> uncommitted;             // agent -> batches taken, not yet committed
-    std::map<int64_t, int64_t> committed_sequence;  // agent -> highest committed sequence
+    std::map<int64_t, int> uncommitted;            // agent -> batches taken, not yet committed
+    std::map<int64_t, CommittedPrefix> committed;  // agent -> sequence acknowledged as committed
     int64_t start_ns = 0;
     std::optional<int64_t> deadline_ns;
     bool close_sent = false;
@@ -102,6 +109,7 @@ class TraceControl {
   bool stopping_ = false;
   std::thread finalizer_;
   std::unique_ptr<GroupCommitter> committer_;
+  WindowHook window_opening_, window_closed_;
 };
 
 }  // namespace fleetscope::daemon

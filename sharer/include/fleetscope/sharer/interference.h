@@ -18,7 +18,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fleetscope::sharer {
@@ -44,11 +46,49 @@ InterferenceModel calibrate_interference(const std::vector<ColocationObservation
 // own_utilization,others_utilization,measured_slowdown (more columns are ignored), as written by
 // the co-location section of scripts/gpu-check. Throws std::runtime_error naming file, line and
 // column.
+// Lines starting with '#' are comments (a file states its source there).
 std::vector<ColocationObservation> load_colocation_runs(const std::string& path);
+// The same over text in memory; `source` names it in errors.
+std::vector<ColocationObservation> parse_colocation_runs(std::string_view text,
+                                                         const std::string& source);
 
 // Root-mean-square relative error of the model's prediction on `runs`.
 double prediction_rms_error(const InterferenceModel& model,
                             const std::vector<ColocationObservation>& runs);
+
+// How well the model predicts `runs`: absolute errors in slowdown units (|predicted - measured|),
+// and the share of runs it predicts faster than measured (optimistic).
+struct PredictionErrors {
+  size_t runs = 0;
+  double rms_relative = 0;
+  double median_absolute = 0;
+  double p90_absolute = 0;
+  double max_absolute = 0;
+  double optimistic_share = 0;
+};
+PredictionErrors prediction_errors(const InterferenceModel& model,
+                                   const std::vector<ColocationObservation>& runs);
+
+// The interference parameters a command uses, and where they came from (the commands print it).
+struct InterferenceCalibration {
+  InterferenceModel model;
+  std::string source;       // "published", "calibration" or "flag"
+  std::string description;  // one line for the output
+  size_t runs = 0;          // observations fitted (0 for "flag")
+};
+
+// The published co-location runs compiled into the library (sharer/data/gavel_v100_colocation.csv:
+// Gavel, Narayanan et al., OSDI 2020, V100 pairs; the file's header says how they were derived).
+const std::vector<ColocationObservation>& published_colocation_runs();
+// Those runs fitted by calibrate_interference: the default until a local calibration exists.
+const InterferenceCalibration& published_interference();
+// A local calibration file (the GPU check's output, same format), fitted the same way; a file with
+// no informative run (no neighbour load) keeps the published fit.
+InterferenceCalibration interference_from_file(const std::string& path);
+// A value given on the command line.
+InterferenceCalibration interference_from_flag(double alpha);
+// {"alpha", "source", "runs", "description"}: what `sim` and `share plan` print in JSON.
+nlohmann::json interference_to_json(const InterferenceCalibration& calibration);
 
 struct LaneMember {
   double utilization = 0;

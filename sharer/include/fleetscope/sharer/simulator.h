@@ -45,6 +45,10 @@ struct SimConfig {
   // Waiting jobs examined per admission round, in admission order (backfilling depth). Slurm's
   // backfill scheduler bounds the same search (slurm.conf SchedulerParameters bf_max_job_test).
   int backfill_window = 500;
+  // > 0: model NVIDIA MPS instead of lanes (fleetscope/sharer/mps.h): every job its own client
+  // with a static slice, all running concurrently, at most this many clients per GPU
+  // (kMpsClientsVolta = 48, kMpsClientsPreVolta = 16). Needs lanes on and a sharing policy.
+  int mps_clients = 0;
   // Stop the clock here (plan replay): unfinished jobs report the iterations they completed.
   double stop_at_s = std::numeric_limits<double>::infinity();
   // Guard against runs that would not end in reasonable time.
@@ -72,6 +76,7 @@ struct SimJobResult {
 struct SimResult {
   std::string policy;
   bool lanes = true;
+  int mps_clients = 0;  // > 0: the MPS model ran instead of lanes
   int gpus = 0;
   double avg_jct_s = 0;
   double makespan_s = 0;

@@ -39,6 +39,21 @@ std::shared_ptr<apache::thrift::TConfiguration> make_configuration(const Transpo
 std::shared_ptr<apache::thrift::transport::TTransport> make_client_transport(
     const std::string& address, const TransportLimits& limits, int timeout_ms);
 
+// Client files (PEM) for a daemon whose TCP listener uses TLS (docs/daemon.md, "TLS"): this
+// client's certificate and key (their CN is the user the daemon maps it to), and the CA that
+// signed the daemon's certificate, which must name the HOST of the address (subjectAltName IP or
+// DNS, or CN). Any of them set means TLS.
+struct TlsClientFiles {
+  std::string cert, key, ca;
+  bool enabled() const { return !cert.empty() || !key.empty() || !ca.empty(); }
+};
+
+// The same over TLS when `tls` is enabled (HOST:PORT addresses only; throws
+// std::invalid_argument for a socket path, Thrift's TSSLException for a file it cannot load).
+std::shared_ptr<apache::thrift::transport::TTransport> make_client_transport(
+    const std::string& address, const TransportLimits& limits, int timeout_ms,
+    const TlsClientFiles& tls);
+
 // TBinaryProtocol over `transport` with the limits (client side).
 std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(
     std::shared_ptr<apache::thrift::transport::TTransport> transport,

@@ -1,0 +1,78 @@
+// The interference model's default from published co-location measurements, and the other two
+// places its parameters can come from (a local calibration file, a command-line value). Every
+// path that fits goes through load/parse_colocation_runs and calibrate_interference.
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "fleetscope/sharer/interference.h"
+
+namespace fleetscope::sharer {
+
+namespace data {
+// sharer/data/gavel_v100_colocation.csv, compiled in by CMake (published_colocation.cpp.in).
+extern const char kPublishedColocationCsv[];
+}  // namespace data
+
+namespace {
+constexpr const char* kPublishedSource = "sharer/data/gavel_v100_colocation.csv (compiled in)";
+
+std::string alpha_text(double alpha) {
+  std::ostringstream text;
+  text.precision(4);
+  text << alpha;
+  return text.str();
+}
+}  // namespace
+
+const std::vector<ColocationObservation>& published_colocation_runs() {
+  static const std::vector<ColocationObservation> runs =
+      parse_colocation_runs(data::kPublishedColocationCsv, kPublishedSource);
+  return runs;
+}
+
+const InterferenceCalibration& published_interference() {
+  static const InterferenceCalibration calibration = [] {
+    const auto& runs = published_colocation_runs();
+    InterferenceCalibration result;
+    result.model = calibrate_interference(runs, InterferenceModel{});
+    result.source = "published";
+    result.runs = runs.size();
+    result.description =
+        "alpha = " + alpha_text(result.model.alpha) + ", published default fitted to " +
+        std::to_string(runs.size()) +
+        " V100 co-location runs of Gavel (Narayanan et al., OSDI 2020; "
+        "sharer/data/gavel_v100_colocation.csv); calibrate locally with scripts/gpu-check and "
+        "--calibration";
+    return result;
+  }();
+  return calibration;
+}
+
+InterferenceCalibration interference_from_file(const std::string& path) {
+  const auto runs = load_colocation_runs(path);
+  InterferenceCalibration result;
+  result.model = calibrate_interference(runs, published_interference().model);
+  result.source = "calibration";
+  result.runs = runs.size();
+  result.description = "alpha = " + alpha_text(result.model.alpha) + ", calibrated: fitted to " +
+                       std::to_string(runs.size()) + " co-location runs in " + path;
+  return result;
+}
+
+InterferenceCalibration interference_from_flag(double alpha) {
+  InterferenceCalibration result;
+  result.model = InterferenceModel{alpha};
+  result.source = "flag";
+  result.description = "alpha = " + alpha_text(alpha) + ", given with --interference-alpha";
+  return result;
+}
+
+nlohmann::json interference_to_json(const InterferenceCalibration& calibration) {
+  return {{"alpha", calibration.model.alpha},
+          {"source", calibration.source},
+          {"runs", calibration.runs},
+          {"description", calibration.description}};
+}
+
+}  // namespace fleetscope::sharer
