@@ -78,10 +78,10 @@ class DaemonCore {
       profiling_windows_;  // open window -> GPUs paused (empty: all)
   void pause_profiling_for(int64_t capture_id, const std::vector<int>& gpus);
   void resume_profiling_after(int64_t capture_id);
-  void apply_profiling_pauses();  // dcgm_mutex_ held
+  void apply_profiling_pauses();          // dcgm_mutex_ held
   std::unique_ptr<SharingHost> sharing_;  // its GPUs are the sampler's (sharing_gpus())
   std::vector<sharer::ServiceGpu> sharing_gpus();
-  mutable std::mutex mutex_;      // guards latest_, aggregator_, config_, timing below
+  mutable std::mutex mutex_;  // guards latest_, aggregator_, config_, timing below
   std::vector<DeviceReading> latest_;
   std::vector<ProfilingReading> latest_profiling_;
   WorkflowAggregator aggregator_;
