@@ -112,19 +112,19 @@ class HostAdapter : public rpc::FleetscopeHostIf {
     out = handler().trace_progress(id, timeout_ms);
   }
   void requestLane(rpc::LaneGrant& out, const rpc::LaneRequest& r) override {
-    out = handler_.request_lane(r);
+    out = handler().request_lane(r);
   }
   void awaitLane(rpc::LaneGrant& out, const int64_t id, const int32_t timeout_ms) override {
-    out = handler_.await_lane(id, timeout_ms);
+    out = handler().await_lane(id, timeout_ms);
   }
-  void releaseLane(const int32_t pid) override { handler_.release_lane(pid); }
-  void shareStatus(rpc::ShareStatus& out) override { out = handler_.share_status(); }
+  void releaseLane(const int32_t pid) override { handler().release_lane(pid); }
+  void shareStatus(rpc::ShareStatus& out) override { out = handler().share_status(); }
   void applyPlan(rpc::PlanApplied& out, const rpc::ApplyPlanRequest& r) override {
-    out = handler_.apply_plan(r);
+    out = handler().apply_plan(r);
   }
-  void sharingOff() override { handler_.sharing_off(); }
+  void sharingOff() override { handler().sharing_off(); }
   void setAutomatic(const bool on, const double max_slowdown) override {
-    handler_.set_automatic(on, max_slowdown);
+    handler().set_automatic(on, max_slowdown);
   }
 
  private:
