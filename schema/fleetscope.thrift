@@ -263,6 +263,121 @@ struct TraceByName {
   3: optional i32 iterations,
 }
 
+// ================================================================================================
+// API version 3 additions: the sharing service (issue 13). A job asks for a memory lane on one GPU
+// (`fleetscope run --share`), the daemon answers with the lane or "queued"; plans from `fleetscope
+// share plan` are applied by hand or automatically; everything decided is written to lane_plans
+// and sharing_events. Everything above is unchanged.
+// ================================================================================================
+
+const i32 API_VERSION_3 = 3
+
+enum LaneState {
+  GRANTED = 0,    // the job runs in the lane described
+  QUEUED = 1,     // no GPU has room now; ask again with awaitLane(request_id)
+  UNSHARED = 2,   // sharing is off, or no active plan names the workflow (planned_only): run alone
+}
+
+struct LaneRequest {
+  1: required i32 pid,                  // the process whose exit frees the lane (0: the caller)
+  2: required string workflow,
+  3: optional i64 persistent_bytes,     // P; unset: the active plan's figure for the workflow
+  4: optional i64 ephemeral_bytes,      // T; unset: the plan's
+  5: optional string gpu,               // hint: a GPU UUID or index
+  6: optional bool planned_only = false,  // a lane only when an active plan names the workflow
+  7: optional i32 priority = 0,         // PRIORITY turn policy: higher goes first
+}
+
+struct LaneGrant {
+  1: required LaneState state,
+  2: optional i64 request_id,           // QUEUED: the handle for awaitLane
+  3: optional string gpu_uuid,
+  4: optional i32 gpu_index,
+  5: optional string lane_id,           // FLEETSCOPE_LANE_ID
+  6: optional i64 lane_bytes,           // the lane's memory cap (FLEETSCOPE_LANE_BYTES)
+  7: optional string policy,            // the lane's turn policy (fifo, srtf, priority)
+  8: optional string gate_socket,       // the daemon's iteration-gate socket
+  9: optional string ledger_directory,  // where the lane's shared-memory ledger lives
+  10: optional i64 plan_id,             // the plan that placed the job, if one did
+  11: optional string reason,           // why QUEUED or UNSHARED
+}
+
+struct SharedJob {
+  1: required i32 pid,
+  2: required i32 uid,
+  3: required string workflow,
+  4: required i64 persistent_bytes,
+  5: required i64 ephemeral_bytes,
+  6: required i64 granted_ns,
+  7: optional i64 plan_id,
+  8: optional double measured_slowdown,  // iteration time in the lane / planned solo time
+  9: optional i64 iterations_seen,
+}
+
+struct SharedLane {
+  1: required i32 gpu_index,
+  2: required string gpu_uuid,
+  3: required string lane_id,
+  4: required i64 offset_bytes,
+  5: required i64 capacity_bytes,
+  6: required string policy,
+  7: required list<SharedJob> jobs,
+  8: optional i64 used_bytes,           // from the lane's ledger: bytes its jobs hold now
+  9: optional i64 peak_used_bytes,      // the most they held at once since the lane was made
+}
+
+struct SharedGpu {
+  1: required i32 index,
+  2: required string uuid,
+  3: required i64 capacity_bytes,
+  4: required i64 free_bytes,
+}
+
+// A row of lane_plans with the daemon's view of it.
+struct PlanInfo {
+  1: required i64 plan_id,
+  2: required i64 created_ns,
+  3: required string policy,
+  4: required bool active,              // still applied to new and restarted jobs
+  5: required bool automatic,
+  6: optional double max_slowdown,
+  7: required list<string> workflows,
+  8: optional string withdrawn_reason,
+}
+
+// A row of sharing_events.
+struct SharingEvent {
+  1: required i64 ts_ns,
+  2: optional i64 plan_id,
+  3: required string kind,
+  4: required string detail_json,
+}
+
+struct ShareStatus {
+  1: required bool enabled,             // false after sharingOff until the next applyPlan
+  2: required bool automatic,
+  3: optional double max_slowdown,
+  4: required list<SharedGpu> gpus,
+  5: required list<SharedLane> lanes,   // a non-root caller sees only its own jobs in them
+  6: required list<SharedJob> queued,
+  7: required list<PlanInfo> plans,
+  8: required list<SharingEvent> events,  // the latest, newest last
+  9: optional string gate_socket,
+}
+
+struct ApplyPlanRequest {
+  1: required string plan_json,         // the JSON `fleetscope share plan --format json` writes
+  2: optional bool automatic = false,   // keep applying it and withdraw it when too slow
+  3: optional double max_slowdown,      // automatic: measured slowdown that withdraws the plan
+  4: optional string policy,            // turn policy of its lanes (default fifo)
+}
+
+struct PlanApplied {
+  1: required i64 plan_id,
+  2: required list<string> workflows,   // workflows whose new and restarted jobs it places
+  3: optional i64 superseded_plan_id,   // the plan it replaced, if one was active
+}
+
 service FleetscopeHost extends FleetscopeDaemon {
   DaemonStatus status(),
   list<Job> jobs(),
@@ -273,6 +388,19 @@ service FleetscopeHost extends FleetscopeDaemon {
   // Waits up to timeout_ms for the window to finish, then reports where it stands.
   TraceProgress traceProgress(1: i64 capture_id, 2: i32 timeout_ms)
       throws (1: NotFound not_found, 2: PermissionDenied denied),
+  // --- API version 3: the sharing service ---
+  LaneGrant requestLane(1: LaneRequest request)
+      throws (1: InvalidRequest invalid, 2: PermissionDenied denied),
+  // Waits up to timeout_ms for a QUEUED request to be granted; answers its state then.
+  LaneGrant awaitLane(1: i64 request_id, 2: i32 timeout_ms)
+      throws (1: InvalidRequest invalid, 2: NotFound not_found, 3: PermissionDenied denied),
+  void releaseLane(1: i32 pid) throws (1: NotFound not_found, 2: PermissionDenied denied),
+  ShareStatus shareStatus(),
+  PlanApplied applyPlan(1: ApplyPlanRequest request)
+      throws (1: InvalidRequest invalid, 2: PermissionDenied denied),
+  void sharingOff() throws (1: PermissionDenied denied),
+  void setAutomatic(1: bool on, 2: double max_slowdown)
+      throws (1: InvalidRequest invalid, 2: PermissionDenied denied),
 }
 
 // --- the agent link -----------------------------------------------------------------------------

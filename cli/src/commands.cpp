@@ -3,6 +3,7 @@
 #include "fleetscope/cli/command.h"
 #include "fleetscope/cli/daemon_commands.h"
 #include "fleetscope/cli/prometheus_fleet.h"
+#include "fleetscope/cli/share_commands.h"
 #include "fleetscope/cli/store_commands.h"
 #include "fleetscope/export/export_command.h"
 #include "fleetscope/importers/import_command.h"
@@ -19,8 +20,11 @@ const std::vector<Command>& commands() {
        run_migrate_command},
       {"import", "import Kineto/PyTorch-profiler JSON or nsys SQLite exports into a trace database",
        importers::run_import_command},
-      {"run", "trace a command on the GPU with the fleetscope agent (like nsys profile)",
+      {"run",
+       "trace a command on the GPU with the fleetscope agent (like nsys profile); --share: in a "
+       "memory lane",
        [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) {
+         if (wants_share(a)) return run_shared_command(a, o, e, run_info_command);
          return launcher::run_run_command(a, o, e, run_info_command);
        }},
       {"analyze", "run the antipattern rules on a capture and store the findings",
@@ -45,6 +49,13 @@ const std::vector<Command>& commands() {
       {"share calibrate",
        "fit the interference model to co-location measurements (scripts/gpu-check)",
        sharer::run_share_calibrate_command},
+      {"share status", "the daemon's lanes, queued jobs, plans and sharing events",
+       run_share_status_command},
+      {"share apply", "send a plan to the daemon (--auto: measure and withdraw when too slow)",
+       run_share_apply_command},
+      {"share off", "stop sharing: new jobs unshared, lanes released as jobs end",
+       run_share_off_command},
+      {"share auto", "automatic mode on|off for the active plan", run_share_auto_command},
       {"sim", "simulate scheduling policies and GPU lanes on a job trace", sharer::run_sim_command},
       {"status", "the host daemon: agents, GPUs, open trace windows", run_status_command},
       {"jobs", "jobs running with the agent on this host, and their captures", run_jobs_command},

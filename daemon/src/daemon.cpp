@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -38,6 +40,13 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
     core = std::make_unique<DaemonCore>(config, err);
     servers = std::make_unique<ThriftServers>(*core, config);
     servers->start();
+    // The iteration gate beside the API socket; lane ledgers in /dev/shm unless
+    // FLEETSCOPE_LANE_DIR names another folder (the interposition library reads the same name).
+    const std::string gate_socket =
+        std::filesystem::path(config.socket).parent_path().append("gate.sock").string();
+    const char* ledger_directory = std::getenv("FLEETSCOPE_LANE_DIR");
+    core->sharing().start(gate_socket, ledger_directory ? ledger_directory : "", 200);
+    err << "fleetscoped: iteration gate on " << gate_socket << '\n';
     if (config.prometheus_port >= 0) {
       metrics = std::make_unique<MetricsEndpoint>(config.prometheus_address,
                                                   static_cast<int>(config.prometheus_port),

@@ -48,6 +48,8 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
   traces_->set_window_hooks(
       [this](int64_t id, const std::vector<int>& gpus) { pause_profiling_for(id, gpus); },
       [this](int64_t id, const std::vector<int>&) { resume_profiling_after(id); });
+  sharing_ = std::make_unique<SharingHost>(
+      *store_, [this] { return sharing_gpus(); }, clock_, log_);
   last_sample_ns_ = started_ns_;
   next_window_end_ns_ = started_ns_ + config_.metrics_window_s * 1'000'000'000;
   next_retention_ns_ = started_ns_;
@@ -126,6 +128,21 @@ void DaemonCore::tick() {
     if (result.captures_dropped > 0)
       log_ << "fleetscoped: retention dropped " << result.captures_dropped << " capture(s)\n";
   }
+}
+
+std::vector<sharer::ServiceGpu> DaemonCore::sharing_gpus() {
+  // The GPUs the sampler sees, with their memory: one lane allocator each.
+  std::vector<DeviceReading> devices = latest_devices();
+  if (devices.empty() && sampler_->available()) {
+    std::lock_guard lock(mutex_);
+    latest_ = sampler_->sample();
+    devices = latest_;
+  }
+  std::vector<sharer::ServiceGpu> gpus;
+  for (const auto& d : devices)
+    if (d.memory_total_bytes && *d.memory_total_bytes > 0)
+      gpus.push_back({d.index, d.uuid, *d.memory_total_bytes});
+  return gpus;
 }
 
 std::vector<DeviceReading> DaemonCore::latest_devices() const {
@@ -221,6 +238,7 @@ void DaemonCore::shutdown() {
   }
   traces_->set_window_hooks({}, {});  // DCGM is shut down with this object
   traces_->stop();
+  sharing_->stop();
   store_->add_workflow_metrics(rows);
   store_->close();
 }

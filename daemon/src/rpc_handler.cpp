@@ -62,7 +62,7 @@ rpc::Severity::type severity_of(const std::string& text) {
 
 rpc::VersionInfo RpcHandler::version() {
   rpc::VersionInfo v;
-  v.api_version = rpc::g_fleetscope_constants.API_VERSION_2;
+  v.api_version = rpc::g_fleetscope_constants.API_VERSION_3;
   v.daemon_version = FLEETSCOPE_DAEMON_VERSION;
   v.schema_version = core_.store().schema_version();
   v.__set_hostname(core_.hostname());

@@ -111,6 +111,21 @@ class HostAdapter : public rpc::FleetscopeHostIf {
   void traceProgress(rpc::TraceProgress& out, const int64_t id, const int32_t timeout_ms) override {
     out = handler().trace_progress(id, timeout_ms);
   }
+  void requestLane(rpc::LaneGrant& out, const rpc::LaneRequest& r) override {
+    out = handler().request_lane(r);
+  }
+  void awaitLane(rpc::LaneGrant& out, const int64_t id, const int32_t timeout_ms) override {
+    out = handler().await_lane(id, timeout_ms);
+  }
+  void releaseLane(const int32_t pid) override { handler().release_lane(pid); }
+  void shareStatus(rpc::ShareStatus& out) override { out = handler().share_status(); }
+  void applyPlan(rpc::PlanApplied& out, const rpc::ApplyPlanRequest& r) override {
+    out = handler().apply_plan(r);
+  }
+  void sharingOff() override { handler().sharing_off(); }
+  void setAutomatic(const bool on, const double max_slowdown) override {
+    handler().set_automatic(on, max_slowdown);
+  }
 
  private:
   RpcHandler& handler() {

@@ -2,6 +2,8 @@
 
 #include <thrift/transport/TTransportException.h>
 
+#include <nlohmann/json.hpp>
+
 #include "fleetscope/rpc/host_client.h"
 
 namespace fleetscope::gui {
@@ -80,12 +82,34 @@ std::optional<DaemonStatusView> DaemonClient::status(std::string& error) {
 }
 
 std::string DaemonClient::apply_blocker() const {
-  return connected() ? kNoSharingServiceReason : kNoDaemonReason;
+  return connected() ? std::string() : kNoDaemonReason;
 }
 
-bool DaemonClient::apply(const sharer::ConsolidationPlan&, std::string& error) {
-  error = apply_blocker();
-  return false;
+std::optional<int64_t> DaemonClient::apply(const sharer::ConsolidationPlan& plan,
+                                           std::string& error) {
+  if (!connected()) {
+    error = kNoDaemonReason;
+    return std::nullopt;
+  }
+  // What `fleetscope share apply PLAN.json` sends: the plan as `share plan --format json` writes
+  // it.
+  try {
+    rpc::HostConnection daemon(address_, timeout_ms_);
+    rpc::ApplyPlanRequest request;
+    request.plan_json = sharer::plan_to_json(plan).dump();
+    rpc::PlanApplied applied;
+    daemon->applyPlan(applied, request);
+    return applied.plan_id;
+  } catch (const rpc::InvalidRequest& e) {
+    error = address_ + ": the daemon refused the plan: " + e.message;
+  } catch (const rpc::PermissionDenied& e) {
+    error = address_ + ": permission denied: " + e.message;
+  } catch (const apache::thrift::transport::TTransportException& e) {
+    error = address_ + ": cannot reach fleetscoped (" + e.what() + "); is the daemon running?";
+  } catch (const std::exception& e) {
+    error = address_ + ": " + e.what();
+  }
+  return std::nullopt;
 }
 
 }  // namespace fleetscope::gui

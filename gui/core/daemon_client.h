@@ -8,10 +8,6 @@
 
 namespace fleetscope::gui {
 
-// Apply's reason while connected: the daemon's API (schema/fleetscope.thrift) has no call that
-// takes a consolidation plan yet.
-inline constexpr const char* kNoSharingServiceReason = "the daemon has no sharing service yet";
-
 class DaemonClient : public DaemonLink {
  public:
   // timeout_ms bounds connect, send and receive of each call (the GUI must not hang on a stuck
@@ -21,7 +17,7 @@ class DaemonClient : public DaemonLink {
   bool connect(const std::string& socket_path, std::string& error) override;
   std::optional<DaemonStatusView> status(std::string& error) override;
   std::string apply_blocker() const override;
-  bool apply(const sharer::ConsolidationPlan& plan, std::string& error) override;
+  std::optional<int64_t> apply(const sharer::ConsolidationPlan& plan, std::string& error) override;
 
  private:
   std::optional<DaemonStatusView> ask_status(const std::string& address, std::string& error) const;

@@ -60,8 +60,10 @@ class DaemonLink {
   virtual std::optional<DaemonStatusView> status(std::string& error) = 0;
   // Why Apply is not possible now (empty when it is).
   virtual std::string apply_blocker() const = 0;
-  // Hands the plan to the daemon's sharing service; false with `error` set on failure.
-  virtual bool apply(const sharer::ConsolidationPlan& plan, std::string& error) = 0;
+  // Hands the plan to the daemon's sharing service (FleetscopeHost.applyPlan, as `fleetscope
+  // share apply` does); the daemon's lane_plans id, or nothing with `error` set on failure.
+  virtual std::optional<int64_t> apply(const sharer::ConsolidationPlan& plan,
+                                       std::string& error) = 0;
 };
 
 // Apply's reason while no daemon is connected.

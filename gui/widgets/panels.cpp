@@ -154,10 +154,12 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   connect(apply_, &QPushButton::clicked, this, [this] {
     if (!state_) return;
     std::string error;
-    if (!daemon_.apply(state_->plan, error))
-      reason_->setText(QString::fromStdString(error));
+    if (auto plan_id = daemon_.apply(state_->plan, error))
+      reason_->setText(QString("Plan %1 applied by the daemon: new and restarted jobs of its "
+                               "workflows go to its lanes (fleetscope run --share).")
+                           .arg(*plan_id));
     else
-      reason_->setText("Plan handed to the daemon.");
+      reason_->setText(QString::fromStdString(error));
   });
   refresh_daemon_state();
 }

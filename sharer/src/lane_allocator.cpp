@@ -106,6 +106,21 @@ std::optional<Placement> LaneAllocator::admit(int64_t job_id, const MemoryDemand
   return placement;
 }
 
+std::optional<Placement> LaneAllocator::admit_into(int64_t job_id, const MemoryDemand& demand,
+                                                   int lane_id) {
+  if (job_lane_.count(job_id)) return std::nullopt;
+  Lane* lane = mutable_lane(lane_id);
+  if (!lane || lane->solo) return std::nullopt;
+  const int64_t need = required_bytes_with(lane->load, demand, margin_);
+  const int64_t grow_by = std::max<int64_t>(0, need - lane->capacity_bytes);
+  if (grow_by > adjacent_free(*lane)) return std::nullopt;
+  if (grow_by > 0) grow(*lane, grow_by);
+  lane->load.add(demand, margin_);
+  lane->jobs.push_back(LaneJob{job_id, demand});
+  job_lane_[job_id] = lane->id;
+  return Placement{lane->id, false, lane->capacity_bytes - need, grow_by};
+}
+
 void LaneAllocator::grow(Lane& lane, int64_t bytes) {
   // Take from the free segment after the lane first, then extend the lane downwards.
   auto after = free_.find(lane.offset_bytes + lane.capacity_bytes);

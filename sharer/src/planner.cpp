@@ -106,8 +106,19 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   std::vector<OpenGpu> open;
   plan.jobs.resize(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
-    plan.jobs[i] = PlannedJob{
-        jobs[i].job_id, jobs[i].workflow, jobs[i].gpu, "", -1, false, 1.0, 1.0, bounds[i], ""};
+    plan.jobs[i] = PlannedJob{jobs[i].job_id,
+                              jobs[i].workflow,
+                              jobs[i].gpu,
+                              "",
+                              -1,
+                              false,
+                              1.0,
+                              1.0,
+                              bounds[i],
+                              "",
+                              jobs[i].persistent_bytes,
+                              jobs[i].ephemeral_peak_bytes,
+                              jobs[i].iteration_ns};
   }
 
   auto try_place = [&](OpenGpu& gpu, size_t job) -> bool {
@@ -416,7 +427,10 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
                        {"moved", job.moved},
                        {"predicted_slowdown", job.predicted_slowdown},
                        {"worst_case_slowdown", job.worst_case_slowdown},
-                       {"max_slowdown", job.max_slowdown}};
+                       {"max_slowdown", job.max_slowdown},
+                       {"persistent_bytes", job.persistent_bytes},
+                       {"ephemeral_peak_bytes", job.ephemeral_peak_bytes},
+                       {"solo_iteration_ns", job.solo_iteration_ns}};
     if (!job.reason.empty()) row["reason"] = job.reason;
     out["jobs"].push_back(row);
   }

@@ -14,6 +14,7 @@
 #include "harness.h"
 #include "main_window.h"
 #include "panels.h"
+#include "session.h"
 
 namespace fleetscope::gui {
 namespace {
@@ -83,9 +84,40 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
   EXPECT_TRUE(summary.contains("1 agent(s), 2 GPU(s), 1 open trace window(s)"))
       << summary.toStdString();
 
-  // Connected, but the daemon's API has no sharing call: Apply stays disabled and says so.
+  // Connected, but nothing analysed: no plan to apply yet.
   EXPECT_FALSE(window.sharing_panel()->apply_button()->isEnabled());
-  EXPECT_EQ(window.sharing_panel()->apply_reason()->text(), kNoSharingServiceReason);
+  EXPECT_EQ(window.sharing_panel()->apply_reason()->text(), "No plan to apply.");
+
+  // A plan of two jobs that leave their GPUs mostly idle: Apply hands it to the daemon's sharing
+  // service, which records it in lane_plans (what `fleetscope share status` shows).
+  SharingState sharing;
+  for (const char* workflow : {"wa", "wb"}) {
+    sharer::JobProfile job;
+    job.job_id = std::string(workflow) + "@host.db#capture1/gpu0";
+    job.workflow = workflow;
+    job.gpu = std::string("host.db#capture1/gpu") + (workflow[1] == 'a' ? "0" : "1");
+    job.persistent_bytes = int64_t{4} << 30;
+    job.ephemeral_peak_bytes = int64_t{2} << 30;
+    job.gpu_capacity_bytes = int64_t{80} << 30;
+    job.utilization = 0.2;
+    job.iteration_ns = 10'000'000;
+    sharing.jobs.push_back(job);
+  }
+  sharer::PlannerOptions options;
+  options.max_slowdown = 3;
+  sharing.plan = sharer::plan_consolidation(sharing.jobs, options);
+  window.sharing_panel()->set_state(&sharing);
+  ASSERT_TRUE(window.sharing_panel()->apply_button()->isEnabled())
+      << window.sharing_panel()->apply_reason()->text().toStdString();
+  window.sharing_panel()->apply_button()->click();
+  EXPECT_TRUE(window.sharing_panel()->apply_reason()->text().startsWith("Plan 1 applied"))
+      << window.sharing_panel()->apply_reason()->text().toStdString();
+  rpc::ShareStatus share;
+  api->shareStatus(share);
+  ASSERT_EQ(share.plans.size(), 1u);
+  EXPECT_TRUE(share.plans[0].active);
+  EXPECT_EQ(share.plans[0].workflows, (std::vector<std::string>{"wa", "wb"}));
+  window.sharing_panel()->set_state(nullptr);
 
   // The daemon goes away: Refresh says it cannot be reached and empties the tables.
   agent.reset();

@@ -26,7 +26,9 @@ constexpr const char* kDescription =
     "By default the window covers the whole run; --iterations counts NVTX ranges named\n"
     "ProfilerStep#N or step (see --step-names), from the next step on. Each process's rows are\n"
     "committed batch by batch: a job stopped by SIGTERM, SIGINT or abort() keeps what was\n"
-    "flushed, and its capture says 'partial' in its note.";
+    "flushed, and its capture says 'partial' in its note.\n"
+    "With --share (or --share-if-planned) CMD runs in a GPU memory lane the host daemon grants\n"
+    "(see `fleetscope run --share --help`).";
 
 struct RunOptions {
   int64_t delay_ms = 0, duration_ms = 0, iterations = 0, buffer_size_kb = 0, buffer_pool_mb = 0;

@@ -1,6 +1,7 @@
 #include "fleetscope/lanes/gate_arbiter.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace fleetscope::lanes {
 
@@ -51,6 +52,9 @@ void GateArbiter::record_locked(const std::string& lane_id, uint64_t member_id,
   auto member = members_.find(member_id);
   event.pid = member != members_.end() ? member->second.pid : 0;
   event.kind = kind;
+  event.monotonic_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
   events_.push_back(std::move(event));
   if (events_.size() > kMaxEvents) events_.pop_front();
 }
@@ -140,6 +144,13 @@ std::optional<pid_t> GateArbiter::member_pid(uint64_t member_id) const {
 std::vector<GateEvent> GateArbiter::events() const {
   std::lock_guard lock(mutex_);
   return {events_.begin(), events_.end()};
+}
+
+std::vector<GateEvent> GateArbiter::events_since(uint64_t sequence) const {
+  std::lock_guard lock(mutex_);
+  auto first = std::partition_point(events_.begin(), events_.end(),
+                                    [&](const GateEvent& e) { return e.sequence <= sequence; });
+  return {first, events_.end()};
 }
 
 }  // namespace fleetscope::lanes

@@ -153,7 +153,9 @@ bool GateServer::handle_line(int fd, Connection& connection, const std::string& 
               std::to_string(connection.peer_pid) + ")";
       hello.reset();
     }
-    if (hello && connection.peer_uid != ::geteuid() && connection.peer_uid != 0) {
+    if (hello && admission_) {
+      if (!admission_(hello->lane_id, hello->pid, connection.peer_uid, &error)) hello.reset();
+    } else if (hello && connection.peer_uid != ::geteuid() && connection.peer_uid != 0) {
       error = "uid " + std::to_string(connection.peer_uid) + " may not join this arbiter's lanes";
       hello.reset();
     }

@@ -283,7 +283,7 @@ TEST(DaemonProcess, OversizedAndMalformedFramesAreRefusedWithoutHarm) {
   ApiClient api(daemon.api_socket);
   rpc::VersionInfo version;
   api->version(version);
-  EXPECT_EQ(version.api_version, 2);
+  EXPECT_EQ(version.api_version, 3);
   EXPECT_EQ(daemon.stop(), 0);
 }
 

@@ -67,7 +67,7 @@ TEST_F(Fixture, WithoutNvmlTheDaemonSaysSoOnceAndWorks) {
   EXPECT_FALSE(status.device_sampling);
   EXPECT_TRUE(status.devices.empty());
   EXPECT_NE(status.device_sampling_note.find("no-such-libnvidia-ml.so"), std::string::npos);
-  EXPECT_EQ(api.version().api_version, 2);
+  EXPECT_EQ(api.version().api_version, 3);
 }
 
 TEST_F(Fixture, WindowLifecycleCommitsBatchesAndAnalyzes) {

@@ -76,6 +76,13 @@ TEST(GateArbiter, LanesAreIndependentAndReleaseDoesNotRequeue) {
   EXPECT_EQ(events.back().kind, GateEventKind::kReleased);
   EXPECT_EQ(events.back().pid, 1);
   EXPECT_EQ(gate_event_name(GateEventKind::kGranted), "granted");
+  // A poller's cursor: only what came after it, in order, with monotonic times.
+  auto later = arbiter.events_since(events[events.size() - 3].sequence);
+  ASSERT_EQ(later.size(), 2u);
+  EXPECT_EQ(later[1].sequence, events.back().sequence);
+  EXPECT_LE(later[0].monotonic_ns, later[1].monotonic_ns);
+  EXPECT_GT(later[0].monotonic_ns, 0);
+  EXPECT_TRUE(arbiter.events_since(events.back().sequence).empty());
 }
 
 TEST(GateProtocol, LinesRoundTrip) {

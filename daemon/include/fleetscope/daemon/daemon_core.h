@@ -17,6 +17,7 @@
 #include "fleetscope/daemon/host_store.h"
 #include "fleetscope/daemon/nvml_sampler.h"
 #include "fleetscope/daemon/registry.h"
+#include "fleetscope/daemon/sharing_host.h"
 #include "fleetscope/daemon/trace_control.h"
 #include "fleetscope/daemon/workflow_metrics.h"
 
@@ -36,6 +37,7 @@ class DaemonCore {
   Registry& registry() { return registry_; }
   HostStore& store() { return *store_; }
   TraceControl& traces() { return *traces_; }
+  SharingHost& sharing() { return *sharing_; }
   DaemonConfig config() const;
   const std::string& hostname() const { return hostname_; }
   int64_t started_ns() const { return started_ns_; }
@@ -76,8 +78,10 @@ class DaemonCore {
       profiling_windows_;  // open window -> GPUs paused (empty: all)
   void pause_profiling_for(int64_t capture_id, const std::vector<int>& gpus);
   void resume_profiling_after(int64_t capture_id);
-  void apply_profiling_pauses();  // dcgm_mutex_ held
-  mutable std::mutex mutex_;      // guards latest_, aggregator_, config_, timing below
+  void apply_profiling_pauses();          // dcgm_mutex_ held
+  std::unique_ptr<SharingHost> sharing_;  // its GPUs are the sampler's (sharing_gpus())
+  std::vector<sharer::ServiceGpu> sharing_gpus();
+  mutable std::mutex mutex_;  // guards latest_, aggregator_, config_, timing below
   std::vector<DeviceReading> latest_;
   std::vector<ProfilingReading> latest_profiling_;
   WorkflowAggregator aggregator_;

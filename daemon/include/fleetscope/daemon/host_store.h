@@ -91,6 +91,24 @@ class HostStore {
   RetentionResult apply_retention(const RetentionPolicy& policy, int64_t now_ns);
   int64_t size_bytes();
 
+  // The sharing service's records (host_store_sharing.cpp): what was planned (lane_plans) and
+  // what was done (sharing_events), written here so the daemon stays the single writer.
+  struct LanePlanRow {
+    int64_t id = 0, created_ns = 0;
+    std::string policy, plan_json;
+    bool applied = false;
+  };
+  struct SharingEventRow {
+    int64_t ts_ns = 0;
+    std::optional<int64_t> plan_id;
+    std::string kind, detail_json;
+  };
+  int64_t add_lane_plan(int64_t created_ns, const std::string& policy,
+                        const std::string& plan_json);
+  void add_sharing_events(const std::vector<SharingEventRow>& rows);
+  std::vector<LanePlanRow> lane_plans(int limit);          // newest first
+  std::vector<SharingEventRow> sharing_events(int limit);  // the latest, oldest first
+
   void flush();  // commits every row appended so far
   void close();  // flush, checkpoint, close (the file stays in WAL mode for readers)
 

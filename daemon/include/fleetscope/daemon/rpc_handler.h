@@ -29,9 +29,22 @@ class RpcHandler {
   rpc::TraceStarted start_trace_of_workflow(const rpc::TraceByName& request);
   rpc::TraceProgress trace_progress(int64_t capture_id, int32_t timeout_ms);
 
+  // The sharing service (rpc_sharing.cpp). A non-root caller asks lanes for its own processes
+  // only; applying plans, switching sharing off and automatic mode need root (or the daemon's
+  // uid): they decide for every user's jobs on the host.
+  rpc::LaneGrant request_lane(const rpc::LaneRequest& request);
+  rpc::LaneGrant await_lane(int64_t request_id, int32_t timeout_ms);
+  void release_lane(int32_t pid);
+  rpc::ShareStatus share_status();
+  rpc::PlanApplied apply_plan(const rpc::ApplyPlanRequest& request);
+  void sharing_off();
+  void set_automatic(bool on, double max_slowdown);
+
   const Caller& caller() const { return caller_; }
 
  private:
+  void check_sharing_admin(const std::string& what);
+  rpc::LaneGrant to_grant(const sharer::LaneTicket& ticket);
   void check_capture_access(int64_t capture_id);
   bool may_see_workflow(const std::string& workflow);
 

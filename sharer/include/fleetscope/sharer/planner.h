@@ -33,6 +33,11 @@ struct PlannedJob {
   double worst_case_slowdown = 1.0;  // the bound checked against max_slowdown
   double max_slowdown = 1.2;
   std::string reason;
+  // The job's measured figures, carried into the plan JSON so that the daemon's sharing service
+  // can size a planned lane for a restarted job and compare its measured iteration time.
+  int64_t persistent_bytes = 0;
+  int64_t ephemeral_peak_bytes = 0;
+  int64_t solo_iteration_ns = 0;
 };
 
 struct PlannedLane {

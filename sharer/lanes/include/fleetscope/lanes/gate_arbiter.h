@@ -28,6 +28,9 @@ struct GateEvent {
   uint64_t member_id = 0;
   pid_t pid = 0;
   GateEventKind kind = GateEventKind::kJoined;
+  // CLOCK_MONOTONIC when it happened: a member's kWaiting events are its step boundaries, so
+  // their spacing is its iteration time in the lane (the daemon's slowdown measurement).
+  int64_t monotonic_ns = 0;
 };
 
 std::string_view gate_event_name(GateEventKind kind);
@@ -54,6 +57,8 @@ class GateArbiter {
   std::optional<pid_t> member_pid(uint64_t member_id) const;
   // The last events (at most 10,000 kept), oldest first.
   std::vector<GateEvent> events() const;
+  // The kept events after `sequence` (a poller's cursor), oldest first.
+  std::vector<GateEvent> events_since(uint64_t sequence) const;
 
  private:
   struct Member {

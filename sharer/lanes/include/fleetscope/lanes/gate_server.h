@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -21,6 +22,12 @@ class GateServer {
   ~GateServer();
   GateServer(const GateServer&) = delete;
   GateServer& operator=(const GateServer&) = delete;
+
+  // Who may join which lane, decided by the host instead of the same-uid rule (the daemon runs
+  // as root and admits a job to a lane it granted to that job's uid). Set before start().
+  using Admission =
+      std::function<bool(const std::string& lane_id, pid_t pid, uid_t uid, std::string* reason)>;
+  void set_admission(Admission admission) { admission_ = std::move(admission); }
 
   // Binds (replacing a stale socket file, never any other kind of file), listens, starts the
   // thread. False and `error` on failure.
@@ -54,6 +61,7 @@ class GateServer {
   std::thread thread_;
   std::map<int, Connection> connections_;
   std::map<uint64_t, int> member_fds_;
+  Admission admission_;
 };
 
 }  // namespace fleetscope::lanes

@@ -1,0 +1,153 @@
+// RpcHandler's sharing calls driven directly (no sockets): per-user rules, lanes granted to real
+// processes (this test's), the ledger the daemon creates, and the rows written to the host store.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fleetscope/daemon/daemon_core.h"
+#include "fleetscope/daemon/rpc_handler.h"
+#include "fleetscope/lanes/lane_segment.h"
+#include "fleetscope/store/database.h"
+#include "temp_dir.h"
+
+namespace fleetscope::daemon {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+// A uid that is neither root nor this test's.
+const uid_t kStranger = ::geteuid() == 4242 ? 4243 : 4242;
+
+struct SharingRpc : ::testing::Test {
+  test_support::TempDir dir;
+  std::ostringstream log;
+  int64_t now = 1'700'000'000'000'000'000;
+  std::unique_ptr<DaemonCore> core;
+
+  void SetUp() override {
+    ::setenv("FLEETSCOPE_NVML_STANDIN_DEVICES", "1", 1);
+    DaemonConfig config;
+    config.database = dir.file("host.db");
+    config.nvml_library = NVML_STANDIN;
+    core = std::make_unique<DaemonCore>(config, log, [this] { return now; });
+    core->sharing().set_ledger_directory(dir.path().string());
+  }
+  RpcHandler owner() { return RpcHandler(*core, Caller{::getpid(), ::geteuid()}); }
+  RpcHandler stranger() { return RpcHandler(*core, Caller{1, kStranger}); }
+  static rpc::LaneRequest lane_request(int64_t p, int64_t t) {
+    rpc::LaneRequest request;
+    request.pid = 0;  // the caller
+    request.workflow = "train";
+    request.__set_persistent_bytes(p);
+    request.__set_ephemeral_bytes(t);
+    return request;
+  }
+  int64_t count(const std::string& table) {
+    core->store().flush();
+    auto db = store::Database::open(dir.file("host.db"));
+    auto s = db.prepare("SELECT count(*) FROM " + table);
+    s.step();
+    return s.column_int(0);
+  }
+};
+
+TEST_F(SharingRpc, AJobGetsALaneWithALedgerAndStatusShowsItOnlyToItsOwner) {
+  auto api = owner();
+  auto grant = api.request_lane(lane_request(2 * kGiB, kGiB));
+  ASSERT_EQ(grant.state, rpc::LaneState::GRANTED) << grant.reason;
+  EXPECT_EQ(grant.gpu_uuid, "GPU-5eed0000-0000-0000-0000-000000000000");
+  EXPECT_GE(grant.lane_bytes, 3 * kGiB);
+  EXPECT_EQ(grant.ledger_directory, dir.path().string());
+  // The daemon created the ledger with the lane's capacity: the job's own value cannot raise it.
+  std::string error;
+  auto ledger = lanes::LaneSegment::open_existing(
+      lanes::LaneSegment::path_for_lane(dir.path().string(), grant.lane_id), &error);
+  ASSERT_TRUE(ledger) << error;
+  EXPECT_EQ(ledger->capacity(), static_cast<uint64_t>(grant.lane_bytes));
+
+  auto mine = api.share_status();
+  ASSERT_EQ(mine.lanes.size(), 1u);
+  ASSERT_EQ(mine.lanes[0].jobs.size(), 1u);
+  EXPECT_EQ(mine.lanes[0].jobs[0].pid, ::getpid());
+  auto theirs = stranger().share_status();
+  ASSERT_EQ(theirs.lanes.size(), 1u);  // the lane and its size are the host's
+  EXPECT_TRUE(theirs.lanes[0].jobs.empty()) << "whose job is in it is not";
+  EXPECT_TRUE(theirs.events.size() == mine.events.size());
+
+  // Twice for the same process is refused; another user may not release it.
+  EXPECT_THROW(api.request_lane(lane_request(kGiB, kGiB)), rpc::InvalidRequest);
+  EXPECT_THROW(stranger().release_lane(::getpid()), rpc::PermissionDenied);
+  api.release_lane(::getpid());
+  EXPECT_TRUE(api.share_status().lanes.empty());
+  EXPECT_FALSE(std::filesystem::exists(
+      lanes::LaneSegment::path_for_lane(dir.path().string(), grant.lane_id)));
+  EXPECT_THROW(api.release_lane(::getpid()), rpc::NotFound);
+  EXPECT_EQ(count("sharing_events"), 2);  // job_admitted, job_released
+}
+
+TEST_F(SharingRpc, NobodyAsksALaneForAnotherUsersProcess) {
+  rpc::LaneRequest request = lane_request(kGiB, kGiB);
+  request.pid = ::getpid();
+  try {
+    stranger().request_lane(request);
+    FAIL() << "a lane for another user's process was granted";
+  } catch (const rpc::PermissionDenied& e) {
+    EXPECT_NE(e.message.find("belongs to uid"), std::string::npos) << e.message;
+  }
+  request.pid = 0x3ffffff0;  // no such process
+  EXPECT_THROW(owner().request_lane(request), rpc::InvalidRequest);
+}
+
+TEST_F(SharingRpc, PlansSharingOffAndAutomaticModeNeedRoot) {
+  rpc::ApplyPlanRequest plan;
+  plan.plan_json = R"({"gpus": [], "jobs": []})";
+  EXPECT_THROW(stranger().apply_plan(plan), rpc::PermissionDenied);
+  EXPECT_THROW(stranger().sharing_off(), rpc::PermissionDenied);
+  EXPECT_THROW(stranger().set_automatic(true, 1.5), rpc::PermissionDenied);
+  EXPECT_EQ(count("lane_plans"), 0);
+}
+
+TEST_F(SharingRpc, APlanIsStoredInLanePlansAndBadPlansAreRefusedClearly) {
+  auto api = owner();
+  rpc::ApplyPlanRequest bad;
+  bad.plan_json = "{\"gpus\": [";
+  try {
+    api.apply_plan(bad);
+    FAIL();
+  } catch (const rpc::InvalidRequest& e) {
+    EXPECT_NE(e.message.find("not JSON (byte"), std::string::npos) << e.message;
+  }
+  rpc::ApplyPlanRequest plan;
+  plan.plan_json =
+      R"({"gpus": [{"gpu": "gpu0", "lanes": [{"lane_id": 0, "capacity_bytes": 12884901888}]}],
+    "jobs": [{"job_id": "a", "workflow": "wa", "to_gpu": "gpu0", "lane_id": 0,
+              "persistent_bytes": 4294967296, "ephemeral_peak_bytes": 2147483648,
+              "solo_iteration_ns": 10000000},
+             {"job_id": "b", "workflow": "wb", "to_gpu": "gpu0", "lane_id": 0,
+              "persistent_bytes": 4294967296, "ephemeral_peak_bytes": 2147483648}]})";
+  plan.__set_automatic(true);
+  plan.__set_max_slowdown(1.5);
+  auto applied = api.apply_plan(plan);
+  EXPECT_EQ(applied.workflows, (std::vector<std::string>{"wa", "wb"}));
+  EXPECT_EQ(count("lane_plans"), 1);
+  auto status = api.share_status();
+  ASSERT_EQ(status.plans.size(), 1u);
+  EXPECT_TRUE(status.plans[0].active);
+  EXPECT_TRUE(status.automatic);
+  // The planned workflow's job needs no memory figures: the plan has them.
+  rpc::LaneRequest request;
+  request.pid = 0;
+  request.workflow = "wa";
+  request.__set_planned_only(true);
+  auto grant = api.request_lane(request);
+  ASSERT_EQ(grant.state, rpc::LaneState::GRANTED) << grant.reason;
+  EXPECT_EQ(grant.plan_id, applied.plan_id);
+  EXPECT_EQ(grant.lane_bytes, 12884901888);
+  api.sharing_off();
+  EXPECT_FALSE(api.share_status().plans[0].active);
+  EXPECT_THROW(api.await_lane(987654, 0), rpc::NotFound);
+  EXPECT_THROW(api.set_automatic(true, 0.5), rpc::InvalidRequest);
+}
+
+}  // namespace
+}  // namespace fleetscope::daemon
