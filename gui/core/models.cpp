@@ -1,6 +1,7 @@
 #include "models.h"
 
 #include <QColor>
+#include <QDateTime>
 #include <QString>
 
 #include "fleetscope/analyzer/report_document.h"
@@ -232,6 +233,40 @@ QVariant StoredPlansModel::cell(const StoredPlan& p, int column, int role) const
       return p.applied ? QString("yes") : QString("no");
     case 4:
       return q(p.plan_json);
+  }
+  return {};
+}
+
+SharingEventsModel::SharingEventsModel(QObject* parent)
+    : RowTableModel({"Time (UTC)", "Event", "Plan", "Job", "GPU", "Lane", "Detail"}, parent) {}
+
+QVariant SharingEventsModel::cell(const SharingEvent& e, int column, int role) const {
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  switch (column) {
+    case time: {
+      if (sort) return qlonglong(e.ts_ns);
+      // The daemon stamps events with the wall clock (ns since the epoch).
+      const auto when = QDateTime::fromMSecsSinceEpoch(e.ts_ns / 1'000'000, Qt::UTC);
+      return when.toString("yyyy-MM-dd hh:mm:ss.zzz");
+    }
+    case kind:
+      return q(e.kind);
+    case plan:
+      if (!e.plan_id) return sort ? QVariant(qlonglong(-1)) : QVariant(QString("—"));
+      return qlonglong(*e.plan_id);
+    case job: {
+      if (sort && e.pid) return qlonglong(*e.pid);
+      QString text = e.pid ? QString("pid %1").arg(*e.pid) : QString();
+      if (!e.workflow.empty()) text += (text.isEmpty() ? "" : " ") + q(e.workflow);
+      return text;
+    }
+    case gpu:
+      return q(e.gpu);
+    case lane:
+      return q(e.lane);
+    case detail:
+      return q(e.detail_json);
   }
   return {};
 }

@@ -1,5 +1,6 @@
-// The GUI's table models: fleet, findings, range aggregate, SQL results, sharing plan jobs and
-// recorded plans, key/value details. Each is a RowTableModel over rows the libraries produce.
+// The GUI's table models: fleet, findings, range aggregate, SQL results, sharing plan jobs,
+// recorded plans and sharing events, key/value details. Each is a RowTableModel over rows the
+// libraries produce.
 #pragma once
 
 #include <optional>
@@ -92,6 +93,17 @@ class StoredPlansModel : public RowTableModel<StoredPlan> {
 
  protected:
   QVariant cell(const StoredPlan& row, int column, int role) const override;
+};
+
+// The sharing service's decisions (sharing_events): who was given which lane, queued, released,
+// and the plans applied, withdrawn and switched off.
+class SharingEventsModel : public RowTableModel<SharingEvent> {
+ public:
+  enum Column { time, kind, plan, job, gpu, lane, detail };
+  explicit SharingEventsModel(QObject* parent = nullptr);
+
+ protected:
+  QVariant cell(const SharingEvent& row, int column, int role) const override;
 };
 
 using KeyValue = std::pair<std::string, std::string>;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "fleetscope/analyzer/attribution.h"
@@ -96,6 +97,24 @@ sharer::JobProfile job_profile(const analyzer::ConsolidationCandidate& c,
   return job;
 }
 
+SharingEvent sharing_event(int64_t ts_ns, std::optional<int64_t> plan_id, std::string kind,
+                           std::string detail_json) {
+  SharingEvent e{ts_ns, plan_id, std::move(kind), std::move(detail_json), std::nullopt, {}, {}, {}};
+  // A detail that is not a JSON object is still shown whole in the detail column.
+  const auto detail = nlohmann::json::parse(e.detail_json, nullptr, /*allow_exceptions=*/false);
+  if (!detail.is_object()) return e;
+  auto text = [&](const char* key) {
+    auto it = detail.find(key);
+    return it != detail.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (auto it = detail.find("pid"); it != detail.end() && it->is_number_integer())
+    e.pid = it->get<int64_t>();
+  e.workflow = text("workflow");
+  e.gpu = text("gpu");
+  e.lane = text("lane");
+  return e;
+}
+
 SessionAnalysis analyze_session(const Session& session, const Progress& progress,
                                 const std::atomic<bool>* cancel) {
   SessionAnalysis out;
@@ -176,6 +195,22 @@ SessionAnalysis analyze_session(const Session& session, const Progress& progress
     while (st.step())
       out.sharing.stored.push_back({st.column_int(0), st.column_int(1), st.column_text(2),
                                     st.column_text(3), st.column_int(4) != 0});
+  }
+  {
+    auto st = reader->database().prepare(
+        "SELECT ts, plan_id, kind, detail FROM sharing_events ORDER BY rowid DESC LIMIT ?");
+    st.bind(1, int64_t{kMaxSharingEvents} + 1);
+    while (st.step()) {
+      if (out.sharing.events.size() == size_t(kMaxSharingEvents)) {
+        out.sharing.events_truncated = true;
+        break;
+      }
+      out.sharing.events.push_back(sharing_event(
+          st.column_int(0),
+          st.column_is_null(1) ? std::nullopt : std::optional<int64_t>(st.column_int(1)),
+          st.column_text(2), st.column_text(3)));
+    }
+    std::reverse(out.sharing.events.begin(), out.sharing.events.end());
   }
   for (const auto& c : out.sharing.candidates) {
     // Without measured memory P = T = 0 would pass any safety check: such jobs cannot be placed.

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,8 +85,25 @@ struct StoredPlan {
   std::string plan_json;
   bool applied = false;
 };
+// A sharing_events row (what the daemon's sharing service decided), with the fields that most
+// kinds carry in their detail JSON (sharer/src/sharing_service.cpp) taken out for the table.
+struct SharingEvent {
+  int64_t ts_ns = 0;
+  std::optional<int64_t> plan_id;
+  std::string kind;
+  std::string detail_json;
+  std::optional<int64_t> pid;
+  std::string workflow, gpu, lane;  // empty when the event does not name them
+};
+SharingEvent sharing_event(int64_t ts_ns, std::optional<int64_t> plan_id, std::string kind,
+                           std::string detail_json);
+// The sharing panel shows at most this many events, the latest ones.
+inline constexpr int kMaxSharingEvents = 1000;
+
 struct SharingState {
   std::vector<StoredPlan> stored;
+  std::vector<SharingEvent> events;  // oldest first
+  bool events_truncated = false;     // more than kMaxSharingEvents in the database
   std::vector<analyzer::ConsolidationCandidate> candidates;
   std::vector<sharer::JobProfile> jobs;  // the candidates the planner can place
   sharer::ConsolidationPlan plan;

@@ -139,10 +139,16 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   auto* stored_proxy = new QSortFilterProxyModel(this);
   stored_proxy->setSourceModel(stored_);
   auto* stored_table = make_table(stored_proxy, split);
+  // Under the plans, what the daemon's sharing service did with them (sharing_events).
+  events_ = new SharingEventsModel(this);
+  auto* events_proxy = new QSortFilterProxyModel(this);
+  events_proxy->setSourceModel(events_);
+  events_table_ = make_table(events_proxy, split);
   split->addWidget(candidates_table_);
   split->addWidget(tree_);
   split->addWidget(jobs_table);
   split->addWidget(stored_table);
+  split->addWidget(events_table_);
   layout->addWidget(split, 1);
   auto* row = new QHBoxLayout;
   apply_ = new QPushButton("Apply plan", this);
@@ -180,6 +186,7 @@ void SharingPanel::set_state(const SharingState* state) {
     jobs_->set_rows({});
     candidates_->set_rows({});
     stored_->set_rows({});
+    events_->set_rows({});
     summary_->clear();
   } else {
     model_->set_plan(state->plan, state->jobs);
@@ -188,6 +195,8 @@ void SharingPanel::set_state(const SharingState* state) {
     candidates_->set_rows(state->candidates);
     candidates_table_->resizeColumnsToContents();
     stored_->set_rows(state->stored);
+    events_->set_rows(state->events);
+    events_table_->resizeColumnsToContents();
     QString text = QString("Current plan: %1 job(s) on %2 GPU(s) → %3 GPU(s), %4 GPU(s) freed.")
                        .arg(state->plan.jobs.size())
                        .arg(state->plan.gpus_before)
@@ -198,7 +207,10 @@ void SharingPanel::set_state(const SharingState* state) {
           "No job can be planned: the planner needs each job's measured memory (P, T) and its "
           "GPU's capacity.";
     for (const auto& s : state->skipped) text += "\nLeft out: " + QString::fromStdString(s);
-    text += QString("\nRecorded plans (lane_plans): %1.").arg(state->stored.size());
+    text += QString("\nRecorded plans (lane_plans): %1; sharing events (sharing_events): %2%3.")
+                .arg(state->stored.size())
+                .arg(state->events.size())
+                .arg(state->events_truncated ? " (the latest)" : "");
     summary_->setText(text);
   }
   refresh_daemon_state();

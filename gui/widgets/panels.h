@@ -72,6 +72,7 @@ class SharingPanel : public QWidget {
   PlanJobsModel* jobs_model() const { return jobs_; }
   CandidatesModel* candidates_model() const { return candidates_; }
   StoredPlansModel* stored_model() const { return stored_; }
+  SharingEventsModel* events_model() const { return events_; }
   QPushButton* apply_button() const { return apply_; }
   QLabel* apply_reason() const { return reason_; }
 
@@ -83,6 +84,8 @@ class SharingPanel : public QWidget {
   CandidatesModel* candidates_;
   QTableView* candidates_table_;
   StoredPlansModel* stored_;
+  SharingEventsModel* events_;
+  QTableView* events_table_;
   QTreeView* tree_;
   QLabel* summary_;
   QLabel* reason_;

@@ -4,6 +4,7 @@
 
 #include <QAbstractItemModelTester>
 
+#include "fleetscope/store/database.h"
 #include "fleetscope/store/reader.h"
 #include "gui_fixture.h"
 #include "models.h"
@@ -110,6 +111,47 @@ TEST_F(ModelsTest, AggregateSqlPlanStoredAndKeyValueModels) {
   Tester t5(&kv, kFatal);
   kv.set_rows({{"name", "gemm"}});
   EXPECT_EQ(kv.index(0, 1).data().toString(), "gemm");
+}
+
+TEST_F(ModelsTest, SharingEventsModelShowsTheDatabasesSharingEvents) {
+  {
+    auto db = store::Database::open(path_, store::OpenMode::read_write);
+    db.exec(
+        "INSERT INTO lane_plans(id, created_ns, policy, plan, applied) VALUES "
+        "(4, 1700000000000000000, 'fifo', '{}', 1);"
+        "INSERT INTO sharing_events(ts, plan_id, kind, detail) VALUES "
+        "(1700000000000000000, 4, 'plan_applied', '{\"workflows\":[\"train\"]}'),"
+        "(1700000001250000000, 4, 'job_admitted', '{\"pid\":4242,\"uid\":1000,"
+        "\"workflow\":\"train\",\"gpu\":\"GPU-abc\",\"gpu_index\":0,\"lane\":\"lane-1\"}'),"
+        "(1700000002000000000, NULL, 'job_unshared', 'not json');");
+  }
+  const SessionAnalysis analysis = analyze_session(*open_session(path_));
+  ASSERT_EQ(analysis.sharing.events.size(), 3u);
+  EXPECT_FALSE(analysis.sharing.events_truncated);
+
+  SharingEventsModel events;
+  Tester tester(&events, kFatal);
+  events.set_rows(analysis.sharing.events);
+  ASSERT_EQ(events.rowCount(), 3);
+  using C = SharingEventsModel;
+  auto text = [&](int row, int column) { return events.index(row, column).data().toString(); };
+  // Oldest first, as written.
+  EXPECT_EQ(text(0, C::kind), "plan_applied");
+  EXPECT_EQ(text(0, C::time), "2023-11-14 22:13:20.000");
+  EXPECT_EQ(text(0, C::plan), "4");
+  EXPECT_EQ(text(0, C::job), "");
+  EXPECT_EQ(text(1, C::kind), "job_admitted");
+  EXPECT_EQ(text(1, C::time), "2023-11-14 22:13:21.250");
+  EXPECT_EQ(text(1, C::job), "pid 4242 train");
+  EXPECT_EQ(text(1, C::gpu), "GPU-abc");
+  EXPECT_EQ(text(1, C::lane), "lane-1");
+  EXPECT_TRUE(text(1, C::detail).contains("\"uid\":1000"));
+  EXPECT_EQ(events.index(1, C::time).data(kSortRole).toLongLong(), 1700000001250000000);
+  // No plan, and a detail that is not JSON: shown whole, the other columns empty.
+  EXPECT_EQ(text(2, C::kind), "job_unshared");
+  EXPECT_EQ(text(2, C::plan), "—");
+  EXPECT_EQ(text(2, C::detail), "not json");
+  EXPECT_EQ(text(2, C::lane), "");
 }
 
 TEST_F(ModelsTest, TrackModelNestsHostProcessGpuStream) {

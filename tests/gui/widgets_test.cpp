@@ -23,6 +23,7 @@
 
 #include "capture_view.h"
 #include "colors.h"
+#include "fleetscope/store/database.h"
 #include "fleetscope/store/reader.h"
 #include "gui_fixture.h"
 #include "main_window.h"
@@ -80,6 +81,27 @@ TEST_F(WidgetsTest, TimelinePaintsAKnownKernelAtItsComputedX) {
   const QRgb relu = event_color(EventKind::kernel, "relu").rgb();
   EXPECT_EQ(image.pixel(int(w.x_of(at_us(1540))), y13), relu);
   EXPECT_NE(image.pixel(int(w.x_of(at_us(1540))), y), relu);
+}
+
+TEST_F(WidgetsTest, SharingPanelListsTheSharingEventsUnderThePlans) {
+  {
+    auto db = store::Database::open(path_, store::OpenMode::read_write);
+    db.exec(
+        "INSERT INTO lane_plans(id, created_ns, policy, plan, applied) VALUES (1, 10, 'fifo', "
+        "'{}', 1);"
+        "INSERT INTO sharing_events(ts, plan_id, kind, detail) VALUES "
+        "(20, 1, 'job_admitted', '{\"pid\":7,\"workflow\":\"train\",\"lane\":\"l0\"}'),"
+        "(30, 1, 'job_released', '{\"pid\":7,\"workflow\":\"train\",\"lane\":\"l0\"}');");
+  }
+  MainWindow window(false);
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  const SharingEventsModel* events = window.sharing_panel()->events_model();
+  ASSERT_EQ(events->rowCount(), 2);
+  EXPECT_EQ(events->index(0, SharingEventsModel::kind).data().toString(), "job_admitted");
+  EXPECT_EQ(events->index(1, SharingEventsModel::kind).data().toString(), "job_released");
+  EXPECT_EQ(events->index(1, SharingEventsModel::job).data().toString(), "pid 7 train");
+  EXPECT_EQ(window.sharing_panel()->stored_model()->rowCount(), 1);
 }
 
 TEST_F(WidgetsTest, WindowShowsTracksFindingsFleetAndSharing) {
