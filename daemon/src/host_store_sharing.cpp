@@ -94,4 +94,34 @@ std::vector<HostStore::SharingEventRow> HostStore::sharing_events(int limit) {
   return out;
 }
 
+std::vector<HostStore::SharingEventRow> HostStore::sharing_events_of_kinds(
+    const std::vector<std::string>& kinds) {
+  std::vector<SharingEventRow> out;
+  if (kinds.empty()) return out;
+  std::string placeholders;
+  for (size_t i = 0; i < kinds.size(); ++i) placeholders += i ? ",?" : "?";
+  store::Database db = store::Database::open(path_);
+  auto s = db.prepare("SELECT ts, plan_id, kind, detail FROM sharing_events WHERE kind IN (" +
+                      placeholders + ") ORDER BY rowid");
+  for (size_t i = 0; i < kinds.size(); ++i) s.bind(static_cast<int>(i + 1), kinds[i]);
+  while (s.step()) {
+    SharingEventRow row;
+    row.ts_ns = s.column_int(0);
+    if (!s.column_is_null(1)) row.plan_id = s.column_int(1);
+    row.kind = s.column_text(2);
+    row.detail_json = s.column_text(3);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::optional<HostStore::LanePlanRow> HostStore::lane_plan(int64_t id) {
+  store::Database db = store::Database::open(path_);
+  auto s = db.prepare("SELECT id, created_ns, policy, plan, applied FROM lane_plans WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return LanePlanRow{s.column_int(0), s.column_int(1), s.column_text(2), s.column_text(3),
+                     s.column_int(4) != 0};
+}
+
 }  // namespace fleetscope::daemon

@@ -10,6 +10,7 @@
 
 #include "fleetscope/lanes/process_identity.h"
 #include "fleetscope/lanes/turn_policy.h"
+#include "fleetscope/sharer/sharing_restore.h"
 
 namespace fleetscope::daemon {
 
@@ -93,6 +94,12 @@ void SharingHost::start(const std::string& gate_socket, const std::string& ledge
       throw std::runtime_error("iteration gate: " + error);
     }
     gate_socket_ = gate_socket;
+    // Jobs of a plan that was active before a restart get its lanes again from their next start
+    // (without such records the service waits for its first use, as before).
+    if (!store_.sharing_events_of_kinds(sharer::sharing_state_event_kinds()).empty()) {
+      service_locked();
+      after_change_locked();
+    }
   }
   thread_ = std::thread([this, period_ms] {
     std::unique_lock lock(thread_mutex_);
@@ -139,8 +146,35 @@ sharer::SharingService& SharingHost::service_locked() {
           return lanes::process_alive(lanes::ProcessIdentity{pid, start_ticks});
         });
     log_ << "fleetscoped: sharing service over " << gpus.size() << " GPU(s)\n";
+    resume_locked();
   }
   return *service_;
+}
+
+void SharingHost::resume_locked() {
+  std::vector<sharer::SharingRecord> records;
+  for (auto& row : store_.sharing_events_of_kinds(sharer::sharing_state_event_kinds()))
+    records.push_back({row.ts_ns, row.plan_id, std::move(row.kind), std::move(row.detail_json)});
+  if (records.empty()) return;  // a first run, or nothing was ever planned or switched
+  const auto state = sharer::replay_sharing_records(records);
+  std::optional<sharer::ServicePlan> plan;
+  if (state.active_plan_id) {
+    const std::string source = "lane_plans row " + std::to_string(*state.active_plan_id);
+    try {
+      auto row = store_.lane_plan(*state.active_plan_id);
+      if (!row) throw std::runtime_error(source + ": missing");
+      plan = sharer::resumed_plan(row->id, row->created_ns, row->policy, row->plan_json, state,
+                                  source);
+    } catch (const std::exception& e) {
+      // The daemon still serves; the plan is not applied until it is applied again.
+      log_ << "fleetscoped: sharing: cannot restore the active plan: " << e.what() << '\n';
+    }
+  }
+  if (plan)
+    log_ << "fleetscoped: sharing: plan " << plan->id << " restored"
+         << (state.automatic ? " (automatic)" : "") << '\n';
+  service_->resume(state.enabled, state.automatic, state.max_slowdown, state.withdrawn_workflows,
+                   std::move(plan), clock_());
 }
 
 void SharingHost::after_change_locked() {

@@ -562,6 +562,27 @@ void SharingService::set_automatic(bool on, double max_slowdown, int64_t now_ns)
          on ? "automatic_on" : "automatic_off", detail({{"max_slowdown", max_slowdown}}));
 }
 
+void SharingService::resume(bool enabled, bool automatic, double max_slowdown,
+                            const std::set<std::string>& withdrawn_workflows,
+                            std::optional<ServicePlan> plan, int64_t now_ns) {
+  enabled_ = enabled;
+  automatic_ = automatic;
+  max_slowdown_ = max_slowdown;
+  withdrawn_workflows_ = withdrawn_workflows;
+  if (!plan) return;
+  plan->active = true;
+  for (const auto& workflow : plan->workflows()) withdrawn_workflows_.erase(workflow);
+  record(now_ns, plan->id, "plan_restored",
+         detail({{"workflows", plan->workflows()},
+                 {"automatic", automatic},
+                 {"max_slowdown", max_slowdown},
+                 {"policy", plan->policy},
+                 {"placements", plan->placements.size()}}));
+  plans_.push_back(std::move(*plan));
+  active_plan_ = plans_.size() - 1;
+  label_gpu_.clear();
+}
+
 void SharingService::record_boundary(pid_t pid, int64_t ts_ns) {
   auto found = jobs_.find(pid);
   if (found == jobs_.end()) return;

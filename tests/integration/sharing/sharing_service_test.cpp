@@ -20,7 +20,8 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 
 class SharingDaemonTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { start_daemon(); }
+  void start_daemon() {
     // One stand-in GPU of 80 GiB; lane ledgers in the test's folder.
     daemon_.start({}, {"FLEETSCOPE_NVML_STANDIN_DEVICES=1",
                        "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()});
@@ -200,6 +201,38 @@ TEST_F(SharingDaemonTest, AppliedPlanPlacesRestartedJobsOfItsWorkflowsAndRecords
       cli({"run", "--share-if-planned", "--workflow", "wa", "--", LANE_MEMBER, "dlsym", "meminfo"});
   EXPECT_NE(after_off.output.find("sharing is off"), std::string::npos) << after_off.output;
   EXPECT_FALSE(share_status()["plans"][0]["active"]);
+}
+
+TEST_F(SharingDaemonTest, AnAppliedPlanAndAutomaticModeSurviveADaemonRestart) {
+  const std::string plan = make_plan();
+  auto applied =
+      cli({"share", "apply", plan, "--auto", "--max-slowdown", "2.5", "--format", "json"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  const int64_t plan_id = json::parse(applied.output)["plan_id"];
+  ASSERT_EQ(daemon_.stop(), 0);
+  start_daemon();
+  // A job of a planned workflow started after the restart still gets the plan's lane.
+  auto result =
+      cli({"run", "--share-if-planned", "--workflow", "wb", "--", LANE_MEMBER, "dlsym", "meminfo"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("plan " + std::to_string(plan_id)), std::string::npos)
+      << result.output;
+  EXPECT_EQ(result.output.find("meminfo 0 17179869184"), std::string::npos) << result.output;
+  const json status = share_status();
+  EXPECT_TRUE(status["automatic"]) << status.dump(2);
+  EXPECT_DOUBLE_EQ(status["max_slowdown"].get<double>(), 2.5) << status.dump(2);
+  ASSERT_EQ(status["plans"].size(), 1u) << status.dump(2);
+  EXPECT_TRUE(status["plans"][0]["active"]);
+  EXPECT_EQ(status["plans"][0]["plan_id"], plan_id);
+  EXPECT_EQ(event_kinds(), (std::vector<std::string>{"plan_applied", "plan_restored",
+                                                     "job_admitted", "job_released"}));
+  // Switched off, the plan stays off across the next restart.
+  ASSERT_EQ(cli({"share", "off"}).exit_code, 0);
+  ASSERT_EQ(daemon_.stop(), 0);
+  start_daemon();
+  auto after_off =
+      cli({"run", "--share-if-planned", "--workflow", "wa", "--", LANE_MEMBER, "dlsym", "meminfo"});
+  EXPECT_NE(after_off.output.find("sharing is off"), std::string::npos) << after_off.output;
 }
 
 TEST_F(SharingDaemonTest, AutomaticModeWithdrawsAPlanWhoseJobsSlowDownTooMuch) {

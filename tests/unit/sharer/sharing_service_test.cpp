@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "fleetscope/sharer/planner.h"
+#include "fleetscope/sharer/sharing_restore.h"
 
 namespace fleetscope::sharer {
 namespace {
@@ -232,6 +234,94 @@ TEST(SharingPlanParsing, NamesTheFileAndWhatWasExpected) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("m.json: jobs[0]: lane 4"), std::string::npos);
   }
+}
+
+// A restarted daemon replays its records into a new service (sharing_restore.h).
+class SharingResumeTest : public SharingServiceTest {
+ protected:
+  // The state-changing records the service wrote so far (what the daemon reads back).
+  void keep_records() {
+    for (auto& r : service_.take_records()) history_.push_back(std::move(r));
+  }
+  // A fresh service (a new daemon run) resumed from the history; its records kept apart.
+  std::unique_ptr<SharingService> restarted() {
+    auto fresh =
+        std::make_unique<SharingService>(std::vector<ServiceGpu>{{0, "GPU-aaaa", 16 * kGiB}}, "r",
+                                         [](pid_t, uint64_t) { return true; });
+    const auto state = replay_sharing_records(history_);
+    std::optional<ServicePlan> plan;
+    if (state.active_plan_id)
+      plan = resumed_plan(*state.active_plan_id, 5, "srtf", two_job_plan(), state, "row");
+    fresh->resume(state.enabled, state.automatic, state.max_slowdown, state.withdrawn_workflows,
+                  std::move(plan), 100);
+    return fresh;
+  }
+  ServicePlan plan(int64_t id, bool automatic, double bound) {
+    ServicePlan p;
+    p.id = id;
+    p.automatic = automatic;
+    p.max_slowdown = bound;
+    p.placements = parse_plan_placements(two_job_plan(), "plan.json");
+    return p;
+  }
+  LaneAsk planned(pid_t pid, const std::string& workflow) {
+    LaneAsk a;
+    a.pid = pid;
+    a.workflow = workflow;
+    a.planned_only = true;
+    return a;
+  }
+  std::vector<SharingRecord> history_;
+};
+
+TEST_F(SharingResumeTest, TheActivePlanAndAutomaticModeComeBack) {
+  service_.apply_plan(plan(3, false, 0), 1);
+  service_.apply_plan(plan(4, true, 2.5), 2);  // supersedes 3
+  service_.set_automatic(false, 0, 3);
+  service_.set_automatic(true, 1.7, 4);
+  keep_records();
+  auto fresh = restarted();
+  ASSERT_NE(fresh->active_plan(), nullptr);
+  EXPECT_EQ(fresh->active_plan()->id, 4);
+  EXPECT_EQ(fresh->active_plan()->policy, "srtf");
+  EXPECT_TRUE(fresh->automatic());
+  EXPECT_DOUBLE_EQ(fresh->max_slowdown(), 1.7);
+  auto records = fresh->take_records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].kind, "plan_restored");
+  EXPECT_EQ(records[0].plan_id, 4);
+  // A planned job started after the restart gets the plan's lane.
+  auto ticket = fresh->request(planned(30, "b"), 101);
+  ASSERT_EQ(ticket.state, TicketState::kGranted) << ticket.reason;
+  EXPECT_EQ(ticket.plan_id, 4);
+  EXPECT_GE(ticket.lane_bytes, 10 * kGiB);
+  // A second restart replays plan_restored as it did plan_applied.
+  history_.push_back(records[0]);
+  EXPECT_EQ(replay_sharing_records(history_).active_plan_id, 4);
+}
+
+TEST_F(SharingResumeTest, AWithdrawnPlanOrSharingOffIsNotRestored) {
+  service_.apply_plan(plan(5, true, 1.5), 1);
+  ASSERT_EQ(service_.request(planned(10, "a"), 1).state, TicketState::kGranted);
+  for (int i = 0; i <= 4; ++i) service_.record_boundary(10, kSecond + i * 300'000'000);
+  ASSERT_TRUE(service_.check_slowdowns(3 * kSecond));  // 300 ms against 100 ms solo
+  keep_records();
+  auto fresh = restarted();
+  EXPECT_EQ(fresh->active_plan(), nullptr);
+  EXPECT_TRUE(fresh->take_records().empty());
+  // The withdrawn plan's workflows stay unshared, as they were before the restart.
+  auto ticket = fresh->request(planned(31, "b"), 101);
+  EXPECT_EQ(ticket.state, TicketState::kUnshared);
+  EXPECT_NE(ticket.reason.find("withdrawn"), std::string::npos) << ticket.reason;
+
+  service_.apply_plan(plan(6, false, 0), 4);
+  service_.off(5);
+  keep_records();
+  const auto off = replay_sharing_records(history_);
+  EXPECT_FALSE(off.enabled);
+  EXPECT_FALSE(off.active_plan_id);
+  EXPECT_TRUE(off.withdrawn_workflows.empty()) << "plan 6 named them again";
+  EXPECT_FALSE(restarted()->enabled());
 }
 
 }  // namespace

@@ -108,6 +108,9 @@ class HostStore {
   void add_sharing_events(const std::vector<SharingEventRow>& rows);
   std::vector<LanePlanRow> lane_plans(int limit);          // newest first
   std::vector<SharingEventRow> sharing_events(int limit);  // the latest, oldest first
+  // Every event of the given kinds, oldest first (the restart replay, sharing_restore.h).
+  std::vector<SharingEventRow> sharing_events_of_kinds(const std::vector<std::string>& kinds);
+  std::optional<LanePlanRow> lane_plan(int64_t id);
 
   void flush();  // commits every row appended so far
   void close();  // flush, checkpoint, close (the file stays in WAL mode for readers)

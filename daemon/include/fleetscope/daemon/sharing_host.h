@@ -60,6 +60,9 @@ class SharingHost {
   // `period_ms`. Lane ledgers go to `ledger_directory` (/dev/shm by default). Throws
   // std::runtime_error when the socket cannot be served. Without start() lanes are still granted
   // (memory caps only; the tickets name no gate) and poll() must be called by the owner.
+  // The sharing state of the daemon's previous run (the plan active when it stopped, automatic
+  // mode, sharing off) is taken back from lane_plans and sharing_events here, or at first use
+  // without start().
   void start(const std::string& gate_socket, const std::string& ledger_directory, int period_ms);
   void stop();
   void set_ledger_directory(const std::string& directory);
@@ -91,6 +94,8 @@ class SharingHost {
 
  private:
   sharer::SharingService& service_locked();
+  // Takes back the sharing state of the daemon's previous run from the host store.
+  void resume_locked();
   void after_change_locked();  // ledgers + records, then wakes waiters
   void feed_boundaries_locked();
   std::optional<pid_t> job_pid_of_locked(pid_t member_pid);

@@ -165,6 +165,11 @@ class SharingService {
   // stay until their jobs end, the active plan is no longer applied.
   void off(int64_t now_ns);
   void set_automatic(bool on, double max_slowdown, int64_t now_ns);
+  // After a daemon restart (sharing_restore.h): takes back the state its records describe and,
+  // with `plan`, makes it the active plan again (a "plan_restored" record). Before any request.
+  void resume(bool enabled, bool automatic, double max_slowdown,
+              const std::set<std::string>& withdrawn_workflows, std::optional<ServicePlan> plan,
+              int64_t now_ns);
   bool enabled() const { return enabled_; }
   bool automatic() const { return automatic_; }
   double max_slowdown() const { return max_slowdown_; }
