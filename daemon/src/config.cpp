@@ -1,5 +1,6 @@
 #include "fleetscope/daemon/config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -21,6 +22,8 @@ std::map<std::string, Key> keys(DaemonConfig& c) {
       {"database", {&c.database}},
       {"socket", {&c.socket}},
       {"agent_socket", {&c.agent_socket}},
+      {"gate_socket", {&c.gate_socket}},
+      {"lane_directory", {&c.lane_directory}},
       {"tcp_port", {nullptr, &c.tcp_port, 0, 65535}},
       {"tcp_address", {&c.tcp_address}},
       {"tls_cert", {&c.tls_cert}},
@@ -51,6 +54,18 @@ std::string trim(const std::string& s) {
 }
 
 }  // namespace
+
+std::string gate_socket_path(const DaemonConfig& config) {
+  if (!config.gate_socket.empty()) return config.gate_socket;
+  return std::filesystem::path(config.socket).parent_path().append("gate.sock").string();
+}
+
+std::string lane_directory_path(const DaemonConfig& config, const char* lane_dir_env) {
+  if (!config.lane_directory.empty()) return config.lane_directory;
+  // The interposition library reads the same variable (sharer/lanes).
+  if (lane_dir_env && *lane_dir_env) return lane_dir_env;
+  return "/dev/shm";
+}
 
 void apply_config_text(DaemonConfig& config, const std::string& text, const std::string& origin) {
   auto table = keys(config);
@@ -121,6 +136,9 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
       {"database", "host database (created when missing)"},
       {"socket", "API socket (CLI, GUI)"},
       {"agent_socket", "socket agents register on"},
+      {"gate_socket", "iteration gate socket of shared lanes (empty: gate.sock beside --socket)"},
+      {"lane_directory",
+       "folder of the lanes' ledgers (empty: $FLEETSCOPE_LANE_DIR, else /dev/shm)"},
       {"tcp_port", "also serve the API on TCP (tcp_address:PORT; 0 = off)"},
       {"tcp_address", "address of the TCP listener (loopback unless TLS is configured)"},
       {"tls_cert", "TLS: server certificate (PEM) of the TCP listener"},

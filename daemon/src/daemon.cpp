@@ -40,12 +40,11 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
     core = std::make_unique<DaemonCore>(config, err);
     servers = std::make_unique<ThriftServers>(*core, config);
     servers->start();
-    // The iteration gate beside the API socket; lane ledgers in /dev/shm unless
-    // FLEETSCOPE_LANE_DIR names another folder (the interposition library reads the same name).
-    const std::string gate_socket =
-        std::filesystem::path(config.socket).parent_path().append("gate.sock").string();
-    const char* ledger_directory = std::getenv("FLEETSCOPE_LANE_DIR");
-    core->sharing().start(gate_socket, ledger_directory ? ledger_directory : "", 200);
+    // The iteration gate (gate_socket, default beside the API socket) and the lane ledgers
+    // (lane_directory, default $FLEETSCOPE_LANE_DIR, else /dev/shm).
+    const std::string gate_socket = gate_socket_path(config);
+    core->sharing().start(gate_socket,
+                          lane_directory_path(config, std::getenv("FLEETSCOPE_LANE_DIR")), 200);
     err << "fleetscoped: iteration gate on " << gate_socket << '\n';
     if (config.prometheus_port >= 0) {
       metrics = std::make_unique<MetricsEndpoint>(config.prometheus_address,

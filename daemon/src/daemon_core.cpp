@@ -206,6 +206,8 @@ void DaemonCore::reload(const DaemonConfig& fresh) {
        {std::pair{"database", fresh.database != config_.database},
         std::pair{"socket", fresh.socket != config_.socket},
         std::pair{"agent_socket", fresh.agent_socket != config_.agent_socket},
+        std::pair{"gate_socket", fresh.gate_socket != config_.gate_socket},
+        std::pair{"lane_directory", fresh.lane_directory != config_.lane_directory},
         std::pair{"tcp_port", fresh.tcp_port != config_.tcp_port},
         std::pair{"tcp_address/tls_*",
                   fresh.tcp_address != config_.tcp_address || fresh.tls_cert != config_.tls_cert ||

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -120,6 +121,32 @@ TEST_F(SharingDaemonTest, RunShareCapsTheJobAtItsLaneAndTheLaneIsReclaimedAtExit
   EXPECT_TRUE(status["lanes"].empty()) << status.dump(2);
   auto kinds = event_kinds();
   EXPECT_EQ(kinds, (std::vector<std::string>{"job_admitted", "job_released"}));
+}
+
+TEST_F(SharingDaemonTest, GateSocketAndLaneDirectoryFollowTheConfig) {
+  ASSERT_EQ(daemon_.stop(), 0);
+  const auto ledgers = daemon_.dir.path() / "ledgers";
+  std::filesystem::create_directory(ledgers);
+  const std::string gate = daemon_.dir.file("turns.sock");
+  // The keys win over FLEETSCOPE_LANE_DIR (which names the test's folder).
+  daemon_.start(
+      {"--gate-socket", gate, "--lane-directory", ledgers.string()},
+      {"FLEETSCOPE_NVML_STANDIN_DEVICES=1", "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()});
+  EXPECT_TRUE(socket_accepts(gate));
+  EXPECT_FALSE(std::filesystem::exists(daemon_.dir.file("gate.sock")));
+  EXPECT_EQ(share_status()["gate_socket"], gate);
+  auto job = start_cli({"run", "--share", "--workflow", "w", "--persistent", "1GiB", "--ephemeral",
+                        "1GiB", "--", LANE_MEMBER, "dlsym", "sleep", "1000", "meminfo"});
+  // While the job runs its lane's ledger is in the configured folder.
+  bool ledger_seen = false;
+  for (int i = 0; i < 200 && !ledger_seen; ++i) {
+    ledger_seen = !std::filesystem::is_empty(ledgers);
+    if (!ledger_seen) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(ledger_seen);
+  auto result = finish(*job);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("lane fs"), std::string::npos) << result.output;
 }
 
 TEST_F(SharingDaemonTest, AJobThatDoesNotFitWaitsUntilTheLaneFrees) {

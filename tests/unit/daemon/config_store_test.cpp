@@ -49,6 +49,32 @@ TEST(Config, FileThenFlagsWithErrorsNamingFileAndLine) {
   EXPECT_NE(out.str().find("--prometheus-port"), std::string::npos);
 }
 
+TEST(Config, SharingGateSocketAndLaneDirectoryKeys) {
+  // Defaults: the gate beside the API socket; ledgers in $FLEETSCOPE_LANE_DIR, else /dev/shm.
+  DaemonConfig config;
+  config.socket = "/run/fs/api.sock";
+  EXPECT_EQ(gate_socket_path(config), "/run/fs/gate.sock");
+  EXPECT_EQ(lane_directory_path(config, nullptr), "/dev/shm");
+  EXPECT_EQ(lane_directory_path(config, ""), "/dev/shm");
+  EXPECT_EQ(lane_directory_path(config, "/tmp/lanes"), "/tmp/lanes");
+  // The keys, from a file and from flags (the flag wins), take precedence over the variable.
+  test_support::TempDir dir;
+  const std::string path = dir.file("fleetscoped.conf");
+  std::ofstream(path) << "gate_socket = /run/fs/turns.sock\nlane_directory = /srv/ledgers\n";
+  std::ostringstream out, err;
+  ASSERT_EQ(parse_command_line({"--config", path}, config, out, err), std::nullopt) << err.str();
+  EXPECT_EQ(gate_socket_path(config), "/run/fs/turns.sock");
+  EXPECT_EQ(lane_directory_path(config, "/tmp/lanes"), "/srv/ledgers");
+  ASSERT_EQ(parse_command_line({"--config", path, "--lane-directory", "/x"}, config, out, err),
+            std::nullopt)
+      << err.str();
+  EXPECT_EQ(config.lane_directory, "/x");
+  std::ostringstream help;
+  EXPECT_EQ(parse_command_line({"--help"}, config, help, err), 0);
+  EXPECT_NE(help.str().find("--gate-socket"), std::string::npos);
+  EXPECT_NE(help.str().find("--lane-directory"), std::string::npos);
+}
+
 TEST(Peer, UnixSocketPeerIsThisProcess) {
   int fds[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);

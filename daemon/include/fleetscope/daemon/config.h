@@ -16,7 +16,9 @@ struct DaemonConfig {
   std::string database = "/var/lib/fleetscope/host.db";
   std::string socket = "/run/fleetscope/fleetscoped.sock";  // the API (CLI, GUI)
   std::string agent_socket = "/run/fleetscope/agent.sock";  // agents register here
-  int64_t tcp_port = 0;                                     // 0 = no TCP; else 127.0.0.1:PORT
+  std::string gate_socket;     // the iteration gate; empty = gate.sock beside `socket`
+  std::string lane_directory;  // lane ledgers; empty = $FLEETSCOPE_LANE_DIR, else /dev/shm
+  int64_t tcp_port = 0;        // 0 = no TCP; else 127.0.0.1:PORT
   std::string tcp_address = "127.0.0.1";  // loopback only, unless TLS is configured
   // TLS on the TCP listener (tls_listener.h): all three files, or none (plain TCP).
   std::string tls_cert, tls_key, tls_ca;
@@ -42,6 +44,11 @@ struct DaemonConfig {
 
 // Applies a config file's settings on top of `config`. Throws std::runtime_error naming the file,
 // the line and what was expected for an unknown key or a bad value.
+// The sharing service's gate socket and ledger folder with their defaults filled in
+// (`lane_dir_env`: the value of FLEETSCOPE_LANE_DIR, or null).
+std::string gate_socket_path(const DaemonConfig& config);
+std::string lane_directory_path(const DaemonConfig& config, const char* lane_dir_env);
+
 void apply_config_file(DaemonConfig& config, const std::string& path);
 void apply_config_text(DaemonConfig& config, const std::string& text, const std::string& origin);
 
