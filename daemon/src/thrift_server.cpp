@@ -214,6 +214,17 @@ void prepare_socket_path(const std::string& path) {
 
 }  // namespace
 
+std::shared_ptr<apache::thrift::TProcessor> make_host_processor(DaemonCore& core, Caller caller) {
+  return std::make_shared<rpc::FleetscopeHostProcessor>(
+      std::make_shared<HostAdapter>(core, caller));
+}
+
+std::shared_ptr<apache::thrift::TProcessor> make_agent_link_processor(DaemonCore& core,
+                                                                      Caller caller) {
+  return std::make_shared<rpc::FleetscopeAgentLinkProcessor>(
+      std::make_shared<AgentAdapter>(core, caller));
+}
+
 struct ThriftServers::Served {
   std::shared_ptr<TThreadedServer> server;
   std::shared_ptr<ReadyHandler> ready;
