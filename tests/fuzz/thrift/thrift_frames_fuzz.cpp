@@ -27,7 +27,7 @@
 #include <string>
 
 #include <thrift/TApplicationException.h>
-#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/protocol/TProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
 #include "FleetscopeAgentLink.h"
@@ -42,7 +42,6 @@
 namespace {
 
 using apache::thrift::TException;
-using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::protocol::TMessageType;
 using apache::thrift::protocol::TProtocol;
 using apache::thrift::transport::TFramedTransport;
@@ -92,15 +91,19 @@ std::shared_ptr<TMemoryBuffer> buffer_of(const std::string& bytes,
   return buffer;
 }
 
-// The method a frame calls, when its message header reads.
+// The method a frame calls, when its message header reads. Read with the daemon's protocol (strict
+// and limited): Thrift's default protocol takes a non-versioned header's first word as the length
+// of the method name and allocates it (1.8 GB for "rnel", found by this target).
 std::string method_of(const std::string& frame) {
   if (frame.size() <= 4) return {};
   try {
-    TBinaryProtocol protocol(buffer_of(frame.substr(4), nullptr));
+    const rpc::TransportLimits limits;
+    auto protocol = rpc::make_protocol_factory(limits)->getProtocol(
+        buffer_of(frame.substr(4), rpc::make_configuration(limits)));
     std::string name;
     TMessageType type;
     int32_t sequence = 0;
-    protocol.readMessageBegin(name, type, sequence);
+    protocol->readMessageBegin(name, type, sequence);
     return name;
   } catch (const TException&) {
     return {};
@@ -122,8 +125,8 @@ void serve_connection(int endpoint, const std::vector<std::string>& frames) {
   const auto configuration = rpc::make_configuration(limits);
   const auto protocols = rpc::make_protocol_factory(limits);
   const bool agent_link = endpoint == 2;
-  const daemon::Caller caller = endpoint == 0 ? daemon::Caller{0, 0}
-                                              : daemon::Caller{kAgentPid, kUser};
+  const daemon::Caller caller =
+      endpoint == 0 ? daemon::Caller{0, 0} : daemon::Caller{kAgentPid, kUser};
   auto processor = agent_link ? daemon::make_agent_link_processor(core, caller)
                               : daemon::make_host_processor(core, caller);
   bool window_open = false;

@@ -356,8 +356,7 @@ TEST(Store, QueryErrorsNameTheFile) {
     }
     return "(no error)";
   };
-  for (const char* sql : {"SELEC nonsense", "SELECT * FROM no_such_table",
-                          "DELETE FROM captures",
+  for (const char* sql : {"SELEC nonsense", "SELECT * FROM no_such_table", "DELETE FROM captures",
                           // fails while stepping, after a successful prepare
                           "SELECT abs(-9223372036854775807 - 1)"}) {
     const std::string message = message_of(sql);
