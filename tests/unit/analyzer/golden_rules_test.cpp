@@ -254,12 +254,20 @@ class PrunedLoading : public ::testing::Test {
       // What was left out really was (when the trace has it).
       if (!parts.runtime) pruned_rows += static_cast<int>(full.data.runtime.size());
       if (!parts.cpu_ops) pruned_rows += static_cast<int>(full.data.cpu_ops.size());
-      if (!parts.runtime) EXPECT_EQ(pruned.runtime.size(), 0u);
-      if (!parts.cpu_ops) EXPECT_TRUE(pruned.cpu_ops.empty());
-      if (!parts.memory_events) EXPECT_TRUE(pruned.memory.empty());
+      if (!parts.runtime) {
+        EXPECT_EQ(pruned.runtime.size(), 0u);
+      }
+      if (!parts.cpu_ops) {
+        EXPECT_TRUE(pruned.cpu_ops.empty());
+      }
+      if (!parts.memory_events) {
+        EXPECT_TRUE(pruned.memory.empty());
+      }
       EXPECT_EQ(pruned.gpu.size(), full.data.gpu.size());
     }
-    if (!parts.runtime || !parts.cpu_ops) EXPECT_GT(pruned_rows, 0) << rule_;
+    if (!parts.runtime || !parts.cpu_ops) {
+      EXPECT_GT(pruned_rows, 0) << rule_;
+    }
   }
 
  private:
@@ -273,7 +281,7 @@ class PrunedLoading : public ::testing::Test {
   return true;
 }();
 
-TEST(PrunedLoading, RulesReadLessThanEverythingAndTheSummaryReadsLaunches) {
+TEST(PrunedLoadingParts, RulesReadLessThanEverythingAndTheSummaryReadsLaunches) {
   AnalyzeOptions gpu_only;
   gpu_only.rules = {"gpu_idle_gaps", "few_blocks"};
   EXPECT_EQ(parts_needed(gpu_only, false), CaptureParts::gpu_only());
