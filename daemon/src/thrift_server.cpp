@@ -233,11 +233,16 @@ struct ThriftServers::Served {
   std::string path;
 };
 
-ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config)
-    : core_(core), config_(config) {
-  limits_.max_frame_bytes = static_cast<int32_t>(config.max_frame_bytes);
-  limits_.max_message_bytes = static_cast<int32_t>(config.max_message_bytes);
+rpc::TransportLimits server_transport_limits(const DaemonConfig& config) {
+  rpc::TransportLimits limits;
+  limits.max_frame_bytes = static_cast<int32_t>(config.max_frame_bytes);
+  limits.max_message_bytes = static_cast<int32_t>(config.max_message_bytes);
+  limits.max_container_elements = kMaxBatchRows;
+  return limits;
 }
+
+ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config)
+    : core_(core), config_(config), limits_(server_transport_limits(config)) {}
 
 ThriftServers::~ThriftServers() {
   stop();

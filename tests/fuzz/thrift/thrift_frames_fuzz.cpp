@@ -98,7 +98,7 @@ std::shared_ptr<TMemoryBuffer> buffer_of(const std::string& bytes,
 std::string method_of(const std::string& frame) {
   if (frame.size() <= 4) return {};
   try {
-    const rpc::TransportLimits limits;
+    const rpc::TransportLimits limits = daemon::server_transport_limits(daemon::DaemonConfig{});
     auto protocol = rpc::make_protocol_factory(limits)->getProtocol(
         buffer_of(frame.substr(4), rpc::make_configuration(limits)));
     std::string name;
@@ -122,7 +122,7 @@ void serve_connection(int endpoint, const std::vector<std::string>& frames) {
   std::ostringstream log;
   daemon::DaemonCore core(config, log);
 
-  const rpc::TransportLimits limits;  // the daemon's defaults (DaemonConfig's frame/message)
+  const rpc::TransportLimits limits = daemon::server_transport_limits(config);
   const auto configuration = rpc::make_configuration(limits);
   const auto protocols = rpc::make_protocol_factory(limits);
   const bool agent_link = endpoint == 2;
@@ -151,7 +151,7 @@ void serve_connection(int endpoint, const std::vector<std::string>& frames) {
 
 // Endpoint 3: pushRecords arguments straight into the batch decoder.
 void decode_batches(const std::vector<std::string>& frames) {
-  const rpc::TransportLimits limits;
+  const rpc::TransportLimits limits = daemon::server_transport_limits(daemon::DaemonConfig{});
   const auto configuration = rpc::make_configuration(limits);
   const auto protocols = rpc::make_protocol_factory(limits);
   analyzer::CaptureSink sink;

@@ -21,6 +21,11 @@ class TProcessor;
 
 namespace fleetscope::daemon {
 
+// The limits the servers read requests with: the configured frame and message sizes, and lists of
+// at most kMaxBatchRows elements (no request carries a longer one: a record batch has at most
+// that many rows in all), so one message cannot make the daemon allocate more than a few MB.
+rpc::TransportLimits server_transport_limits(const DaemonConfig& config);
+
 // The processor one connection of `caller` gets (the generated dispatch over the adapter over
 // RpcHandler / AgentLinkHandler), exactly as the servers below build it; the Thrift fuzz target
 // drives it over an in-memory transport.
