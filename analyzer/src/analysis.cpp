@@ -25,7 +25,9 @@ std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOption
   return analyze_capture(data, options).findings;
 }
 
-AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& options) {
+namespace {
+
+std::vector<const Rule*> selected_rules(const AnalyzeOptions& options) {
   const RuleRegistry& registry = RuleRegistry::builtin();
   std::vector<const Rule*> selected;
   if (options.rules.empty()) {
@@ -37,6 +39,24 @@ AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& op
       selected.push_back(rule);
     }
   }
+  return selected;
+}
+
+}  // namespace
+
+CaptureParts parts_needed(const AnalyzeOptions& options, bool with_summary) {
+  CaptureParts parts = CaptureParts::gpu_only();
+  for (const Rule* rule : selected_rules(options)) parts |= rule->reads();
+  if (with_summary) parts.runtime = parts.gpu_syncs = true;
+  return parts;
+}
+
+AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& options) {
+  const std::vector<const Rule*> selected = selected_rules(options);
+  for (const Rule* rule : selected)
+    if (!data.loaded.covers(rule->reads()))
+      throw std::logic_error("rule " + rule->id() + " reads " + rule->reads().names() +
+                             " but the capture was loaded with " + data.loaded.names() + " only");
   for (const auto& [key, value] : options.thresholds) {
     bool known = false;
     for (const Rule* rule : selected)

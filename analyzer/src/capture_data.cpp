@@ -61,13 +61,38 @@ bool is_sorted_by_start(const std::vector<int64_t>& start, const std::vector<int
   return true;
 }
 
+// The stable order by (start, end). The loader appends kernels, then copies, then memsets, each
+// table usually in time order already: a few sorted runs, which are merged (O(n log runs), the
+// same order a stable sort gives, since a merge takes the earlier run's element first on ties)
+// instead of sorted again. Many runs (unordered input): a stable sort.
 std::vector<uint32_t> order_by_start(const std::vector<int64_t>& start,
                                      const std::vector<int64_t>& end) {
   std::vector<uint32_t> order(start.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+  const auto less = [&](uint32_t a, uint32_t b) {
     return start[a] != start[b] ? start[a] < start[b] : end[a] < end[b];
-  });
+  };
+  constexpr size_t kMaxRunsToMerge = 16;
+  std::vector<size_t> bounds{0};
+  for (size_t i = 1; i < order.size() && bounds.size() <= kMaxRunsToMerge; ++i)
+    if (less(static_cast<uint32_t>(i), static_cast<uint32_t>(i - 1))) bounds.push_back(i);
+  if (bounds.size() > kMaxRunsToMerge) {
+    std::stable_sort(order.begin(), order.end(), less);
+    return order;
+  }
+  bounds.push_back(order.size());
+  while (bounds.size() > 2) {  // merge neighbouring runs pairwise until one is left
+    std::vector<size_t> merged{0};
+    size_t k = 0;
+    for (; k + 2 < bounds.size(); k += 2) {
+      std::inplace_merge(order.begin() + static_cast<std::ptrdiff_t>(bounds[k]),
+                         order.begin() + static_cast<std::ptrdiff_t>(bounds[k + 1]),
+                         order.begin() + static_cast<std::ptrdiff_t>(bounds[k + 2]), less);
+      merged.push_back(bounds[k + 2]);
+    }
+    if (k + 1 < bounds.size() && merged.back() != bounds.back()) merged.push_back(bounds.back());
+    bounds.swap(merged);
+  }
   return order;
 }
 
@@ -138,6 +163,16 @@ class CorrelationIndex {
 };
 
 }  // namespace
+
+std::string CaptureParts::names() const {
+  std::string out;
+  auto add = [&](bool set, const char* name) {
+    if (set) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  add(runtime, "runtime"), add(gpu_syncs, "gpu_syncs"), add(cpu_ops, "cpu_ops");
+  add(dataloader_ops, "dataloader_ops"), add(memory_events, "memory_events");
+  return out;
+}
 
 const std::string& CaptureData::name(int64_t id) const {
   static const std::string unknown = "<unknown>";

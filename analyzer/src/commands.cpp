@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -16,6 +18,7 @@
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/capture_sink.h"
 #include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/declared_memory.h"
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/diff.h"
 #include "fleetscope/analyzer/fleet.h"
@@ -268,7 +271,11 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     };
     auto analyse = [&](const store::Reader& reader, std::optional<int64_t> capture_id) {
       const int64_t id = resolve_capture_id(reader, capture_id);
-      analyse_data(load_capture(reader, id, progress), id);
+      // Only the tables the selected rules and the summary read; the JSON metrics document
+      // reads every part.
+      const CaptureParts parts =
+          fmt == ReportFormat::json ? CaptureParts::all() : parts_needed(options);
+      analyse_data(load_capture(reader, id, progress, parts), id);
     };
     const bool trace_file = is_trace_file(input);
     if (trace_file) {
@@ -549,27 +556,90 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
 int run_candidates_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
-  std::vector<std::string> positionals;
-  std::string format = "table";
+  std::vector<std::string> positionals, memory_jobs;
+  std::string format = "table", memory_from;
   double max_util = 0.5;
   common::ArgParser parser(
-      "fleetscope candidates DB [--max-utilization F] [--format table|json]",
+      "fleetscope candidates DB [--max-utilization F] [--memory-from SALUS_WORKLOADS.csv "
+      "--memory-job CAPTURE=NAME...] [--format table|json|profiles]",
       "Lists jobs per GPU with utilization, persistent memory P and ephemeral peak T per "
-      "iteration (Salus's lane inputs), marking those that could share a GPU.");
+      "iteration (Salus's lane inputs), marking those that could share a GPU. A capture without "
+      "memory events can take its memory from a declared source: a row of Salus's workloads "
+      "table (peak taken whole as P). --format profiles writes the JSON that `share plan "
+      "--candidates` reads.");
   parser.positionals("DB", "trace database", &positionals, 1, 1)
       .option("--max-utilization", "F", "utilization below which a job is a candidate (0.5)",
               &max_util)
-      .option("--format", "FORMAT", "table (default) or json", &format);
+      .option("--memory-from", "FILE",
+              "Salus workloads table (name_bs_duration,jct_s,peak_mb,iterations,command)",
+              &memory_from)
+      .list("--memory-job", "CAPTURE=NAME",
+            "the workload row whose memory a capture without memory events takes (repeatable)",
+            &memory_jobs)
+      .option("--format", "FORMAT", "table (default), json or profiles", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
-  if (format != "table" && format != "json") {
-    err << "error: --format must be table or json\n";
+  if (format != "table" && format != "json" && format != "profiles") {
+    err << "error: --format must be table, json or profiles\n";
     return 2;
+  }
+  if (memory_from.empty() != memory_jobs.empty()) {
+    err << "error: --memory-from and --memory-job go together\n";
+    return 2;
+  }
+  std::map<int64_t, std::string> job_of_capture;
+  for (const std::string& m : memory_jobs) {
+    const auto eq = m.find('=');
+    char* end = nullptr;
+    const long long capture = eq == std::string::npos ? 0 : std::strtoll(m.c_str(), &end, 10);
+    if (eq == std::string::npos || end != m.c_str() + eq || capture <= 0 || eq + 1 == m.size()) {
+      err << "error: --memory-job expects CAPTURE=NAME (a capture id and a workload name), got '"
+          << m.substr(0, 80) << "'\n";
+      return 2;
+    }
+    job_of_capture[capture] = m.substr(eq + 1);
   }
   return guarded(err, [&] {
     store::Reader reader(positionals[0]);
     ConsolidationOptions options;
     options.max_utilization = max_util;
     auto list = consolidation_candidates(reader, options);
+    if (!memory_from.empty()) {
+      const auto workloads = read_salus_workloads(memory_from);
+      for (const auto& [capture, name] : job_of_capture)
+        if (!workloads.count(name))
+          throw InputError(memory_from, "", "no workload named '" + name + "'");
+      for (auto& c : list)
+        if (auto it = job_of_capture.find(c.capture_id); it != job_of_capture.end())
+          apply_declared_memory(c, workloads.at(it->second), options);
+    }
+    if (format == "profiles") {
+      // The sharer's job profiles (sharer/job_profile.h field names), one per job whose memory
+      // is known, measured or declared; the sharer decides what to co-locate.
+      json rows = json::array();
+      const std::string& db = positionals[0];
+      for (const auto& c : list) {
+        if ((!c.memory_measured && c.memory_source.empty()) || c.gpu_memory_bytes <= 0) continue;
+        const std::string where = db + "#capture" + std::to_string(c.capture_id);
+        const std::string gpu = where + "/gpu" + std::to_string(c.device);
+        json row = {{"job_id",
+                     (c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow) +
+                         "@" + gpu},
+                    {"workflow", c.workflow},
+                    {"gpu", gpu + " (" + c.gpu_name + ")"},
+                    {"persistent_bytes", c.persistent_bytes},
+                    {"ephemeral_peak_bytes", c.ephemeral_peak_bytes},
+                    {"gpu_capacity_bytes", c.gpu_memory_bytes},
+                    {"utilization", c.utilization},
+                    {"iteration_ns", c.iteration_ns},
+                    {"labels", c.labels}};
+        if (c.ephemeral_peak_stddev_bytes >= 0)
+          row["peak_stddev_bytes"] = c.ephemeral_peak_stddev_bytes;
+        if (!c.memory_source.empty()) row["memory_source"] = c.memory_source;
+        rows.push_back(std::move(row));
+      }
+      out << rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      return 0;
+    }
     if (format == "json") {
       json rows = json::array();
       for (const auto& c : list)
@@ -586,6 +656,7 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
                         {"ephemeral_peak_stddev_bytes", c.ephemeral_peak_stddev_bytes},
                         {"gpu_uuid", c.gpu_uuid},
                         {"memory_measured", c.memory_measured},
+                        {"memory_source", c.memory_source},
                         {"utilization", c.utilization},
                         {"iteration_ns", c.iteration_ns},
                         {"iterations", c.iterations},

@@ -264,8 +264,9 @@ int64_t resolve_capture_id(const store::Reader& reader, std::optional<int64_t> r
 }
 
 CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
-                         const LoadProgress& progress) {
+                         const LoadProgress& progress, const CaptureParts& parts) {
   CaptureData data;
+  data.loaded = parts;
   auto capture = reader.capture(capture_id);
   if (!capture)
     throw InputError(reader.database().path(), "table captures",
@@ -276,9 +277,11 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   data.processes = reader.processes();
   data.workflows = reader.workflows();
   data.iterations = reader.iterations(capture_id);  // ties in row order, as CaptureSink keeps them
-  store::EventFilter filter;
-  filter.captureId = capture_id;
-  data.memory = reader.memory_events(filter);
+  if (parts.memory_events) {
+    store::EventFilter filter;
+    filter.captureId = capture_id;
+    data.memory = reader.memory_events(filter);
+  }
 
   load_kernels(reader, capture_id, data);
   report(progress, "kernels", static_cast<int64_t>(data.gpu.size()));
@@ -287,11 +290,11 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   data.gpu.grid_blocks.resize(data.gpu.size(), 0);  // memcpys/memsets: no launch shape
   data.gpu.est_occupancy.resize(data.gpu.size(), std::nan(""));
   report(progress, "gpu events", static_cast<int64_t>(data.gpu.size()));
-  load_gpu_syncs(reader, capture_id, data);
-  load_runtime(reader, capture_id, data);
+  if (parts.gpu_syncs) load_gpu_syncs(reader, capture_id, data);
+  if (parts.runtime) load_runtime(reader, capture_id, data);
   report(progress, "runtime calls", static_cast<int64_t>(data.runtime.size()));
-  load_dataloader_ops(reader, capture_id, data);
-  load_cpu_ops(reader, capture_id, data);
+  if (parts.dataloader_ops) load_dataloader_ops(reader, capture_id, data);
+  if (parts.cpu_ops) load_cpu_ops(reader, capture_id, data);
   data.origin_file = reader.database().path();
   data.finalize();
   report(progress, "indexed", static_cast<int64_t>(data.gpu.size() + data.runtime.size()));

@@ -156,8 +156,41 @@ std::vector<std::string> launch_needs(const DataInventory& inv) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// What each rule reads beyond GPU events, iterations and GPU properties (Rule::reads()).
+// Launch statistics and the temporal/idle breakdowns join GPU work to its launching call (HTA's
+// last-step filter too), and the temporal breakdown counts stream waits.
+CaptureParts gpu_events_only() {
+  return CaptureParts::gpu_only();
+}
+CaptureParts with_runtime() {
+  CaptureParts p = CaptureParts::gpu_only();
+  p.runtime = true;
+  return p;
+}
+CaptureParts with_launches() {
+  CaptureParts p = with_runtime();
+  p.gpu_syncs = true;
+  return p;
+}
+CaptureParts with_host_ops() {
+  CaptureParts p = CaptureParts::gpu_only();
+  p.cpu_ops = p.dataloader_ops = true;
+  return p;
+}
+CaptureParts host_activity() {  // CPU ops, DataLoader ops and API calls
+  CaptureParts p = with_host_ops();
+  p.runtime = true;
+  return p;
+}
+CaptureParts with_memory_events() {
+  CaptureParts p = CaptureParts::gpu_only();
+  p.memory_events = true;
+  return p;
+}
+
 class GpuIdleGaps : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "gpu_idle_gaps"; }
   std::string title() const override { return "GPU idle for long stretches inside the capture"; }
   std::vector<Threshold> thresholds() const override {
@@ -200,6 +233,7 @@ class GpuIdleGaps : public Rule {
 // ---------------------------------------------------------------------------------------------
 class LowGpuUtilization : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "low_gpu_utilization"; }
   std::string title() const override {
     return "GPU busy for less than half of the step time (profiler-plugin utilization)";
@@ -239,6 +273,7 @@ class LowGpuUtilization : public Rule {
 // ---------------------------------------------------------------------------------------------
 class LaunchBoundSmallKernels : public Rule {
  public:
+  CaptureParts reads() const override { return with_launches(); }
   std::string id() const override { return "launch_bound_small_kernels"; }
   std::string title() const override {
     return "Kernels shorter than their launch call keep the GPU waiting on the CPU";
@@ -311,6 +346,7 @@ class LaunchBoundSmallKernels : public Rule {
 // ---------------------------------------------------------------------------------------------
 class LaunchDelayOutliers : public Rule {
  public:
+  CaptureParts reads() const override { return with_launches(); }
   std::string id() const override { return "launch_delay_outliers"; }
   std::string title() const override {
     return "Kernels start long after their launch call returned";
@@ -384,6 +420,7 @@ class LaunchDelayOutliers : public Rule {
 // ---------------------------------------------------------------------------------------------
 class DataLoaderBottleneck : public Rule {
  public:
+  CaptureParts reads() const override { return with_host_ops(); }
   std::string id() const override { return "dataloader_bottleneck"; }
   std::string title() const override { return "Input pipeline takes a large share of each step"; }
   std::vector<Threshold> thresholds() const override {
@@ -439,6 +476,7 @@ class DataLoaderBottleneck : public Rule {
 // ---------------------------------------------------------------------------------------------
 class PageableMemcpy : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "pageable_memcpy"; }
   std::string title() const override { return "Host-device copies use pageable host memory"; }
   std::vector<Threshold> thresholds() const override {
@@ -494,6 +532,7 @@ class PageableMemcpy : public Rule {
 // sync_memcpy and sync_memset: one class, two ids (nsys has one rule for each).
 class SynchronousMemoryCall : public Rule {
  public:
+  CaptureParts reads() const override { return with_runtime(); }
   explicit SynchronousMemoryCall(bool memset) : memset_(memset) {}
   std::string id() const override { return memset_ ? "sync_memset" : "sync_memcpy"; }
   std::string title() const override {
@@ -580,6 +619,7 @@ class SynchronousMemoryCall : public Rule {
 // ---------------------------------------------------------------------------------------------
 class ExcessiveSync : public Rule {
  public:
+  CaptureParts reads() const override { return with_runtime(); }
   std::string id() const override { return "excessive_sync"; }
   std::string title() const override {
     return "Many host synchronization calls per step drain the GPU queue";
@@ -654,6 +694,7 @@ class ExcessiveSync : public Rule {
 // ---------------------------------------------------------------------------------------------
 class MemoryNearCapacity : public Rule {
  public:
+  CaptureParts reads() const override { return with_memory_events(); }
   std::string id() const override { return "memory_near_capacity"; }
   std::string title() const override {
     return "Peak device memory close to the GPU's capacity (OOM and allocator-retry risk)";
@@ -706,6 +747,7 @@ class MemoryNearCapacity : public Rule {
 // ---------------------------------------------------------------------------------------------
 class ConsolidationCandidateRule : public Rule {
  public:
+  CaptureParts reads() const override { return with_memory_events(); }
   std::string id() const override { return "consolidation_candidate"; }
   std::string title() const override {
     return "Job uses little of its GPU and fits beside another job (consolidation.h verdict)";
@@ -759,6 +801,7 @@ class ConsolidationCandidateRule : public Rule {
 // ---------------------------------------------------------------------------------------------
 class CommHeavy : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "comm_heavy"; }
   std::string title() const override {
     return "Communication kernels take a large share of GPU time";
@@ -808,6 +851,7 @@ class CommHeavy : public Rule {
 // ---------------------------------------------------------------------------------------------
 class TensorCoresUnused : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "tensor_cores_unused"; }
   std::string title() const override { return "GEMM/convolution kernels run without tensor cores"; }
   std::vector<Threshold> thresholds() const override {
@@ -884,6 +928,7 @@ class TensorCoresUnused : public Rule {
 // ---------------------------------------------------------------------------------------------
 class FusionCandidates : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "fusion_candidates"; }
   std::string title() const override {
     return "Long runs of tiny back-to-back kernels on one stream (fusion candidates)";
@@ -964,6 +1009,7 @@ class FusionCandidates : public Rule {
 // ---------------------------------------------------------------------------------------------
 class ExposedTransfers : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "exposed_transfers"; }
   std::string title() const override {
     return "Memory copies not overlapped by any kernel on their device";
@@ -1021,6 +1067,7 @@ class ExposedTransfers : public Rule {
 // ---------------------------------------------------------------------------------------------
 class LowCommOverlap : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "low_comm_overlap"; }
   std::string title() const override {
     return "Communication kernels mostly not overlapped by computation";
@@ -1065,6 +1112,7 @@ class LowCommOverlap : public Rule {
 // ---------------------------------------------------------------------------------------------
 class HostBound : public Rule {
  public:
+  CaptureParts reads() const override { return host_activity(); }
   std::string id() const override { return "host_bound"; }
   std::string title() const override { return "GPU waits on the CPU (host-bound steps)"; }
   std::vector<Threshold> thresholds() const override {
@@ -1166,6 +1214,7 @@ ShapeShare shape_share(const CaptureData& data, const std::vector<uint32_t>& ind
 // ---------------------------------------------------------------------------------------------
 class FewBlocks : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "few_blocks"; }
   std::string title() const override { return "Kernels launch fewer blocks than the GPU has SMs"; }
   std::vector<Threshold> thresholds() const override {
@@ -1220,6 +1269,7 @@ class FewBlocks : public Rule {
 // ---------------------------------------------------------------------------------------------
 class LowOccupancy : public Rule {
  public:
+  CaptureParts reads() const override { return gpu_events_only(); }
   std::string id() const override { return "low_occupancy"; }
   std::string title() const override { return "Kernels run at low estimated occupancy"; }
   std::vector<Threshold> thresholds() const override {

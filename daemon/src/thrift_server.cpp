@@ -249,6 +249,17 @@ void prepare_socket_path(const std::string& path) {
 
 }  // namespace
 
+std::shared_ptr<apache::thrift::TProcessor> make_host_processor(DaemonCore& core, Caller caller) {
+  return std::make_shared<rpc::FleetscopeHostProcessor>(
+      std::make_shared<HostAdapter>(core, caller));
+}
+
+std::shared_ptr<apache::thrift::TProcessor> make_agent_link_processor(DaemonCore& core,
+                                                                      Caller caller) {
+  return std::make_shared<rpc::FleetscopeAgentLinkProcessor>(
+      std::make_shared<AgentAdapter>(core, caller));
+}
+
 struct ThriftServers::Served {
   std::shared_ptr<TThreadedServer> server;
   std::shared_ptr<ReadyHandler> ready;
@@ -257,11 +268,16 @@ struct ThriftServers::Served {
   std::string path;
 };
 
-ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config)
-    : core_(core), config_(config) {
-  limits_.max_frame_bytes = static_cast<int32_t>(config.max_frame_bytes);
-  limits_.max_message_bytes = static_cast<int32_t>(config.max_message_bytes);
+rpc::TransportLimits server_transport_limits(const DaemonConfig& config) {
+  rpc::TransportLimits limits;
+  limits.max_frame_bytes = static_cast<int32_t>(config.max_frame_bytes);
+  limits.max_message_bytes = static_cast<int32_t>(config.max_message_bytes);
+  limits.max_container_elements = kMaxBatchRows;
+  return limits;
 }
+
+ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config)
+    : core_(core), config_(config), limits_(server_transport_limits(config)) {}
 
 ThriftServers::~ThriftServers() {
   stop();

@@ -39,7 +39,9 @@ void WorkflowAggregator::add(const std::vector<DeviceReading>& readings, int64_t
 std::vector<WorkflowMetricRow> WorkflowAggregator::drain(int64_t now_ns) {
   std::vector<WorkflowMetricRow> rows;
   for (const auto& [key, t] : window_) {
-    const auto& [workflow, device] = key;
+    // Not structured bindings: clang 14 (the fuzz preset) cannot capture those in a lambda.
+    const auto& workflow = key.first;
+    const auto device = key.second;
     auto row = [&](const char* metric, double value) {
       rows.push_back({workflow, device, window_start_, now_ns, metric, value});
     };

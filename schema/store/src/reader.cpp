@@ -563,12 +563,12 @@ QueryResult Reader::query(const std::string& sql) const {
   if (sqlite3_prepare_v2(db_.raw(), sql.c_str(), -1, &raw, &tail) != SQLITE_OK) {
     std::string message = sqlite3_errmsg(db_.raw());
     sqlite3_finalize(raw);
-    throw InputError("query", "", message);
+    throw InputError(db_.path(), "query", message);
   }
   if (!raw) return result;  // empty statement
   if (!sqlite3_stmt_readonly(raw)) {
     sqlite3_finalize(raw);
-    throw InputError("query", "", "only read-only statements are allowed");
+    throw InputError(db_.path(), "query", "only read-only statements are allowed");
   }
   int columns = sqlite3_column_count(raw);
   for (int c = 0; c < columns; ++c) result.columns.push_back(sqlite3_column_name(raw, c));
@@ -586,7 +586,7 @@ QueryResult Reader::query(const std::string& sql) const {
   }
   std::string message = sqlite3_errmsg(db_.raw());
   sqlite3_finalize(raw);
-  if (rc != SQLITE_DONE) throw InputError("query", "", message);
+  if (rc != SQLITE_DONE) throw InputError(db_.path(), "query", message);
   return result;
 }
 

@@ -92,14 +92,14 @@ std::shared_ptr<TTransport> make_client_transport(const std::string& address,
 std::shared_ptr<apache::thrift::protocol::TProtocol> make_protocol(
     std::shared_ptr<TTransport> transport, const TransportLimits& limits) {
   return std::make_shared<apache::thrift::protocol::TBinaryProtocol>(
-      transport, limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true,
+      transport, limits.max_message_bytes, limits.max_container_elements, /*strict_read=*/true,
       /*strict_write=*/true);
 }
 
 std::shared_ptr<apache::thrift::protocol::TProtocolFactory> make_protocol_factory(
     const TransportLimits& limits) {
   return std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>(
-      limits.max_message_bytes, limits.max_message_bytes, /*strict_read=*/true,
+      limits.max_message_bytes, limits.max_container_elements, /*strict_read=*/true,
       /*strict_write=*/true);
 }
 

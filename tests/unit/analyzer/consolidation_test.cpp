@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "db_fixture.h"
+#include "fleetscope/analyzer/declared_memory.h"
+#include "fleetscope/store/error.h"
+#include "temp_dir.h"
 
 namespace fleetscope::analyzer {
 namespace {
@@ -69,6 +74,75 @@ TEST(ConsolidationCandidates, FromDatabase) {
   loose.max_utilization = 0.9;
   auto relaxed = consolidation_candidates(reader, loose);
   EXPECT_TRUE(relaxed.at(0).co_location_candidate);
+}
+
+// Declared memory (declared_memory.h): Salus's workloads table, and a candidate without memory
+// events that takes a row's peak as P.
+
+std::string write_file(const test_support::TempDir& dir, const std::string& name,
+                       const std::string& text) {
+  const std::string path = dir.file(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(DeclaredMemory, ReadsSalusWorkloadsAndNamesTheLineOfABadRow) {
+  test_support::TempDir dir;
+  const std::string good =
+      write_file(dir, "w.csv",
+                 "alexnet_100_1min,66.886,1396.5,1332,python tf_cnn_benchmarks.py --model=alexnet\n"
+                 "vgg11_25_1min,67.059,3709.6,565,python x\n");
+  const auto rows = read_salus_workloads(good);
+  ASSERT_EQ(rows.size(), 2u);
+  const DeclaredMemory& a = rows.at("alexnet_100_1min");
+  EXPECT_EQ(a.peak_bytes, static_cast<int64_t>(1396.5 * MiB));
+  EXPECT_EQ(a.iteration_ns, 50'214'715);  // 66.886 s / 1332, rounded
+  EXPECT_EQ(a.source, good + ":alexnet_100_1min");
+
+  for (const std::string& bad : {std::string("x,1,nan,3,cmd\n"), std::string("x,1,-5,3,cmd\n"),
+                                 std::string("x,1,2\n"), std::string("x,1e999,2,3,cmd\n")}) {
+    const std::string path =
+        write_file(dir, "bad.csv", "alexnet_25_1min,62.591,686.6,2726,c\n" + bad);
+    try {
+      read_salus_workloads(path);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": line 2"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(read_salus_workloads(write_file(dir, "empty.csv", "")), InputError);
+}
+
+TEST(DeclaredMemory, FillsOnlyUnmeasuredCandidatesAndDecidesTheVerdictAgain) {
+  DeclaredMemory m{"w.csv:alexnet_100_1min", 1400 * MiB, 50'000'000};
+  ConsolidationCandidate idle;
+  idle.utilization = 0.005, idle.gpu_memory_bytes = 40'000 * MiB;
+  idle.reason = "no memory events: P and T unknown";
+  apply_declared_memory(idle, m);
+  EXPECT_TRUE(idle.co_location_candidate) << idle.reason;
+  EXPECT_EQ(idle.persistent_bytes, 1400 * MiB);  // the whole peak as P: the safe side
+  EXPECT_EQ(idle.ephemeral_peak_bytes, 0);
+  EXPECT_EQ(idle.iteration_ns, 50'000'000);
+  EXPECT_EQ(idle.memory_source, "w.csv:alexnet_100_1min");
+  EXPECT_NE(idle.reason.find("declared"), std::string::npos);
+
+  ConsolidationCandidate busy = idle;
+  busy = ConsolidationCandidate{};
+  busy.utilization = 0.9, busy.gpu_memory_bytes = 40'000 * MiB, busy.iteration_ns = 7;
+  apply_declared_memory(busy, m);
+  EXPECT_FALSE(busy.co_location_candidate);
+  EXPECT_EQ(busy.iteration_ns, 7);  // measured iteration time kept
+
+  ConsolidationCandidate small_gpu;
+  small_gpu.utilization = 0.1, small_gpu.gpu_memory_bytes = 1000 * MiB;
+  apply_declared_memory(small_gpu, m);
+  EXPECT_FALSE(small_gpu.co_location_candidate);
+
+  ConsolidationCandidate measured;
+  measured.memory_measured = true, measured.persistent_bytes = 5;
+  apply_declared_memory(measured, m);
+  EXPECT_EQ(measured.persistent_bytes, 5);
+  EXPECT_TRUE(measured.memory_source.empty());
 }
 
 }  // namespace

@@ -214,6 +214,92 @@ class GoldenRules : public ::testing::Test {
   return true;
 }();
 
+// Column-pruned loading (`analyze DB --rules R` loads only what R reads, Rule::reads()) gives
+// every rule, on every shared trace, the same outcome as loading everything: the same verdict,
+// the same missing inputs, and findings equal field by field.
+std::string outcome_text(const AnalysisResult& r) {
+  std::string text;
+  for (const RuleOutcome& o : r.rules)
+    text += o.rule + (o.evaluated ? " evaluated " : " not evaluated: ") + o.not_evaluated_text() +
+            " findings " + std::to_string(o.findings) + "\n";
+  for (const store::Finding& f : r.findings) {
+    text += f.rule + " " + f.severity + " device " +
+            (f.deviceId ? std::to_string(*f.deviceId) : "-") + " impact " +
+            std::to_string(f.impact_ns) + " " + f.evidence_json + " " + f.recommendation;
+    text += " window " + std::to_string(f.window_start.value_or(-1)) + ".." +
+            std::to_string(f.window_end.value_or(-1)) + "\n";
+  }
+  return text;
+}
+
+class PrunedLoading : public ::testing::Test {
+ public:
+  explicit PrunedLoading(std::string rule) : rule_(std::move(rule)) {}
+
+  void TestBody() override {
+    AnalyzeOptions options;
+    options.rules = {rule_};
+    const CaptureParts parts = parts_needed(options, /*with_summary=*/false);
+    int pruned_rows = 0;
+    for (const auto& [file, short_name] : kTraces) {
+      ASSERT_TRUE(std::filesystem::exists(trace_path(file))) << trace_path(file);
+      const Analyzed& full = analyzed(file, short_name);
+      store::Reader reader(cached_database(file, short_name));
+      const CaptureData pruned =
+          load_capture(reader, resolve_capture_id(reader, std::nullopt), {}, parts);
+      EXPECT_EQ(pruned.loaded, parts);
+      EXPECT_EQ(outcome_text(analyze_capture(pruned, options)),
+                outcome_text(analyze_capture(full.data, options)))
+          << rule_ << " on " << file;
+      // What was left out really was (when the trace has it).
+      if (!parts.runtime) pruned_rows += static_cast<int>(full.data.runtime.size());
+      if (!parts.cpu_ops) pruned_rows += static_cast<int>(full.data.cpu_ops.size());
+      if (!parts.runtime) {
+        EXPECT_EQ(pruned.runtime.size(), 0u);
+      }
+      if (!parts.cpu_ops) {
+        EXPECT_TRUE(pruned.cpu_ops.empty());
+      }
+      if (!parts.memory_events) {
+        EXPECT_TRUE(pruned.memory.empty());
+      }
+      EXPECT_EQ(pruned.gpu.size(), full.data.gpu.size());
+    }
+    if (!parts.runtime || !parts.cpu_ops) {
+      EXPECT_GT(pruned_rows, 0) << rule_;
+    }
+  }
+
+ private:
+  std::string rule_;
+};
+
+[[maybe_unused]] const bool registered_pruned = [] {
+  for (const auto& rule : kRules)
+    ::testing::RegisterTest("PrunedLoading", rule.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                            [=]() -> PrunedLoading* { return new PrunedLoading(rule); });
+  return true;
+}();
+
+TEST(PrunedLoadingParts, RulesReadLessThanEverythingAndTheSummaryReadsLaunches) {
+  AnalyzeOptions gpu_only;
+  gpu_only.rules = {"gpu_idle_gaps", "few_blocks"};
+  EXPECT_EQ(parts_needed(gpu_only, false), CaptureParts::gpu_only());
+  const CaptureParts with_summary = parts_needed(gpu_only);
+  EXPECT_TRUE(with_summary.runtime && with_summary.gpu_syncs);
+  EXPECT_FALSE(with_summary.cpu_ops || with_summary.memory_events || with_summary.dataloader_ops);
+  EXPECT_EQ(parts_needed(AnalyzeOptions{}), CaptureParts::all());  // every rule: every part
+  AnalyzeOptions unknown;
+  unknown.rules = {"no_such_rule"};
+  EXPECT_THROW(parts_needed(unknown), std::invalid_argument);
+  // A capture loaded without a part a selected rule reads is refused, not analysed wrongly.
+  CaptureData data;
+  data.loaded = CaptureParts::gpu_only();
+  AnalyzeOptions host;
+  host.rules = {"host_bound"};
+  EXPECT_THROW(analyze_capture(data, host), std::logic_error);
+}
+
 TEST(GoldenRulesCoverage, ExpectedJsonCoversEveryRuleAndTrace) {
   // The rule list is the registry's.
   std::set<std::string> registry;

@@ -192,7 +192,7 @@ TEST(SharerModel, ReplayOfAPlanWithIterationTimesSpanningNineDecadesIsRefused) {
   const auto plan = plan_consolidation(jobs);
   ASSERT_EQ(plan.gpus_after, 1);
   EXPECT_THROW(replay_plan(jobs, plan, PlannerOptions{}), std::invalid_argument);
-  // 1 s against 1 ms is replayed (within the 2e6-iteration budget).
+  // 1 s against 1 ms is replayed (within the 2e5-iteration budget).
   auto milli = jobs;
   milli[1].iteration_ns = 1'000'000;
   const auto replay = replay_plan(milli, plan_consolidation(milli), PlannerOptions{});

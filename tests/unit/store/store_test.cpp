@@ -338,6 +338,34 @@ TEST(Store, QueryIsReadOnly) {
   EXPECT_THROW(reader.query("SELEC nonsense"), InputError);
 }
 
+// Every error of Reader::query names the database file (prepare, read-only check, step).
+TEST(Store, QueryErrorsNameTheFile) {
+  test_support::TempDir dir;
+  std::string path = dir.file("named.db");
+  {
+    Writer w(Database::create(path));
+    w.add_capture({.source = "test"});
+    w.finish();
+  }
+  Reader reader(path);
+  auto message_of = [&](const std::string& sql) -> std::string {
+    try {
+      reader.query(sql);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  for (const char* sql : {"SELEC nonsense", "SELECT * FROM no_such_table", "DELETE FROM captures",
+                          // fails while stepping, after a successful prepare
+                          "SELECT abs(-9223372036854775807 - 1)"}) {
+    const std::string message = message_of(sql);
+    EXPECT_EQ(message.rfind(path + ": query: ", 0), 0u) << sql << " -> " << message;
+  }
+  EXPECT_NE(message_of("SELECT abs(-9223372036854775807 - 1)").find("integer overflow"),
+            std::string::npos);
+}
+
 TEST(Store, FindingsRoundTripSortedByImpact) {
   test_support::TempDir dir;
   std::string path = dir.file("t.db");

@@ -35,7 +35,14 @@ struct AnalysisResult {
   std::vector<const RuleOutcome*> not_evaluated() const;
 };
 
-// Runs the selected rules. Throws std::invalid_argument for an unknown rule id or an override
+// The optional parts of a capture the selected rules read (the union of their Rule::reads()),
+// plus what the report's summary lines read when `with_summary` (the temporal and idle
+// breakdowns and launch statistics: API calls and stream waits). Throws std::invalid_argument
+// for an unknown rule id. Loading just these gives the same results as loading everything.
+CaptureParts parts_needed(const AnalyzeOptions& options, bool with_summary = true);
+
+// Runs the selected rules. Throws std::logic_error when `data` lacks a part a selected rule
+// reads (CaptureData::loaded). Throws std::invalid_argument for an unknown rule id or an override
 // naming no threshold of a selected rule.
 AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& options = {});
 

@@ -95,7 +95,35 @@ struct GpuSyncs {
 // Kineto's name of a CUpti_ActivitySynchronizationType ("Stream Sync", ...).
 const char* sync_label(int32_t sync_type);
 
+// The optional parts of a capture: what a load may leave out when the rules and outputs asked
+// for do not read it (Rule::reads(), loader.h). GPU events (kernels, copies, memsets), iterations,
+// GPU properties, processes, workflows and names are always loaded.
+struct CaptureParts {
+  bool runtime = true;         // CUDA runtime/driver calls (launch join, API-call rules)
+  bool gpu_syncs = true;       // synchronization waits with a stream (temporal breakdown)
+  bool cpu_ops = true;         // CPU operator ranges (host activity)
+  bool dataloader_ops = true;  // the DataLoader's cpu_ops
+  bool memory_events = true;   // allocations and frees (memory timeline, P and T)
+
+  static CaptureParts all() { return {}; }
+  static CaptureParts gpu_only() { return {false, false, false, false, false}; }
+  CaptureParts& operator|=(const CaptureParts& o) {
+    runtime |= o.runtime, gpu_syncs |= o.gpu_syncs, cpu_ops |= o.cpu_ops;
+    dataloader_ops |= o.dataloader_ops, memory_events |= o.memory_events;
+    return *this;
+  }
+  bool covers(const CaptureParts& o) const {
+    return (runtime || !o.runtime) && (gpu_syncs || !o.gpu_syncs) && (cpu_ops || !o.cpu_ops) &&
+           (dataloader_ops || !o.dataloader_ops) && (memory_events || !o.memory_events);
+  }
+  bool operator==(const CaptureParts&) const = default;
+  // "runtime, cpu_ops" (the parts set), for messages.
+  std::string names() const;
+};
+
 struct CaptureData {
+  // What was loaded (everything unless the loader was told otherwise): the rules check it.
+  CaptureParts loaded;
   store::Capture capture;
   std::vector<store::GpuInfo> gpus;
   std::vector<store::Process> processes;

@@ -38,7 +38,10 @@ struct ConsolidationCandidate {
   // when fewer than two iterations were measured.
   double ephemeral_peak_stddev_bytes = -1.0;
   bool memory_measured = false;  // false: no memory events for this job/device (P = T = 0)
-  double utilization = 0;        // GPU busy fraction (step span, else first-to-last event)
+  // Where P and T come from when not measured: "FILE:NAME" of a declared source
+  // (declared_memory.h); empty when measured or unknown.
+  std::string memory_source;
+  double utilization = 0;  // GPU busy fraction (step span, else first-to-last event)
   int64_t busy_ns = 0;
   int64_t window_ns = 0;
   int64_t iteration_ns = 0;  // median iteration time, 0 without iterations

@@ -20,8 +20,11 @@ using LoadProgress = std::function<void(const std::string& stage, int64_t rows)>
 // Throws InputError when the database has no capture or `requested` does not exist.
 int64_t resolve_capture_id(const store::Reader& reader, std::optional<int64_t> requested);
 
+// `parts`: the optional tables to read (analysis.h's parts_needed() says which the selected rules
+// and outputs need); the others stay empty and CaptureData::loaded says so.
 CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
-                         const LoadProgress& progress = {});
+                         const LoadProgress& progress = {},
+                         const CaptureParts& parts = CaptureParts::all());
 
 // Values read from a trace database are untrusted (a corrupted or hand-edited file): each is
 // checked before it is used, and a bad one is an InputError naming the file, the table, the row

@@ -104,6 +104,11 @@ class Rule {
   // because its input is missing. A capture that has the input but no antipattern is evaluated.
   virtual std::vector<std::string> unmet_needs(const AnalysisContext& context) const = 0;
   virtual std::vector<store::Finding> evaluate(const AnalysisContext& context) const = 0;
+  // The optional parts of a capture (CaptureParts) that unmet_needs() and evaluate() read; GPU
+  // events, iterations, GPU properties, processes and names are always loaded. `analyze DB` loads
+  // the union over the selected rules (parts_needed(), analysis.h). A rule that does not say
+  // reads everything.
+  virtual CaptureParts reads() const { return CaptureParts::all(); }
 
  protected:
   double threshold(const AnalysisContext& context, const std::string& name) const;

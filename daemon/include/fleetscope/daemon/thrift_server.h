@@ -13,9 +13,26 @@
 #include <vector>
 
 #include "fleetscope/daemon/daemon_core.h"
+#include "fleetscope/daemon/peer.h"
 #include "fleetscope/rpc/transport.h"
 
+namespace apache::thrift {
+class TProcessor;
+}
+
 namespace fleetscope::daemon {
+
+// The limits the servers read requests with: the configured frame and message sizes, and lists of
+// at most kMaxBatchRows elements (no request carries a longer one: a record batch has at most
+// that many rows in all), so one message cannot make the daemon allocate more than a few MB.
+rpc::TransportLimits server_transport_limits(const DaemonConfig& config);
+
+// The processor one connection of `caller` gets (the generated dispatch over the adapter over
+// RpcHandler / AgentLinkHandler), exactly as the servers below build it; the Thrift fuzz target
+// drives it over an in-memory transport.
+std::shared_ptr<apache::thrift::TProcessor> make_host_processor(DaemonCore& core, Caller caller);
+std::shared_ptr<apache::thrift::TProcessor> make_agent_link_processor(DaemonCore& core,
+                                                                      Caller caller);
 
 class ThriftServers {
  public:

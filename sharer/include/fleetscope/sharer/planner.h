@@ -71,8 +71,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
 // interference model, run for `cycles` times the longest predicted iteration. Returns, per placed
 // job, the planner's predicted slowdown and the simulated one (time per iteration over the
 // iteration time alone). The horizon shrinks (to no less than two of the longest iterations) when
-// it would take more than 2e6 simulated iterations; a plan whose iteration times span more than
-// about 1e6x cannot be replayed that way and throws std::invalid_argument.
+// it would take more than 2e5 simulated iterations; a plan whose iteration times span more than
+// about 1e5x cannot be replayed that way and throws std::invalid_argument.
 struct ReplayedJob {
   std::string job_id;
   double predicted_slowdown = 1;

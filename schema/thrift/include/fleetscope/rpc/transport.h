@@ -30,6 +30,13 @@ struct TransportLimits {
   int32_t max_frame_bytes = 16 * 1024 * 1024;
   int32_t max_message_bytes = 16 * 1024 * 1024;
   int32_t recursion_limit = 64;
+  // Elements per list, set or map. Thrift resizes a container to the count the peer claims before
+  // reading its elements, so the memory one message can make the reader allocate is this times
+  // the size of an element (a RecordBatch KernelRecord is about 200 bytes: at the message-size
+  // default of 16 Mi elements, 1.6 KB on the wire asked the daemon for 3.4 GB, found by the
+  // thrift_frames fuzz target). Servers lower it to the largest list a request may carry
+  // (daemon/thrift_server.h); clients keep the default for large answers.
+  int32_t max_container_elements = 16 * 1024 * 1024;
 };
 
 std::shared_ptr<apache::thrift::TConfiguration> make_configuration(const TransportLimits& limits);
