@@ -7,22 +7,13 @@
 #include "fleetscope/daemon/batch_decoder.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope_constants.h"
+#include "rpc_errors.h"
 
 namespace fleetscope::daemon {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message, const std::string& field) {
-  rpc::InvalidRequest error;
-  error.message = message;
-  error.__set_field(field);
-  throw error;
-}
-
-[[noreturn]] void denied(const std::string& message) {
-  rpc::PermissionDenied error;
-  error.message = message;
-  throw error;
-}
+using rpc_errors::denied;
+using rpc_errors::invalid;
 
 [[noreturn]] void not_found(const std::string& message, const std::string& kind, int64_t id) {
   rpc::NotFound error;

@@ -5,22 +5,13 @@
 #include <stdexcept>
 
 #include "fleetscope/daemon/rpc_handler.h"
+#include "rpc_errors.h"
 
 namespace fleetscope::daemon {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message, const std::string& field) {
-  rpc::InvalidRequest error;
-  error.message = message;
-  error.__set_field(field);
-  throw error;
-}
-
-[[noreturn]] void denied(const std::string& message) {
-  rpc::PermissionDenied error;
-  error.message = message;
-  throw error;
-}
+using rpc_errors::denied;
+using rpc_errors::invalid;
 
 rpc::SharedJob to_shared_job(const sharer::ServiceJob& job) {
   rpc::SharedJob out;
