@@ -1,5 +1,7 @@
 #include "fleetscope/analyzer/threshold_config.h"
 
+#include "fleetscope/common/text.h"
+
 #include <cstdlib>
 #include <fstream>
 
@@ -9,12 +11,7 @@ namespace fleetscope::analyzer {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return {};
-  const auto end = s.find_last_not_of(" \t\r");
-  return s.substr(begin, end - begin + 1);
-}
+using text::trim;
 
 bool is_threshold_of(const Rule& rule, const std::string& name) {
   for (const Threshold& t : rule.thresholds())

@@ -1,5 +1,7 @@
 #include "fleetscope/daemon/config.h"
 
+#include "fleetscope/common/text.h"
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,11 +49,7 @@ std::map<std::string, Key> keys(DaemonConfig& c) {
   };
 }
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  size_t e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
+using text::trim;
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "fleetscope/daemon/tls_listener.h"
 
+#include "fleetscope/common/text.h"
+
 #include <arpa/inet.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -26,11 +28,7 @@ using apache::thrift::transport::TTransport;
 
 namespace {
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  size_t e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
+using text::trim;
 
 std::string common_name_of(X509* certificate) {
   X509_NAME* subject = X509_get_subject_name(certificate);
