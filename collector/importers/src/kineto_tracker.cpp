@@ -42,7 +42,9 @@ void Tracker::LaunchMap::reserve(size_t entries) {
 
 Tracker::Launch& Tracker::LaunchMap::operator[](int64_t correlation) {
   if (correlation == kEmpty) {
-    if (!min_key_) min_key_.emplace();
+    if (!min_key_)
+      min_key_ = Launch{};  // not emplace(): clang judges Launch not default-constructible inside
+                            // its enclosing class
     return *min_key_;
   }
   if ((size_ + 1) * 4 > slots_.size() * 3) reserve(std::max<size_t>(16, (size_ + 1) * 2));
@@ -145,11 +147,81 @@ void Tracker::add_memory(store::MemoryEvent row, const RawEvent& ev) {
   writer_.add(std::move(row));
 }
 
-// GPU rows whose launching call was already seen go to the writer at once; the others wait
-// for finish() (the launch may come later in the file), so memory holds only those.
+// A GPU row whose launching call was already seen goes to the writer at once; the others wait in
+// `Deferred` (see the header) for their launch or for finish().
 const Tracker::Launch* Tracker::launch_of(const std::optional<int64_t>& correlation) const {
   if (!correlation) return nullptr;
   return launches_.find(*correlation);
+}
+
+std::optional<int64_t> Tracker::fallback_pid() const {
+  // One host process (the usual Kineto file): GPU work belongs to it.
+  if (processes_.size() == 1) return store::global_pid(processes_.begin()->first);
+  return std::nullopt;
+}
+
+void Tracker::resolve(store::Kernel& row, const Launch* launch) const {
+  row.globalPid = launch ? store::global_pid(store::pid_of(launch->globalTid)) : fallback_pid();
+}
+
+void Tracker::resolve(store::Memcpy& row, const Launch* launch) const {
+  row.globalPid = launch ? store::global_pid(store::pid_of(launch->globalTid)) : fallback_pid();
+  if (launch && row.bytes == 0 && launch->bytes > 0) row.bytes = launch->bytes;
+}
+
+void Tracker::resolve(store::Memset& row, const Launch* launch) const {
+  row.globalPid = launch ? store::global_pid(store::pid_of(launch->globalTid)) : fallback_pid();
+}
+
+void Tracker::resolve(store::Sync& row, const Launch* launch) const {
+  row.globalPid = launch ? store::global_pid(store::pid_of(launch->globalTid)) : fallback_pid();
+  if (launch) row.globalTid = launch->globalTid;
+}
+
+template <class Row>
+void Tracker::defer(Deferred<Row>& rows, Row&& row) {
+  if (const Launch* l = launch_of(row.correlationId)) {
+    resolve(row, l);
+    writer_.add(std::move(row));
+    return;
+  }
+  if (!row.correlationId) {  // no launch can ever match it
+    rows.late.push_back(std::move(row));
+    return;
+  }
+  rows.recent.emplace_back(result_.events_seen, std::move(row));
+  if (rows.recent.size() >= rows.sweep_at) sweep(rows);
+}
+
+template <class Row>
+void Tracker::sweep(Deferred<Row>& rows) {
+  size_t kept = 0;
+  for (auto& [seen_at, row] : rows.recent) {
+    if (const Launch* l = launch_of(row.correlationId)) {
+      resolve(row, l);
+      writer_.add(std::move(row));
+    } else if (result_.events_seen - seen_at > kLaunchLookahead) {
+      rows.late.push_back(std::move(row));
+    } else {
+      rows.recent[kept++] = {seen_at, std::move(row)};
+    }
+  }
+  rows.recent.resize(kept);
+  rows.sweep_at = std::max(kFirstSweep, 2 * kept);
+}
+
+// Every row still held: the late ones, then the recent ones (each in file order).
+template <class Row>
+void Tracker::flush_deferred(Deferred<Row>& rows) {
+  for (auto& row : rows.late) {
+    resolve(row, launch_of(row.correlationId));
+    writer_.add(std::move(row));
+  }
+  for (auto& [seen_at, row] : rows.recent) {
+    resolve(row, launch_of(row.correlationId));
+    writer_.add(std::move(row));
+  }
+  rows = Deferred<Row>{};
 }
 
 void Tracker::add_kernel(store::Kernel row) {
@@ -157,12 +229,7 @@ void Tracker::add_kernel(store::Kernel row) {
   devices_.insert(row.deviceId);
   see(row.start, row.end);
   ++result_.kernels;
-  if (const Launch* l = launch_of(row.correlationId)) {
-    row.globalPid = store::global_pid(store::pid_of(l->globalTid));
-    writer_.add(std::move(row));
-    return;
-  }
-  kernels_.push_back(std::move(row));
+  defer(kernels_, std::move(row));
 }
 
 void Tracker::add_memcpy(store::Memcpy row) {
@@ -170,13 +237,7 @@ void Tracker::add_memcpy(store::Memcpy row) {
   devices_.insert(row.deviceId);
   see(row.start, row.end);
   ++result_.memcpys;
-  if (const Launch* l = launch_of(row.correlationId)) {
-    row.globalPid = store::global_pid(store::pid_of(l->globalTid));
-    if (row.bytes == 0 && l->bytes > 0) row.bytes = l->bytes;
-    writer_.add(std::move(row));
-    return;
-  }
-  memcpys_.push_back(std::move(row));
+  defer(memcpys_, std::move(row));
 }
 
 void Tracker::add_memset(store::Memset row) {
@@ -184,12 +245,7 @@ void Tracker::add_memset(store::Memset row) {
   devices_.insert(row.deviceId);
   see(row.start, row.end);
   ++result_.memsets;
-  if (const Launch* l = launch_of(row.correlationId)) {
-    row.globalPid = store::global_pid(store::pid_of(l->globalTid));
-    writer_.add(std::move(row));
-    return;
-  }
-  memsets_.push_back(std::move(row));
+  defer(memsets_, std::move(row));
 }
 
 void Tracker::add_sync(store::Sync row) {
@@ -197,13 +253,7 @@ void Tracker::add_sync(store::Sync row) {
   if (row.deviceId) devices_.insert(*row.deviceId);
   see(row.start, row.end);
   ++result_.syncs;
-  if (const Launch* l = launch_of(row.correlationId)) {
-    row.globalPid = store::global_pid(store::pid_of(l->globalTid));
-    row.globalTid = l->globalTid;
-    writer_.add(std::move(row));
-    return;
-  }
-  syncs_.push_back(std::move(row));
+  defer(syncs_, std::move(row));
 }
 
 void Tracker::shift(int64_t delta) {
@@ -214,20 +264,14 @@ void Tracker::shift(int64_t delta) {
     if (p.last != INT64_MIN) add(p.last);
   }
   for (auto& [key, step] : steps_) add(step.start), add(step.end);
-  for (auto& k : kernels_) add(k.start), add(k.end);
-  for (auto& m : memcpys_) add(m.start), add(m.end);
-  for (auto& m : memsets_) add(m.start), add(m.end);
-  for (auto& s : syncs_) add(s.start), add(s.end);
-}
-
-std::optional<int64_t> Tracker::launcher_pid(const std::optional<int64_t>& correlation) const {
-  if (correlation) {
-    if (const Launch* l = launches_.find(*correlation))
-      return store::global_pid(store::pid_of(l->globalTid));
-  }
-  // One host process (the usual Kineto file): GPU work belongs to it.
-  if (processes_.size() == 1) return store::global_pid(processes_.begin()->first);
-  return std::nullopt;
+  auto held = [&](auto& rows) {
+    for (auto& r : rows.late) add(r.start), add(r.end);
+    for (auto& [seen_at, r] : rows.recent) add(r.start), add(r.end);
+  };
+  held(kernels_);
+  held(memcpys_);
+  held(memsets_);
+  held(syncs_);
 }
 
 void Tracker::finish(const std::string& workflow_name) {
@@ -238,33 +282,10 @@ void Tracker::finish(const std::string& workflow_name) {
       amd = true;
   const std::string vendor = mtia_ ? "mtia" : amd ? "amd" : "nvidia";
 
-  for (auto& k : kernels_) {
-    k.globalPid = launcher_pid(k.correlationId);
-    writer_.add(std::move(k));
-  }
-  for (auto& m : memcpys_) {
-    m.globalPid = launcher_pid(m.correlationId);
-    if (m.bytes == 0 && m.correlationId) {
-      const Launch* l = launches_.find(*m.correlationId);
-      if (l && l->bytes > 0) m.bytes = l->bytes;
-    }
-    writer_.add(std::move(m));
-  }
-  for (auto& m : memsets_) {
-    m.globalPid = launcher_pid(m.correlationId);
-    writer_.add(std::move(m));
-  }
-  for (auto& s : syncs_) {
-    s.globalPid = launcher_pid(s.correlationId);
-    if (s.correlationId) {
-      if (const Launch* l = launches_.find(*s.correlationId)) s.globalTid = l->globalTid;
-    }
-    writer_.add(std::move(s));
-  }
-  kernels_.clear();
-  memcpys_.clear();
-  memsets_.clear();
-  syncs_.clear();
+  flush_deferred(kernels_);
+  flush_deferred(memcpys_);
+  flush_deferred(memsets_);
+  flush_deferred(syncs_);
 
   for (const auto& [key, step] : steps_) {
     store::Iteration it;

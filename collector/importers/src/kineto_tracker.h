@@ -1,8 +1,9 @@
 // Kineto importer, stage 3 of 3: the tracker. Holds what spans events: processes and threads
 // (string tids get stable synthetic ids), launch → GPU-work correlation (runtime call thread and
 // process for each correlation id), ProfilerStep#N iterations, devices seen, the capture's time
-// span and vendor. GPU-side rows are kept until finish() so their globalPid can be resolved from
-// the launching call whatever the order in the file; CPU-side rows go to the writer at once.
+// span and vendor. A GPU-side row is held until its launching call is seen (or until finish()),
+// so its globalPid comes from that call whatever the order in the file; CPU-side rows go to the
+// writer at once.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +87,7 @@ class Tracker {
   };
   void see(int64_t start, int64_t end);
   void see_process(int64_t pid, int64_t start, int64_t end);
-  std::optional<int64_t> launcher_pid(const std::optional<int64_t>& correlation) const;
+  std::optional<int64_t> fallback_pid() const;
   const Launch* launch_of(const std::optional<int64_t>& correlation) const;
 
   store::RowSink& writer_;
@@ -100,10 +101,35 @@ class Tracker {
   std::unordered_map<int64_t, std::string> process_names_;
   std::map<std::pair<int64_t, int64_t>, Step> steps_;  // (pid, N)
   std::set<int32_t> devices_;
-  std::vector<store::Kernel> kernels_;
-  std::vector<store::Memcpy> memcpys_;
-  std::vector<store::Memset> memsets_;
-  std::vector<store::Sync> syncs_;
+  // GPU rows whose launching call has not been seen yet. Kineto writes a GPU event a couple of
+  // events before its runtime call, so the recent ones are swept as launches arrive and go to the
+  // writer then, in file order (the writer inserts them while the file is still being read, not
+  // all at the end). A row still unmatched after kLaunchLookahead events waits for finish(), which
+  // resolves it against every launch in the file, or the one-process fallback.
+  static constexpr int64_t kLaunchLookahead = 65536;
+  static constexpr size_t kFirstSweep = 64;
+  template <class Row>
+  struct Deferred {
+    std::vector<std::pair<int64_t, Row>> recent;  // (event number, row), file order
+    std::vector<Row> late;                        // for finish(), file order
+    size_t sweep_at = kFirstSweep;  // doubles with what stays, so sweeps cost O(1) per row
+  };
+  template <class Row>
+  void defer(Deferred<Row>& rows, Row&& row);
+  template <class Row>
+  void sweep(Deferred<Row>& rows);
+  template <class Row>
+  void flush_deferred(Deferred<Row>& rows);
+  // Fills what the launching call tells (process, thread, bytes); `launch` null: finish()'s
+  // fallback (the only process, if there is one).
+  void resolve(store::Kernel& row, const Launch* launch) const;
+  void resolve(store::Memcpy& row, const Launch* launch) const;
+  void resolve(store::Memset& row, const Launch* launch) const;
+  void resolve(store::Sync& row, const Launch* launch) const;
+  Deferred<store::Kernel> kernels_;
+  Deferred<store::Memcpy> memcpys_;
+  Deferred<store::Memset> memsets_;
+  Deferred<store::Sync> syncs_;
   bool hip_api_ = false;
   bool mtia_ = false;
   int64_t start_ = INT64_MAX, end_ = INT64_MIN;

@@ -1,11 +1,14 @@
 // The streamed Kineto tokenizer: batches of any size give the same events; metadata after
 // traceEvents (Kineto's baseTimeNanoseconds) lands on every row whatever the tail peek guessed;
 // numbers out of range are errors, not wrapped casts; values larger than the memory budget are
-// refused; non-CUDA accelerator events (MTIA, any device stream) are device work.
+// refused; non-CUDA accelerator events (MTIA, any device stream) are device work; GPU rows reach
+// the writer as their launches arrive.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -223,6 +226,105 @@ TEST(KinetoStreaming, MtiaAndDeviceStreamEventsAreDeviceWork) {
                            std::to_string(store::global_pid(42))),
             2);
   EXPECT_EQ(text(db, "SELECT gpu_vendor FROM captures").value_or(""), "mtia");
+}
+
+// Records the order in which GPU rows and runtime calls reach the sink.
+struct OrderSink : store::RowSink {
+  std::vector<std::string> order;  // "K<correlation>" / "R<correlation>" / "M<correlation>"
+  std::map<int64_t, std::optional<int64_t>> kernel_pid;  // correlation -> globalPid
+  std::map<int64_t, int64_t> memcpy_bytes;
+  int64_t add_capture(const store::Capture&) override { return 1; }
+  void update_capture(const store::Capture&) override {}
+  int64_t add_host(const store::Host&) override { return 1; }
+  int64_t add_workflow(const store::Workflow&) override { return 1; }
+  void upsert_process(const store::Process&) override {}
+  void add_gpu(const store::GpuInfo&) override {}
+  void add(store::Kernel r) override {
+    order.push_back("K" + std::to_string(r.correlationId.value_or(-1)));
+    kernel_pid[r.correlationId.value_or(-1)] = r.globalPid;
+  }
+  void add(store::Memcpy r) override {
+    order.push_back("M" + std::to_string(r.correlationId.value_or(-1)));
+    memcpy_bytes[r.correlationId.value_or(-1)] = r.bytes;
+  }
+  void add(store::Memset) override {}
+  void add(store::RuntimeCall r) override {
+    order.push_back("R" + std::to_string(r.correlationId.value_or(-1)));
+  }
+  void add(store::Sync) override {}
+  void add(store::NvtxEvent) override {}
+  void add(store::CpuOp) override {}
+  void add(store::Iteration) override {}
+  void add(store::MemoryEvent) override {}
+  void add(store::DeviceSample) override {}
+  void add(store::ExternalCorrelation) override {}
+  void shift_times(int64_t, int64_t) override {}
+  size_t position(const std::string& what) const {
+    return static_cast<size_t>(std::find(order.begin(), order.end(), what) - order.begin());
+  }
+};
+
+// Kineto writes each GPU event a couple of events before the runtime call that launched it. Those
+// rows go to the writer as their launch arrives (so it inserts them while the file is still being
+// read, not all at the end); each still gets the launching process and the call's byte count.
+// A row whose launch comes only after the lookahead, or never, is resolved at the end as before.
+TEST(KinetoStreaming, GpuRowsGoOutWhenTheirLaunchArrives) {
+  ScratchDir dir;
+  std::ostringstream json;
+  json << R"({"traceEvents": [)"
+       << "\n";
+  const int kLaunches = 300;
+  for (int c = 1; c <= kLaunches; ++c) {
+    const int pid = c % 2 ? 11 : 12;  // two processes: the one-process fallback cannot apply
+    json << R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" << 100 * c
+         << R"(, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": )" << c << "}},\n";
+    json << R"j({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", )j"
+         << R"("pid": 0, "tid": 7, "ts": )" << 100 * c + 10
+         << R"(, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": )" << 100000 + c
+         << "}},\n";
+    json << R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": )" << pid
+         << R"(, "tid": 1, "ts": )" << 100 * c - 3 << R"(, "dur": 2, "args": {"correlation": )" << c
+         << "}},\n";
+    json << R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": )" << pid
+         << R"(, "tid": 1, "ts": )" << 100 * c + 7 << R"(, "dur": 2, "args": {"correlation": )"
+         << 100000 + c << R"(, "size": )" << 4096 * c << "}},\n";
+  }
+  // A kernel whose launch comes after more than the lookahead (65,536 events) of CPU ops, and
+  // one whose launch never comes.
+  json << R"({"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": 900000, )"
+       << R"("dur": 5, "args": {"device": 0, "stream": 7, "correlation": 777777}},)"
+       << "\n";
+  json << R"({"ph": "X", "cat": "kernel", "name": "orphan", "pid": 0, "tid": 7, "ts": 900010, )"
+       << R"("dur": 5, "args": {"device": 0, "stream": 7, "correlation": 888888}},)"
+       << "\n";
+  for (int i = 0; i < 70000; ++i)
+    json << R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 11, "tid": 1, "ts": )"
+         << 1000000 + i << R"(, "dur": 1},)"
+         << "\n";
+  json << R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 12, "tid": 1, )"
+       << R"("ts": 899990, "dur": 2, "args": {"correlation": 777777}}]})";
+  const std::string in = dir.write("kineto-order.json", json.str());
+
+  OrderSink sink;
+  const ImportResult r = import_file(in, sink);
+  EXPECT_EQ(r.kernels, kLaunches + 2);
+  EXPECT_EQ(r.memcpys, kLaunches);
+  // Streamed: the first kernel and copy reach the sink long before the last launch does.
+  EXPECT_LT(sink.position("K1"), sink.position("R" + std::to_string(kLaunches)));
+  EXPECT_LT(sink.position("M100001"), sink.position("R" + std::to_string(kLaunches)));
+  // In file order among themselves.
+  for (int c = 2; c <= kLaunches; ++c)
+    EXPECT_LT(sink.position("K" + std::to_string(c - 1)), sink.position("K" + std::to_string(c)));
+  for (int c = 1; c <= kLaunches; ++c) {
+    const int pid = c % 2 ? 11 : 12;
+    EXPECT_EQ(sink.kernel_pid[c], store::global_pid(pid)) << "kernel " << c;
+    EXPECT_EQ(sink.memcpy_bytes[100000 + c], 4096 * c) << "copy " << c;
+  }
+  // Past the lookahead: still resolved from its launch, at the end; never launched: no process
+  // (two processes ran, so none can be assumed).
+  EXPECT_EQ(sink.kernel_pid[777777], store::global_pid(12));
+  EXPECT_FALSE(sink.kernel_pid[888888].has_value());
+  EXPECT_GT(sink.position("K777777"), sink.position("R777777"));
 }
 
 TEST(KinetoStreaming, MemoryBudgetFlag) {
