@@ -66,6 +66,8 @@ class Splitter {
   // Scans one JSON value starting at pos_; returns its end (exclusive) relative to the window,
   // refilling as needed. `limit` bounds its size.
   size_t scan_value(size_t limit, const char* what);
+  // The vectorised scan of one event object, for the common case (see the definition).
+  size_t find_object_end(size_t pos, size_t limit) const;
   std::string read_key();
   void advance_lines(size_t to);
   [[noreturn]] void fail(size_t at, const std::string& what);

@@ -11,12 +11,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -103,11 +105,23 @@ std::string cached_database(const std::string& file, const std::string& short_na
       ec ? std::to_string(::getpid()) : std::to_string(exe_time.time_since_epoch().count());
   const fs::path db = dir / (short_name + "-" + stamp + ".db");
   if (!fs::exists(db)) {
-    for (const auto& entry : fs::directory_iterator(dir, ec))  // older stamps of this trace
-      if (entry.path().filename().string().rfind(short_name + "-", 0) == 0 &&
-          entry.path().filename() != db.filename())  // another test may have just made it
+    // Older stamps of this trace only: a test process importing the same trace right now owns
+    // files with this stamp (its temporary output, then the database and its timeline cache);
+    // removing those made that import fail after every rebuild.
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(short_name + "-", 0) == 0 && name.rfind(short_name + "-" + stamp, 0) != 0)
         fs::remove(entry.path(), ec);
-    importers::import_files({trace_path(file)}, db.string(), {}, /*overwrite=*/true);
+    }
+    try {
+      importers::import_files({trace_path(file)}, db.string(), {}, /*overwrite=*/true);
+    } catch (const Error&) {
+      // Another test process is importing the same trace into the same file (the importer
+      // refuses a second concurrent writer): use its result once it is in place.
+      for (int i = 0; i < 1200 && !fs::exists(db); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (!fs::exists(db)) throw;
+    }
   }
   return db.string();
 }

@@ -61,6 +61,58 @@ TEST(KinetoStreaming, TinyBatchesGiveTheSameEventsOnEverySharedTrace) {
   EXPECT_GE(files, 10);
 }
 
+// The splitter finds event boundaries 64 bytes at a time (brackets outside strings) and falls back
+// to its byte scan for escapes and values that run past what was read. Strings full of brackets
+// and quotes, escapes, nesting, strings across 64-byte blocks and odd whitespace, split into tiny
+// batches, must give exactly the events of the one-pass simdjson parse of the whole document.
+TEST(KinetoStreaming, BracketsQuotesAndEscapesInStringsSplitLikeAWholeParse) {
+  ScratchDir dir;
+  uint64_t seed = 0x9E3779B97F4A7C15ULL;
+  auto next = [&](uint64_t n) {
+    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+    return seed % n;
+  };
+  // Two events in three have no backslash at all (the vectorised path decides them whole).
+  const std::string plain[] = {"{", "}", "[", "]", ",", ":", " ", "a", "kernel", "}}]", "[{"};
+  const std::string escaped[] = {"\\\"", "\\\\", "\\n", "\\u00e9", "\\\\\\\"", "}"};
+  bool escapes = false;
+  auto random_string = [&] {
+    std::string text;
+    const uint64_t parts = next(40);
+    for (uint64_t i = 0; i < parts; ++i) {
+      const std::string& piece = escapes && next(4) == 0 ? escaped[next(std::size(escaped))]
+                                                         : plain[next(std::size(plain))];
+      text += piece;
+    }
+    return text;
+  };
+  const char* gaps[] = {"", " ", "\n", "\r\n  ", "\t", "\n\n\n    "};
+  std::ostringstream json;
+  json << "{\"traceEvents\": [";
+  const int kEvents = 3000;
+  for (int i = 0; i < kEvents; ++i) {
+    escapes = i % 3 == 0;
+    if (i) json << gaps[next(std::size(gaps))] << "," << gaps[next(std::size(gaps))];
+    json << R"({"ph": "X", "cat": "cpu_op", "name": ")" << random_string() << "#" << i
+         << R"(", "pid": 1, "tid": 2, "ts": )" << i << R"(, "dur": 1, "args": {"note": ")"
+         << random_string() << R"(", "nested": [[{"x": ")" << random_string() << R"("}], []],)"
+         << std::string(next(200), ' ') << R"("end": 1}})";
+  }
+  json << "]}";
+  const std::string in = dir.write("brackets.json", json.str());
+
+  kineto::TokenizerOptions whole;
+  whole.whole_document_bytes = size_t{1} << 30;
+  kineto::TokenizerOptions tiny;
+  tiny.batch_bytes = 4096;
+  tiny.queued_batches = 1;
+  tiny.max_value_bytes = size_t{4} << 20;
+  tiny.whole_document_bytes = 0;
+  const auto reference = events_of(in, whole);
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(events_of(in, tiny), reference);
+}
+
 // Kineto's layout: ts relative to baseTimeNanoseconds, written after the events.
 std::string trailing_base_trace(const std::string& after_events) {
   return R"({"schemaVersion": 1, "traceEvents": [
