@@ -65,6 +65,14 @@ ImportResult import_file(const std::string& path, store::RowSink& writer,
       "nsys export");
 }
 
+store::WriterOptions import_writer_options() {
+  store::WriterOptions options;
+  options.temporary_output = true;  // the file only becomes visible through commit()
+  options.batch_rows = 8192;
+  options.max_queued_batches = 4;
+  return options;
+}
+
 std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
                                        const std::string& out_db, const ImportOptions& options,
                                        bool overwrite) {
@@ -86,9 +94,7 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   // database is in place (the cache records the final file's size and time).
   std::vector<timeline::TimelineData> summaries;
   {
-    store::WriterOptions writer_options;
-    writer_options.temporary_output = true;  // the file only becomes visible through commit()
-    store::Writer writer(store::Database::create(output.temp_path()), writer_options);
+    store::Writer writer(store::Database::create(output.temp_path()), import_writer_options());
     // Several files: parsed on as many threads as there are cores, the one writer takes the
     // rows of all of them (parallel_import.h); the result is the serial import's.
     const size_t workers =

@@ -102,7 +102,7 @@ struct TraceMeta {
 // `queued_batches` of them waiting, and no single event or metadata value above
 // `max_value_bytes`. from_budget() derives them from one memory budget.
 struct TokenizerOptions {
-  size_t batch_bytes = size_t{8} << 20;
+  size_t batch_bytes = size_t{512} << 10;  // from_budget(1 GiB)
   size_t queued_batches = 3;
   size_t max_value_bytes = size_t{256} << 20;
   // A document up to this size (decompressed) is read whole and parsed in one simdjson pass,

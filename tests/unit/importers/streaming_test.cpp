@@ -250,6 +250,9 @@ TEST(KinetoStreaming, TruncatedAndMalformedTopLevelsNameThePosition) {
   expect_both_paths_reject(R"({"traceEvents": [] "x": 1})", "expected ',' or '}'");
   expect_both_paths_reject(R"({"traceEvents": [{"ph": "X"} {"ph": "X"}]})", "expected ',' or ']'");
   expect_both_paths_reject(R"({"traceEvents": []} trailing)", "after the end of the JSON document");
+  // Found by the fuzz target's reader differential: the whole-document reader took "[]]".
+  expect_both_paths_reject("[]\n]\n", "after the end of the JSON document");
+  expect_both_paths_reject(R"({"traceEvents": []}})", "after the end of the JSON document");
 }
 
 // An MTIA trace as Kineto writes it (libkineto ActivityType: mtia_runtime = host runtime calls,

@@ -51,9 +51,17 @@ struct ImportOptions {
   // default (32 MiB); 0: always.
   int64_t parse_thread_min_bytes = -1;
   // import_files() with several files: how many are imported at once (each on its own thread,
-  // one writer; each gets an equal share of the memory budget). 0: one per core; 1: serial.
+  // one writer; each gets an equal share of the memory budget). 0: one per two cores (one file
+  // already keeps two busy; parallel_import_workers()); 1: serial.
   size_t parallel_files = 0;
 };
+
+// The store::Writer settings import_files() writes with (a temporary output, 8,192 rows per
+// transaction, at most 4 batches queued). The queue bounds how far the writer may lag the parser:
+// whatever is still queued when the file has been read is written while the other core idles, and
+// index builds wait for it (with 65,536-row batches and 8 queued, that tail was most of a batch
+// queue at 1e6 events). The import benchmark's insert limit uses the same settings.
+store::WriterOptions import_writer_options();
 
 // What one import produced (rows per event kind), for summaries and tests.
 struct ImportResult {
