@@ -1,6 +1,8 @@
 #include "fleetscope/store/writer.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -122,6 +124,15 @@ std::string insert_sql(const TableSpec& spec, int rows) {
   std::string sql = std::string(spec.head) + " VALUES ";
   for (int r = 0; r < rows; ++r) sql += (r ? "," : "") + one;
   return sql;
+}
+
+// Asks the kernel to begin writing the file's dirty pages (asynchronously; errors are for the
+// later fsync to report).
+void start_writeback(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  ::close(fd);
 }
 
 }  // namespace
@@ -670,7 +681,7 @@ void Writer::finish(const std::function<void()>& alongside_indexes) {
   // The other connection's statements only read: the commit below waits for the one in
   // progress instead of failing after the default timeout.
   std::exception_ptr alongside_error;
-  std::thread alongside;
+  std::thread alongside, writeback;
   if (alongside_indexes) {
     sqlite3_busy_timeout(db.raw(), INT32_MAX);
     alongside = std::thread([&] {
@@ -687,20 +698,30 @@ void Writer::finish(const std::function<void()>& alongside_indexes) {
       // threads (PRAGMA threads, https://sqlite.org/pragma.html#pragma_threads) so the build is
       // not serial on one core. (A sampled ANALYZE, PRAGMA analysis_limit, was tried: its
       // statistics change query plans, and with them the row order of unordered queries.) One
-      // transaction: one exclusive lock for all of them.
+      // transaction for all the indexes: one exclusive lock.
       const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
       db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
       db.exec("BEGIN");
       db.exec(index_sql());
+      db.exec("COMMIT");
+      // Every page but ANALYZE's is in the file now: start writing them to disk while ANALYZE
+      // runs, so the owner's sync of a temporary output (AtomicOutput::commit) waits for less
+      // (fsync 0.18 s -> 0.001 s at 1e7 events). On its own thread: the call itself blocks while
+      // the device queue is full (0.13 s there).
+      if (impl_->options.temporary_output && !db.in_memory())
+        writeback = std::thread([path = impl_->path] { start_writeback(path); });
+      db.exec("BEGIN");
       db.exec("ANALYZE");
       db.exec("COMMIT");
     }
   } catch (...) {
     sqlite3_exec(db.raw(), "ROLLBACK", nullptr, nullptr, nullptr);
     if (alongside.joinable()) alongside.join();
+    if (writeback.joinable()) writeback.join();
     throw;
   }
   if (alongside.joinable()) alongside.join();
+  if (writeback.joinable()) writeback.join();
   if (alongside_indexes) sqlite3_busy_timeout(db.raw(), 5000);
   if (alongside_error) std::rethrow_exception(alongside_error);
   impl_->finalize_statements();
