@@ -253,6 +253,10 @@ TEST(KinetoStreaming, TruncatedAndMalformedTopLevelsNameThePosition) {
   // Found by the fuzz target's reader differential: the whole-document reader took "[]]".
   expect_both_paths_reject("[]\n]\n", "after the end of the JSON document");
   expect_both_paths_reject(R"({"traceEvents": []}})", "after the end of the JSON document");
+  // Members the importer does not read are still checked alike by both readers.
+  expect_both_paths_reject(R"({"schemaVersion": %, "traceEvents": []})", "invalid JSON");
+  expect_both_paths_reject(R"({"x": [}, "traceEvents": []})", "invalid JSON");
+  expect_both_paths_reject(R"({"traceEvents": [], "x": {"a" 1}})", "invalid JSON");
 }
 
 // An MTIA trace as Kineto writes it (libkineto ActivityType: mtia_runtime = host runtime calls,
