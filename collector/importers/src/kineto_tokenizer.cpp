@@ -434,20 +434,20 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
   if (err) json_fail(0, err);
   od::json_type root_type;
   if ((err = doc.type().get(root_type))) json_fail(where(doc), err);
-  {
-    // Nothing but whitespace may follow the root value (the streamed reader's splitter refuses
-    // "[]]" too; simdjson On-Demand stops reading at the root's end). Its raw text is found by a
-    // walk of the structural index, then the document is read again from the start.
-    std::string_view root_raw;
-    if (root_type == od::json_type::array || root_type == od::json_type::object) {
-      if ((err = doc.raw_json().get(root_raw))) json_fail(where(doc), err);
-      for (size_t at = static_cast<size_t>(root_raw.data() - doc_base) + root_raw.size();
-           at < document_size; ++at)
-        if (!is_json_space(doc_base[at]))
-          tok.fail(at, "unexpected content after the end of the JSON document, expected the end");
-      doc.rewind();
+  // Nothing but whitespace may follow the root value (the streamed reader's splitter refuses "[]]"
+  // too; simdjson On-Demand stops reading at the root's end). Checked from where the root's last
+  // value ends, so it costs no second walk of the document.
+  auto expect_end_after = [&](size_t at, bool closing_brace) {
+    while (at < document_size && is_json_space(doc_base[at])) ++at;
+    if (closing_brace) {
+      if (at >= document_size || doc_base[at] != '}')
+        tok.fail(at, "invalid JSON: expected '}' at the end of the document");
+      ++at;
+      while (at < document_size && is_json_space(doc_base[at])) ++at;
     }
-  }
+    if (at < document_size)
+      tok.fail(at, "unexpected content after the end of the JSON document, expected the end");
+  };
   auto events_item = [&](std::string_view raw) {
     Item b;
     b.kind = Item::Kind::batch;
@@ -467,6 +467,7 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
   if (root_type == od::json_type::array) {
     std::string_view raw;
     if ((err = doc.raw_json().get(raw))) json_fail(where(doc), err);
+    expect_end_after(static_cast<size_t>(raw.data() - doc_base) + raw.size(), false);
     begin.batch.count = 1;  // the document is the events array
     end.batch.count = 1;
     items.push_back(std::move(begin));
@@ -482,6 +483,9 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
   if ((err = doc.get_object().get(root))) json_fail(where(doc), err);
   std::vector<MetaMember> members;
   std::optional<Item> events;
+  // Where the last member's value ends (no member: just after the root's '{').
+  size_t root_content_end =
+      static_cast<size_t>(std::find(doc_base, doc_base + document_size, '{') - doc_base) + 1;
   for (auto field_res : root) {
     od::field field;
     if ((err = std::move(field_res).get(field))) json_fail(where(doc), err);
@@ -503,6 +507,7 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
     } else {
       raw = v.raw_json_token();
     }
+    root_content_end = static_cast<size_t>(raw.data() - doc_base) + raw.size();
     if (key == "traceEvents" && t == od::json_type::array && !events) {
       events = events_item(raw);
       continue;
@@ -514,6 +519,7 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
     m.line = line_at(static_cast<size_t>(m.offset));
     members.push_back(std::move(m));
   }
+  expect_end_after(root_content_end, true);
   // Every member, trailing ones included, is known before the first event: the base time
   // applies from the start.
   if (!events) {
