@@ -486,6 +486,22 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
   // Where the last member's value ends (no member: just after the root's '{').
   size_t root_content_end =
       static_cast<size_t>(std::find(doc_base, doc_base + document_size, '{') - doc_base) + 1;
+  // The top level is checked between the members as well: simdjson On-Demand takes
+  // `"a": "x" : 0, "b": 1` (found by the fuzz target's reader differential; the streamed reader's
+  // splitter refuses it).
+  auto expect_only = [&](size_t from, size_t to, char separator, const std::string& what) {
+    bool seen = separator == 0;
+    for (size_t at = from; at < to; ++at) {
+      if (is_json_space(doc_base[at])) continue;
+      if (!seen && doc_base[at] == separator) {
+        seen = true;
+        continue;
+      }
+      tok.fail(at, "invalid JSON: expected " + what);
+    }
+    if (!seen) tok.fail(to, "invalid JSON: expected " + what);
+  };
+  bool first_member = true;
   for (auto field_res : root) {
     od::field field;
     if ((err = std::move(field_res).get(field))) json_fail(where(doc), err);
@@ -494,6 +510,9 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
     const char* key_end = key_begin;
     while (*key_end != '"') key_end += *key_end == '\\' ? 2 : 1;
     std::string key(key_begin, key_end);
+    expect_only(root_content_end, static_cast<size_t>(key_begin - 1 - doc_base),
+                first_member ? 0 : ',', "',' or '}' between top-level members");
+    first_member = false;
     od::value v = field.value();
     od::json_type t;
     if ((err = v.type().get(t))) json_fail(where(v), err);
@@ -507,6 +526,8 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
     } else {
       raw = v.raw_json_token();
     }
+    expect_only(static_cast<size_t>(key_end + 1 - doc_base),
+                static_cast<size_t>(raw.data() - doc_base), ':', "':' after \"" + key + "\"");
     root_content_end = static_cast<size_t>(raw.data() - doc_base) + raw.size();
     if (key == "traceEvents" && t == od::json_type::array && !events) {
       events = events_item(raw);

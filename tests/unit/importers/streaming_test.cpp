@@ -257,6 +257,10 @@ TEST(KinetoStreaming, TruncatedAndMalformedTopLevelsNameThePosition) {
   expect_both_paths_reject(R"({"schemaVersion": %, "traceEvents": []})", "invalid JSON");
   expect_both_paths_reject(R"({"x": [}, "traceEvents": []})", "invalid JSON");
   expect_both_paths_reject(R"({"traceEvents": [], "x": {"a" 1}})", "invalid JSON");
+  // Separators between top-level members (simdjson On-Demand alone took the first one).
+  expect_both_paths_reject(R"({"a": "x" : 0, "traceEvents": []})", "between top-level members");
+  expect_both_paths_reject(R"({"a": 1 "traceEvents": []})", "invalid JSON");
+  expect_both_paths_reject(R"({"a" 1, "traceEvents": []})", "invalid JSON");
 }
 
 // An MTIA trace as Kineto writes it (libkineto ActivityType: mtia_runtime = host runtime calls,
