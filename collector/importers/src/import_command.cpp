@@ -55,9 +55,8 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
               "event or metadata value at most a quarter of it",
               &budget_text)
       .option("--jobs", "N",
-              "files imported at once when several are given (default: one per two cores, as one "
-              "file's import keeps two busy; 1: one after the other); they share the memory "
-              "budget and the one database writer",
+              "files imported at once when several are given (default: one per core; 1: one "
+              "after the other); they share the memory budget and the one database writer",
               &jobs)
       .flag("-q, --quiet", "no progress line on stderr (shown only on a terminal)", &quiet);
   if (auto rc = parser.parse(args, out, err)) return *rc;

@@ -123,13 +123,13 @@ class OrderedSink final : public store::RowSink {
 
 }  // namespace
 
-// One file per two cores: a single file's import already keeps two cores busy (reader and
-// parser, translation, the writer), so on two cores the files go one after the other. Measured on
-// two cores (docs/benchmarks.md): one file per core took 0.90-1.01x the serial time for four
-// 19 MB files and 1.08-1.18x for two 194 MB files.
+// One file per core. Each file is then parsed on its worker alone (no parse thread per file,
+// import_in_parallel): measured on two cores (docs/benchmarks.md), 0.92-0.99x the serial time
+// for four 19 MB files and for two 194 MB files; with a parse thread per file as well, twice as
+// many busy threads as cores made two 194 MB files 1.08-1.18x slower than serial.
 size_t parallel_import_workers(size_t files) {
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::max<size_t>(1, std::min(files, cores / 2));
+  return std::max<size_t>(1, std::min(files, cores));
 }
 
 std::vector<ImportResult> import_in_parallel(const std::vector<std::string>& paths,
@@ -148,8 +148,8 @@ std::vector<ImportResult> import_in_parallel(const std::vector<std::string>& pat
   per_file.memory_budget_bytes = std::max<int64_t>(
       int64_t{16} << 20, options.memory_budget_bytes / static_cast<int64_t>(workers));
   // Each file already has a core: a parse thread per file as well would put twice as many busy
-  // threads as cores on the machine (2 x 194 MB files on 2 cores: 1.18x the serial time with
-  // them, see docs/benchmarks.md).
+  // threads as cores on the machine (2 x 194 MB files on 2 cores: 1.08-1.18x the serial time
+  // with them, 0.92-0.97x without; docs/benchmarks.md).
   if (workers > 1 && options.parse_thread_min_bytes < 0)
     per_file.parse_thread_min_bytes = INT64_MAX;
   std::mutex progress_mu;  // the caller's progress callback is called from one thread at a time

@@ -51,8 +51,8 @@ struct ImportOptions {
   // default (32 MiB); 0: always.
   int64_t parse_thread_min_bytes = -1;
   // import_files() with several files: how many are imported at once (each on its own thread,
-  // one writer; each gets an equal share of the memory budget). 0: one per two cores (one file
-  // already keeps two busy; parallel_import_workers()); 1: serial.
+  // one writer; each gets an equal share of the memory budget, and no parse thread of its own).
+  // 0: one per core; 1: serial.
   size_t parallel_files = 0;
 };
 
