@@ -701,6 +701,11 @@ void Writer::finish(const std::function<void()>& alongside_indexes) {
       // transaction for all the indexes: one exclusive lock.
       const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
       db.exec("PRAGMA threads = " + std::to_string(std::min(cores, 8u)));
+      // The sorter keeps up to the page cache's size in memory before it spills runs to temporary
+      // files and merges them: 128 MiB holds the largest index of a 10M-event import (3.6 M CPU
+      // ops) in one run. Measured with the sqlite3 shell on that database's tables: 2.6 -> 2.1
+      // CPU-s for all the indexes and ANALYZE (64 -> 128 MiB; 256 MiB gained nothing more).
+      if (!db.in_memory()) db.exec("PRAGMA cache_size = -131072");
       db.exec("BEGIN");
       db.exec(index_sql());
       db.exec("COMMIT");
