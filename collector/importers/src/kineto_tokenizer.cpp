@@ -583,6 +583,18 @@ void Tokenizer::read_trailing_metadata(TraceMeta& meta) {
 
 void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta& meta,
                               bool require_events) {
+  // Every top-level value other than the events is validated whole (simdjson DOM), whichever
+  // reader found it: where a malformed value ends differs between the streamed reader's bracket
+  // count and On-Demand's skip, so checking only what each reads made them disagree on the same
+  // file (found by the fuzz target's reader differential). Metadata is small.
+  simdjson::dom::parser validator;
+  for (const MetaMember& m : members) {
+    simdjson::dom::element ignored;
+    if (auto e = validator.parse(m.value).get(ignored))
+      throw InputError(path_, "byte " + std::to_string(m.offset),
+                       "invalid JSON in the value of \"" + m.key +
+                           "\": " + simdjson::error_message(e));
+  }
   impl_->load_members(members);
   od::document doc;
   auto err = impl_->parser

@@ -261,6 +261,7 @@ TEST(KinetoStreaming, TruncatedAndMalformedTopLevelsNameThePosition) {
   expect_both_paths_reject(R"({"a": "x" : 0, "traceEvents": []})", "between top-level members");
   expect_both_paths_reject(R"({"a": 1 "traceEvents": []})", "invalid JSON");
   expect_both_paths_reject(R"({"a" 1, "traceEvents": []})", "invalid JSON");
+  expect_both_paths_reject(R"({"x": [ "numSms": 108}], "traceEvents": []})", "invalid JSON");
 }
 
 // An MTIA trace as Kineto writes it (libkineto ActivityType: mtia_runtime = host runtime calls,
