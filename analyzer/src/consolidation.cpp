@@ -106,8 +106,13 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
     std::vector<Interval> spans;
     for (uint32_t i : members) spans.push_back({data.gpu.start[i], data.gpu.end[i]});
     const IntervalSet busy = unite_sorted(spans);
-    Interval window = steps.empty() ? Interval{busy.front().begin, busy.back().end}
-                                    : Interval{steps.front().begin, steps.back().end};
+    // No iterations and only zero-length GPU intervals (a corrupt trace; found by
+    // fuzz_kineto_json): an empty window, not a read of an empty set.
+    Interval window{0, 0};
+    if (!steps.empty())
+      window = {steps.front().begin, steps.back().end};
+    else if (!busy.empty())
+      window = {busy.front().begin, busy.back().end};
     for (const Interval& s : steps) window.end = std::max(window.end, s.end);
     c.window_ns = window.length();
     c.busy_ns = covered_length(busy, window);
