@@ -1,4 +1,4 @@
-// bench_import_scale [--events N]... [--source TRACE] [--dir DIR] [--budget BYTES]
+// bench_import_scale [--events N]... [--repeat R] [--source TRACE] [--dir DIR] [--budget BYTES]
 //
 // Kineto import at scale: synthetic traces of N events (default 1e5 and 1e6; add --events
 // 10000000 for the 4 GB case) made by replicating a real ResNet trace from the shared data
@@ -11,6 +11,10 @@
 //                 import's writer settings (importers::import_writer_options()) and with the
 //                 Writer's defaults (65,536-row transactions), the faster of the two is the limit;
 //   import        fleetscope's import of the file into a new database (import_files()).
+// Each phase runs R times (--repeat, default 3), the phases interleaved round by round so a slow
+// spell of the machine falls on all of them; the medians are reported. The insert and import
+// times are taken inside the child around the work itself (the insert's replay, import_files()),
+// so neither carries the fork and the process teardown; the parse limit is the child's wall time.
 // Reported: wall time, events/s, CPU/wall (how many cores worked), peak RSS, and the ratio
 // import / max(parse limit, insert limit): 1.0 would be a perfect overlap of the two.
 // --files K (with --events N): K copies of the N-event trace imported into one database, serially
@@ -20,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -44,14 +49,19 @@ struct Phase {
   bool ok = false;
 };
 
-// Runs `fn` in a child process; wall time measured here, CPU time and peak RSS from wait4.
-Phase run_child(const std::function<void()>& fn) {
+// Runs `fn` in a child process; wall time measured here, CPU time and peak RSS from wait4. When
+// `fn` returns a positive number of seconds (the work it timed itself, leaving out setup and
+// teardown), that is the phase's wall time and the CPU time is scaled to the same share.
+Phase run_child(const std::function<double()>& fn) {
+  std::FILE* time_file = std::tmpfile();
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid == 0) {
     try {
-      fn();
+      const double timed_s = fn();
+      std::fprintf(time_file, "%.6f\n", timed_s);
+      std::fflush(time_file);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "bench_import_scale: %s\n", e.what());
       std::_Exit(1);
@@ -68,7 +78,35 @@ Phase run_child(const std::function<void()>& fn) {
             static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   p.max_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
   p.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  std::rewind(time_file);
+  double timed_s = 0;
+  if (std::fscanf(time_file, "%lf", &timed_s) == 1 && timed_s > 0 && timed_s < p.wall_s) {
+    p.cpu_s *= timed_s / p.wall_s;  // the untimed share left out, roughly
+    p.wall_s = timed_s;
+  }
+  std::fclose(time_file);
   return p;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The median of each field over the rounds (peak RSS: the largest); ok only if every round was.
+Phase median_of(std::vector<Phase> runs) {
+  Phase m;
+  auto median = [&](double Phase::*field) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(r.*field);
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  m.wall_s = median(&Phase::wall_s);
+  m.cpu_s = median(&Phase::cpu_s);
+  m.ok = true;
+  for (const auto& r : runs) m.max_rss_mb = std::max(m.max_rss_mb, r.max_rss_mb), m.ok &= r.ok;
+  return m;
 }
 
 // Keeps every row an import produces, to replay them into a Writer (the insert limit).
@@ -155,6 +193,7 @@ int multi_file(const std::string& source, const std::string& dir, int64_t n, int
       options.memory_budget_bytes = budget;
       options.parallel_files = parallel_files;
       importers::import_files(copies, out, options);
+      return 0.0;  // the child's wall time
     });
   };
   const Phase serial = run(1);
@@ -186,6 +225,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes;
   int64_t budget = int64_t{1} << 30;
   int files = 0;
+  int repeat = 3;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--files" && i + 1 < argc)
@@ -198,9 +238,13 @@ int main(int argc, char** argv) {
       dir = argv[++i];
     else if (a == "--budget" && i + 1 < argc)
       budget = static_cast<int64_t>(std::atof(argv[++i]));
+    else if (a == "--repeat" && i + 1 < argc)
+      repeat = std::max(1, std::atoi(argv[++i]));
     else {
       std::fprintf(
-          stderr, "usage: bench_import_scale [--events N]... [--files K] [--source F] [--dir D]\n");
+          stderr,
+          "usage: bench_import_scale [--events N]... [--repeat R] [--files K] [--source F] "
+          "[--dir D] [--budget BYTES]\n");
       return 2;
     }
   }
@@ -210,9 +254,11 @@ int main(int argc, char** argv) {
                  source.c_str());
     return 0;
   }
-  std::printf("Kineto import at scale: source %s, %ld cores online, budget %lld MiB\n",
-              fs::path(source).filename().c_str(), sysconf(_SC_NPROCESSORS_ONLN),
-              static_cast<long long>(budget >> 20));
+  std::printf(
+      "Kineto import at scale: source %s, %ld cores online, budget %lld MiB, medians of %d "
+      "rounds\n",
+      fs::path(source).filename().c_str(), sysconf(_SC_NPROCESSORS_ONLN),
+      static_cast<long long>(budget >> 20), repeat);
   std::printf("%10s %9s | %-14s %8s %12s %8s %8s %9s\n", "events", "JSON MB", "phase", "wall s",
               "events/s", "CPU s", "CPU/wall", "RSS MB");
   if (files > 0) return multi_file(source, dir, sizes.front(), files, budget);
@@ -221,52 +267,51 @@ int main(int argc, char** argv) {
     bench::SyntheticTrace trace = bench::make_synthetic_trace(source, n, path);
     const double mb = static_cast<double>(trace.bytes) / 1e6;
 
-    // Rows an import stores per event, from the source trace (for the insert limit).
-    int64_t rows_stored = 0;
-    Phase parse = run_child([&] {
-      importers::kineto::Tokenizer tok(path,
-                                       importers::kineto::TokenizerOptions::from_budget(budget));
-      importers::kineto::TraceMeta meta = tok.read_metadata();
-      int64_t events = 0;
-      tok.for_each_event([&](const importers::kineto::RawEvent&) { ++events; });
-      tok.read_trailing_metadata(meta);
-      if (events != n) throw std::runtime_error("event count mismatch");
-    });
     const std::string out = dir + "/fleetscope-synth-" + std::to_string(n) + ".db";
+    const std::string insert_db = dir + "/fleetscope-synth-insert.db";
     importers::ImportOptions options;
     options.memory_budget_bytes = budget;
-    std::FILE* rows_file = std::tmpfile();
-    Phase import = run_child([&] {
-      fs::remove(out);
-      auto r = importers::import_files({path}, out, options).at(0);
-      std::fprintf(rows_file, "%lld\n",
-                   static_cast<long long>(r.kernels + r.memcpys + r.memsets + r.runtime_calls +
-                                          r.syncs + r.cpu_ops + r.memory_events));
-      std::fflush(rows_file);
-    });
-    std::rewind(rows_file);
-    long long rows = 0;
-    if (std::fscanf(rows_file, "%lld", &rows) == 1) rows_stored = rows;
-    std::fclose(rows_file);
-    const std::string insert_db = dir + "/fleetscope-synth-insert.db";
+    auto parse_phase = [&] {
+      return run_child([&] {
+        importers::kineto::Tokenizer tok(path,
+                                         importers::kineto::TokenizerOptions::from_budget(budget));
+        importers::kineto::TraceMeta meta = tok.read_metadata();
+        int64_t events = 0;
+        tok.for_each_event([&](const importers::kineto::RawEvent&) { ++events; });
+        tok.read_trailing_metadata(meta);
+        if (events != n) throw std::runtime_error("event count mismatch");
+        return 0.0;  // the child's wall time: the tokenizer is all it does
+      });
+    };
+    // Rows an import stores (for the insert limit), from the first round's import.
+    int64_t rows_stored = 0;
+    auto import_phase = [&] {
+      std::FILE* rows_file = std::tmpfile();
+      Phase p = run_child([&] {
+        fs::remove(out);
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = importers::import_files({path}, out, options).at(0);
+        const double s = seconds_since(t0);
+        std::fprintf(rows_file, "%lld\n",
+                     static_cast<long long>(r.kernels + r.memcpys + r.memsets + r.runtime_calls +
+                                            r.syncs + r.cpu_ops + r.memory_events));
+        std::fflush(rows_file);
+        return s;
+      });
+      std::rewind(rows_file);
+      long long rows = 0;
+      if (std::fscanf(rows_file, "%lld", &rows) == 1) rows_stored = rows;
+      std::fclose(rows_file);
+      return p;
+    };
     auto insert_phase = [&](const store::WriterOptions& writer_options) {
-      std::FILE* time_file = std::tmpfile();
       Phase p = run_child([&] {
         RecordingSink rec;
         importers::import_file(source, rec);
         const auto t0 = std::chrono::steady_clock::now();
         insert_rows(rec, rows_stored, insert_db, writer_options);
-        std::fprintf(time_file, "%.6f\n",
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        std::fflush(time_file);
+        return seconds_since(t0);  // the replay only, not the recording
       });
-      std::rewind(time_file);
-      double replay_s = 0;
-      if (std::fscanf(time_file, "%lf", &replay_s) == 1 && replay_s > 0) {
-        p.cpu_s *= replay_s / p.wall_s;  // the recording's share left out, roughly
-        p.wall_s = replay_s;
-      }
-      std::fclose(time_file);
       fs::remove(insert_db);
       return p;
     };
@@ -274,10 +319,22 @@ int main(int argc, char** argv) {
     // pipeline fills and drains quickly) and the Writer's defaults (65,536-row transactions,
     // which a bulk insert alone can prefer). A setting chosen for the import must not make the
     // limit it is compared with slower.
-    const Phase insert_import = insert_phase(importers::import_writer_options());
     store::WriterOptions bulk;
     bulk.temporary_output = true;
-    const Phase insert_bulk = insert_phase(bulk);
+    std::vector<Phase> parses, imports, inserts_import, inserts_bulk;
+    std::vector<double> round_ratios;
+    for (int round = 0; round < repeat; ++round) {
+      parses.push_back(parse_phase());
+      imports.push_back(import_phase());
+      inserts_import.push_back(insert_phase(importers::import_writer_options()));
+      inserts_bulk.push_back(insert_phase(bulk));
+      const double insert_s = std::min(inserts_import.back().wall_s, inserts_bulk.back().wall_s);
+      round_ratios.push_back(imports.back().wall_s / std::max(parses.back().wall_s, insert_s));
+    }
+    const Phase parse = median_of(parses);
+    const Phase import = median_of(imports);
+    const Phase insert_import = median_of(inserts_import);
+    const Phase insert_bulk = median_of(inserts_bulk);
     const Phase& insert = insert_bulk.wall_s < insert_import.wall_s ? insert_bulk : insert_import;
     fs::remove(out);
     fs::remove(out + ".capture1.zoom");
@@ -296,6 +353,13 @@ int main(int argc, char** argv) {
         "%10lld %9.1f | import / max(parse, insert) = %.2f wall, %.2f CPU (rows stored %lld)\n",
         static_cast<long long>(n), mb, import.wall_s / limit,
         import.cpu_s / std::max(parse.cpu_s, insert.cpu_s), static_cast<long long>(rows_stored));
+    if (repeat > 1) {
+      std::printf("%10lld %9.1f | per round:", static_cast<long long>(n), mb);
+      for (double r : round_ratios) std::printf(" %.2f", r);
+      std::printf(" (min %.2f, max %.2f)\n",
+                  *std::min_element(round_ratios.begin(), round_ratios.end()),
+                  *std::max_element(round_ratios.begin(), round_ratios.end()));
+    }
   }
   return 0;
 }
