@@ -26,10 +26,11 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 EventKind classify(const RawEvent& ev, const char** cpu_category) {
+  // Flows (s/f: ac2g, fwdbwd), counters, B/E: the walker read only their "ph".
+  if (!phase_is_read(ev.ph)) return EventKind::ignored;
   if (ev.ph == "M") return EventKind::metadata;
   if (ev.ph == "i" || ev.ph == "I")
     return ev.name == "[memory]" ? EventKind::memory : EventKind::ignored;
-  if (ev.ph != "X") return EventKind::ignored;  // flows (s/f: ac2g, fwdbwd), counters, B/E
   const std::string_view c = ev.cat;
   auto cpu = [&](const char* category) {
     if (cpu_category) *cpu_category = category;

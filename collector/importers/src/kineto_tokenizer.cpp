@@ -993,6 +993,7 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
     raw.pid = raw.tid = RawId{};
     raw.index = index;
     raw.offset = offset;
+    bool skip_rest = false;  // a phase the importer does not translate: the rest is skipped
     for (auto f_res : obj) {
       // Used in place (value_unsafe() after the error check): copying ondemand fields and values
       // around was a visible share of this loop.
@@ -1014,6 +1015,7 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
           if ((err = ctx.string_of(v, s))) FS_WALK_FAIL(location_of(v, base, size), err);
           if (key == EventKey::ph) {
             raw.ph = s;
+            skip_rest = !phase_is_read(s);
           } else if (key == EventKey::cat) {
             raw.cat = s;
           } else {
@@ -1118,6 +1120,7 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
         case EventKey::other:
           break;
       }
+      if (skip_rest) break;  // On-Demand skips what is left of the object
     }
     emit(raw, touched, touched_count);
     ++index;

@@ -75,6 +75,15 @@ struct RawId {
   std::string_view text;
 };
 
+// The event phases the importer translates: complete events (X), metadata (M) and instants
+// (i/I, the memory events). Of any other event (flows s/f/t, counters, B/E pairs, async b/e) only
+// "ph" is read: nothing uses its other fields, so they are skipped (not converted or
+// range-checked), which spares the walker about a third of a PyTorch trace (its ac2g and fwdbwd
+// flows). classify() (kineto_parser.h) ignores the same phases.
+inline bool phase_is_read(std::string_view ph) {
+  return ph.size() == 1 && (ph[0] == 'X' || ph[0] == 'M' || ph[0] == 'i' || ph[0] == 'I');
+}
+
 struct RawEvent {
   size_t index = 0;   // position in traceEvents
   size_t offset = 0;  // byte offset of the event in the (decompressed) document

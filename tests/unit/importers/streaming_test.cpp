@@ -206,6 +206,45 @@ TEST(KinetoStreaming, NumbersOutOfRangeAreErrorsNotCasts) {
                   {"\"ts\"", "int64"});
 }
 
+TEST(KinetoStreaming, EventsOfPhasesNotImportedAreReadForTheirPhaseOnly) {
+  // Flows (s/f), counters (C) and B/E pairs are not translated: past "ph" their fields are
+  // skipped, unconverted, so a value nothing would use is no error, in both readers.
+  const std::string json = R"({"traceEvents": [
+  {"ph": "f", "id": 1, "pid": {"x": 1}, "tid": 2, "ts": "late", "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 42, "tid": 43, "ts": 100, "dur": 50},
+  {"ph": "s", "id": 1, "ts": 1e300, "dur": -1, "cat": 7},
+  {"ph": "C", "name": "mem", "ts": [1], "args": {"device": 1e30}}
+  ]})";
+  for (size_t whole : {size_t{1} << 20, size_t{0}}) {
+    SCOPED_TRACE(whole ? "whole document" : "streamed");
+    ScratchDir dir;
+    const std::string in = dir.write("flows.json", json);
+    kineto::TokenizerOptions options;
+    options.whole_document_bytes = whole;
+    const std::vector<EventKey> events = events_of(in, options);
+    ASSERT_EQ(events.size(), 4u);
+    // Only "ph" of a skipped event is read (the X event keeps every field).
+    EXPECT_EQ(std::get<2>(events[0]), "f");
+    EXPECT_EQ(std::get<3>(events[0]), "");
+    EXPECT_EQ(std::get<5>(events[0]), -1);
+    EXPECT_EQ(std::get<3>(events[1]), "cpu_op");
+    EXPECT_EQ(std::get<5>(events[1]), 100000);
+    ImportOptions import_options;
+    import_options.whole_document_bytes = static_cast<int64_t>(whole);
+    const ImportResult r = import_files({in}, dir.file("out.db"), import_options).at(0);
+    EXPECT_EQ(r.cpu_ops, 1);
+    EXPECT_EQ(r.events_skipped, 3);
+  }
+  // The same values in an event that is translated are still errors.
+  expect_rejected(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1,
+                  "tid": 1, "ts": "late", "dur": 1}]})",
+                  {"\"ts\"", "expected a number"});
+  // "ph" is what decides, wherever it stands in the event.
+  expect_rejected(R"({"traceEvents": [{"ts": "late", "ph": "X", "cat": "cpu_op", "name": "a",
+                  "pid": 1, "tid": 1, "dur": 1}]})",
+                  {"\"ts\"", "expected a number"});
+}
+
 TEST(KinetoStreaming, AValueLargerThanTheBudgetIsRefused) {
   ImportOptions small;
   small.memory_budget_bytes = int64_t{16} << 20;  // one value may use 4 MiB
