@@ -591,9 +591,9 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
   for (const MetaMember& m : members) {
     simdjson::dom::element ignored;
     if (auto e = validator.parse(m.value).get(ignored))
-      throw InputError(path_, "byte " + std::to_string(m.offset),
-                       "invalid JSON in the value of \"" + m.key +
-                           "\": " + simdjson::error_message(e));
+      throw InputError(
+          path_, "byte " + std::to_string(m.offset),
+          "invalid JSON in the value of \"" + m.key + "\": " + simdjson::error_message(e));
   }
   impl_->load_members(members);
   od::document doc;
