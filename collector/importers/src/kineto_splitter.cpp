@@ -3,10 +3,16 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
+#include <stdexcept>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define FS_HAVE_AVX512_SCAN 1
 #endif
 
 #include "fleetscope/store/error.h"
@@ -102,6 +108,39 @@ static size_t find_quote_or_backslash(const char* data, size_t i, size_t end) {
   return end;
 }
 
+// The bracket step shared by every vectorised scan: visits one block's brackets outside strings in
+// order and returns the object's end (exclusive) once the depth is back to 0, kNone to go on to the
+// next block, kUnbalanced when a closing bracket comes first (the scalar scan reports it).
+constexpr size_t kUnbalanced = kNone - 1;
+static inline size_t visit_brackets(uint64_t opens, uint64_t closes, int64_t& depth, size_t block) {
+  uint64_t brackets = opens | closes;
+  while (brackets) {
+    const uint64_t bit = brackets & -brackets;
+    brackets ^= bit;
+    if (opens & bit) {
+      ++depth;
+    } else if (--depth == 0) {
+      return block + static_cast<size_t>(std::countr_zero(bit)) + 1;
+    } else if (depth < 0) {
+      return kUnbalanced;
+    }
+  }
+  return kNone;
+}
+
+// The end (exclusive) of the JSON object starting at data[pos] ('{'), found 64 bytes at a time
+// the way simdjson's stage 1 finds structure: a mask of quotes, its prefix XOR for the bytes inside
+// strings, and only the brackets outside them are visited. kNone where the scalar scan must decide:
+// a backslash in a block (escapes are rare in Kineto traces, and the scalar scan handles them), the
+// object running past `stop` (refill, or the size limit and its error message), unbalanced
+// brackets. '[' | 0x20 is '{' and ']' | 0x20 is '}' (no other byte maps to either), so one compare
+// finds both kinds of opening bracket and one both kinds of closing bracket.
+using ObjectEndScan = size_t (*)(const char* data, size_t pos, size_t stop);
+
+static size_t object_end_scalar(const char*, size_t, size_t) {
+  return kNone;
+}
+
 #if defined(__SSE2__)
 // Bit i set where p[i] == c, for the 64 bytes at p.
 static inline uint64_t byte_mask(const __m128i (&v)[4], char c) {
@@ -125,45 +164,114 @@ static inline uint64_t prefix_xor(uint64_t x) {
   x ^= x << 32;
   return x;
 }
-#endif
 
-// The end (exclusive) of the JSON object starting at window_[pos] ('{'), found 64 bytes at a time
-// the way simdjson's stage 1 finds structure: a mask of quotes, its prefix XOR for the bytes inside
-// strings, and only the brackets outside them are visited. kNone where the scalar scan must decide:
-// a backslash in a block (escapes are rare in Kineto traces, and the scalar scan handles them), the
-// object running past the bytes read so far (refill), or past the size limit (its error message).
-size_t Splitter::find_object_end(size_t pos, size_t limit) const {
-#if defined(__SSE2__)
-  const char* data = window_.data();
-  const size_t stop = std::min(end_, pos + limit);
+static size_t object_end_sse2(const char* data, size_t pos, size_t stop) {
   uint64_t in_string = 0;  // all ones while a string is open across a block boundary
   int64_t depth = 0;
+  const __m128i fold = _mm_set1_epi8(0x20);
   for (size_t p = pos; p + 64 <= stop; p += 64) {
-    __m128i v[4];
-    for (int k = 0; k < 4; ++k)
+    __m128i v[4], folded[4];
+    for (int k = 0; k < 4; ++k) {
       v[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + p + 16 * k));
+      folded[k] = _mm_or_si128(v[k], fold);
+    }
     if (byte_mask(v, '\\')) return kNone;
     const uint64_t strings = prefix_xor(byte_mask(v, '"')) ^ in_string;
     in_string = static_cast<uint64_t>(static_cast<int64_t>(strings) >> 63);
-    uint64_t opens = (byte_mask(v, '{') | byte_mask(v, '[')) & ~strings;
-    uint64_t closes = (byte_mask(v, '}') | byte_mask(v, ']')) & ~strings;
-    uint64_t brackets = opens | closes;
-    while (brackets) {
-      const uint64_t bit = brackets & -brackets;
-      brackets ^= bit;
-      if (opens & bit) {
-        ++depth;
-      } else if (--depth == 0) {
-        return p + static_cast<size_t>(std::countr_zero(bit)) + 1;
-      } else if (depth < 0) {
-        return kNone;  // the scalar scan reports it
-      }
-    }
+    const size_t end = visit_brackets(byte_mask(folded, '{') & ~strings,
+                                      byte_mask(folded, '}') & ~strings, depth, p);
+    if (end != kNone) return end == kUnbalanced ? kNone : end;
   }
-#else
-  (void)pos, (void)limit;
-#endif
   return kNone;
+}
+#endif
+
+#if defined(FS_HAVE_AVX512_SCAN)
+// AVX-512BW: the four masks of a block are four compares of one 64-byte register, and the prefix
+// XOR is one carry-less multiply by all ones (simdjson's stage 1 does the same).
+__attribute__((target("avx512bw,pclmul"))) static size_t object_end_avx512(const char* data,
+                                                                           size_t pos,
+                                                                           size_t stop) {
+  uint64_t in_string = 0;
+  int64_t depth = 0;
+  const __m512i backslash = _mm512_set1_epi8('\\'), quote = _mm512_set1_epi8('"');
+  const __m512i open = _mm512_set1_epi8('{'), close = _mm512_set1_epi8('}');
+  const __m512i fold = _mm512_set1_epi8(0x20);
+  const __m128i ones = _mm_set1_epi8(-1);
+  for (size_t p = pos; p + 64 <= stop; p += 64) {
+    const __m512i v = _mm512_loadu_si512(data + p);
+    if (_mm512_cmpeq_epi8_mask(v, backslash)) return kNone;
+    const uint64_t quotes = _mm512_cmpeq_epi8_mask(v, quote);
+    const uint64_t strings = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_clmulepi64_si128(
+                                 _mm_cvtsi64_si128(static_cast<int64_t>(quotes)), ones, 0))) ^
+                             in_string;
+    in_string = static_cast<uint64_t>(static_cast<int64_t>(strings) >> 63);
+    const __m512i folded = _mm512_or_si512(v, fold);
+    const size_t end = visit_brackets(_mm512_cmpeq_epi8_mask(folded, open) & ~strings,
+                                      _mm512_cmpeq_epi8_mask(folded, close) & ~strings, depth, p);
+    if (end != kNone) return end == kUnbalanced ? kNone : end;
+  }
+  return kNone;
+}
+#endif
+
+bool object_scan_supported(ObjectScan kind) {
+  switch (kind) {
+    case ObjectScan::scalar:
+      return true;
+    case ObjectScan::sse2:
+#if defined(__SSE2__)
+      return true;
+#else
+      return false;
+#endif
+    case ObjectScan::avx512:
+#if defined(FS_HAVE_AVX512_SCAN)
+      return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("pclmul");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+namespace {
+ObjectScan best_object_scan() {
+  for (ObjectScan kind : {ObjectScan::avx512, ObjectScan::sse2})
+    if (object_scan_supported(kind)) return kind;
+  return ObjectScan::scalar;
+}
+
+ObjectEndScan scan_function(ObjectScan kind) {
+  switch (kind) {
+#if defined(FS_HAVE_AVX512_SCAN)
+    case ObjectScan::avx512:
+      return object_end_avx512;
+#endif
+#if defined(__SSE2__)
+    case ObjectScan::sse2:
+      return object_end_sse2;
+#endif
+    default:
+      return object_end_scalar;
+  }
+}
+
+// Chosen once; only tests change it (set_object_scan), before any import runs.
+std::atomic<ObjectScan> g_object_scan{best_object_scan()};
+}  // namespace
+
+ObjectScan object_scan() {
+  return g_object_scan.load(std::memory_order_relaxed);
+}
+
+void set_object_scan(ObjectScan kind) {
+  if (!object_scan_supported(kind)) throw std::invalid_argument("object scan not supported here");
+  g_object_scan.store(kind, std::memory_order_relaxed);
+}
+
+size_t Splitter::find_object_end(size_t pos, size_t limit) const {
+  return scan_function(object_scan())(window_.data(), pos, std::min(end_, pos + limit));
 }
 
 void Splitter::advance_lines(size_t to) {

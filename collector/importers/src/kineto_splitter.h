@@ -38,6 +38,15 @@ struct MetaMember {
   int64_t line = 1;
 };
 
+// How the splitter finds the end of an event object, 64 bytes at a time: with AVX-512BW and
+// PCLMULQDQ where the CPU has them (chosen once, at start), else SSE2; `scalar` leaves every event
+// to the byte scan. Every kind gives the same events (tests run each one the machine has).
+enum class ObjectScan { scalar, sse2, avx512 };
+ObjectScan object_scan();
+bool object_scan_supported(ObjectScan kind);
+// For tests: use `kind` from now on (must be supported).
+void set_object_scan(ObjectScan kind);
+
 class Splitter {
  public:
   // `batch_bytes`: target size of one batch; `max_value_bytes`: the largest single event or
