@@ -11,7 +11,7 @@
 //                 import's writer settings (importers::import_writer_options()) and with the
 //                 Writer's defaults (65,536-row transactions), the faster of the two is the limit;
 //   import        fleetscope's import of the file into a new database (import_files()).
-// Each phase runs R times (--repeat, default 3), the phases interleaved round by round so a slow
+// Each phase runs R times (--repeat, default 5), the phases interleaved round by round so a slow
 // spell of the machine falls on all of them; the medians are reported. The insert and import
 // times are taken inside the child around the work itself (the insert's replay, import_files()),
 // so neither carries the fork and the process teardown; the parse limit is the child's wall time.
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes;
   int64_t budget = int64_t{1} << 30;
   int files = 0;
-  int repeat = 3;
+  int repeat = 5;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--files" && i + 1 < argc)
