@@ -13,6 +13,7 @@
 
 #include "FleetscopeHost.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/rpc/host_client.h"
 #include "fleetscope/rpc/transport.h"
 
@@ -20,6 +21,8 @@ namespace fleetscope::cli {
 namespace {
 
 using json = nlohmann::json;
+// Strings an agent or a file supplied, before a terminal sees them (untrusted_text.h).
+using text::terminal_safe;
 
 std::string default_socket() {
   const char* env = std::getenv("FLEETSCOPE_SOCKET");
@@ -191,14 +194,15 @@ int run_status_command(const std::vector<std::string>& args, std::ostream& out, 
                   {"open_windows", windows},
                   {"caller_uid", s.caller_uid}};
       if (s.__isset.device_sampling_note) doc["device_sampling_note"] = s.device_sampling_note;
-      out << doc.dump(2) << "\n";
+      out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       return 0;
     }
-    out << "fleetscoped " << s.version.daemon_version << " on " << s.version.hostname << " (API "
-        << s.version.api_version << ", schema " << s.version.schema_version << ")\n";
-    out << "database: " << s.database_path << "\n";
+    out << "fleetscoped " << terminal_safe(s.version.daemon_version) << " on "
+        << terminal_safe(s.version.hostname) << " (API " << s.version.api_version << ", schema "
+        << s.version.schema_version << ")\n";
+    out << "database: " << terminal_safe(s.database_path) << "\n";
     out << "device sampling: " << (s.device_sampling ? "on" : "off")
-        << (s.device_sampling ? "" : " - " + s.device_sampling_note) << "\n\n";
+        << (s.device_sampling ? "" : " - " + terminal_safe(s.device_sampling_note)) << "\n\n";
     out << "GPUS\n"
         << std::left << std::setw(5) << "GPU" << std::setw(28) << "NAME" << std::setw(8) << "UTIL"
         << std::setw(22) << "MEMORY" << std::setw(10) << "POWER"
@@ -209,9 +213,9 @@ int run_status_command(const std::vector<std::string>& args, std::ostream& out, 
         memory << gib(d.memory_used_bytes) << " / " << gib(d.memory_total_bytes);
       if (d.__isset.power_watts)
         power << std::fixed << std::setprecision(0) << d.power_watts << " W";
-      out << std::left << std::setw(5) << d.index << std::setw(28) << d.name << std::setw(8)
-          << (d.__isset.gpu_utilization_pct ? percent(d.gpu_utilization_pct) : "-") << std::setw(22)
-          << memory.str() << std::setw(10) << power.str()
+      out << std::left << std::setw(5) << d.index << std::setw(28) << terminal_safe(d.name)
+          << std::setw(8) << (d.__isset.gpu_utilization_pct ? percent(d.gpu_utilization_pct) : "-")
+          << std::setw(22) << memory.str() << std::setw(10) << power.str()
           << (d.__isset.sm_clock_mhz ? std::to_string(d.sm_clock_mhz) + " MHz" : "-") << "\n";
     }
     if (s.devices.empty()) out << "(none)\n";
@@ -221,9 +225,9 @@ int run_status_command(const std::vector<std::string>& args, std::ostream& out, 
         << "COMMAND\n";
     for (const auto& a : s.agents)
       out << std::left << std::setw(9) << a.pid << std::setw(8) << a.uid << std::setw(30)
-          << a.workflow << std::setw(12) << a.workflow_source << std::setw(10)
-          << (a.__isset.open_capture_id ? std::to_string(a.open_capture_id) : "-") << a.command
-          << "\n";
+          << terminal_safe(a.workflow) << std::setw(12) << terminal_safe(a.workflow_source)
+          << std::setw(10) << (a.__isset.open_capture_id ? std::to_string(a.open_capture_id) : "-")
+          << terminal_safe(a.command) << "\n";
     if (s.agents.empty()) out << "(none)\n";
     out << "\nOPEN WINDOWS\n";
     for (const auto& w : s.open_windows)
@@ -263,7 +267,7 @@ int run_jobs_command(const std::vector<std::string>& args, std::ostream& out, st
         if (j.__isset.workflow_id) item["workflow_id"] = j.workflow_id;
         list.push_back(item);
       }
-      out << list.dump(2) << "\n";
+      out << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       return 0;
     }
     out << std::left << std::setw(32) << "WORKFLOW" << std::setw(12) << "UIDS" << std::setw(24)
@@ -274,8 +278,9 @@ int run_jobs_command(const std::vector<std::string>& args, std::ostream& out, st
       for (const auto& a : j.agents) pids.push_back(a.pid);
       std::string captures;
       for (int64_t c : j.capture_ids) captures += (captures.empty() ? "" : ",") + std::to_string(c);
-      out << std::left << std::setw(32) << j.workflow << std::setw(12) << join(j.uids)
-          << std::setw(24) << join(pids) << (captures.empty() ? "-" : captures) << "\n";
+      out << std::left << std::setw(32) << terminal_safe(j.workflow) << std::setw(12)
+          << join(j.uids) << std::setw(24) << join(pids) << (captures.empty() ? "-" : captures)
+          << "\n";
     }
     if (jobs.empty()) out << "(no process with the fleetscope agent is registered)\n";
     return 0;
@@ -344,7 +349,9 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
     rpc::TraceProgress progress;
     if (no_wait) {
       if (format == "json")
-        out << json({{"capture_id", started.capture_id}, {"pids", started.pids}}).dump(2) << "\n";
+        out << json({{"capture_id", started.capture_id}, {"pids", started.pids}})
+                   .dump(2, ' ', false, json::error_handler_t::replace)
+            << "\n";
       else
         out << "capture " << started.capture_id << "\n";
       return 0;
@@ -354,7 +361,7 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
       if (!progress.done) err << "trace: " << progress.records << " records so far\n";
     } while (!progress.done);
     if (format == "json") {
-      out << progress_json(progress).dump(2) << "\n";
+      out << progress_json(progress).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       return 0;
     }
     out << "capture " << progress.capture_id << " in " << progress.database_path << "\n";
@@ -426,15 +433,16 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
                         {"window_end_ns", r.window_end_ns},
                         {"metric", r.metric},
                         {"value", r.value}});
-      out << list.dump(2) << "\n";
+      out << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       return 0;
     }
     out << std::left << std::setw(32) << "WORKFLOW" << std::setw(5) << "GPU" << std::setw(24)
         << "WINDOW END (ns)" << std::setw(20) << "METRIC"
         << "VALUE\n";
     for (const auto& r : rows)
-      out << std::left << std::setw(32) << r.workflow << std::setw(5) << r.device << std::setw(24)
-          << r.window_end_ns << std::setw(20) << r.metric << r.value << "\n";
+      out << std::left << std::setw(32) << terminal_safe(r.workflow) << std::setw(5) << r.device
+          << std::setw(24) << r.window_end_ns << std::setw(20) << terminal_safe(r.metric) << r.value
+          << "\n";
     if (rows.empty())
       out << "(no metrics yet: rows appear once per metrics window of the daemon)\n";
     return 0;

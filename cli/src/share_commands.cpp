@@ -20,6 +20,7 @@
 #include "fleetscope/cli/daemon_commands.h"
 #include "fleetscope/cli/integrations.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/lanes/lane_environment.h"
 #include "fleetscope/launcher/child_process.h"
 #include "fleetscope/launcher/run_command.h"
@@ -157,8 +158,8 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
       out << "  used " << gib(l.used_bytes) << ", peak " << gib(l.peak_used_bytes);
     out << "\n";
     for (const auto& job : l.jobs) {
-      out << "      pid " << job.pid << "  " << job.workflow << "  P " << gib(job.persistent_bytes)
-          << " T " << gib(job.ephemeral_bytes);
+      out << "      pid " << job.pid << "  " << text::terminal_safe(job.workflow) << "  P "
+          << gib(job.persistent_bytes) << " T " << gib(job.ephemeral_bytes);
       if (job.__isset.plan_id) out << "  plan " << job.plan_id;
       if (job.__isset.measured_slowdown)
         out << "  slowdown " << std::fixed << std::setprecision(2) << job.measured_slowdown;
@@ -174,7 +175,8 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
   for (const auto& p : s.plans) {
     out << "  " << p.plan_id << "  " << (p.active ? "active" : "inactive")
         << (p.automatic ? ", automatic" : "") << "  " << p.policy << "  ";
-    for (size_t i = 0; i < p.workflows.size(); ++i) out << (i ? "," : "") << p.workflows[i];
+    for (size_t i = 0; i < p.workflows.size(); ++i)
+      out << (i ? "," : "") << text::terminal_safe(p.workflows[i]);
     if (p.__isset.withdrawn_reason) out << "  (" << p.withdrawn_reason << ")";
     out << "\n";
   }
@@ -183,7 +185,7 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
   for (const auto& e : s.events) {
     out << "  " << e.ts_ns << "  " << std::left << std::setw(16) << e.kind;
     if (e.__isset.plan_id) out << " plan " << e.plan_id;
-    out << "  " << e.detail_json << "\n";
+    out << "  " << text::terminal_safe(e.detail_json) << "\n";
   }
   if (s.events.empty()) out << "  (none)\n";
 }
@@ -246,7 +248,7 @@ int run_share_status_command(const std::vector<std::string>& args, std::ostream&
     rpc::ShareStatus status;
     daemon->shareStatus(status);
     if (format == "json")
-      out << status_json(status).dump(2) << "\n";
+      out << status_json(status).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     else
       print_status_table(status, out);
     return 0;
@@ -323,7 +325,7 @@ int run_share_apply_command(const std::vector<std::string>& args, std::ostream& 
       if (automatic) doc["max_slowdown"] = max_slowdown;
       if (applied.__isset.superseded_plan_id)
         doc["superseded_plan_id"] = applied.superseded_plan_id;
-      out << doc.dump(2) << "\n";
+      out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     } else {
       out << "plan " << applied.plan_id << " applied" << (automatic ? " (automatic)" : "")
           << ": new and restarted jobs of";
@@ -349,7 +351,7 @@ int run_share_off_command(const std::vector<std::string>& args, std::ostream& ou
   return with_daemon(socket, err, [&](rpc::HostConnection& daemon) {
     daemon->sharingOff();
     if (format == "json")
-      out << json{{"sharing", "off"}}.dump(2) << "\n";
+      out << json{{"sharing", "off"}}.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     else
       out << "sharing is off: new jobs run unshared; running jobs keep their lanes until they "
              "end\n";
@@ -384,7 +386,9 @@ int run_share_auto_command(const std::vector<std::string>& args, std::ostream& o
   return with_daemon(socket, err, [&](rpc::HostConnection& daemon) {
     daemon->setAutomatic(on, max_slowdown);
     if (format == "json")
-      out << json{{"automatic", on}, {"max_slowdown", max_slowdown}}.dump(2) << "\n";
+      out << json{{"automatic", on}, {"max_slowdown", max_slowdown}}.dump(
+                 2, ' ', false, json::error_handler_t::replace)
+          << "\n";
     else
       out << "automatic mode " << (on ? "on" : "off") << "\n";
     return 0;

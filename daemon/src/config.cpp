@@ -46,6 +46,11 @@ std::map<std::string, Key> keys(DaemonConfig& c) {
       {"max_frame_bytes", {nullptr, &c.max_frame_bytes, 1024, INT32_MAX}},
       {"max_message_bytes", {nullptr, &c.max_message_bytes, 1024, INT32_MAX}},
       {"trace_grace_ms", {nullptr, &c.trace_grace_ms, 0, 3'600'000}},
+      {"max_connections", {nullptr, &c.max_connections, 1, 1'000'000}},
+      {"max_connections_per_uid", {nullptr, &c.max_connections_per_uid, 1, 1'000'000}},
+      {"max_buffered_bytes", {nullptr, &c.max_buffered_bytes, 1 << 20, INT64_MAX}},
+      {"request_deadline_ms", {nullptr, &c.request_deadline_ms, 100, 3'600'000}},
+      {"api_max_frame_bytes", {nullptr, &c.api_max_frame_bytes, 1024, INT32_MAX}},
   };
 }
 
@@ -159,6 +164,11 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
       {"max_frame_bytes", "largest Thrift frame accepted"},
       {"max_message_bytes", "largest Thrift message accepted"},
       {"trace_grace_ms", "how long past its deadline a window may stay open"},
+      {"max_connections", "connections on all sockets together (lowered to fit RLIMIT_NOFILE)"},
+      {"max_connections_per_uid", "connections of one uid on all sockets together"},
+      {"max_buffered_bytes", "bytes of requests being read, all connections together"},
+      {"request_deadline_ms", "time from a request's first byte to its last"},
+      {"api_max_frame_bytes", "largest Thrift frame accepted on the API sockets"},
   };
   for (auto& [key, spec] : table) {
     std::string flag = "--" + key;

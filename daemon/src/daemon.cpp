@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +35,16 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Descriptors: the soft limit up to the hard one (the unit sets LimitNOFILE=65536); the
+  // connection limits are fitted to what this gives (connection_limits()).
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
+  // Files the daemon creates are not world-readable (the unit's UMask=0027 says the same):
+  // the host database holds every user's command lines and traces.
+  ::umask(::umask(0) | 0027);
+
   std::unique_ptr<DaemonCore> core;
   std::unique_ptr<ThriftServers> servers;
   std::unique_ptr<MetricsEndpoint> metrics;
@@ -56,6 +68,16 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
   } catch (const std::exception& e) {
     err << "fleetscoped: " << e.what() << '\n';
     return 1;
+  }
+  // A database made by an earlier version (or copied in) may be world-readable: no other user
+  // reads it (0640; group `fleetscope` for readers an operator allows, docs/daemon.md).
+  // The -shm index stays group-writable: readers of a WAL database write their read marks there.
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string file = config.database + suffix;
+    const mode_t keep = std::string(suffix) == "-shm" ? 07770 : 07750;
+    struct stat info {};
+    if (::stat(file.c_str(), &info) == 0 && (info.st_mode & 07777 & ~keep) != 0)
+      ::chmod(file.c_str(), info.st_mode & keep);
   }
   err << "fleetscoped: serving " << config.socket << " (API) and " << config.agent_socket
       << " (agents), database " << config.database << '\n';
@@ -95,19 +117,47 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
     break;  // SIGTERM, SIGINT
   }
   err << "fleetscoped: stopping\n";
+  // Listeners first: no new connection, and every connection waiting for a request ends now, so
+  // no client (however slow) holds the shutdown. Calls in progress end with the core below.
+  servers->interrupt();
+  if (metrics) metrics->stop();
   {
     std::lock_guard lock(mutex);
     stopping = true;
   }
   wake.notify_all();
   ticker.join();
-  core->registry().close();
-  core->traces().stop();
-  servers->stop();
-  if (metrics) metrics->stop();
-  core->shutdown();
-  err << "fleetscoped: database flushed and closed\n";
-  return 0;
+  int status = 0;
+  // Every step runs whatever the one before did: a failure is said with what was kept, and the
+  // exit code is 1 (systemd's Restart=on-failure applies), never an abort.
+  auto step = [&](const char* what, const auto& run) {
+    try {
+      run();
+      return true;
+    } catch (const std::exception& e) {
+      err << "fleetscoped: " << what << " failed: " << e.what() << '\n';
+    } catch (...) {
+      err << "fleetscoped: " << what << " failed\n";
+    }
+    status = 1;
+    return false;
+  };
+  step("closing the agent registry", [&] { core->registry().close(); });
+  step("stopping the trace windows", [&] { core->traces().stop(); });
+  step("ending the connections", [&] { servers->stop(); });
+  const bool committed = step("committing the queued rows", [&] { core->store().flush(); });
+  if (!committed)
+    err << "fleetscoped: rows committed before stay in " << config.database
+        << "; rows queued since the last commit are lost\n";
+  if (step("closing the database", [&] { core->shutdown(); })) {
+    err << "fleetscoped: database flushed and closed\n";
+  } else if (committed) {
+    err << "fleetscoped: every row was committed to " << config.database
+        << " (its -wal file holds what the last checkpoint did not copy; SQLite replays it at "
+           "the next open)\n";
+  }
+  err.flush();
+  return status;
 }
 
 }  // namespace fleetscope::daemon

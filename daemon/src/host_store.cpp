@@ -27,6 +27,14 @@ constexpr const char* kOwnerTable =
     " uid INTEGER NOT NULL,"                    // uid of the traced processes
     " workflow_id INTEGER)";                    // workflow the window was opened for
 
+// Who a workflow name belongs to on this host: the uid whose process registered it first. No
+// other uid's process can join it, so a name cannot be borrowed to read another user's rows.
+constexpr const char* kWorkflowOwnerTable =
+    "CREATE TABLE IF NOT EXISTS daemon_workflow_owner ("
+    " name TEXT PRIMARY KEY NOT NULL,"  // the workflow name agents declare
+    " uid INTEGER NOT NULL,"            // uid of the first process that registered it
+    " claimed_ns INTEGER NOT NULL)";    // when
+
 // BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope first.
 class Transaction {
  public:
@@ -68,6 +76,7 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   store::Database db = exists(path) ? store::Database::open(path, store::OpenMode::read_write)
                                     : store::Database::create(path);
   db.exec(kOwnerTable);
+  db.exec(kWorkflowOwnerTable);
   store::WriterOptions options;
   options.writer_name = "fleetscoped";
   options.keep_wal_after_finish = true;
@@ -83,6 +92,29 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   if (host_id_ == 0) host_id_ = writer_->add_host({0, hostname, std::nullopt});
   auto s = maintenance_->prepare("SELECT id, name FROM workflows");
   while (s.step()) workflows_[s.column_text(1)] = s.column_int(0);
+  auto owners = maintenance_->prepare("SELECT name, uid FROM daemon_workflow_owner");
+  while (owners.step())
+    workflow_owners_[owners.column_text(0)] = static_cast<uid_t>(owners.column_int(1));
+}
+
+uid_t HostStore::claim_workflow(const std::string& name, uid_t uid, int64_t now_ns) {
+  std::lock_guard lock(mutex_);
+  if (auto it = workflow_owners_.find(name); it != workflow_owners_.end()) return it->second;
+  auto s = maintenance_->prepare(
+      "INSERT OR IGNORE INTO daemon_workflow_owner(name, uid, claimed_ns) VALUES (?,?,?)");
+  s.bind(1, name);
+  s.bind(2, static_cast<int64_t>(uid));
+  s.bind(3, now_ns);
+  s.step();
+  workflow_owners_[name] = uid;
+  return uid;
+}
+
+std::optional<uid_t> HostStore::workflow_owner(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = workflow_owners_.find(name);
+  if (it == workflow_owners_.end()) return std::nullopt;
+  return it->second;
 }
 
 HostStore::~HostStore() {

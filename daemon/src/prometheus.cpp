@@ -6,6 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -143,8 +146,9 @@ std::string render_exposition(const ExpositionInput& in) {
   return out.str();
 }
 
-MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<std::string()> render)
-    : render_(std::move(render)) {
+MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<std::string()> render,
+                                 EndpointLimits limits)
+    : render_(std::move(render)), limits_(limits) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0)
     throw std::runtime_error("metrics endpoint: socket: " + std::string(strerror(errno)));
@@ -158,7 +162,7 @@ MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<st
     throw std::runtime_error("metrics endpoint: '" + address + "' is not an IPv4 address");
   }
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&bound), sizeof bound) != 0 ||
-      ::listen(listen_fd_, 16) != 0) {
+      ::listen(listen_fd_, 64) != 0) {
     std::string why = strerror(errno);
     ::close(listen_fd_);
     throw std::runtime_error("metrics endpoint: cannot listen on " + address + ":" +
@@ -177,43 +181,109 @@ MetricsEndpoint::~MetricsEndpoint() {
 void MetricsEndpoint::stop() {
   stopping_ = true;
   if (thread_.joinable()) thread_.join();
+  {
+    // Clients still being served are cut off: their reads and writes fail at once.
+    std::lock_guard lock(clients_mutex_);
+    for (auto& client : clients_)
+      if (!client->done) ::shutdown(client->fd, SHUT_RDWR);
+  }
+  for (auto& client : clients_)
+    if (client->thread.joinable()) client->thread.join();
+  clients_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
 }
 
+void MetricsEndpoint::reap_finished() {
+  std::lock_guard lock(clients_mutex_);
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if ((*it)->done) {
+      (*it)->thread.join();
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void MetricsEndpoint::serve() {
+  int backoff_ms = 0;
   while (!stopping_) {
     pollfd waiting{listen_fd_, POLLIN, 0};
-    if (::poll(&waiting, 1, 200) <= 0) continue;
-    int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    timeval timeout{2, 0};
-    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-    std::string request;
-    char buffer[2048];
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
-      ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
-      if (n <= 0) break;
-      request.append(buffer, static_cast<size_t>(n));
+    if (::poll(&waiting, 1, backoff_ms > 0 ? backoff_ms : 200) <= 0) {
+      reap_finished();
+      continue;
     }
-    std::string status = "404 Not Found", type = "text/plain",
-                body = "only GET /metrics is served\n";
-    if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
-      status = "200 OK";
-      type = "text/plain; version=0.0.4; charset=utf-8";
-      body = render_();
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    reap_finished();
+    if (fd < 0) {
+      // EMFILE and the like: wait a little (the poll above) instead of spinning; never give up.
+      backoff_ms =
+          errno == EINTR || errno == ECONNABORTED ? 0 : std::min(backoff_ms * 2 + 10, 1000);
+      continue;
     }
-    std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
-                           "\r\nContent-Length: " + std::to_string(body.size()) +
-                           "\r\nConnection: close\r\n\r\n" + body;
-    size_t sent = 0;
-    while (sent < response.size()) {
-      ssize_t n = ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      sent += static_cast<size_t>(n);
+    backoff_ms = 0;
+    std::lock_guard lock(clients_mutex_);
+    if (static_cast<int>(clients_.size()) >= limits_.max_clients) {
+      // Busy: refused at once rather than queued behind slow clients.
+      static constexpr char kBusy[] =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      ::send(fd, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(fd);
+      continue;
     }
-    ::close(client);
+    auto client = std::make_shared<Client>();
+    client->fd = fd;
+    client->thread = std::thread([this, client] {
+      answer(client->fd);
+      std::lock_guard done_lock(clients_mutex_);
+      ::close(client->fd);
+      client->done = true;
+    });
+    clients_.push_back(std::move(client));
+  }
+}
+
+void MetricsEndpoint::answer(int client) {
+  // The whole request must arrive, and the whole answer leave, within the deadline, however
+  // slowly the bytes come (a per-recv timeout would restart with every byte).
+  const auto deadline = std::chrono::steady_clock::now() + limits_.request_deadline;
+  auto wait_for = [&](short events) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || stopping_) return false;
+    pollfd p{client, events, 0};
+    return ::poll(&p, 1, static_cast<int>(left.count())) > 0;
+  };
+  std::string request;
+  char buffer[2048];
+  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
+    if (!wait_for(POLLIN)) return;
+    ssize_t n = ::recv(client, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n == 0) return;
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return;
+    }
+    request.append(buffer, static_cast<size_t>(n));
+  }
+  std::string status = "404 Not Found", type = "text/plain", body = "only GET /metrics is served\n";
+  if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
+    status = "200 OK";
+    type = "text/plain; version=0.0.4; charset=utf-8";
+    body = render_();
+  }
+  std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
+                         "\r\nContent-Length: " + std::to_string(body.size()) +
+                         "\r\nConnection: close\r\n\r\n" + body;
+  size_t sent = 0;
+  while (sent < response.size()) {
+    if (!wait_for(POLLOUT)) return;
+    ssize_t n =
+        ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) return;
+    sent += static_cast<size_t>(n);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/daemon/batch_decoder.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope_constants.h"
@@ -37,6 +38,13 @@ rpc::AgentInfo to_info(const AgentEntry& e) {
   if (e.open_capture) info.__set_open_capture_id(*e.open_capture);
   return info;
 }
+
+// Replies are kept below this many bytes so that they fit a client's frame limit (16 MiB by
+// default, rpc::TransportLimits) with room for the envelope: a reply that outgrew it would fail
+// whole ("oversized frame") instead of answering in part.
+constexpr size_t kMaxReplyBytes = 8u << 20;
+// Bytes a row takes on the wire besides its strings (field headers and numbers), generously.
+constexpr size_t kRowOverheadBytes = 128;
 
 rpc::Severity::type severity_of(const std::string& text) {
   static const std::map<std::string, rpc::Severity::type> table = {
@@ -107,8 +115,9 @@ rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& 
   filter.window = {request.window.begin_ns, request.window.end_ns};
   rpc::KernelWindow out;
   out.truncated = false;
+  size_t reply_bytes = 0;
   reader.for_each_kernel(filter, [&](const store::Kernel& k) {
-    if (static_cast<int>(out.rows.size()) >= limit) {
+    if (static_cast<int>(out.rows.size()) >= limit || reply_bytes > kMaxReplyBytes) {
       out.truncated = true;
       return;
     }
@@ -126,6 +135,7 @@ rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& 
     if (k.registersPerThread) row.__set_registers_per_thread(*k.registersPerThread);
     row.__set_shared_memory_bytes(k.staticSharedMemory.value_or(0) +
                                   k.dynamicSharedMemory.value_or(0));
+    reply_bytes += kRowOverheadBytes + row.name.size() + row.short_name.size();
     out.rows.push_back(std::move(row));
   });
   return out;
@@ -241,8 +251,11 @@ std::vector<rpc::Job> RpcHandler::jobs() {
 
 bool RpcHandler::may_see_workflow(const std::string& workflow) {
   if (caller_.is_root()) return true;
-  for (const auto& agent : core_.registry().of_workflow(workflow))
-    if (agent.uid == caller_.uid) return true;
+  // A workflow belongs to the uid that registered it first (register_agent refuses any other
+  // uid's process), so its rows are that uid's alone.
+  if (auto owner = core_.store().workflow_owner(workflow)) return *owner == caller_.uid;
+  // A workflow with no recorded owner (a database from before owners were recorded): the
+  // caller's if one of its captures is the caller's.
   if (auto id = core_.store().find_workflow(workflow))
     for (int64_t capture : core_.store().captures_of_workflow(*id)) {
       auto owner = core_.store().capture_owner(capture);
@@ -266,8 +279,9 @@ std::vector<rpc::WorkflowMetric> RpcHandler::metrics(const rpc::MetricsQuery& qu
       caller_.is_root() || workflow ? limit : 1'000'000);
   std::vector<rpc::WorkflowMetric> out;
   std::map<std::string, bool> visible;
+  size_t reply_bytes = 0;
   for (const auto& row : rows) {
-    if (static_cast<int>(out.size()) >= limit) break;
+    if (static_cast<int>(out.size()) >= limit || reply_bytes > kMaxReplyBytes) break;
     auto [it, fresh] = visible.try_emplace(row.workflow, false);
     if (fresh) it->second = may_see_workflow(row.workflow);
     if (!it->second) continue;
@@ -278,6 +292,7 @@ std::vector<rpc::WorkflowMetric> RpcHandler::metrics(const rpc::MetricsQuery& qu
     m.window_end_ns = row.window_end_ns;
     m.metric = row.metric;
     m.value = row.value;
+    reply_bytes += kRowOverheadBytes + m.workflow.size() + m.metric.size();
     out.push_back(std::move(m));
   }
   return out;
@@ -287,9 +302,32 @@ AgentLinkHandler::~AgentLinkHandler() {
   if (registered_id_ > 0) core_.agent_gone(registered_id_);
 }
 
-rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& hello) {
+rpc::AgentHello validated_hello(const rpc::AgentHello& claimed) {
+  rpc::AgentHello hello = claimed;
+  hello.workflow = text::bounded_field(claimed.workflow, kMaxNameBytes);
+  hello.workflow_source = text::bounded_field(claimed.workflow_source, kMaxNameBytes);
+  if (claimed.__isset.command)
+    hello.command = text::bounded_field(claimed.command, kMaxCommandBytes);
+  if (claimed.__isset.hostname)
+    hello.hostname = text::bounded_field(claimed.hostname, kMaxNameBytes);
+  // A process tree deeper than this, or more devices, is not a real one.
+  if (hello.parent_chain.size() > kMaxListEntries) hello.parent_chain.resize(kMaxListEntries);
+  if (hello.devices.size() > kMaxListEntries) hello.devices.resize(kMaxListEntries);
+  return hello;
+}
+
+rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& claimed) {
+  const rpc::AgentHello hello = validated_hello(claimed);
   if (registered_id_ > 0)
     invalid("this connection already registered agent " + std::to_string(registered_id_), "pid");
+  if (!hello.workflow.empty()) {
+    const uid_t owner = core_.store().claim_workflow(hello.workflow, caller_.uid, core_.now());
+    if (owner != caller_.uid)
+      invalid("workflow '" + hello.workflow + "' belongs to uid " + std::to_string(owner) +
+                  " on this host; a process of uid " + std::to_string(caller_.uid) +
+                  " cannot join it (set another FLEETSCOPE_WORKFLOW)",
+              "workflow");
+  }
   AgentEntry entry = core_.registry().add(hello, caller_, core_.now());
   registered_id_ = entry.id;
   rpc::AgentWelcome welcome;

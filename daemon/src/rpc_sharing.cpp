@@ -2,6 +2,8 @@
 // sharing off, automatic mode and the status the CLI and the GUI show.
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "fleetscope/daemon/rpc_handler.h"
@@ -179,7 +181,9 @@ rpc::ShareStatus RpcHandler::share_status() {
     info.automatic = found != live.end() && found->second->automatic;
     if (found != live.end()) {
       if (found->second->max_slowdown > 0) info.__set_max_slowdown(found->second->max_slowdown);
-      info.workflows = found->second->workflows();
+      // A plan is the host's; which other users' workflows it names is not the caller's business.
+      for (auto& workflow : found->second->workflows())
+        if (may_see_workflow(workflow)) info.workflows.push_back(std::move(workflow));
       if (!found->second->withdrawn_reason.empty())
         info.__set_withdrawn_reason(found->second->withdrawn_reason);
     } else {
@@ -187,7 +191,12 @@ rpc::ShareStatus RpcHandler::share_status() {
     }
     out.plans.push_back(std::move(info));
   }
-  for (const auto& row : core_.store().sharing_events(50)) {
+  for (auto& row : core_.store().sharing_events(50)) {
+    if (!caller_.is_root()) {
+      auto visible = visible_event_detail(row.detail_json);
+      if (!visible) continue;
+      row.detail_json = std::move(*visible);
+    }
     rpc::SharingEvent event;
     event.ts_ns = row.ts_ns;
     if (row.plan_id) event.__set_plan_id(*row.plan_id);
@@ -197,6 +206,33 @@ rpc::ShareStatus RpcHandler::share_status() {
   }
   if (!snapshot.gate_socket.empty()) out.__set_gate_socket(snapshot.gate_socket);
   return out;
+}
+
+std::optional<std::string> RpcHandler::visible_event_detail(const std::string& detail_json) {
+  // An event about one job (it names a pid, a uid or a workflow) is shown to that job's owner
+  // only; a plan event shows the caller's own workflows of its list; the rest (sharing off, a
+  // plan withdrawn) are the host's and shown to all.
+  if (caller_.is_root()) return detail_json;
+  auto detail = nlohmann::json::parse(detail_json, nullptr, /*allow_exceptions=*/false);
+  if (!detail.is_object()) return std::nullopt;
+  if (auto uid = detail.find("uid"); uid != detail.end()) {
+    // The job's uid decides (its workflow may have no registered agent).
+    if (!uid->is_number_integer() || uid->get<int64_t>() != static_cast<int64_t>(caller_.uid))
+      return std::nullopt;
+  } else if (auto workflow = detail.find("workflow"); workflow != detail.end()) {
+    if (!workflow->is_string() || !may_see_workflow(workflow->get<std::string>()))
+      return std::nullopt;
+  } else if (detail.contains("pid")) {
+    return std::nullopt;  // a job named by its pid alone: whose it is cannot be told
+  }
+  if (auto workflows = detail.find("workflows"); workflows != detail.end()) {
+    nlohmann::json mine = nlohmann::json::array();
+    if (workflows->is_array())
+      for (const auto& w : *workflows)
+        if (w.is_string() && may_see_workflow(w.get<std::string>())) mine.push_back(w);
+    *workflows = std::move(mine);
+  }
+  return detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 rpc::PlanApplied RpcHandler::apply_plan(const rpc::ApplyPlanRequest& request) {

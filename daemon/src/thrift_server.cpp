@@ -12,15 +12,19 @@
 #include <optional>
 #include <stdexcept>
 
+#include <sys/resource.h>
 #include <thrift/TConfiguration.h>
 #include <thrift/protocol/TBinaryProtocol.h>
+
 #include <thrift/server/TThreadedServer.h>
 #include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TSSLServerSocket.h>
 #include <thrift/transport/TServerSocket.h>
 #include <thrift/transport/TSocket.h>
 
 #include "FleetscopeAgentLink.h"
 #include "FleetscopeHost.h"
+#include "fleetscope/daemon/guarded_transport.h"
 #include "fleetscope/daemon/rpc_handler.h"
 #include "fleetscope/daemon/tls_listener.h"
 
@@ -33,8 +37,8 @@ using apache::thrift::server::TThreadedServer;
 using apache::thrift::transport::TFramedTransport;
 using apache::thrift::transport::TServerSocket;
 using apache::thrift::transport::TSocket;
+using apache::thrift::transport::TSSLServerSocket;
 using apache::thrift::transport::TTransport;
-using apache::thrift::transport::TTransportFactory;
 
 namespace {
 
@@ -51,18 +55,6 @@ class LimitedServerSocket : public TServerSocket {
     if (interruptableChildren_)
       return std::make_shared<TSocket>(client, pChildInterruptSockReader_, config_);
     return std::make_shared<TSocket>(client, config_);
-  }
-
- private:
-  std::shared_ptr<TConfiguration> config_;
-};
-
-class LimitedFramedFactory : public TTransportFactory {
- public:
-  explicit LimitedFramedFactory(std::shared_ptr<TConfiguration> config)
-      : config_(std::move(config)) {}
-  std::shared_ptr<TTransport> getTransport(std::shared_ptr<TTransport> inner) override {
-    return std::make_shared<TFramedTransport>(inner, config_);
   }
 
  private:
@@ -276,8 +268,24 @@ rpc::TransportLimits server_transport_limits(const DaemonConfig& config) {
   return limits;
 }
 
+ConnectionLimits connection_limits(const DaemonConfig& config) {
+  ConnectionLimits wanted;
+  wanted.max_connections = static_cast<int>(config.max_connections);
+  wanted.max_connections_per_uid = static_cast<int>(config.max_connections_per_uid);
+  wanted.max_buffered_bytes = config.max_buffered_bytes;
+  wanted.request_deadline = std::chrono::milliseconds(config.request_deadline_ms);
+  rlimit files{};
+  int64_t open_files = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+                           ? static_cast<int64_t>(files.rlim_cur)
+                           : 0;
+  return effective_limits(wanted, open_files);
+}
+
 ThriftServers::ThriftServers(DaemonCore& core, const DaemonConfig& config)
-    : core_(core), config_(config), limits_(server_transport_limits(config)) {}
+    : core_(core),
+      config_(config),
+      limits_(server_transport_limits(config)),
+      limiter_(ConnectionLimiter::create(connection_limits(config))) {}
 
 ThriftServers::~ThriftServers() {
   stop();
@@ -286,11 +294,16 @@ ThriftServers::~ThriftServers() {
 void ThriftServers::start() {
   auto config = rpc::make_configuration(limits_);
   auto protocol = rpc::make_protocol_factory(limits_);
-  auto transport = std::make_shared<LimitedFramedFactory>(config);
-  auto add = [&](std::shared_ptr<TServerSocket> socket,
+  const auto deadline = limiter_->limits().request_deadline;
+  // `socket` is an AdmittingServerSocket (the TicketSource of its transports).
+  auto add = [&](std::shared_ptr<TServerSocket> socket, std::shared_ptr<TicketSource> tickets,
                  std::shared_ptr<apache::thrift::TProcessorFactory> processor,
-                 const std::string& what, const std::string& path, int receive_timeout_ms) {
-    socket->setRecvTimeout(receive_timeout_ms);
+                 const std::string& what, const std::string& path, int idle_timeout_ms,
+                 int64_t max_frame_bytes) {
+    socket->setRecvTimeout(idle_timeout_ms);
+    auto transport = std::make_shared<GuardedFramedFactory>(config, std::move(tickets),
+                                                            static_cast<uint32_t>(max_frame_bytes),
+                                                            idle_timeout_ms, deadline);
     auto served = std::make_shared<Served>();
     served->server = std::make_shared<TThreadedServer>(processor, socket, transport, protocol);
     served->ready = std::make_shared<ReadyHandler>(path);
@@ -309,36 +322,79 @@ void ThriftServers::start() {
     if (std::string why = served->ready->wait(std::chrono::seconds(10)); !why.empty())
       throw std::runtime_error("cannot serve " + what + ": " + why);
   };
+  auto unix_uid = [](int fd) -> std::optional<uid_t> {
+    if (auto peer = peer_of_unix_socket(fd)) return peer->uid;
+    return std::nullopt;
+  };
+  auto admission = [&](const std::string& what, std::function<std::optional<uid_t>(int)> uid_of) {
+    return Admission{limiter_, what, std::move(uid_of)};
+  };
   check_listener_config(config_);
   prepare_socket_path(config_.socket);
   prepare_socket_path(config_.agent_socket);
+  // API requests are small (the largest is a plan's JSON); record batches come on the agent link.
+  const int64_t api_frame = std::min(config_.api_max_frame_bytes, config_.max_frame_bytes);
   // Idle connections are closed after a minute; an agent's control connection is never idle that
   // long (it polls every second or so).
-  add(std::make_shared<LimitedServerSocket>(config_.socket, config),
-      std::make_shared<rpc::FleetscopeHostProcessorFactory>(
-          std::make_shared<HostFactory>(core_, Listener::unix_socket)),
-      "the API on " + config_.socket, config_.socket, 60'000);
-  add(std::make_shared<LimitedServerSocket>(config_.agent_socket, config),
-      std::make_shared<rpc::FleetscopeAgentLinkProcessorFactory>(
-          std::make_shared<AgentFactory>(core_)),
-      "the agent link on " + config_.agent_socket, config_.agent_socket, 120'000);
+  {
+    const std::string what = "the API on " + config_.socket;
+    auto socket = std::make_shared<AdmittingServerSocket<LimitedServerSocket>>(
+        admission(what, unix_uid), config_.socket, config);
+    add(socket, socket,
+        std::make_shared<rpc::FleetscopeHostProcessorFactory>(
+            std::make_shared<HostFactory>(core_, Listener::unix_socket)),
+        what, config_.socket, 60'000, api_frame);
+  }
+  {
+    const std::string what = "the agent link on " + config_.agent_socket;
+    auto socket = std::make_shared<AdmittingServerSocket<LimitedServerSocket>>(
+        admission(what, unix_uid), config_.agent_socket, config);
+    add(socket, socket,
+        std::make_shared<rpc::FleetscopeAgentLinkProcessorFactory>(
+            std::make_shared<AgentFactory>(core_)),
+        what, config_.agent_socket, 120'000, config_.max_frame_bytes);
+  }
   if (config_.tcp_port > 0) {
     const bool tls = tls_configured(config_);
-    std::shared_ptr<TServerSocket> socket =
-        tls ? make_tls_server_socket(config_, config)
-            : std::make_shared<LimitedServerSocket>(config_.tcp_address,
-                                                    static_cast<int>(config_.tcp_port), config);
-    add(socket,
-        std::make_shared<rpc::FleetscopeHostProcessorFactory>(
-            std::make_shared<HostFactory>(core_, tls ? Listener::tls : Listener::loopback_tcp)),
-        "the API on " + std::string(tls ? "TLS " : "") + config_.tcp_address + ":" +
-            std::to_string(config_.tcp_port),
-        "", 60'000);
+    const std::string what = "the API on " + std::string(tls ? "TLS " : "") + config_.tcp_address +
+                             ":" + std::to_string(config_.tcp_port);
+    const int port = static_cast<int>(config_.tcp_port);
+    auto processor = std::make_shared<rpc::FleetscopeHostProcessorFactory>(
+        std::make_shared<HostFactory>(core_, tls ? Listener::tls : Listener::loopback_tcp));
+    if (tls) {
+      // The certificate's user is known only after the handshake: until then its connections
+      // count under one uid of their own (-1).
+      auto socket = std::make_shared<AdmittingServerSocket<TSSLServerSocket>>(
+          admission(what, nullptr), config_.tcp_address, port,
+          make_tls_socket_factory(config_, config));
+      add(socket, socket, processor, what, "", 60'000, api_frame);
+    } else {
+      auto socket = std::make_shared<AdmittingServerSocket<LimitedServerSocket>>(
+          admission(what,
+                    [](int fd) -> std::optional<uid_t> {
+                      if (auto peer = peer_of_loopback_tcp(fd)) return peer->uid;
+                      return std::nullopt;
+                    }),
+          config_.tcp_address, port, config);
+      add(socket, socket, processor, what, "", 60'000, api_frame);
+    }
   }
+  const ConnectionLimits& in_force = limiter_->limits();
+  std::fprintf(stderr,
+               "fleetscoped: at most %d connections (%d per uid), %lld MiB of requests being "
+               "read, %lld ms per request\n",
+               in_force.max_connections, in_force.max_connections_per_uid,
+               static_cast<long long>(in_force.max_buffered_bytes >> 20),
+               static_cast<long long>(in_force.request_deadline.count()));
+}
+
+void ThriftServers::interrupt() {
+  // Stops accepting and ends every connection waiting in a read; calls in progress finish.
+  for (auto& served : served_) served->server->stop();
 }
 
 void ThriftServers::stop() {
-  for (auto& served : served_) served->server->stop();
+  interrupt();
   for (auto& served : served_) {
     if (served->thread.joinable()) served->thread.join();
     if (!served->path.empty()) ::unlink(served->path.c_str());

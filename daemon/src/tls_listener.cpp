@@ -12,16 +12,13 @@
 #include <stdexcept>
 
 #include <thrift/TConfiguration.h>
-#include <thrift/transport/TSSLServerSocket.h>
 #include <thrift/transport/TSSLSocket.h>
 
 namespace fleetscope::daemon {
 
 using apache::thrift::TConfiguration;
 using apache::thrift::transport::SSLContext;
-using apache::thrift::transport::TServerSocket;
 using apache::thrift::transport::TSSLException;
-using apache::thrift::transport::TSSLServerSocket;
 using apache::thrift::transport::TSSLSocket;
 using apache::thrift::transport::TSSLSocketFactory;
 using apache::thrift::transport::TTransport;
@@ -178,8 +175,8 @@ void check_listener_config(const DaemonConfig& c) {
   }
 }
 
-std::shared_ptr<TServerSocket> make_tls_server_socket(const DaemonConfig& c,
-                                                      std::shared_ptr<TConfiguration> limits) {
+std::shared_ptr<TSSLSocketFactory> make_tls_socket_factory(const DaemonConfig& c,
+                                                           std::shared_ptr<TConfiguration> limits) {
   auto identities = std::make_shared<const TlsIdentityMap>(
       parse_tls_identities(c.tls_client_uids, c.tls_default_uid));
   auto factory = std::make_shared<IdentifyingTlsFactory>(std::move(limits), identities);
@@ -187,7 +184,7 @@ std::shared_ptr<TServerSocket> make_tls_server_socket(const DaemonConfig& c,
   factory->loadPrivateKey(c.tls_key.c_str());
   factory->loadTrustedCertificates(c.tls_ca.c_str());
   factory->authenticate(true);  // client certificates required and verified against tls_ca
-  return std::make_shared<TSSLServerSocket>(c.tcp_address, static_cast<int>(c.tcp_port), factory);
+  return factory;
 }
 
 std::optional<uid_t> tls_peer_uid(const std::shared_ptr<TTransport>& transport) {

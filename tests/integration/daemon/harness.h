@@ -159,6 +159,9 @@ struct DaemonUnderTest {
   std::string api_socket = dir.file("api.sock");
   std::string agent_socket = dir.file("agent.sock");
   std::unique_ptr<Child> process;
+  // Runs before the daemon's own argv, e.g. {"/bin/sh", "-c", "ulimit -n 256 && exec \"$0\"
+  // \"$@\""}.
+  std::vector<std::string> launcher;
 
   void start(std::vector<std::string> extra = {}, std::vector<std::string> env = {}) {
     std::vector<std::string> argv = {
@@ -167,6 +170,7 @@ struct DaemonUnderTest {
         "-1",        "--nvml-library",   NVML_STANDIN, "--sample-interval-ms",
         "100",       "--trace-grace-ms", "2000"};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.begin(), launcher.begin(), launcher.end());
     process = std::make_unique<Child>(argv, env);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!(socket_accepts(api_socket) && socket_accepts(agent_socket))) {

@@ -2,6 +2,7 @@
 // database in a temporary directory.
 #include <gtest/gtest.h>
 
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/rpc_handler.h"
 #include "fleetscope/store/database.h"
@@ -243,6 +244,88 @@ TEST_F(Fixture, BadRequestsGetClearAnswers) {
   EXPECT_THROW(api.trace_progress(12345, 0), rpc::NotFound);
   EXPECT_THROW(api.get_capture(12345), rpc::NotFound);
   EXPECT_THROW(link->await_order(id + 1, 0), rpc::InvalidRequest);
+}
+
+TEST_F(Fixture, AWorkflowBelongsToTheUidThatRegisteredItFirst) {
+  auto [alice_link, alice_id] = agent(1100, 1000, {}, "alice-wf");
+  // Another uid's process declaring the same name is refused: it cannot join the workflow...
+  try {
+    agent(1200, 2000, {}, "alice-wf");
+    FAIL() << "a second uid joined alice's workflow";
+  } catch (const rpc::InvalidRequest& e) {
+    EXPECT_NE(e.message.find("belongs to uid 1000"), std::string::npos) << e.message;
+  }
+  // ...so nothing of it is shown to that uid, even with the name.
+  RpcHandler bob(*core, Caller{60, 2000});
+  RpcHandler alice(*core, Caller{61, 1000});
+  EXPECT_FALSE(bob.may_see_workflow("alice-wf"));
+  EXPECT_TRUE(alice.may_see_workflow("alice-wf"));
+  rpc::MetricsQuery query;
+  query.__set_workflow("alice-wf");
+  EXPECT_THROW(bob.metrics(query), rpc::PermissionDenied);
+  EXPECT_NO_THROW(alice.metrics(query));
+  EXPECT_TRUE(bob.jobs().empty());
+  EXPECT_EQ(alice.jobs().size(), 1u);
+  // More processes of the owner join it.
+  auto [second_link, second_id] = agent(1101, 1000, {}, "alice-wf");
+  EXPECT_EQ(alice.jobs().at(0).agents.size(), 2u);
+  // The owner is kept in the database: a restarted daemon still refuses bob.
+  alice_link.reset();
+  second_link.reset();
+  core->shutdown();
+  core.reset();
+  SetUp();
+  EXPECT_THROW(agent(1201, 2000, {}, "alice-wf"), rpc::InvalidRequest);
+  RpcHandler bob_again(*core, Caller{62, 2000});
+  EXPECT_FALSE(bob_again.may_see_workflow("alice-wf"));
+}
+
+TEST_F(Fixture, SharingEventsShowAnotherUsersJobsToNoOne) {
+  auto [link, id] = agent(1300, 1000, {}, "mine");
+  auto [other, other_id] = agent(1400, 2000, {}, "theirs");
+  RpcHandler me(*core, Caller{70, 1000});
+  RpcHandler root(*core, Caller{71, 0});
+  const std::string admitted_theirs = R"({"pid":1400,"uid":2000,"workflow":"theirs","lane":"l0"})";
+  const std::string admitted_mine = R"({"pid":1300,"uid":1000,"workflow":"mine","lane":"l0"})";
+  const std::string plan = R"({"workflows":["mine","theirs"],"policy":"fifo"})";
+  EXPECT_FALSE(me.visible_event_detail(admitted_theirs));
+  EXPECT_FALSE(me.visible_event_detail(R"({"pid":1400,"position":1})"));
+  EXPECT_FALSE(me.visible_event_detail("not json"));
+  ASSERT_TRUE(me.visible_event_detail(admitted_mine));
+  auto shown = me.visible_event_detail(plan);
+  ASSERT_TRUE(shown);
+  EXPECT_EQ(shown->find("theirs"), std::string::npos) << *shown;
+  EXPECT_NE(shown->find("mine"), std::string::npos) << *shown;
+  EXPECT_TRUE(me.visible_event_detail(R"({"reason":"sharing off"})"));
+  EXPECT_NE(root.visible_event_detail(plan)->find("theirs"), std::string::npos);
+}
+
+TEST_F(Fixture, AgentStringsAreValidatedAndBoundedAtTheBoundary) {
+  // 8 MB of name with an escape sequence and bytes that are not UTF-8.
+  std::string name = "job\x1b]0;owned\x07\xff\xfe";
+  name += std::string(8u << 20, 'n');
+  rpc::AgentHello hello;
+  hello.pid = 1500;
+  hello.workflow = name;
+  hello.workflow_source = "env\xc3";
+  hello.__set_command(std::string(100'000, 'c'));
+  hello.parent_chain.assign(10'000, 1);
+  AgentLinkHandler link(*core, Caller{1500, 1000});
+  link.register_agent(hello);
+  RpcHandler api(*core, Caller{72, 1000});
+  auto status = api.status();
+  ASSERT_EQ(status.agents.size(), 1u);
+  const auto& agent = status.agents[0];
+  const std::string note = " [cut at 256 bytes]";
+  ASSERT_GT(agent.workflow.size(), note.size());
+  EXPECT_EQ(agent.workflow.substr(agent.workflow.size() - note.size()), note);
+  EXPECT_LE(agent.workflow.size(), kMaxNameBytes + note.size());
+  EXPECT_TRUE(text::is_valid_utf8(agent.workflow));
+  EXPECT_NE(agent.workflow.find("\xEF\xBF\xBD"), std::string::npos);  // U+FFFD for 0xff
+  EXPECT_EQ(agent.workflow_source, "env\xEF\xBF\xBD");
+  EXPECT_LE(agent.command.size(), kMaxCommandBytes + 32);
+  EXPECT_NE(agent.command.find("[cut at 4096 bytes]"), std::string::npos);
+  EXPECT_EQ(agent.parent_chain.size(), kMaxListEntries);
 }
 
 }  // namespace

@@ -39,6 +39,14 @@ struct DaemonConfig {
   int64_t max_frame_bytes = 16 * 1024 * 1024;
   int64_t max_message_bytes = 16 * 1024 * 1024;
   int64_t trace_grace_ms = 5000;
+  // What clients may hold (connection_guard.h): connections on every listener together and per
+  // uid (lowered to what RLIMIT_NOFILE allows), bytes of requests being read, and the time from
+  // a request's first byte to its last. API requests are small: their frames have a lower limit.
+  int64_t max_connections = 1024;
+  int64_t max_connections_per_uid = 128;
+  int64_t max_buffered_bytes = 64 << 20;
+  int64_t request_deadline_ms = 10'000;
+  int64_t api_max_frame_bytes = 4 << 20;
   std::string config_file;  // where the file settings came from
 };
 

@@ -6,6 +6,8 @@
 // which sequence is committed.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -49,6 +51,10 @@ class HostStore {
   // The workflows row of `name`, created on first use.
   int64_t workflow_id(const std::string& name, const std::optional<std::string>& user);
   std::optional<int64_t> find_workflow(const std::string& name);
+  // The owner of workflow `name`: its first claimant (now `uid` when it had none, recorded in
+  // the daemon's own table so it holds across restarts).
+  uid_t claim_workflow(const std::string& name, uid_t uid, int64_t now_ns);
+  std::optional<uid_t> workflow_owner(const std::string& name);
   void upsert_process(int pid, int64_t workflow_id, const std::string& command, int64_t start_ns);
 
   int64_t open_capture(const std::string& source_path, int64_t start_ns);
@@ -120,6 +126,7 @@ class HostStore {
   std::unique_ptr<store::Writer> writer_;
   std::mutex mutex_;  // guards workflows_, maintenance_
   std::map<std::string, int64_t> workflows_;
+  std::map<std::string, uid_t> workflow_owners_;
   std::unique_ptr<store::Database> maintenance_;
   int64_t host_id_ = 0;
 };

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -39,21 +42,39 @@ std::string render_exposition(const ExpositionInput& input);
 // Escapes a label value per the text format (backslash, double quote, newline).
 std::string escape_label_value(const std::string& value);
 
-// Serves GET /metrics with `render()`'s text on address:port (port 0 = any free port).
+struct EndpointLimits {
+  int max_clients = 16;  // served at once; more are answered 503 at once
+  std::chrono::milliseconds request_deadline{5000};  // accept to the last byte of the answer
+};
+
+// Serves GET /metrics with `render()`'s text on address:port (port 0 = any free port). Each
+// client has its own thread and a deadline for its whole request and answer, so a slow client
+// delays no scrape; stop() cuts the clients still connected off and returns at once.
 class MetricsEndpoint {
  public:
-  MetricsEndpoint(std::string address, int port, std::function<std::string()> render);
+  MetricsEndpoint(std::string address, int port, std::function<std::string()> render,
+                  EndpointLimits limits = {});
   ~MetricsEndpoint();  // stop()
   void stop();
   int port() const { return port_; }
 
  private:
+  struct Client {
+    int fd = -1;
+    bool done = false;  // guarded by clients_mutex_
+    std::thread thread;
+  };
   void serve();
+  void answer(int fd);
+  void reap_finished();
   std::function<std::string()> render_;
+  EndpointLimits limits_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::mutex clients_mutex_;
+  std::vector<std::shared_ptr<Client>> clients_;
 };
 
 }  // namespace fleetscope::daemon

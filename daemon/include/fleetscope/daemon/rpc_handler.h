@@ -4,6 +4,7 @@
 // thrift_server.cpp adapts it to the generated interface; tests call it directly.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "fleetscope/daemon/daemon_core.h"
@@ -42,11 +43,15 @@ class RpcHandler {
 
   const Caller& caller() const { return caller_; }
 
+  // Root sees every workflow; another uid only those it owns (the first uid that registered it).
+  bool may_see_workflow(const std::string& workflow);
+  // A sharing event's detail (JSON) as this caller may see it in shareStatus; nullopt: not at all.
+  std::optional<std::string> visible_event_detail(const std::string& detail_json);
+
  private:
   void check_sharing_admin(const std::string& what);
   rpc::LaneGrant to_grant(const sharer::LaneTicket& ticket);
   void check_capture_access(int64_t capture_id);
-  bool may_see_workflow(const std::string& workflow);
 
   DaemonCore& core_;
   Caller caller_;
@@ -72,5 +77,14 @@ class AgentLinkHandler {
 
 // Largest record batch an agent may send (rows); agents split their flushes to stay below it.
 inline constexpr int32_t kMaxBatchRows = 16384;
+
+// What the daemon keeps of an agent's hello (validated_hello): names (workflow, its source, the
+// hostname) of at most 256 bytes and a command line of at most 4 KiB, valid UTF-8 (invalid bytes
+// become U+FFFD), with a note when cut; a parent chain and a device list of at most 64 entries.
+// So `status` and `jobs` answers stay far below the frame limit whatever agents claim.
+inline constexpr size_t kMaxNameBytes = 256;
+inline constexpr size_t kMaxCommandBytes = 4096;
+inline constexpr size_t kMaxListEntries = 64;
+rpc::AgentHello validated_hello(const rpc::AgentHello& claimed);
 
 }  // namespace fleetscope::daemon

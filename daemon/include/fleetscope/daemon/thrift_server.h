@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleetscope/daemon/connection_guard.h"
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/peer.h"
 #include "fleetscope/rpc/transport.h"
@@ -26,6 +27,8 @@ namespace fleetscope::daemon {
 // at most kMaxBatchRows elements (no request carries a longer one: a record batch has at most
 // that many rows in all), so one message cannot make the daemon allocate more than a few MB.
 rpc::TransportLimits server_transport_limits(const DaemonConfig& config);
+// The connection limits of the configuration, lowered to what RLIMIT_NOFILE allows.
+ConnectionLimits connection_limits(const DaemonConfig& config);
 
 // The processor one connection of `caller` gets (the generated dispatch over the adapter over
 // RpcHandler / AgentLinkHandler), exactly as the servers below build it; the Thrift fuzz target
@@ -44,7 +47,12 @@ class ThriftServers {
   // Listens on every configured endpoint; returns once they accept connections. Throws
   // std::runtime_error naming the socket when one cannot be served (e.g. another daemon on it).
   void start();
+  // Stops accepting and ends every connection waiting for a request; returns at once (SIGTERM
+  // calls it first: no client can hold the shutdown).
+  void interrupt();
+  // interrupt(), then waits for the calls in progress to return.
   void stop();
+  const ConnectionLimiter& limiter() const { return *limiter_; }
 
  private:
   struct Served;
@@ -52,6 +60,7 @@ class ThriftServers {
   DaemonCore& core_;
   DaemonConfig config_;
   rpc::TransportLimits limits_;
+  std::shared_ptr<ConnectionLimiter> limiter_;
   std::vector<std::shared_ptr<Served>> served_;
 };
 

@@ -22,7 +22,7 @@ namespace apache::thrift {
 class TConfiguration;
 }
 namespace apache::thrift::transport {
-class TServerSocket;
+class TSSLSocketFactory;
 class TTransport;
 }  // namespace apache::thrift::transport
 
@@ -46,13 +46,13 @@ bool tls_configured(const DaemonConfig& config);
 // non-loopback tcp_address only with TLS. Throws std::runtime_error naming the key.
 void check_listener_config(const DaemonConfig& config);
 
-// The TLS server socket of the API on tcp_address:tcp_port (the accepted sockets carry `limits`).
-// Throws apache::thrift::transport::TSSLException (or TTransportException) when a file cannot be
-// loaded.
-std::shared_ptr<apache::thrift::transport::TServerSocket> make_tls_server_socket(
+// The socket factory of the API's TLS server socket (a TSSLServerSocket on tcp_address:tcp_port
+// made with it; the accepted sockets carry `limits`). Throws
+// apache::thrift::transport::TSSLException (or TTransportException) when a file cannot be loaded.
+std::shared_ptr<apache::thrift::transport::TSSLSocketFactory> make_tls_socket_factory(
     const DaemonConfig& config, std::shared_ptr<apache::thrift::TConfiguration> limits);
 
-// The uid the client certificate of a connection accepted by make_tls_server_socket maps to, once
+// The uid the client certificate of a connection accepted with that factory maps to, once
 // its handshake is done (the first read of the connection does it); nullopt before that or for
 // another kind of transport.
 std::optional<uid_t> tls_peer_uid(const std::shared_ptr<apache::thrift::transport::TTransport>& t);
