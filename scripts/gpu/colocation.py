@@ -102,7 +102,7 @@ def run_pairs(out_path, seconds):
         print("alone", kind, duty, alone[(kind, duty)], file=sys.stderr)
     rows = []
     for first, second in itertools.combinations_with_replacement(workloads, 2):
-        start_at = time.time() + 5.0  # both processes initialise, then start together
+        start_at = time.time() + 4.0  # both processes initialise, then start together
         processes = [launch(*first, start_at), launch(*second, start_at)]
         results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in processes]
         for me_key, other_key, result in ((first, second, results[0]),

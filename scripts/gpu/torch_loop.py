@@ -51,6 +51,9 @@ def main() -> int:
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+    # CUDA is up (the agent is loaded): scripts/gpu-check waits for this line before it opens
+    # windows or sends signals, since importing torch alone takes seconds.
+    print("ready", flush=True)
 
     if args.torch_profiler:
         from torch.profiler import ProfilerActivity, profile

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iterator>
@@ -200,6 +201,7 @@ void Agent::start() {
   if (started_) return;
   started_ = true;
   config_ = WindowConfig::from_env([](const char* name) { return std::getenv(name); });
+  route_nvtx_to_our_cupti();
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   signal_ack_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   exit_ack_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -210,6 +212,16 @@ void Agent::start() {
   pool_ = std::make_unique<BufferPool>(static_cast<size_t>(config_.buffer_size_kb) * 1024,
                                        static_cast<size_t>(config_.buffer_pool_mb) << 20);
   pthread_atfork(nullptr, nullptr, mark_forked_child);
+  // libcupti is mapped now, at CUDA init, not when the first window opens, and our exit handler is
+  // registered after it. On an H100 (driver 580.159, CUDA 13.0) a libcupti first loaded at window
+  // open made every traced process die of SIGSEGV inside libcupti at exit, with a window open or
+  // already closed: its C++ static destructors (registered at dlopen, so run before handlers
+  // registered earlier) ran while the CUDA runtime was still up. With libcupti mapped before the
+  // runtime's own exit handler (LD_PRELOAD, or PyTorch's copy) every sample ran and exited
+  // cleanly with exact counts (docs/agent.md, "On a GPU"). Mapping it loads code only: nothing is
+  // subscribed or enabled until a window opens.
+  std::string not_now;  // when it fails, the first window's attach tries again and says why
+  load_cupti(not_now);
   std::atexit(fleetscope_agent_at_exit);
 
   // The control sources: the environment window, a FIFO if asked for, and the daemon.
@@ -292,16 +304,46 @@ WindowReply Agent::close_window() {
   return {true, "waiting window cancelled"};
 }
 
+// NVTX reads NVTX_INJECTION64_PATH at the process's first NVTX call and sends every range to the
+// library it names. Step windows need those ranges in the CUPTI the agent subscribes to: a job
+// started by the daemon or by hand has no such variable (so its steps were never seen), and a
+// PyTorch job maps its own libcupti beside the one a launcher names (so its steps went to the
+// other copy). Runs in InitializeInjection, before the job's threads call NVTX after CUDA init.
+void Agent::route_nvtx_to_our_cupti() {
+  const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+  if (nvtx && *nvtx) {
+    const char* base = std::strrchr(nvtx, '/');
+    base = base ? base + 1 : nvtx;
+    // Named by the user or the launcher: trace with that copy, unless CUPTI is named too.
+    if (config_.cupti_path.empty() && std::strncmp(base, "libcupti.so", 11) == 0)
+      config_.cupti_path = nvtx;
+    return;
+  }
+  std::string path = CuptiApi::preferred_path(config_.cupti_path);
+  if (path.empty()) return;
+  config_.cupti_path = path;  // attach loads exactly the copy NVTX reports to
+  setenv("NVTX_INJECTION64_PATH", path.c_str(), 0);
+}
+
+bool Agent::load_cupti(std::string& refusal_text) {
+  if (cupti_.handle) return true;
+  if (!pool_) return false;
+  if (std::string why = cupti_.load(config_.cupti_path); !why.empty()) {
+    refusal_text = refusal::cupti_unavailable(why);
+    return false;
+  }
+  source_ = std::make_unique<CuptiActivitySource>(cupti_, *pool_, [this] {
+    buffers_ready_.store(true);
+    wake();
+  });
+  return true;
+}
+
 bool Agent::attach_cupti(std::string& refusal_text) {
-  if (!cupti_.handle) {
-    if (std::string why = cupti_.load(config_.cupti_path); !why.empty()) {
-      refusal_text = refusal::cupti_unavailable(why);
-      return false;
-    }
-    source_ = std::make_unique<CuptiActivitySource>(cupti_, *pool_, [this] {
-      buffers_ready_.store(true);
-      wake();
-    });
+  if (!load_cupti(refusal_text)) return false;
+  if (subscriber_ && kept_attached_) {
+    kept_attached_ = false;
+    return true;
   }
   if (subscriber_) {
     // Still attached after the last window: cancel the detach unless an application thread is
@@ -337,7 +379,13 @@ void Agent::watch_steps(bool on) {
 }
 
 void Agent::request_detach() {
-  if (!subscriber_ || finalize_pending_.load()) return;
+  if (!subscriber_ || finalize_pending_.load() || kept_attached_) return;
+  if (config_.detach == WindowConfig::Detach::never) {
+    // Every activity kind and callback of the window is off already: staying subscribed costs
+    // nothing per CUDA call.
+    kept_attached_ = true;
+    return;
+  }
   // cuptiFinalize must run from an API-exit callback (cupti_activity.h): arm it; the next CUDA
   // call of any application thread detaches CUPTI, so no overhead lingers after the window.
   finalize_pending_.store(true);

@@ -67,6 +67,8 @@ class Agent final : public WindowController {
                  const std::optional<ObservedStepEnd>& closing_step = std::nullopt);
   void apply_steps(const std::deque<StepEvent>& steps);
   bool attach_cupti(std::string& refusal);
+  void route_nvtx_to_our_cupti();
+  bool load_cupti(std::string& refusal);
   void watch_steps(bool on);
   void request_detach();
   void open_session(int64_t now);
@@ -86,6 +88,8 @@ class Agent final : public WindowController {
   std::unique_ptr<CaptureSession> session_;
   std::unique_ptr<TraceWindow> window_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
+  // The subscriber was kept after a window (FLEETSCOPE_DETACH): the next window reuses it.
+  bool kept_attached_ = false;
   bool started_ = false;
   bool exited_ = false;
   std::vector<store::GpuInfo> facts_;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -61,6 +62,26 @@ std::string CuptiApi::load(const std::string& explicit_path) {
     errors += (errors.empty() ? "" : "; ") + why;
   }
   return "cannot load libcupti (" + errors + ")";
+}
+
+std::string CuptiApi::preferred_path(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  for (const std::string& loaded : already_loaded_cupti()) {
+    CuptiApi probe;
+    if (probe.try_load(loaded).empty()) {
+      dlclose(probe.handle);  // mapped by the process itself: it stays loaded
+      return loaded;
+    }
+  }
+  std::vector<std::string> files;
+  if (std::string beside = beside_this_library("libcupti.so.13"); !beside.empty())
+    files.push_back(beside);
+#ifdef FLEETSCOPE_CUPTI_DEFAULT_PATH
+  files.push_back(FLEETSCOPE_CUPTI_DEFAULT_PATH);
+#endif
+  for (const std::string& file : files)
+    if (file.find('/') != std::string::npos && access(file.c_str(), R_OK) == 0) return file;
+  return {};
 }
 
 std::string CuptiApi::try_load(const std::string& candidate) {

@@ -35,6 +35,10 @@ struct CuptiApi {
   // one-subscriber rule; else the copy beside the agent, the toolkit's, the loader's search.
   // Returns an empty string on success, otherwise what went wrong.
   std::string load(const std::string& explicit_path);
+  // The libcupti load() would pick now, found without loading a new library (a copy the process
+  // already mapped is checked, then released); empty when none is usable. NVTX must send its
+  // ranges to this copy, or the agent's step callbacks never fire.
+  static std::string preferred_path(const std::string& explicit_path);
   std::string result_text(CUptiResult result) const;
 
  private:

@@ -42,6 +42,16 @@ WindowConfig WindowConfig::from_env(const EnvLookup& getenv) {
   if (const char* filter = getenv("FLEETSCOPE_RUNTIME_FILTER")) config.runtime_filter = filter;
   config.control_fifo = read_text(getenv, "FLEETSCOPE_CONTROL_FIFO");
   config.control_reply = read_text(getenv, "FLEETSCOPE_CONTROL_REPLY");
+  if (std::string detach = read_text(getenv, "FLEETSCOPE_DETACH"); !detach.empty()) {
+    if (detach == "always") {
+      config.detach = Detach::always;
+    } else if (detach == "never") {
+      config.detach = Detach::never;
+    } else {
+      config.problems.push_back("FLEETSCOPE_DETACH='" + detach +
+                                "' is not always or never; using always");
+    }
+  }
   if (config.buffer_pool_mb < 1) {
     config.problems.push_back("FLEETSCOPE_BUFFER_POOL_MB below 1; using 1");
     config.buffer_pool_mb = 1;

@@ -158,6 +158,11 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
     env.emplace_back("FLEETSCOPE_CUPTI_PATH", *cupti);
     // NVTX reports ranges to the library this names; CUPTI turns them into MARKER records.
     if (!std::getenv("NVTX_INJECTION64_PATH")) env.emplace_back("NVTX_INJECTION64_PATH", *cupti);
+    // libcupti mapped at process start, before the CUDA runtime registers its exit handler: the
+    // configuration in which every sample exited cleanly with exact counts on an H100, where a
+    // libcupti loaded later died of SIGSEGV at exit (docs/agent.md, "On a GPU").
+    const char* preload = std::getenv("LD_PRELOAD");
+    env.emplace_back("LD_PRELOAD", preload && *preload ? *cupti + " " + preload : *cupti);
   }
 
   err << "fleetscope run: tracing '" << joined(o.command) << "'\n";

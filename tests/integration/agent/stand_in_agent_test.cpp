@@ -119,14 +119,32 @@ int64_t kernels(const fleetscope::store::Reader& reader, int64_t capture = 0) {
   return static_cast<int64_t>(reader.kernels(filter).size());
 }
 
+// The app runs three duration windows, then a step window (NVTX callbacks on).
+AppRun run_four_windows(TempDir& dir, const std::string& detach) {
+  std::string fifo = dir.file("control"), reply = dir.file("replies");
+  EXPECT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<std::string> env = {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"),
+                                  "FLEETSCOPE_TRACE=0", "FLEETSCOPE_CONTROL_FIFO=" + fifo,
+                                  "FLEETSCOPE_CONTROL_REPLY=" + reply};
+  if (!detach.empty()) env.push_back("FLEETSCOPE_DETACH=" + detach);
+  return run_app(dir, env, {"windows", "3", "40"});
+}
+
+// FLEETSCOPE_DETACH=never keeps CUPTI subscribed from the first window on, every domain and
+// activity kind off between windows; the next window reuses the subscriber.
+TEST(StandInAgent, DetachNeverKeepsOneSubscriber) {
+  TempDir dir;
+  AppRun r = run_four_windows(dir, "never");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.value("finalize_calls"), 0) << r.out;
+  EXPECT_NE(r.out.find("window=3 finalize_calls=0 subscribers=1 kinds=0"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(files(dir, ".db").size(), 1u);
+}
+
 TEST(StandInAgent, RepeatedWindowsInOneProcessEachAttachAndDetach) {
   TempDir dir;
-  std::string fifo = dir.file("control"), reply = dir.file("replies");
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  AppRun r = run_app(dir,
-                     {"FLEETSCOPE_OUTPUT=" + dir.file("trace-%p.db"), "FLEETSCOPE_TRACE=0",
-                      "FLEETSCOPE_CONTROL_FIFO=" + fifo, "FLEETSCOPE_CONTROL_REPLY=" + reply},
-                     {"windows", "3", "40"});
+  AppRun r = run_four_windows(dir, "");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.err, "");
   // Each window detached CUPTI through an API-exit callback, the way NVIDIA documents.

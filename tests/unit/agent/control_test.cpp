@@ -155,6 +155,17 @@ TEST(WindowConfig, BufferPoolAndControlSettings) {
   EXPECT_EQ(c.problems.size(), 2u);
 }
 
+TEST(WindowConfig, DetachPolicy) {
+  using Detach = WindowConfig::Detach;
+  EXPECT_EQ(config_of({}).detach, Detach::always);
+  EXPECT_EQ(config_of({{"FLEETSCOPE_DETACH", "always"}}).detach, Detach::always);
+  EXPECT_EQ(config_of({{"FLEETSCOPE_DETACH", "never"}}).detach, Detach::never);
+  WindowConfig bad = config_of({{"FLEETSCOPE_DETACH", "sometimes"}});
+  EXPECT_EQ(bad.detach, Detach::always);
+  ASSERT_EQ(bad.problems.size(), 1u);
+  EXPECT_NE(bad.problems[0].find("FLEETSCOPE_DETACH='sometimes'"), std::string::npos);
+}
+
 TEST(BufferPool, DeclinesPastTheCapAndCountsIt) {
   BufferPool pool(64 * 1024, 256 * 1024);
   EXPECT_EQ(pool.max_buffers(), 4u);

@@ -24,7 +24,16 @@
 //   FLEETSCOPE_CUPTI_PATH=path    libcupti to load (default: the one the process already loaded,
 //                                 beside the agent, the toolkit's, then the loader's search)
 //   NVTX_INJECTION64_PATH=libcupti  (NVTX's own variable) needed for NVTX ranges and step
-//                                 windows; `fleetscope run` sets it
+//                                 windows. When unset, the agent sets it at CUDA init to the
+//                                 libcupti it will trace with, so that NVTX calls made after
+//                                 CUDA init reach the same CUPTI as the agent's subscriber (with
+//                                 two copies in a process, e.g. PyTorch's and the carried one,
+//                                 step ranges sent to the other copy are never seen); when it
+//                                 names a libcupti and FLEETSCOPE_CUPTI_PATH is unset, the agent
+//                                 traces with that copy
+//   FLEETSCOPE_DETACH=always|never  whether CUPTI is finalized after each window (default
+//                                 always, so no overhead lingers); never keeps one subscriber
+//                                 with every domain and activity kind off between windows
 #pragma once
 
 #include <cstdint>
@@ -53,6 +62,8 @@ struct WindowConfig {
   std::string cupti_path;
   std::string control_fifo, control_reply;
   int64_t signal_flush_ms = 2000;
+  enum class Detach { always, never };
+  Detach detach = Detach::always;
   std::vector<std::string> problems;  // malformed values that fell back to defaults
 
   static WindowConfig from_env(const EnvLookup& getenv);
