@@ -177,7 +177,7 @@ void insert_rows(const RecordingSink& src, int64_t rows_wanted, const std::strin
 // K copies of one synthetic trace into one database: serial, then one file per core.
 int multi_file(const std::string& source, const std::string& dir, int64_t n, int files,
                int64_t budget) {
-  const std::string path = dir + "/fleetscope-synth-" + std::to_string(n) + ".json";
+  const std::string path = bench::synthetic_trace_path(dir, source, n);
   bench::SyntheticTrace trace = bench::make_synthetic_trace(source, n, path);
   std::vector<std::string> copies;
   for (int i = 0; i < files; ++i) {
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
               "events/s", "CPU s", "CPU/wall", "RSS MB");
   if (files > 0) return multi_file(source, dir, sizes.front(), files, budget);
   for (int64_t n : sizes) {
-    const std::string path = dir + "/fleetscope-synth-" + std::to_string(n) + ".json";
+    const std::string path = bench::synthetic_trace_path(dir, source, n);
     bench::SyntheticTrace trace = bench::make_synthetic_trace(source, n, path);
     const double mb = static_cast<double>(trace.bytes) / 1e6;
 

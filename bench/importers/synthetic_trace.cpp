@@ -3,12 +3,16 @@
 #include <simdjson.h>
 #include <zlib.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace fleetscope::bench {
@@ -84,7 +88,33 @@ void put_number(std::string& out, double v, bool integral) {
   out.append(buf, r.ptr);
 }
 
+// The source as the cache knows it: canonical path, size and modification time.
+std::string source_identity(const std::string& source) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path canonical = fs::canonical(source, ec);
+  auto size = fs::file_size(source, ec);
+  auto mtime = fs::last_write_time(source, ec).time_since_epoch().count();
+  return (canonical.empty() ? source : canonical.string()) + "|" + std::to_string(size) + "|" +
+         std::to_string(mtime);
+}
+
 }  // namespace
+
+std::string synthetic_trace_path(const std::string& dir, const std::string& source,
+                                 int64_t events) {
+  std::string stem = std::filesystem::path(source).filename().string();
+  for (const char* ext : {".gz", ".json"})
+    if (stem.size() > std::strlen(ext) && stem.ends_with(ext))
+      stem.resize(stem.size() - std::strlen(ext));
+  for (char& c : stem)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                static_cast<unsigned long long>(std::hash<std::string>{}(source_identity(source))));
+  return dir + "/fleetscope-synth-" + stem + "-" + std::string(hash, 8) + "-" +
+         std::to_string(events) + ".json";
+}
 
 SyntheticTrace make_synthetic_trace(const std::string& source, int64_t events,
                                     const std::string& out_path) {
@@ -95,7 +125,9 @@ SyntheticTrace make_synthetic_trace(const std::string& source, int64_t events,
   {
     std::ifstream in(stamp);
     int64_t have = -1, source_events = 0;
-    if (in >> have >> source_events && have == events && std::filesystem::exists(out_path)) {
+    std::string made_from;
+    if (in >> have >> source_events && std::getline(in >> std::ws, made_from) && have == events &&
+        made_from == source_identity(source) && std::filesystem::exists(out_path)) {
       result.bytes = static_cast<int64_t>(std::filesystem::file_size(out_path));
       result.source_events = source_events;
       return result;
@@ -172,7 +204,8 @@ SyntheticTrace make_synthetic_trace(const std::string& source, int64_t events,
   std::fwrite(buf.data(), 1, buf.size(), out);
   result.bytes += static_cast<int64_t>(buf.size());
   if (std::fclose(out) != 0) throw std::runtime_error("cannot write " + out_path);
-  std::ofstream(stamp) << events << ' ' << result.source_events << '\n';
+  std::ofstream(stamp) << events << ' ' << result.source_events << ' ' << source_identity(source)
+                       << '\n';
   return result;
 }
 

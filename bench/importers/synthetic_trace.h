@@ -18,8 +18,14 @@ struct SyntheticTrace {
 };
 
 // Writes `out_path` with exactly `events` events replicated from `source` (.json or .json.gz).
-// Reuses an existing file of the same event count (recorded in `out_path`.events).
+// Reuses an existing file only when `out_path`.events records the same event count and the same
+// source (its canonical path, size and modification time): a file made from another --source must
+// never be measured as this one.
 SyntheticTrace make_synthetic_trace(const std::string& source, int64_t events,
                                     const std::string& out_path);
+
+// Where the synthetic trace of `events` events from `source` lives in `dir`: the name carries the
+// source's stem and a hash of its identity, so traces of different sources never share a file.
+std::string synthetic_trace_path(const std::string& dir, const std::string& source, int64_t events);
 
 }  // namespace fleetscope::bench

@@ -3,7 +3,8 @@
 // libcupti through its normal loading path), then runs one scenario and prints what it saw as
 // `key=value` lines for the test to check.
 //
-// usage: fleetscope_stand_in_app AGENT.so|env|none STAND_IN_CUPTI.so SCENARIO [ARGS...]
+// usage: fleetscope_stand_in_app AGENT.so|env|none|floor STAND_IN_CUPTI.so SCENARIO [ARGS...]
+//   (floor: no agent; the app itself is the cheapest CUPTI client asking for the same records)
 //   (env: the agent CUDA_INJECTION64_PATH names, as under `fleetscope run`)
 //   windows N K            N FIFO windows of K kernels each, then one 2-iteration window over
 //                          4 steps of 3 kernels (CUPTI records each END marker 30 ms late)
@@ -339,6 +340,32 @@ int other_subscriber(int k) {
 
 // ---- latency ----
 
+// The reference of bench_agent_hot_path: the cheapest CUPTI client that asks the stand-in for the
+// same work as the agent's window (the same activity kinds written into 4 MiB client buffers, NVTX
+// callbacks on, as a step window has them), and does nothing with it. Anything the agent costs
+// above this is the agent's own.
+void CUPTIAPI floor_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 4u << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI floor_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) {
+  std::free(buffer);
+}
+void become_floor_client() {
+  CUpti_SubscriberHandle subscriber = nullptr;
+  symbol<decltype(&cuptiSubscribe)>(g.handle, "cuptiSubscribe")(&subscriber, other_callback,
+                                                                nullptr);
+  symbol<decltype(&cuptiEnableDomain)>(g.handle, "cuptiEnableDomain")(1, subscriber,
+                                                                      CUPTI_CB_DOMAIN_NVTX);
+  symbol<decltype(&cuptiActivityRegisterCallbacks)>(g.handle, "cuptiActivityRegisterCallbacks")(
+      floor_request, floor_complete);
+  auto enable = symbol<decltype(&cuptiActivityEnable)>(g.handle, "cuptiActivityEnable");
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                  CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_MARKER})
+    enable(kind);
+}
+
 struct Percentiles {
   double p50, p99, max;
 };
@@ -393,7 +420,7 @@ int latency(int pairs, int kernels, bool traced) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s AGENT.so|none STAND_IN.so SCENARIO [ARGS...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s AGENT.so|none|floor STAND_IN.so SCENARIO [ARGS...]\n", argv[0]);
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -408,7 +435,11 @@ int main(int argc, char** argv) {
     ::signal(SIGABRT, job_handler);
   }
   if (scenario == "other-subscriber") become_other_tool();
-  inject(argv[1]);
+  bool floor_client = std::strcmp(argv[1], "floor") == 0;
+  if (floor_client)
+    become_floor_client();
+  else
+    inject(argv[1]);
   if (scenario == "windows") return windows(arg(4), arg(5));
   if (scenario == "signal") return signal_scenario(argc > 4 ? argv[4] : "TERM", arg(5), arg(6));
   if (scenario == "fork") return fork_scenario(arg(4));
@@ -422,6 +453,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (scenario == "other-subscriber") return other_subscriber(arg(4));
-  if (scenario == "latency") return latency(arg(4), arg(5), std::strcmp(argv[1], "none") != 0);
+  if (scenario == "latency")
+    return latency(arg(4), arg(5), std::strcmp(argv[1], "none") != 0 && !floor_client);
   fail("unknown scenario " + scenario);
 }

@@ -49,7 +49,7 @@ else
   [[ $(grep -c 'done in an earlier call' "$tmp/pass2.txt") -eq 6 ]] || { cat "$tmp/pass2.txt"; fail "second call did not resume"; }
   [[ $(grep -cE '^## Stage [1-6]: ' "$report") -eq 6 ]] || fail "resumed call repeated or lost sections"
   # A budget too small for any stage starts none and says so.
-  "$tmp/carry/scripts/gpu-check" --carry "$tmp/carry" --out "$tmp/out-small" --budget-s 10 >/dev/null 2>&1
+  "$tmp/carry/scripts/gpu-check" --carry "$tmp/carry" --out "$tmp/out-small" --budget-s 5 >/dev/null 2>&1
   [[ $(grep -c 'not started: expects' "$tmp/out-small/gpu-check.md") -eq 6 ]] || fail "budget not enforced"
 fi
 ((failures == 0)) && echo "PASS" || { echo "$failures failure(s)"; exit 1; }
