@@ -1,7 +1,8 @@
 // The agent's settings, read from the environment of the traced process, and the environment
 // window (one of the agent's control sources, environment_control.h). The agent is resident and
-// idle: it loads CUPTI only when a window opens. The environment asks for a window when an output
-// destination is set; `fleetscope run` sets these, a fleet can set them per job.
+// idle: it maps libcupti at CUDA init (docs/agent.md, "On a GPU") but subscribes and enables
+// nothing until a window opens. The environment asks for a window when an output destination is
+// set; `fleetscope run` sets these, a fleet can set them per job.
 //
 //   FLEETSCOPE_OUTPUT=path.db     standalone output; "%p" is replaced by the pid, and a name
 //                                 without "%p" gets "-<pid>" before its extension, so that the
