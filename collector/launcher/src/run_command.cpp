@@ -161,8 +161,12 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
     // libcupti mapped at process start, before the CUDA runtime registers its exit handler: the
     // configuration in which every sample exited cleanly with exact counts on an H100, where a
     // libcupti loaded later died of SIGSEGV at exit (docs/agent.md, "On a GPU").
+    // Not in AddressSanitizer builds (the asan preset, CPU tests only): their runtime must be the
+    // first library a process maps, and a preloaded one comes before it.
+#ifndef __SANITIZE_ADDRESS__
     const char* preload = std::getenv("LD_PRELOAD");
     env.emplace_back("LD_PRELOAD", preload && *preload ? *cupti + " " + preload : *cupti);
+#endif
   }
 
   err << "fleetscope run: tracing '" << joined(o.command) << "'\n";
