@@ -228,6 +228,23 @@ TEST(FleetscopeRun, PassesSignalsThroughAs128PlusSignal) {
   EXPECT_EQ(o.exit_code, 128 + 15);
 }
 
+#ifndef __SANITIZE_ADDRESS__
+// The job maps the libcupti the launcher found before anything else (LD_PRELOAD, ahead of the
+// user's own), and NVTX reports to that same copy: on an H100 a libcupti loaded later killed every
+// traced process at exit (docs/agent.md, "On a GPU"). A missing file is only a loader warning.
+TEST(FleetscopeRun, JobMapsTheNamedCuptiFirst) {
+  const std::string cupti = "/nonexistent/libcupti.so.13";
+  Outcome o = run({"NVTX_INJECTION64_PATH=", "FLEETSCOPE_AGENT_PATH=" + kAgent,
+                   "FLEETSCOPE_CUPTI_PATH=" + cupti, "LD_PRELOAD=/nonexistent/users-own.so"},
+                  {FLEETSCOPE_CLI, "run", "--", "/bin/sh", "-c",
+                   "echo \"preload=$LD_PRELOAD nvtx=$NVTX_INJECTION64_PATH\""});
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("preload=" + cupti + " /nonexistent/users-own.so nvtx=" + cupti),
+            std::string::npos)
+      << o.out;
+}
+#endif
+
 TEST(FleetscopeRun, UsageErrorsExitTwo) {
   Outcome o =
       run({}, {FLEETSCOPE_CLI, "run", "--duration-ms", "5", "--iterations", "2", "--", "true"});
