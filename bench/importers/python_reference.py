@@ -12,7 +12,7 @@ import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-    here, "../../../shared/data/traces/kineto/hta-ns_resolution_trace_rank-0.json.gz")
+    here, "../../tests/data/traces/kineto/hta-ns_resolution_trace_rank-0.json.gz")
 repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 raw = gzip.open(path).read() if path.endswith(".gz") else open(path, "rb").read()
 best = float("inf")

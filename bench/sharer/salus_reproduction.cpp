@@ -1,5 +1,5 @@
 // Salus's headline experiments (Yu & Chowdhury, MLSys'20) replayed on fleetscope's model, on the
-// closest workload definition in ../shared/data/jobs/. Prints the figures docs/sharer.md quotes.
+// closest workload definition in tests/data/jobs/. Prints the figures docs/sharer.md quotes.
 //
 // 1. SRTF vs exclusive FIFO, average JCT: the Tiresias 60-job trace with Salus's own workload
 //    profiles, every job on one GPU (Salus's setting), one lane (lane manager off, as in its SRTF

@@ -759,7 +759,7 @@ def short_name(file_name):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="/work/shared/data/traces/kineto")
+    parser.add_argument("--data", default="tests/data/traces/kineto")
     parser.add_argument("--out", default=os.path.join(here, "expected.json"))
     a = parser.parse_args()
     # Every gzip trace, plus the TensorBoard plugin's test input (the only trace with a

@@ -258,7 +258,8 @@ TEST_F(Commands, AnalyzeJsonHasMetricsPerDeviceAndCapture) {
 TEST(AnalyzeTraceFile, SameFindingsAsTheImportedDatabaseAndNoFileWritten) {
   const std::filesystem::path trace =
       std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/tb-gpu_metrics_input.json";
-  ASSERT_TRUE(std::filesystem::exists(trace)) << trace << " (the shared data is needed)";
+  ASSERT_TRUE(std::filesystem::exists(trace))
+      << "reference trace missing: " << trace << " (tests/data/README.md)";
   testing::TempDir dir;
   const std::string copy = dir.file("trace.json");
   std::filesystem::copy_file(trace, copy);

@@ -50,7 +50,7 @@ TEST(DeviceMetrics, SharedCaseBusyIdleAndTypes) {
   EXPECT_NE(m.est_achieved_occupancy_needs.find("est. achieved occupancy"), std::string::npos);
 }
 
-// The profiler plugin's hand-computable case (shared/data/README.md): one device, steps
+// The profiler plugin's hand-computable case (tests/data/README.md): one device, steps
 // [100, 220] µs, kernels [130,140) [135,150) [150,150) [145,170) [200,220) → 60/120.
 TEST(DeviceMetrics, PluginUtilizationCaseCountsKernelsOnly) {
   CaptureBuilder b;
@@ -185,8 +185,9 @@ std::vector<std::pair<int64_t, double>> counters(const nlohmann::json& trace,
 TEST(TbPluginGpuMetrics, MatchesThePluginsExpectedOutput) {
   const std::string input = tb_file("tb-gpu_metrics_input.json");
   const std::string expected_path = tb_file("tb-gpu_metrics_expected.json");
-  if (!std::filesystem::exists(input) || !std::filesystem::exists(expected_path))
-    GTEST_SKIP() << "missing " << input << " or " << expected_path;
+  ASSERT_TRUE(std::filesystem::exists(input)) << "reference trace missing: " << input;
+  ASSERT_TRUE(std::filesystem::exists(expected_path))
+      << "reference output missing: " << expected_path;
   testing::TempDir dir;
   const std::string db = dir.file("tb.db");
   auto results = importers::import_files({input}, db);

@@ -78,7 +78,8 @@ std::map<int32_t, Naive> naive_busy(const store::Reader& reader, int64_t capture
 class GoldenKineto : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenKineto, TemporalBreakdownMatchesNaiveSweepAndHtaIdentities) {
-  if (!std::filesystem::exists(trace(GetParam()))) GTEST_SKIP() << "missing " << trace(GetParam());
+  ASSERT_TRUE(std::filesystem::exists(trace(GetParam())))
+      << "reference trace missing: " << trace(GetParam()) << " (tests/data/README.md)";
   auto imported = import_one(GetParam());
   store::Reader reader(imported->db);
   CaptureData data = load_capture(reader, imported->capture);
@@ -132,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(Traces, GoldenKineto,
 
 TEST(GoldenKinetoNsResolution, HasStepsKernelsAndLaunches) {
   const std::string name = "hta-ns_resolution_trace_rank-0.json.gz";
-  if (!std::filesystem::exists(trace(name))) GTEST_SKIP() << "missing " << trace(name);
+  ASSERT_TRUE(std::filesystem::exists(trace(name)))
+      << "reference trace missing: " << trace(name) << " (tests/data/README.md)";
   auto imported = import_one(name);
   store::Reader reader(imported->db);
   CaptureData data = load_capture(reader, imported->capture);

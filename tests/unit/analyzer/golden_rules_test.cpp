@@ -1,6 +1,6 @@
-// Golden per-rule checks on the shared real Kineto traces. Each trace is imported with the real
-// importer and analysed with every built-in rule; the verdicts and key numbers are compared with
-// tests/data/golden_rules/expected.json, which tests/data/golden_rules/derive.py computes from
+// Golden per-rule checks on the real Kineto traces of tests/data. Each trace is imported with the
+// real importer and analysed with every built-in rule; the verdicts and key numbers are compared
+// with tests/data/golden_rules/expected.json, which tests/data/golden_rules/derive.py computes from
 // the raw trace JSON without any of our C++ (see the README there). For each (rule, trace):
 //   - the rule should not fire → it produced no finding ("no rule fires on a trace that lacks
 //     its antipattern");
@@ -205,7 +205,7 @@ class GoldenRules : public ::testing::Test {
   void TestBody() override {
     // Missing reference data is a broken checkout, not a reason to pass.
     ASSERT_TRUE(std::filesystem::exists(trace_path(file_)))
-        << "missing shared trace " << trace_path(file_) << " (../shared/data beside the checkout)";
+        << "reference trace missing: " << trace_path(file_) << " (tests/data/README.md)";
     const json& want = expected().at("traces").at(file_).at("rules").at(rule_);
     const Analyzed& a = analyzed(file_, short_);
     std::vector<store::Finding> got;

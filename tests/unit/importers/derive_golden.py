@@ -2,7 +2,7 @@
 """Derives the golden values of golden_test.cpp from the shared Kineto traces, independently of
 the C++ importer (plain json + gzip + decimal). Run once, paste the output into golden_test.cpp:
 
-    python3 tests/unit/importers/derive_golden.py ../shared/data/traces/kineto
+    python3 tests/unit/importers/derive_golden.py tests/data/traces/kineto
 
 Counting rules (what the importer is expected to store):
   kernels   complete ('X') events with cat kernel / Kernel

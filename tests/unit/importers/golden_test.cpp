@@ -4,7 +4,7 @@
 // The expected values were derived INDEPENDENTLY of the importer, with plain Python (json + gzip +
 // decimal) counting events by `ph`/`cat`; the script and its counting rules are in
 // tests/unit/importers/derive_golden.py. Command used (its output is pasted below verbatim):
-//     python3 tests/unit/importers/derive_golden.py ../shared/data/traces/kineto
+//     python3 tests/unit/importers/derive_golden.py tests/data/traces/kineto
 #include <gtest/gtest.h>
 
 #include "fleetscope/importers/importers.h"
@@ -57,7 +57,8 @@ class GoldenTest : public ::testing::TestWithParam<Golden> {};
 TEST_P(GoldenTest, CountsAndSpanMatchIndependentDerivation) {
   const Golden& g = GetParam();
   const std::string input = kineto_dir() + "/" + g.file;
-  if (!fs::exists(input)) GTEST_SKIP() << "shared data not found: " << input;
+  ASSERT_TRUE(fs::exists(input)) << "reference trace missing: " << input
+                                 << " (tests/data/README.md)";
   ScratchDir dir;
   const std::string out = dir.file("out.db");
   auto results = import_files({input}, out);
@@ -109,9 +110,10 @@ INSTANTIATE_TEST_SUITE_P(SharedTraces, GoldenTest, ::testing::ValuesIn(kGolden),
                            return name;
                          });
 
-// Every file in the folder imports (catches a trace added to shared/ without a golden row).
+// Every file in the folder imports (catches a trace added to tests/data without a golden row).
 TEST(GoldenTest, EveryFileInTheFolderImports) {
-  if (!fs::exists(kineto_dir())) GTEST_SKIP() << "shared data not found";
+  ASSERT_TRUE(fs::is_directory(kineto_dir()))
+      << "reference data missing: " << kineto_dir() << " (tests/data/README.md)";
   ScratchDir dir;
   int n = 0;
   for (const auto& e : fs::directory_iterator(kineto_dir())) {

@@ -1,5 +1,5 @@
 #pragma once
-// Paths of the shared reference data and a scratch-file helper for the sharer's tests.
+// Paths of the reference data (tests/data) and a scratch-file helper for the sharer's tests.
 
 #include <gtest/gtest.h>
 
