@@ -4,22 +4,31 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QHorizontalStackedBarSeries>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
+#include <QShortcut>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
+#include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include <functional>
+#include <map>
+
 #include "fleetscope/analyzer/device_metrics.h"
+#include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/time_axis.h"
 #include "timeline_widget.h"
 
@@ -60,9 +69,28 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
   captures_ = new QComboBox(this);
   status_ = new QLabel(this);
   top->addWidget(new QLabel("Capture:", this));
-  top->addWidget(captures_, 1);
+  top->addWidget(captures_, 2);
   top->addWidget(status_, 2);
   layout->addLayout(top);
+  // The search sits on the capture row (no extra height for the timeline to lose).
+  auto* search_bar = top;
+  search_ = new QLineEdit(this);
+  search_->setPlaceholderText("Search events by name (Enter: next, Shift+Enter: previous)");
+  search_->setClearButtonEnabled(true);
+  search_regex_ = new QCheckBox("regex", this);
+  auto* previous = new QToolButton(this);
+  previous->setText("◀");
+  previous->setToolTip("Previous match (Shift+F3)");
+  auto* next = new QToolButton(this);
+  next->setText("▶");
+  next->setToolTip("Next match (F3)");
+  search_status_ = new QLabel(this);
+  search_bar->addWidget(new QLabel("Find:", this));
+  search_bar->addWidget(search_, 3);
+  search_bar->addWidget(search_regex_);
+  search_bar->addWidget(previous);
+  search_bar->addWidget(next);
+  search_bar->addWidget(search_status_, 1);
 
   auto* vertical = new QSplitter(Qt::Vertical, this);
   auto* horizontal = new QSplitter(Qt::Horizontal, vertical);
@@ -113,12 +141,107 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
           [this] { chart_timer_->start(); });
   connect(timeline_, &TimelineWidget::range_selected, this, &CaptureView::on_range_selected);
   connect(timeline_, &TimelineWidget::event_selected, this, &CaptureView::on_event_selected);
+  auto run_search = [this] { timeline_->set_search(search_->text(), search_regex_->isChecked()); };
+  connect(search_, &QLineEdit::textChanged, this, run_search);
+  connect(search_regex_, &QCheckBox::toggled, this, run_search);
+  search_->installEventFilter(this);  // Enter: next match, Shift+Enter: previous
+  connect(next, &QToolButton::clicked, timeline_, &TimelineWidget::next_match);
+  connect(previous, &QToolButton::clicked, timeline_, &TimelineWidget::previous_match);
+  connect(new QShortcut(QKeySequence::Find, this), &QShortcut::activated, this, [this] {
+    search_->setFocus();
+    search_->selectAll();
+  });
+  connect(new QShortcut(QKeySequence::FindNext, this), &QShortcut::activated, timeline_,
+          &TimelineWidget::next_match);
+  connect(new QShortcut(QKeySequence::FindPrevious, this), &QShortcut::activated, timeline_,
+          &TimelineWidget::previous_match);
+  connect(timeline_, &TimelineWidget::search_changed, this, [this](int current, int count) {
+    if (search_->text().isEmpty())
+      search_status_->clear();
+    else if (count == 0)
+      search_status_->setText(timeline_data_ && !timeline_data_->has_events
+                                  ? "no matches yet (events loading)"
+                                  : "no matches");
+    else
+      search_status_->setText(current < 0 ? QString("%1 matches").arg(count)
+                                          : QString("%1 / %2").arg(current + 1).arg(count));
+  });
+  timeline_->set_tooltip_provider(
+      [this](size_t track, int64_t event) { return tooltip_extra(track, event); });
+  connect(track_view_, &QTreeView::collapsed, this, &CaptureView::update_hidden_tracks);
+  connect(track_view_, &QTreeView::expanded, this, &CaptureView::update_hidden_tracks);
   connect(captures_, &QComboBox::activated, this,
           [this](int index) { emit capture_requested(captures_->itemData(index).toLongLong()); });
   connect(track_view_, &QTreeView::clicked, this, [this](const QModelIndex& index) {
     const TreeNode* n = tracks_->node(index);
     if (n && n->payload >= 0) timeline_->scroll_to_track(size_t(n->payload));
   });
+}
+
+bool CaptureView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == search_ && event->type() == QEvent::KeyPress) {
+    auto* key = static_cast<QKeyEvent*>(event);
+    if (key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) {
+      if (key->modifiers() & Qt::ShiftModifier)
+        timeline_->previous_match();
+      else
+        timeline_->next_match();
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+void CaptureView::update_hidden_tracks() {
+  if (!timeline_data_) return;
+  // A track is hidden when any group above it in the tree is collapsed.
+  std::vector<bool> hidden(timeline_data_->tracks.size(), false);
+  std::function<void(const QModelIndex&, bool)> walk = [&](const QModelIndex& parent,
+                                                           bool under_collapsed) {
+    for (int r = 0; r < tracks_->rowCount(parent); ++r) {
+      const QModelIndex index = tracks_->index(r, 0, parent);
+      const TreeNode* n = tracks_->node(index);
+      if (n->children.empty()) {
+        if (n->payload >= 0 && size_t(n->payload) < hidden.size())
+          hidden[size_t(n->payload)] = under_collapsed;
+      } else {
+        walk(index, under_collapsed || !track_view_->isExpanded(index));
+      }
+    }
+  };
+  walk({}, false);
+  timeline_->set_hidden_tracks(std::move(hidden));
+}
+
+QString CaptureView::tooltip_extra(size_t track, int64_t event) const {
+  if (!reader_ || !timeline_data_ || !timeline_data_->has_events) return {};
+  QStringList lines;
+  const EventDetails d = event_details(*reader_, *timeline_data_, track, event);
+  std::map<std::string, std::string> field(d.fields.begin(), d.fields.end());
+  auto triple = [&](const char* a, const char* b, const char* c) {
+    return QString("%1×%2×%3")
+        .arg(QString::fromStdString(field[a]), QString::fromStdString(field[b]),
+             QString::fromStdString(field[c]));
+  };
+  if (field.count("gridX"))
+    lines << "grid " + triple("gridX", "gridY", "gridZ") + " · block " +
+                 triple("blockX", "blockY", "blockZ");
+  if (field.count("bytes"))
+    lines << QString::fromStdString(analyzer::format_bytes(std::stoll(field["bytes"])));
+  if (d.correlation) {
+    QString corr = QString("correlation %1").arg(*d.correlation);
+    if (const auto flow = event_flow(*reader_, *timeline_data_, track, event)) {
+      const bool is_launch = flow->launch_track == track && flow->launch_event == event;
+      const size_t other_track = is_launch ? flow->gpu_track : flow->launch_track;
+      const int64_t other = is_launch ? flow->gpu_event : flow->launch_event;
+      const auto& e = timeline_data_->events[other_track];
+      corr += QString(is_launch ? " → launches %1 on %2" : " ← launched by %1 on %2")
+                  .arg(QString::fromStdString(timeline_data_->name(e.name[size_t(other)])),
+                       QString::fromStdString(timeline_data_->tracks[other_track].label));
+    }
+    lines << corr;
+  }
+  return lines.join("\n");
 }
 
 CaptureView::~CaptureView() = default;
@@ -168,7 +291,8 @@ void CaptureView::set_timeline(TimelinePtr timeline) {
   timeline_->set_timeline(timeline);
   if (timeline) {
     tracks_->set_tracks(timeline->tracks, timeline->events);
-    track_view_->expandAll();
+    track_view_->expandAll();  // a new model: every group open again, every row shown
+    update_hidden_tracks();
     track_view_->resizeColumnToContents(0);
     const int index = captures_->findData(QVariant::fromValue<qlonglong>(timeline->capture_id));
     if (index >= 0) captures_->setCurrentIndex(index);

@@ -1,6 +1,7 @@
-// The capture view: timeline with its track tree, utilization and memory charts that follow the
-// timeline's visible range, the step breakdown chart, and below, the aggregate table of the
-// selected range and the details and launch→kernel flow of the selected event.
+// The capture view: a search bar (name or regular expression, next/previous, match count), the
+// timeline with its track tree (collapsing a group hides its rows), utilization and memory charts
+// that follow the timeline's visible range, the step breakdown chart, and below, the aggregate
+// table of the selected range and the details and launch→kernel flow of the selected event.
 #pragma once
 
 #include <QWidget>
@@ -10,7 +11,9 @@
 #include "models.h"
 #include "tree_model.h"
 
+class QCheckBox;
 class QComboBox;
+class QLineEdit;
 class QTableView;
 class QTreeView;
 class QLabel;
@@ -38,6 +41,11 @@ class CaptureView : public QWidget {
   AggregateModel* aggregate_model() const { return aggregate_; }
   KeyValueModel* details_model() const { return details_; }
   TrackModel* track_model() const { return tracks_; }
+  QTreeView* track_view() const { return track_view_; }
+  QLineEdit* search_field() const { return search_; }
+  QCheckBox* search_regex() const { return search_regex_; }
+  QLabel* search_status() const { return search_status_; }
+  QLabel* flow_label() const { return flow_label_; }
   QChart* utilization_chart() const;
   QChart* memory_chart() const;
   QChart* step_chart() const;
@@ -46,8 +54,13 @@ class CaptureView : public QWidget {
  signals:
   void capture_requested(qint64 capture_id);
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void update_charts();
+  void update_hidden_tracks();
+  QString tooltip_extra(size_t track, int64_t event) const;
   void update_step_chart();
   void on_range_selected(TimeRange range);
   void on_event_selected(size_t track, qint64 event);
@@ -71,6 +84,9 @@ class CaptureView : public QWidget {
   QTimer* chart_timer_ = nullptr;
   QTabWidget* bottom_ = nullptr;
   QTableView* aggregate_table_ = nullptr;
+  QLineEdit* search_ = nullptr;
+  QCheckBox* search_regex_ = nullptr;
+  QLabel* search_status_ = nullptr;
 };
 
 }  // namespace fleetscope::gui

@@ -56,18 +56,22 @@ TEST_F(TimelineDataTest, TracksFollowHostProcessGpuStreamThenThreads) {
   EXPECT_EQ(data_.span.end, at_us(10950));
 }
 
-TEST_F(TimelineDataTest, LevelsAreDisjointKeepTheirGapAndCountEveryEvent) {
+TEST_F(TimelineDataTest, LevelsAreDisjointPerRowAndCountEveryEvent) {
   for (size_t t = 0; t < data_.tracks.size(); ++t) {
-    ASSERT_FALSE(data_.levels[t].empty());
-    for (const ZoomLevel& level : data_.levels[t]) {
-      uint64_t count = 0;
-      for (size_t i = 0; i < level.items.size(); ++i) {
-        count += level.items[i].count;
-        if (i) {
-          EXPECT_GE(level.items[i].start - level.items[i - 1].end, level.gap_ns);
+    ASSERT_EQ(data_.levels[t].size(), data_.rows[t].size());
+    for (size_t d = 0; d < data_.levels[t].size(); ++d) {
+      ASSERT_FALSE(data_.levels[t][d].empty());
+      for (const ZoomLevel& level : data_.levels[t][d]) {
+        uint64_t count = 0;
+        for (size_t i = 0; i < level.items.size(); ++i) {
+          count += level.items[i].count;
+          if (i) {
+            EXPECT_GE(level.items[i].start, level.items[i - 1].end);
+          }
         }
+        EXPECT_EQ(count, data_.rows[t][d].events.size())
+            << data_.tracks[t].label << " gap " << level.gap_ns;
       }
-      EXPECT_EQ(count, data_.events[t].size()) << data_.tracks[t].label << " gap " << level.gap_ns;
     }
   }
 }
@@ -76,7 +80,7 @@ TEST_F(TimelineDataTest, ZoomedInSpansAreTheRawEvents) {
   const size_t s7 = track(TrackKind::gpu_stream, 7);
   TimeView view(data_.span, 1000);
   view.show({at_us(900), at_us(3100)});  // 2.2 µs per pixel: below every level's gap
-  const auto spans = data_.spans(s7, view);
+  const auto spans = data_.spans(s7, 0, view);
   ASSERT_EQ(spans.size(), 3u);  // gemm of steps 0, 1, 2
   for (const auto& s : spans) {
     EXPECT_EQ(data_.name(s.name), "gemm");
@@ -90,14 +94,14 @@ TEST_F(TimelineDataTest, ZoomedInSpansAreTheRawEvents) {
 TEST_F(TimelineDataTest, ZoomedOutSpansMergePerPixelAndStayWithinTheWidth) {
   const size_t s7 = track(TrackKind::gpu_stream, 7);
   TimeView view(data_.span, 8);  // 8 pixels for 10.45 ms: many events per pixel
-  const auto spans = data_.spans(s7, view);
+  const auto spans = data_.spans(s7, 0, view);
   EXPECT_LE(spans.size(), 8u);
   uint64_t count = 0;
   for (size_t i = 0; i < spans.size(); ++i) {
     count += spans[i].count;
     EXPECT_GE(spans[i].x1 - spans[i].x0, 1.0);
     if (i) {
-      EXPECT_GE(spans[i].x0, std::floor(spans[i - 1].x1) + 1.0);
+      EXPECT_GE(spans[i].x0, spans[i - 1].x1);
     }
   }
   EXPECT_EQ(count, 11u);
@@ -139,15 +143,18 @@ TEST_F(TimelineDataTest, CacheRoundTripsAndIsIgnoredWhenTheDatabaseChanges) {
   for (size_t t = 0; t < data_.tracks.size(); ++t) {
     EXPECT_EQ(cached->tracks[t].label, data_.tracks[t].label);
     // A small capture fits the budget: every level is cached.
-    ASSERT_EQ(cached->levels[t].size(), data_.levels[t].size());
-    for (size_t l = 0; l < data_.levels[t].size(); ++l) {
-      EXPECT_EQ(cached->levels[t][l].gap_ns, data_.levels[t][l].gap_ns);
-      EXPECT_EQ(cached->levels[t][l].items.size(), data_.levels[t][l].items.size());
+    ASSERT_EQ(cached->levels[t].size(), data_.levels[t].size());  // one per row
+    for (size_t d = 0; d < data_.levels[t].size(); ++d) {
+      ASSERT_EQ(cached->levels[t][d].size(), data_.levels[t][d].size());
+      for (size_t l = 0; l < data_.levels[t][d].size(); ++l) {
+        EXPECT_EQ(cached->levels[t][d][l].gap_ns, data_.levels[t][d][l].gap_ns);
+        EXPECT_EQ(cached->levels[t][d][l].items.size(), data_.levels[t][d][l].items.size());
+      }
     }
   }
   // Painting from the cache alone: the finest level, merged per pixel.
   TimeView view(cached->span, 100);
-  EXPECT_FALSE(cached->spans(1, view).empty());
+  EXPECT_FALSE(cached->spans(1, 0, view).empty());
   EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture + 1));  // another capture
   // A changed database file (new size and time): the cache no longer applies.
   { std::ofstream(path_, std::ios::app) << "x"; }
@@ -157,14 +164,14 @@ TEST_F(TimelineDataTest, CacheRoundTripsAndIsIgnoredWhenTheDatabaseChanges) {
 }
 
 TEST_F(TimelineDataTest, CacheKeepsTheCoarsestLevelsWithinItsBudget) {
-  // One dense track: 4000 events of 500 ns, gaps of 0.1 µs · 2^(i mod 16), so many levels exist.
+  // One dense track: 20,000 events of 500 ns, gaps of 0.1 µs · 2^(i mod 16), so many levels exist.
   TimelineData dense;
   dense.capture_id = fixture_.capture;
   dense.tracks.push_back({});
   dense.events.emplace_back();
   const int32_t name = dense.intern("k");
   int64_t t = 0;
-  for (int i = 0; i < 4000; ++i) {
+  for (int i = 0; i < 20'000; ++i) {
     t += 100 * (int64_t{1} << (i % 16));
     dense.events[0].start.push_back(t);
     dense.events[0].end.push_back(t + 500);
@@ -173,25 +180,26 @@ TEST_F(TimelineDataTest, CacheKeepsTheCoarsestLevelsWithinItsBudget) {
     t += 500;
   }
   dense.finalize();
-  const auto& all = dense.levels[0];
-  ASSERT_GE(all.size(), 4u);
-  ASSERT_TRUE(save_timeline_cache(path_, dense, 600));
+  const auto& all = dense.levels[0][0];
+  ASSERT_GE(all.size(), 3u);
+  // A budget that holds the two coarsest levels and not the third.
+  const uint64_t budget = all[all.size() - 1].items.size() + all[all.size() - 2].items.size();
+  ASSERT_GT(budget + all[all.size() - 3].items.size(), budget);
+  ASSERT_TRUE(save_timeline_cache(path_, dense, budget));
   auto cached = load_timeline_cache(path_, fixture_.capture);
   ASSERT_TRUE(cached);
-  const auto& kept = cached->levels[0];
+  const auto& kept = cached->levels[0][0];
   ASSERT_FALSE(kept.empty());
-  EXPECT_LT(kept.size(), all.size());  // the fine levels were left out
+  EXPECT_EQ(kept.size(), 2u);  // the fine levels were left out
   uint64_t items = 0;
   for (size_t i = 0; i < kept.size(); ++i) {
     // The cached levels are the coarsest ones.
     EXPECT_EQ(kept[i].gap_ns, all[all.size() - kept.size() + i].gap_ns);
     items += kept[i].items.size();
   }
-  EXPECT_LE(items, 600u);
-  EXPECT_GT(items + all[all.size() - kept.size() - 1].items.size(),
-            600u);  // the next one did not fit
+  EXPECT_EQ(items, budget);
   TimeView view(cached->span, 200);
-  EXPECT_FALSE(cached->spans(0, view).empty());
+  EXPECT_FALSE(cached->spans(0, 0, view).empty());
 }
 
 TEST_F(TimelineDataTest, ADamagedCacheIsIgnored) {
@@ -253,15 +261,18 @@ TEST(TimelineSummaryAtImport, ImportedDatabaseOpensFromTheSummaryWrittenAtImport
   for (size_t t = 0; t < built.tracks.size(); ++t) {
     EXPECT_EQ(cached->tracks[t].key, built.tracks[t].key);
     ASSERT_EQ(cached->levels[t].size(), built.levels[t].size());
-    for (size_t l = 0; l < built.levels[t].size(); ++l) {
-      const auto& a = cached->levels[t][l].items;
-      const auto& b = built.levels[t][l].items;
-      ASSERT_EQ(a.size(), b.size()) << t << "/" << l;
-      for (size_t i = 0; i < a.size(); ++i) {
-        EXPECT_EQ(a[i].start, b[i].start);
-        EXPECT_EQ(a[i].end, b[i].end);
-        EXPECT_EQ(a[i].count, b[i].count);
-        EXPECT_EQ(cached->name(a[i].name), built.name(b[i].name));
+    for (size_t d = 0; d < built.levels[t].size(); ++d) {
+      ASSERT_EQ(cached->levels[t][d].size(), built.levels[t][d].size());
+      for (size_t l = 0; l < built.levels[t][d].size(); ++l) {
+        const auto& a = cached->levels[t][d][l].items;
+        const auto& b = built.levels[t][d][l].items;
+        ASSERT_EQ(a.size(), b.size()) << t << "/" << d << "/" << l;
+        for (size_t i = 0; i < a.size(); ++i) {
+          EXPECT_EQ(a[i].start, b[i].start);
+          EXPECT_EQ(a[i].end, b[i].end);
+          EXPECT_EQ(a[i].count, b[i].count);
+          EXPECT_EQ(cached->name(a[i].name), built.name(b[i].name));
+        }
       }
     }
   }

@@ -143,9 +143,9 @@ TEST_F(WidgetsTest, SelectingAFindingHighlightsAndJumpsToItsWindow) {
   QApplication::processEvents();
   const QImage image = t->grab().toImage();
   const QColor at_window = image.pixelColor(int(t->x_of(fixture_.finding_begin + 100'000)),
-                                            TimelineWidget::ruler_height + 100);
+                                            TimelineWidget::header_height + 100);
   const QColor outside =
-      image.pixelColor(int(t->x_of(vis.begin)) + 1, TimelineWidget::ruler_height + 100);
+      image.pixelColor(int(t->x_of(vis.begin)) + 1, TimelineWidget::header_height + 100);
   EXPECT_NE(at_window, outside);
   // Back returns to the whole capture.
   EXPECT_TRUE(t->back());

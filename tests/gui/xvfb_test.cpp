@@ -44,7 +44,7 @@ TEST(Xvfb, DrivesTheRealWindowWithMouseAndKeyboard) {
   EXPECT_EQ(t->view().visible(), all);
 
   // Shift-drag across the middle of the time area selects that range.
-  const int y = TimelineWidget::ruler_height + 5;
+  const int y = TimelineWidget::header_height + 5;
   const QPoint from(TimelineWidget::label_width + 200, y), to(TimelineWidget::label_width + 600, y);
   QTest::mousePress(t, Qt::LeftButton, Qt::ShiftModifier, from);
   for (int x = from.x(); x <= to.x(); x += 50) QTest::mouseMove(t, QPoint(x, y));

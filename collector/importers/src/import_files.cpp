@@ -88,7 +88,7 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   store::AtomicOutput output(
       out_db, overwrite ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   std::vector<ImportResult> results;
-  // The timeline's zoom levels (schema/timeline), so the GUI's first open of a large capture
+  // The timeline's zoom levels (timeline/), so the GUI's first open of a large capture
   // paints from them. They are built from the rows while the writer builds its indexes (a second
   // read connection; both are a full pass over the data, on the two cores), and written once the
   // database is in place (the cache records the final file's size and time).
@@ -111,6 +111,7 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
         for (const auto& capture : reader.captures()) {
           timeline::TimelineData data = timeline::load_timeline(reader, capture.id);
           data.events.clear();  // the cache keeps the levels only
+          data.rows.clear();
           data.has_events = false;
           summaries.push_back(std::move(data));
         }

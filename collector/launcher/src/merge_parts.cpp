@@ -90,7 +90,7 @@ MergeResult merge_parts(const std::vector<std::string>& parts, const std::string
   }
   atomic.commit();
   // The timeline's zoom levels of the run's capture, built once now that the database is in
-  // place, so the GUI's first open paints from them (schema/timeline).
+  // place, so the GUI's first open paints from them (timeline/).
   timeline::write_capture_summaries(output);
   return result;
 }

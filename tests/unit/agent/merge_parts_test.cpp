@@ -96,7 +96,7 @@ TEST_F(MergePartsTest, MergesCapturesProcessesAndEvents) {
   EXPECT_EQ(capture_of_external[200], captures[1].id);
 
   // The run's timeline summaries were written once the merged database was in place: the GUI's
-  // first open reads them (schema/timeline).
+  // first open reads them (timeline/).
   for (const auto& capture : captures) {
     auto summary = timeline::load_timeline_cache(merged, capture.id);
     ASSERT_TRUE(summary) << "capture " << capture.id;

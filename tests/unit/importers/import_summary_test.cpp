@@ -40,20 +40,22 @@ TEST(ImportSummary, BuiltDuringTheIndexBuildMatchesTheFinishedDatabase) {
     size_t levels = 0;
     for (size_t t = 0; t < fresh.tracks.size(); ++t) {
       EXPECT_EQ(cached->tracks[t].label, fresh.tracks[t].label);
-      for (const auto& level : cached->levels[t]) {
-        const timeline::ZoomLevel* same = nullptr;
-        for (const auto& f : fresh.levels[t])
-          if (f.gap_ns == level.gap_ns) same = &f;
-        ASSERT_NE(same, nullptr);
-        ASSERT_EQ(level.items.size(), same->items.size());
-        for (size_t i = 0; i < level.items.size(); ++i) {
-          EXPECT_EQ(level.items[i].start, same->items[i].start);
-          EXPECT_EQ(level.items[i].end, same->items[i].end);
-          EXPECT_EQ(level.items[i].count, same->items[i].count);
-          EXPECT_EQ(cached->name(level.items[i].name), fresh.name(same->items[i].name));
+      ASSERT_EQ(cached->levels[t].size(), fresh.levels[t].size());  // rows by nesting depth
+      for (size_t depth = 0; depth < fresh.levels[t].size(); ++depth)
+        for (const auto& level : cached->levels[t][depth]) {
+          const timeline::ZoomLevel* same = nullptr;
+          for (const auto& f : fresh.levels[t][depth])
+            if (f.gap_ns == level.gap_ns) same = &f;
+          ASSERT_NE(same, nullptr);
+          ASSERT_EQ(level.items.size(), same->items.size());
+          for (size_t i = 0; i < level.items.size(); ++i) {
+            EXPECT_EQ(level.items[i].start, same->items[i].start);
+            EXPECT_EQ(level.items[i].end, same->items[i].end);
+            EXPECT_EQ(level.items[i].count, same->items[i].count);
+            EXPECT_EQ(cached->name(level.items[i].name), fresh.name(same->items[i].name));
+          }
+          ++levels;
         }
-        ++levels;
-      }
     }
     EXPECT_GT(levels, 0u);
   }

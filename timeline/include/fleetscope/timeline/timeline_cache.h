@@ -1,12 +1,12 @@
 // The zoom levels of a capture cached beside its database ("trace.db" → "trace.db.capture3.zoom"),
 // so reopening a large capture paints at once from the summary while its raw events load.
 //
-// Binary, little-endian, versioned: magic "FSZOOM02", the database's size and modification time
+// Binary, little-endian, versioned: magic "FSZOOM03", the database's size and modification time
 // (a cache that does not match them is ignored and rebuilt), the capture id and span, the names,
-// then per track its key, labels and its coarser levels (the finest levels that fit a budget of
-// about a million items over all tracks; the first paint needs no more). Written to a temporary
-// file and renamed into place; a directory that cannot be written just means no cache (never an
-// error for the user).
+// then per track its key, labels and per row its coarser levels (the finest levels that fit a
+// budget of about a million items over all tracks; the first paint needs no more). Written to a
+// temporary file and renamed into place; a directory that cannot be written just means no cache
+// (never an error for the user).
 #pragma once
 
 #include <optional>

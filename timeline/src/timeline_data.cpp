@@ -76,37 +76,36 @@ size_t TimelineData::first_overlapping(const std::vector<int64_t>& starts, int64
   return size_t(std::lower_bound(starts.begin(), starts.end(), from) - starts.begin());
 }
 
-namespace {
-
-void sort_track(TrackEvents& e) {
-  if (std::is_sorted(e.start.begin(), e.start.end())) return;
-  std::vector<uint32_t> order(e.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return e.start[a] < e.start[b]; });
-  TrackEvents sorted;
-  sorted.start.reserve(e.size());
-  for (uint32_t i : order) {
-    sorted.start.push_back(e.start[i]);
-    sorted.end.push_back(e.end[i]);
-    sorted.name.push_back(e.name[i]);
-    sorted.kind.push_back(e.kind[i]);
-  }
-  sorted.max_duration = e.max_duration;
-  e = std::move(sorted);
+bool is_nested(TrackKind kind) {
+  return kind == TrackKind::thread_runtime || kind == TrackKind::thread_nvtx ||
+         kind == TrackKind::thread_cpu;
 }
 
-// Merges items whose gap is below `gap` (input sorted by start).
-template <class Get>
-ZoomLevel merge_level(size_t n, int64_t gap, Get get) {
+std::vector<uint16_t> nesting_depths(const std::vector<int64_t>& start,
+                                     const std::vector<int64_t>& end, size_t max_depth) {
+  std::vector<uint16_t> depth(start.size());
+  std::vector<int64_t> open_ends;  // the ends of the enclosing events, innermost last
+  const size_t cap = std::max<size_t>(1, max_depth) - 1;
+  for (size_t i = 0; i < start.size(); ++i) {
+    while (!open_ends.empty() && open_ends.back() <= start[i]) open_ends.pop_back();
+    depth[i] = uint16_t(std::min(open_ends.size(), cap));
+    open_ends.push_back(end[i]);
+  }
+  return depth;
+}
+
+ZoomLevel merge_level(const std::vector<LevelItem>& items, int64_t gap) {
   ZoomLevel level;
   level.gap_ns = gap;
+  // Narrower than the pixel this level stands for, or already a merged run.
+  auto narrow = [gap](const LevelItem& x) { return x.count > 1 || x.end - x.start < gap; };
   LevelItem open;
   int64_t open_longest = -1;
-  for (size_t i = 0; i < n; ++i) {
-    const LevelItem item = get(i);
+  for (const LevelItem& item : items) {
     const int64_t len = item.end - item.start;
-    if (open_longest >= 0 && item.start - open.end < gap) {
+    const bool overlaps = item.start < open.end;
+    if (open_longest >= 0 &&
+        (overlaps || (narrow(open) && narrow(item) && item.start - open.end < gap))) {
       open.end = std::max(open.end, item.end);
       open.count += item.count;
       if (len > open_longest) open_longest = len, open.name = item.name, open.kind = item.kind;
@@ -122,76 +121,148 @@ ZoomLevel merge_level(size_t n, int64_t gap, Get get) {
   return level;
 }
 
+namespace {
+
+void sort_track(TrackEvents& e) {
+  auto before = [&](size_t a, size_t b) {
+    return e.start[a] != e.start[b] ? e.start[a] < e.start[b] : e.end[a] > e.end[b];
+  };
+  bool sorted = true;
+  for (size_t i = 1; i < e.size() && sorted; ++i) sorted = !before(i, i - 1);
+  if (sorted) return;
+  std::vector<uint32_t> order(e.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), before);
+  TrackEvents out;
+  out.start.reserve(e.size());
+  out.end.reserve(e.size());
+  out.name.reserve(e.size());
+  out.kind.reserve(e.size());
+  for (uint32_t i : order) {
+    out.start.push_back(e.start[i]);
+    out.end.push_back(e.end[i]);
+    out.name.push_back(e.name[i]);
+    out.kind.push_back(e.kind[i]);
+  }
+  e = std::move(out);
+}
+
+// The kept levels of one row (see the header): level 0 from the raw items, each next from the
+// previous one; a level that does not halve its input is left out (the finer data draws as
+// cheaply), except level 0 of a small row (so the cached summary alone draws a few long events,
+// such as steps, unmerged at every zoom), and the coarsest is always kept.
+RowLevels build_levels(const std::vector<LevelItem>& raw) {
+  RowLevels kept;
+  size_t below = raw.size();
+  ZoomLevel level = merge_level(raw, TimelineData::base_gap_ns);
+  for (int k = 0;; ++k) {
+    const bool last = k + 1 == TimelineData::level_count || level.items.size() <= 1;
+    ZoomLevel next;
+    if (!last) next = merge_level(level.items, level.gap_ns * 4);
+    const bool small_row = k == 0 && raw.size() <= TimelineData::small_row_events;
+    if (level.items.size() * 2 <= below || last || small_row) {
+      below = level.items.size();
+      kept.push_back(std::move(level));
+    }
+    if (last) break;
+    level = std::move(next);
+  }
+  return kept;
+}
+
+// Index of the first of `idx` (sorted by start) whose event may end after `begin`.
+size_t first_in_row(const TrackEvents& e, const RowEvents& row, int64_t begin) {
+  if (row.disjoint)  // ends are sorted too
+    return size_t(std::upper_bound(row.events.begin(), row.events.end(), begin,
+                                   [&](int64_t t, uint32_t i) { return t < e.end[i]; }) -
+                  row.events.begin());
+  const int64_t from = begin - row.max_duration;
+  return size_t(std::lower_bound(row.events.begin(), row.events.end(), from,
+                                 [&](uint32_t i, int64_t t) { return e.start[i] < t; }) -
+                row.events.begin());
+}
+
 }  // namespace
 
 void TimelineData::finalize() {
   levels.assign(events.size(), {});
+  rows.assign(events.size(), {});
   span = {INT64_MAX, INT64_MIN};
   for (size_t t = 0; t < events.size(); ++t) {
     TrackEvents& e = events[t];
     sort_track(e);
+    const bool nested = t < tracks.size() && is_nested(tracks[t].key.kind);
+    e.depth =
+        nested ? nesting_depths(e.start, e.end, max_depth) : std::vector<uint16_t>(e.size(), 0);
     e.max_duration = 0;
+    auto& track_rows = rows[t];
     for (size_t i = 0; i < e.size(); ++i) {
-      e.max_duration = std::max(e.max_duration, e.end[i] - e.start[i]);
+      const int64_t len = e.end[i] - e.start[i];
+      e.max_duration = std::max(e.max_duration, len);
       span.begin = std::min(span.begin, e.start[i]);
       span.end = std::max(span.end, e.end[i]);
+      if (e.depth[i] >= track_rows.size()) track_rows.resize(size_t(e.depth[i]) + 1);
+      RowEvents& row = track_rows[e.depth[i]];
+      if (!row.events.empty() && e.start[i] < e.end[row.events.back()]) row.disjoint = false;
+      row.events.push_back(uint32_t(i));
+      row.max_duration = std::max(row.max_duration, len);
     }
-    // Level 0 from the raw events, each next level from the previous one (merging merged items
-    // with a larger gap gives the same result as merging the raw events with it).
-    int64_t gap = base_gap_ns;
-    ZoomLevel level = merge_level(e.size(), gap, [&](size_t i) {
-      return LevelItem{e.start[i], e.end[i], e.name[i], e.kind[i], 1};
-    });
-    for (int k = 0; k < level_count; ++k) {
-      ZoomLevel next;
-      if (k + 1 < level_count) {
-        const auto& items = level.items;
-        next = merge_level(items.size(), gap * 4, [&](size_t i) { return items[i]; });
-      }
-      // A level that hardly summarises its input is not kept: raw events (or the finer level)
-      // are drawn as cheaply.
-      const size_t below = levels[t].empty() ? e.size() : levels[t].back().items.size();
-      if (level.items.size() * 4 <= below * 3 || k + 1 == level_count) levels[t].push_back(level);
-      if (level.items.size() <= 1) break;
-      level = std::move(next);
-      gap *= 4;
+    for (const RowEvents& row : track_rows) {
+      std::vector<LevelItem> raw;
+      raw.reserve(row.events.size());
+      for (uint32_t i : row.events) raw.push_back({e.start[i], e.end[i], e.name[i], e.kind[i], 1});
+      levels[t].push_back(build_levels(raw));
     }
   }
   if (span.begin >= span.end) span = {0, 1};
   has_events = true;
 }
 
-std::vector<DrawSpan> TimelineData::spans(size_t track, const TimeView& view) const {
+std::vector<DrawSpan> TimelineData::spans(size_t track, size_t depth, const TimeView& view) const {
   std::vector<DrawSpan> out;
   const TimeRange vis = view.visible();
   const double npp = view.ns_per_pixel();
   auto emit = [&](int64_t s, int64_t e, int32_t name, EventKind kind, uint32_t count, int64_t idx) {
-    double x0 = std::max(-1.0, view.to_pixel(s));
-    double x1 = std::min(view.width() + 1, view.to_pixel(e));
-    // Per-pixel merging: a run that starts inside the last drawn pixel column joins it.
-    if (!out.empty() && x0 < std::floor(out.back().x1) + 1.0) {
+    double x0 = view.to_pixel(s), x1 = view.to_pixel(e);
+    const bool narrow = count > 1 || x1 - x0 < 1.0;
+    x0 = std::max(-1.0, x0);
+    x1 = std::min(view.width() + 1, x1);
+    if (!out.empty()) {
       DrawSpan& last = out.back();
-      if (x1 > last.x1) last.x1 = x1;
-      if (e - s > last.end - last.start) last.name = name, last.kind = kind;
-      last.end = std::max(last.end, e);
-      last.count += count;
-      last.event = -1;
-      return;
+      // Per-pixel merging: only runs of sub-pixel events closer than a pixel join.
+      if (last.narrow && narrow && x0 < last.x1 + 1.0) {
+        last.x1 = std::max(last.x1, x1);
+        if (e - s > last.longest) last.longest = e - s, last.name = name, last.kind = kind;
+        last.end = std::max(last.end, e);
+        last.count += count;
+        last.event = -1;
+        return;
+      }
+      if (x1 <= last.x1) return;  // hidden under an overlapping wider event (GPU rows only)
+      x0 = std::max(x0, last.x1);
     }
     if (x1 - x0 < 1.0) x1 = x0 + 1.0;
-    out.push_back({x0, x1, name, kind, count, s, e, idx});
+    out.push_back({x0, x1, name, kind, count, s, e, idx, narrow, e - s});
   };
   // The coarsest level whose gap a pixel hides, if the raw events are not loaded the finest.
   const ZoomLevel* level = nullptr;
-  if (track < levels.size())
-    for (const ZoomLevel& l : levels[track])
+  if (track < levels.size() && depth < levels[track].size())
+    for (const ZoomLevel& l : levels[track][depth])
       if (double(l.gap_ns) <= npp || (!has_events && !level)) level = &l;
-  const bool raw = has_events && track < events.size() && (!level || double(level->gap_ns) > npp);
+  // Raw events when no level hides a pixel's gap, or when the level merged nothing (as cheap,
+  // and each run then knows its event).
+  const bool raw = has_events && track < rows.size() && depth < rows[track].size() &&
+                   (!level || double(level->gap_ns) > npp ||
+                    level->items.size() == rows[track][depth].events.size());
   if (raw) {
     const TrackEvents& e = events[track];
-    for (size_t i = first_overlapping(e.start, vis.begin, e.max_duration);
-         i < e.size() && e.start[i] < vis.end; ++i)
-      if (e.end[i] > vis.begin) emit(e.start[i], e.end[i], e.name[i], e.kind[i], 1, int64_t(i));
+    const RowEvents& row = rows[track][depth];
+    for (size_t k = first_in_row(e, row, vis.begin);
+         k < row.events.size() && e.start[row.events[k]] < vis.end; ++k) {
+      const uint32_t i = row.events[k];
+      if (e.end[i] > vis.begin || (e.end[i] == e.start[i] && e.start[i] >= vis.begin))
+        emit(e.start[i], e.end[i], e.name[i], e.kind[i], 1, int64_t(i));
+    }
   } else if (level) {
     const auto& items = level->items;
     // Items are disjoint and sorted, so their ends are sorted too.
@@ -210,6 +281,23 @@ int64_t TimelineData::event_at(size_t track, int64_t ns, int64_t slack_ns) const
   for (size_t i = first_overlapping(e.start, ns - slack_ns, e.max_duration);
        i < e.size() && e.start[i] <= ns + slack_ns; ++i)
     if (e.end[i] >= ns - slack_ns) best = int64_t(i);
+  return best;
+}
+
+int64_t TimelineData::event_at(size_t track, size_t depth, int64_t ns, int64_t slack_ns) const {
+  if (!has_events || track >= rows.size() || depth >= rows[track].size()) return -1;
+  const TrackEvents& e = events[track];
+  const RowEvents& row = rows[track][depth];
+  int64_t best = -1;
+  int64_t best_distance = INT64_MAX;
+  for (size_t k = first_in_row(e, row, ns - slack_ns);
+       k < row.events.size() && e.start[row.events[k]] <= ns + slack_ns; ++k) {
+    const uint32_t i = row.events[k];
+    if (e.end[i] < ns - slack_ns) continue;
+    // Prefer the event that contains the time, then the nearest one within the slack.
+    const int64_t distance = ns < e.start[i] ? e.start[i] - ns : ns > e.end[i] ? ns - e.end[i] : 0;
+    if (distance <= best_distance) best = int64_t(i), best_distance = distance;
+  }
   return best;
 }
 

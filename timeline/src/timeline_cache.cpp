@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'F', 'S', 'Z', 'O', 'O', 'M', '0', '2'};
+constexpr char kMagic[8] = {'F', 'S', 'Z', 'O', 'O', 'M', '0', '3'};
 
 struct Stamp {
   int64_t size = 0, mtime = 0;
@@ -97,8 +97,9 @@ bool save_timeline_cache(const std::string& db_path, const TimelineData& data,
   // keep levels from the coarsest gap down while all tracks together stay within the budget, so
   // the cache stays small and quick to read however large the capture.
   std::map<int64_t, uint64_t> items_at_gap;
-  for (const auto& levels : data.levels)
-    for (const auto& l : levels) items_at_gap[l.gap_ns] += l.items.size();
+  for (const auto& track : data.levels)
+    for (const auto& row : track)
+      for (const auto& l : row) items_at_gap[l.gap_ns] += l.items.size();
   int64_t finest_gap = INT64_MAX;
   uint64_t total = 0;
   for (auto it = items_at_gap.rbegin(); it != items_at_gap.rend(); ++it) {
@@ -126,15 +127,19 @@ bool save_timeline_cache(const std::string& db_path, const TimelineData& data,
       o.pod(track.host_id);
       o.str(track.host);
       o.str(track.label);
-      std::vector<const ZoomLevel*> levels;
-      for (const auto& l : data.levels[t])
-        if (l.gap_ns >= finest_gap) levels.push_back(&l);
-      o.pod(uint64_t(levels.size()));
-      for (const ZoomLevel* level : levels) {
-        const ZoomLevel& l = *level;
-        o.pod(l.gap_ns);
-        o.pod(l.max_duration);
-        o.vec(l.items);
+      o.pod(uint64_t(data.levels[t].size()));
+      for (const RowLevels& row : data.levels[t]) {
+        // The coarsest level of a row is kept even below the budget's gap, so every row draws.
+        std::vector<const ZoomLevel*> levels;
+        for (const auto& l : row)
+          if (l.gap_ns >= finest_gap || &l == &row.back()) levels.push_back(&l);
+        o.pod(uint64_t(levels.size()));
+        for (const ZoomLevel* level : levels) {
+          const ZoomLevel& l = *level;
+          o.pod(l.gap_ns);
+          o.pod(l.max_duration);
+          o.vec(l.items);
+        }
       }
     }
     if (!f.good()) {
@@ -175,15 +180,20 @@ std::optional<TimelineData> load_timeline_cache(const std::string& db_path, int6
       track.host = in.str();
       track.label = in.str();
       data.tracks.push_back(std::move(track));
-      std::vector<ZoomLevel> levels(in.pod<uint64_t>() & 0xff);
-      for (auto& l : levels) {
-        l.gap_ns = in.pod<int64_t>();
-        l.max_duration = in.pod<int64_t>();
-        l.items = in.vec<LevelItem>();
-        for (const auto& item : l.items)
-          if (item.name < 0 || size_t(item.name) >= data.names.size()) return std::nullopt;
+      const auto depths = in.pod<uint64_t>();
+      if (depths > TimelineData::max_depth) return std::nullopt;
+      std::vector<RowLevels> rows(depths);
+      for (auto& row : rows) {
+        row.resize(in.pod<uint64_t>() & 0xff);
+        for (auto& l : row) {
+          l.gap_ns = in.pod<int64_t>();
+          l.max_duration = in.pod<int64_t>();
+          l.items = in.vec<LevelItem>();
+          for (const auto& item : l.items)
+            if (item.name < 0 || size_t(item.name) >= data.names.size()) return std::nullopt;
+        }
       }
-      data.levels.push_back(std::move(levels));
+      data.levels.push_back(std::move(rows));
     }
     data.events.resize(data.tracks.size());
     data.has_events = false;
