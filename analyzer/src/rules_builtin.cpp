@@ -56,6 +56,39 @@ IntervalSet longest(IntervalSet set, size_t limit) {
   return set;
 }
 
+// The offending events of a finding, so a viewer finds them on its timeline (the GUI marks and
+// jumps to them): "offending_events", the `limit` longest GPU events of `indexes` with their kind,
+// name, start and end and their track (device and stream), longest first; and "focus", a tight
+// window around the worst (longest) one, where the finding's own window spans every instance.
+const char* gpu_kind_name(GpuEventKind kind) {
+  return kind == GpuEventKind::kernel   ? "kernel"
+         : kind == GpuEventKind::memcpy ? "memcpy"
+                                        : "memset";
+}
+void add_offending_gpu_events(json& evidence, const CaptureData& data,
+                              std::vector<uint32_t> indexes, size_t limit = 50) {
+  if (indexes.empty()) return;
+  const auto& g = data.gpu;
+  std::sort(indexes.begin(), indexes.end(), [&](uint32_t a, uint32_t b) {
+    return g.duration(a) != g.duration(b) ? g.duration(a) > g.duration(b) : a < b;
+  });
+  if (indexes.size() > limit) indexes.resize(limit);
+  json events = json::array();
+  for (uint32_t i : indexes)
+    events.push_back({{"kind", gpu_kind_name(g.kind[i])},
+                      {"name", data.name(g.name_id[i])},
+                      {"start", g.start[i]},
+                      {"end", g.end[i]},
+                      {"device", g.device[i]},
+                      {"stream", g.stream[i]}});
+  evidence["offending_events"] = std::move(events);
+  evidence["focus"] = json::array({{g.start[indexes[0]], g.end[indexes[0]]}});
+}
+// "focus" alone, for findings whose worst instance is a stretch of time (an idle gap, a wait).
+void add_focus(json& evidence, const Interval& worst) {
+  if (!worst.empty()) evidence["focus"] = json::array({{worst.begin, worst.end}});
+}
+
 store::Finding make_finding(const Rule& rule, const AnalysisContext& context,
                             std::optional<int32_t> device, Interval window, int64_t impact_ns,
                             int64_t denominator_ns, json evidence, std::string recommendation) {
@@ -215,6 +248,7 @@ class GpuIdleGaps : public Rule {
       json evidence = {{"gap_count", long_gaps.size()},
                        {"gap_total_ns", impact},
                        {"longest_gaps", windows_json(longest(long_gaps, 10), 10)}};
+      add_focus(evidence, longest(long_gaps, 1).front());
       std::string advice = std::to_string(long_gaps.size()) + " gap(s) longer than " + ms(min_gap) +
                            " leave GPU " + std::to_string(device) + " idle for " + ms(impact) +
                            " (" + percent(double(impact) / double(span->length())) +
@@ -313,8 +347,10 @@ class LaunchBoundSmallKernels : public Rule {
     const int64_t impact = std::min(std::max(kernel_wait, uncovered), idle_total);
 
     std::unordered_map<int64_t, Offender> by_name;
+    std::vector<uint32_t> short_kernels;
     for (const LaunchRecord& r : stats.launches) {
       if (!(r.cpu_duration_ns <= cutoff && r.gpu_duration_ns < r.cpu_duration_ns)) continue;
+      short_kernels.push_back(r.gpu_index);
       Offender& o = by_name[data.gpu.name_id[r.gpu_index]];
       o.name_id = data.gpu.name_id[r.gpu_index];
       ++o.count;
@@ -328,6 +364,7 @@ class LaunchBoundSmallKernels : public Rule {
                      {"host_wait_ns", host_wait},
                      {"kernel_wait_ns", kernel_wait},
                      {"top_offenders", offenders_json(data, by_name, 10)}};
+    add_offending_gpu_events(evidence, data, std::move(short_kernels));
     auto span = data.gpu_span().value_or(Interval{});
     std::string advice = std::to_string(stats.short_kernels) + " of " +
                          std::to_string(stats.launches.size()) + " launches (" + percent(share) +
@@ -373,8 +410,10 @@ class LaunchDelayOutliers : public Rule {
     // which its device did nothing; queueing behind busy work costs no GPU time.
     std::map<int32_t, std::vector<Interval>> waits;
     std::unordered_map<int64_t, Offender> by_name;
+    std::vector<uint32_t> delayed;
     for (const LaunchRecord& r : stats.launches) {
       if (r.launch_delay_ns() <= cutoff) continue;
+      delayed.push_back(r.gpu_index);
       waits[r.device].push_back({r.cpu_start + r.cpu_duration_ns, r.gpu_start});
       Offender& o = by_name[data.gpu.name_id[r.gpu_index]];
       o.name_id = data.gpu.name_id[r.gpu_index];
@@ -400,6 +439,8 @@ class LaunchDelayOutliers : public Rule {
                      {"idle_while_delayed_ns", impact},
                      {"longest_waits", windows_json(longest(all_waits, 10), 10)},
                      {"top_offenders", offenders_json(data, by_name, 10)}};
+    add_offending_gpu_events(evidence, data, std::move(delayed));
+    if (!all_waits.empty()) add_focus(evidence, longest(all_waits, 1).front());
     std::string advice =
         std::to_string(stats.launch_delay_outliers) + " launches (" + percent(share) +
         ") started more than " + ms(cutoff) + " after their launch call returned (p95 " +
@@ -513,6 +554,7 @@ class PageableMemcpy : public Rule {
                        {"bytes", bytes},
                        {"copy_ns", total},
                        {"top_offenders", offenders_json(data, by_name, 10)}};
+      add_offending_gpu_events(evidence, data, list);
       std::string advice =
           std::to_string(list.size()) + " copies on GPU " + std::to_string(device) + " (" +
           std::to_string(bytes) + " bytes, " + ms(total) +
@@ -1190,6 +1232,7 @@ class HostBound : public Rule {
 struct ShapeShare {
   int64_t kernel_ns = 0, flagged_ns = 0;
   IntervalSet flagged;
+  std::vector<uint32_t> flagged_events;
   std::unordered_map<int64_t, Offender> by_name;
 };
 template <class Pred>
@@ -1202,6 +1245,7 @@ ShapeShare shape_share(const CaptureData& data, const std::vector<uint32_t>& ind
     kernels.push_back({g.start[i], g.end[i]});
     if (!pred(i)) continue;
     flagged.push_back({g.start[i], g.end[i]});
+    out.flagged_events.push_back(i);
     Offender& o = out.by_name[g.name_id[i]];
     o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
   }
@@ -1251,6 +1295,7 @@ class FewBlocks : public Rule {
                        {"kernel_busy_ns", s.kernel_ns},
                        {"few_block_share", share},
                        {"top_offenders", offenders_json(data, s.by_name, 10)}};
+      add_offending_gpu_events(evidence, data, std::move(s.flagged_events));
       std::string advice =
           "Kernels with fewer grid blocks than GPU " + std::to_string(device) + "'s " +
           std::to_string(sm_count) + " SMs take " + percent(share) + " of its kernel time (" +
@@ -1302,6 +1347,7 @@ class LowOccupancy : public Rule {
                        {"kernel_busy_ns", s.kernel_ns},
                        {"low_occupancy_share", share},
                        {"top_offenders", offenders_json(data, s.by_name, 10)}};
+      add_offending_gpu_events(evidence, data, std::move(s.flagged_events));
       std::string advice =
           "Kernels with estimated occupancy below " + std::to_string(int(max_occ)) + " % take " +
           percent(share) + " of GPU " + std::to_string(device) + "'s kernel time (" +

@@ -14,6 +14,11 @@
 
 namespace fleetscope::gui {
 
+// GPU-hours as every view prints them: fixed decimals, the same for every row and the totals.
+QString format_gpu_hours(double hours);
+// "Total: 2 job(s), 2.000000 GPU-hours, 1.000000 wasted (50.0 % utilization)".
+QString fleet_totals(const std::vector<FleetRow>& rows);
+
 class FleetModel : public RowTableModel<FleetRow> {
  public:
   enum Column { workflow, user, captures, gpu_hours, utilization, wasted_gpu_hours, top_finding };

@@ -76,10 +76,17 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     setWindowTitle("fleetscope — " +
                    QFileInfo(QString::fromStdString(session->source_path)).fileName() + " (" +
                    QString::fromStdString(session->format) + ")");
+    if (session->captures.empty()) {
+      const QString text = QFileInfo(QString::fromStdString(session->source_path)).fileName() +
+                           " has no captures: it holds no recorded tracing window to show.";
+      capture_->timeline()->set_placeholder(text);
+      progress_label_->setText(text);
+    }
   });
   connect(l, &Loader::timeline_ready, this, [this](int job, TimelinePtr timeline, bool) {
     if (job != job_ && job != capture_job_) return;
     capture_->set_timeline(timeline);
+    findings_->set_timeline(timeline);
     show_capture_analysis();
   });
   connect(l, &Loader::analysis_ready, this, [this](int job, AnalysisPtr analysis) {
@@ -123,6 +130,17 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     set_loading(true, "Loading capture…");
   });
   connect(findings_, &FindingsPanel::finding_selected, this, &MainWindow::on_finding_selected);
+  // Only an explicit request leaves the Findings tab (selecting, or the focus landing on the
+  // table, marks the finding on the timeline behind it).
+  connect(findings_, &FindingsPanel::finding_activated, this, [this](const store::Finding& f) {
+    on_finding_selected(f);
+    tabs_->setCurrentWidget(capture_);
+  });
+  connect(findings_, &FindingsPanel::event_requested, this,
+          [this](size_t track, qint64 event, bool go) {
+            capture_->timeline()->reveal_event(track, event);
+            if (go) tabs_->setCurrentWidget(capture_);
+          });
 }
 
 MainWindow::~MainWindow() {
@@ -235,12 +253,25 @@ void MainWindow::show_capture_analysis() {
 
 void MainWindow::on_finding_selected(const store::Finding& f) {
   TimelineWidget* t = capture_->timeline();
-  if (!f.window_start || !f.window_end || !t->timeline()) return;
-  const TimeRange window{*f.window_start, std::max(*f.window_end, *f.window_start + 1)};
-  t->set_highlights({window});
-  const int64_t margin = std::max<int64_t>(window.length() / 10, 1000);
-  t->show_range({window.begin - margin, window.end + margin});
-  tabs_->setCurrentWidget(capture_);
+  if (!t->timeline()) return;
+  // Its offending events are marked, and the view goes to the worst instance (the evidence's
+  // focus) when there is one, else to the finding's window.
+  const FindingEvidence& evidence = findings_->evidence();
+  std::vector<EventRef> marked;
+  for (const EvidenceEvent& e : evidence.events)
+    if (e.track) marked.push_back({*e.track, e.event});
+  t->set_marked_events(std::move(marked));
+  std::optional<TimeRange> target = evidence.focus;
+  if (f.window_start && f.window_end) {
+    const TimeRange window{*f.window_start, std::max(*f.window_end, *f.window_start + 1)};
+    t->set_highlights({evidence.focus ? *evidence.focus : window});
+    if (!target) target = window;
+  }
+  if (!target) return;
+  const int64_t margin = std::max<int64_t>(target->length() / 10, 1000);
+  t->show_range({target->begin - margin, target->end + margin});
+  if (!evidence.events.empty() && evidence.events.front().track)
+    t->scroll_to_track(*evidence.events.front().track);
 }
 
 void MainWindow::export_visible_range() {

@@ -1,18 +1,28 @@
 #include "panels.h"
 
+#include <sqlite3.h>
+#include <QEventLoop>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <atomic>
 #include <nlohmann/json.hpp>
+
+#include "fleetscope/timeline/ruler.h"
+#include "plan_check.h"
 
 namespace fleetscope::gui {
 
@@ -51,7 +61,9 @@ FleetView::FleetView(QWidget* parent) : QWidget(parent) {
   proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
   table_ = make_table(proxy_, this);
   table_->sortByColumn(FleetModel::wasted_gpu_hours, Qt::DescendingOrder);
+  totals_ = new QLabel(this);
   layout->addWidget(filter_);
+  layout->addWidget(totals_);
   layout->addWidget(table_, 1);
   layout->addWidget(new QLabel("Double-click a workflow to open its captures.", this));
   connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
@@ -62,6 +74,7 @@ FleetView::FleetView(QWidget* parent) : QWidget(parent) {
 }
 
 void FleetView::set_rows(std::vector<FleetRow> rows) {
+  totals_->setText(fleet_totals(rows));
   model_->set_rows(std::move(rows));
   table_->resizeColumnsToContents();
 }
@@ -76,32 +89,89 @@ FindingsPanel::FindingsPanel(QWidget* parent) : QWidget(parent) {
   proxy_ = new QSortFilterProxyModel(this);
   proxy_->setSourceModel(model_);
   table_ = make_table(proxy_, split);
-  details_ = new QTextBrowser(split);
+  auto* below = new QSplitter(Qt::Horizontal, split);
+  details_ = new QTextBrowser(below);
+  evidence_ = new EvidenceModel(this);
+  evidence_proxy_ = new QSortFilterProxyModel(this);
+  evidence_proxy_->setSourceModel(evidence_);
+  evidence_table_ = make_table(evidence_proxy_, below);
+  evidence_table_->setToolTip(
+      "Offending events, longest first: click to show one on the timeline, "
+      "double-click to go there");
+  below->addWidget(details_);
+  below->addWidget(evidence_table_);
   split->addWidget(table_);
-  split->addWidget(details_);
+  split->addWidget(below);
   layout->addWidget(split);
+  layout->addWidget(new QLabel(
+      "Select a finding to mark it on the timeline; Enter or double-click to go there.", this));
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            const FindingRow* row = model_->row_at(proxy_->mapToSource(current).row());
-            if (!row) return details_->clear();
-            if (!row->finding) {
-              details_->setHtml("<h3>" + html_escape(row->rule) + ": not evaluated</h3><p>" +
-                                html_escape(row->needs) + "</p>");
-              return;
-            }
-            const store::Finding& f = *row->finding;
-            QString evidence = QString::fromStdString(f.evidence_json);
-            try {
-              evidence = QString::fromStdString(nlohmann::json::parse(f.evidence_json).dump(2));
-            } catch (const std::exception&) {
-            }
-            details_->setHtml("<h3>" + html_escape(f.rule) + " (" + html_escape(f.severity) +
-                              ")</h3><p><b>Impact:</b> " + format_duration(f.impact_ns) +
-                              "</p><p><b>Recommendation:</b> " + html_escape(f.recommendation) +
-                              "</p><p><b>Evidence:</b></p><pre>" + evidence.toHtmlEscaped() +
-                              "</pre>");
-            emit finding_selected(f);
-          });
+          [this](const QModelIndex& current) { show_row(current); });
+  connect(table_, &QTableView::activated, this, [this](const QModelIndex&) {
+    if (const store::Finding* f = current_finding()) emit finding_activated(*f);
+  });
+  table_->installEventFilter(this);  // Enter activates (QTableView leaves it to the platform)
+  connect(evidence_table_, &QTableView::clicked, this,
+          [this](const QModelIndex& index) { request_event(index, false); });
+  connect(evidence_table_, &QTableView::doubleClicked, this,
+          [this](const QModelIndex& index) { request_event(index, true); });
+}
+
+bool FindingsPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == table_ && event->type() == QEvent::KeyPress) {
+    const int key = static_cast<QKeyEvent*>(event)->key();
+    if (key == Qt::Key_Return || key == Qt::Key_Enter) {
+      if (const store::Finding* f = current_finding()) emit finding_activated(*f);
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+const store::Finding* FindingsPanel::current_finding() const {
+  const FindingRow* row = model_->row_at(proxy_->mapToSource(table_->currentIndex()).row());
+  return row && row->finding ? &*row->finding : nullptr;
+}
+
+void FindingsPanel::request_event(const QModelIndex& index, bool go) {
+  const EvidenceEvent* e = evidence_->row_at(evidence_proxy_->mapToSource(index).row());
+  if (e && e->track) emit event_requested(*e->track, e->event, go);
+}
+
+void FindingsPanel::show_row(const QModelIndex& current) {
+  current_ = {};
+  evidence_->set_rows({});
+  const FindingRow* row = model_->row_at(proxy_->mapToSource(current).row());
+  if (!row) return details_->clear();
+  if (!row->finding) {
+    details_->setHtml("<h3>" + html_escape(row->rule) + ": not evaluated</h3><p>" +
+                      html_escape(row->needs) + "</p>");
+    return;
+  }
+  const store::Finding& f = *row->finding;
+  const int64_t origin = timeline_ ? timeline_->span.begin : f.window_start.value_or(0);
+  current_ = finding_evidence(f, timeline_.get(), origin);
+  QString fields;
+  for (const auto& [key, value] : current_.fields)
+    fields +=
+        "<tr><td><b>" + html_escape(key) + "</b></td><td>" + html_escape(value) + "</td></tr>";
+  QString html = "<h3>" + html_escape(f.rule) + " (" + html_escape(f.severity) +
+                 ")</h3><p><b>Impact:</b> " + format_duration(f.impact_ns) +
+                 "</p><p><b>Recommendation:</b> " + html_escape(f.recommendation) + "</p>";
+  if (current_.focus)
+    html += "<p><b>Worst instance:</b> " +
+            html_escape(timeline::ruler_label(current_.focus->begin - origin, 1000,
+                                              current_.focus->begin - origin)) +
+            " from the capture start, " + format_duration(current_.focus->length()) + "</p>";
+  if (!current_.events.empty())
+    html +=
+        QString("<p><b>Offending events:</b> %1 listed (table)</p>").arg(current_.events.size());
+  html += "<p><b>Evidence</b></p><table cellspacing='4'>" + fields + "</table>";
+  details_->setHtml(html);
+  evidence_->set_origin(origin);
+  evidence_->set_rows(current_.events);
+  evidence_table_->resizeColumnsToContents();
+  emit finding_selected(f);
 }
 
 void FindingsPanel::set_analysis(const CaptureAnalysis* analysis) {
@@ -110,10 +180,22 @@ void FindingsPanel::set_analysis(const CaptureAnalysis* analysis) {
   table_->sortByColumn(FindingsModel::impact, Qt::DescendingOrder);
   table_->resizeColumnsToContents();
   details_->clear();
+  current_ = {};
+  evidence_->set_rows({});
 }
 
 void FindingsPanel::select_row(int row) {
   table_->setCurrentIndex(proxy_->mapFromSource(model_->index(row, 0)));
+}
+
+void FindingsPanel::set_timeline(TimelinePtr timeline) {
+  const bool refresh = timeline && timeline->has_events && (!timeline_ || !timeline_->has_events);
+  timeline_ = std::move(timeline);
+  // The raw events arrived: locate the selected finding's events now (without re-emitting).
+  if (refresh && current_finding()) {
+    QSignalBlocker block(this);
+    show_row(table_->currentIndex());
+  }
 }
 
 // ---- Sharing ------------------------------------------------------------------------------------
@@ -157,17 +239,53 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   row->addWidget(apply_);
   row->addWidget(reason_, 1);
   layout->addLayout(row);
-  connect(apply_, &QPushButton::clicked, this, [this] {
+  connect(apply_, &QPushButton::clicked, this, &SharingPanel::request_apply);
+  refresh_daemon_state();
+}
+
+void SharingPanel::request_apply() {
+  if (!state_ || state_->plan.jobs.empty()) return;
+  // The plan must be for the connected host: its GPUs are devices the daemon reports.
+  std::string error;
+  const auto host = daemon_.status(error);
+  if (!host) {
+    reason_->setText(QString::fromStdString(error));
+    return;
+  }
+  const std::string mismatch = plan_host_mismatch(state_->plan, *host);
+  if (!mismatch.empty()) {
+    reason_->setText("Not applied: " + QString::fromStdString(mismatch) + ".");
+    return;
+  }
+  // Then the user confirms, seeing what will change.
+  QStringList changes;
+  for (const auto& line : plan_changes(state_->plan)) changes << QString::fromStdString(line);
+  auto* box = new QMessageBox(QMessageBox::Question, "Apply consolidation plan",
+                              QString("Hand this plan to fleetscoped on %1? New and restarted "
+                                      "jobs of its workflows will run in these lanes.")
+                                  .arg(QString::fromStdString(host->hostname)),
+                              QMessageBox::NoButton, this);
+  box->setInformativeText(changes.join("\n"));
+  QPushButton* confirm = box->addButton("Apply", QMessageBox::AcceptRole);
+  box->addButton(QMessageBox::Cancel);
+  box->setDefaultButton(QMessageBox::Cancel);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  connect(box, &QMessageBox::finished, this, [this, box, confirm](int) {
+    if (box->clickedButton() != confirm) {
+      reason_->setText("Apply cancelled: nothing was sent to the daemon.");
+      return;
+    }
     if (!state_) return;
-    std::string error;
-    if (auto plan_id = daemon_.apply(state_->plan, error))
+    std::string apply_error;
+    if (auto plan_id = daemon_.apply(state_->plan, apply_error))
       reason_->setText(QString("Plan %1 applied by the daemon: new and restarted jobs of its "
                                "workflows go to its lanes (fleetscope run --share).")
                            .arg(*plan_id));
     else
-      reason_->setText(QString::fromStdString(error));
+      reason_->setText(QString::fromStdString(apply_error));
   });
-  refresh_daemon_state();
+  confirmation_ = box;
+  box->open();
 }
 
 void SharingPanel::refresh_daemon_state() {
@@ -268,7 +386,14 @@ bool DaemonPanel::refresh() {
 
 // ---- SQL ----------------------------------------------------------------------------------------
 
+struct SqlConsole::Query {
+  std::unique_ptr<store::Reader> reader;  // the worker's own connection
+  std::atomic<bool> cancelled{false}, timed_out{false};
+  void interrupt() { sqlite3_interrupt(reader->database().raw()); }  // thread-safe in SQLite
+};
+
 SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {
+  pool_.setMaxThreadCount(1);
   auto* layout = new QVBoxLayout(this);
   editor_ = new QPlainTextEdit(this);
   editor_->setPlainText(
@@ -276,7 +401,9 @@ SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {
       "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName\n"
       "GROUP BY 1 ORDER BY 3 DESC LIMIT 50");
   editor_->setMaximumHeight(110);
-  auto* run_button = new QPushButton("Run (read-only)", this);
+  run_button_ = new QPushButton("Run (read-only)", this);
+  cancel_button_ = new QPushButton("Cancel", this);
+  cancel_button_->setEnabled(false);
   status_ = new QLabel(this);
   model_ = new SqlResultModel(this);
   auto* proxy = new QSortFilterProxyModel(this);
@@ -284,37 +411,112 @@ SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {
   auto* table = make_table(proxy, this);
   layout->addWidget(editor_);
   auto* row = new QHBoxLayout;
-  row->addWidget(run_button);
+  row->addWidget(run_button_);
+  row->addWidget(cancel_button_);
   row->addWidget(status_, 1);
   layout->addLayout(row);
   layout->addWidget(table, 1);
-  connect(run_button, &QPushButton::clicked, this, [this] { run(editor_->toPlainText()); });
+  timeout_ = new QTimer(this);
+  timeout_->setSingleShot(true);
+  connect(run_button_, &QPushButton::clicked, this, [this] { start(editor_->toPlainText()); });
+  connect(cancel_button_, &QPushButton::clicked, this, &SqlConsole::cancel);
+  connect(timeout_, &QTimer::timeout, this, [this] {
+    if (!current_) return;
+    current_->timed_out = true;
+    current_->interrupt();
+  });
+}
+
+SqlConsole::~SqlConsole() {
+  cancel();
+  pool_.waitForDone();
 }
 
 void SqlConsole::set_session(SessionPtr session) {
-  reader_ = session ? session->reader() : nullptr;
+  cancel();
+  session_ = std::move(session);
   model_->set_result({});
   status_->clear();
-  if (reader_)
-    run(editor_->toPlainText());  // the example query, so the console starts with an answer
+  if (session_) start(editor_->toPlainText());  // the example query: the console starts answered
+}
+
+void SqlConsole::cancel() {
+  if (!current_) return;
+  current_->cancelled = true;
+  current_->interrupt();
+}
+
+void SqlConsole::start(const QString& sql) {
+  cancel();
+  editor_->setPlainText(sql);
+  if (!session_) {
+    status_->setText("No database open.");
+    emit finished(false);
+    return;
+  }
+  auto query = std::make_shared<Query>();
+  try {
+    query->reader = session_->reader();
+  } catch (const std::exception& e) {
+    status_->setText(QString("Error: ") + e.what());
+    emit finished(false);
+    return;
+  }
+  current_ = query;
+  status_->setText("Running…");
+  cancel_button_->setEnabled(true);
+  timeout_->start(timeout_ms_);
+  const std::string text = sql.toStdString();
+  pool_.start([this, query, text] {
+    std::optional<store::QueryResult> result;
+    QString error;
+    try {
+      if (query->cancelled) throw std::runtime_error("cancelled");  // before it began
+      result = query->reader->query(text);
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    // Queued to the GUI thread; the destructor waits for this worker, so `this` outlives it.
+    QMetaObject::invokeMethod(
+        this, [this, query, result = std::move(result), error] { finish(query, result, error); },
+        Qt::QueuedConnection);
+  });
+}
+
+void SqlConsole::finish(const std::shared_ptr<Query>& query,
+                        std::optional<store::QueryResult> result, QString error) {
+  if (query != current_) return;  // superseded by a newer query
+  current_.reset();
+  timeout_->stop();
+  cancel_button_->setEnabled(false);
+  if (result) {
+    model_->set_result(*result);
+    status_->setText(QString("%1 row(s)").arg(result->rows.size()));
+    emit finished(true);
+    return;
+  }
+  model_->set_result({});
+  if (query->timed_out)
+    status_->setText(
+        QString("Error: timed out after %1 s (interrupted)").arg(timeout_ms_ / 1000.0));
+  else if (query->cancelled)
+    status_->setText("Error: cancelled");
+  else
+    status_->setText("Error: " + error);
+  emit finished(false);
 }
 
 bool SqlConsole::run(const QString& sql) {
-  if (!reader_) {
-    status_->setText("No database open.");
-    return false;
-  }
-  editor_->setPlainText(sql);
-  try {
-    const store::QueryResult result = reader_->query(sql.toStdString());
-    model_->set_result(result);
-    status_->setText(QString("%1 row(s)").arg(result.rows.size()));
-    return true;
-  } catch (const std::exception& e) {
-    model_->set_result({});
-    status_->setText(QString("Error: ") + e.what());
-    return false;
-  }
+  bool ok = false;
+  QEventLoop loop;
+  auto c = connect(this, &SqlConsole::finished, &loop, [&](bool result) {
+    ok = result;
+    loop.quit();
+  });
+  start(sql);
+  if (running()) loop.exec();
+  disconnect(c);
+  return ok;
 }
 
 QString SqlConsole::error() const {

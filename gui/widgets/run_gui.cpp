@@ -2,6 +2,8 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QElapsedTimer>
 #include <QImage>
 #include <QPixmap>
 #include <QRegularExpression>
@@ -14,10 +16,32 @@
 
 namespace fleetscope::gui {
 
+// --timing: the time from the start to the first paint of a capture's timeline (from its zoom
+// summary or its events) and to the first paint with every event loaded, on stderr.
+void report_timing(TimelineWidget* timeline, QElapsedTimer clock) {
+  struct State {
+    bool first = true, all = false;
+  };
+  auto state = std::make_shared<State>();
+  QObject::connect(timeline, &TimelineWidget::painted, timeline, [clock, state](bool has_events) {
+    if (state->first) {
+      state->first = false;
+      std::fprintf(stderr, "fleetscope-gui: first paint %lld ms (%s)\n", (long long)clock.elapsed(),
+                   has_events ? "events" : "zoom summary");
+    }
+    if (has_events && !state->all) {
+      state->all = true;
+      std::fprintf(stderr, "fleetscope-gui: painted with all events %lld ms\n",
+                   (long long)clock.elapsed());
+    }
+  });
+}
+
 bool write_screenshot(const QString& file, const QString& view, QSize size, const QString& png,
-                      QString& error) {
+                      QString& error, const QElapsedTimer* timing) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
+  if (timing) report_timing(window.capture_view()->timeline(), *timing);
   if (!window.show_view(view)) {
     error =
         "unknown view '" + view + "' (expected fleet, timeline, findings, sharing, daemon or sql)";
@@ -53,33 +77,73 @@ bool write_screenshot(const QString& file, const QString& view, QSize size, cons
   return true;
 }
 
+namespace {
+
+struct Options {
+  QCommandLineOption shot{
+      "screenshot", "Render offscreen and write a PNG instead of showing a window.", "OUT.png"};
+  QCommandLineOption view{"view",
+                          "View for --screenshot: fleet, timeline, findings, sharing, daemon, sql.",
+                          "VIEW", "timeline"};
+  QCommandLineOption size{"size", "Window size for --screenshot, WxH.", "WxH", "1400x900"};
+  QCommandLineOption daemon{"connect", "Connect to fleetscoped's API socket at start.", "SOCKET"};
+  QCommandLineOption timing{"timing",
+                            "Print the time to the first paint of the timeline on stderr."};
+};
+
+void describe(QCommandLineParser& parser, const Options& o) {
+  parser.setApplicationDescription("Browse fleetscope traces, findings and consolidation plans.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addOptions({o.shot, o.view, o.size, o.daemon, o.timing});
+  parser.addPositionalArgument(
+      "FILE", "fleetscope database, Kineto JSON (.json, .json.gz) or nsys SQLite export");
+}
+
+}  // namespace
+
 int run_gui(int argc, char** argv) {
-  bool screenshot = false;
-  for (int i = 1; i < argc; ++i) screenshot |= QString(argv[i]) == "--screenshot";
+  QElapsedTimer clock;
+  clock.start();
+  bool screenshot = false, info = false;
+  for (int i = 1; i < argc; ++i) {
+    const QString a(argv[i]);
+    screenshot |= a == "--screenshot";
+    info |= a == "--help" || a == "-h" || a == "-?" || a == "--help-all" || a == "--version" ||
+            a == "-v";
+  }
+  const Options options;
+  if (info) {
+    // --help and --version need no display: answered before any window system is touched.
+    QCoreApplication core(argc, argv);
+    QCoreApplication::setApplicationName("fleetscope-gui");
+    QCoreApplication::setApplicationVersion(FLEETSCOPE_GUI_VERSION);
+    QCommandLineParser parser;
+    describe(parser, options);
+    if (!parser.parse(QCoreApplication::arguments())) {
+      std::fprintf(stderr, "fleetscope-gui: %s\n", qPrintable(parser.errorText()));
+      return 2;
+    }
+    if (parser.isSet("version"))
+      std::printf("fleetscope-gui %s\n", FLEETSCOPE_GUI_VERSION);
+    else
+      std::printf("%s", qPrintable(parser.helpText()));
+    return 0;
+  }
   if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
     qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setApplicationName("fleetscope-gui");
+  QApplication::setApplicationVersion(FLEETSCOPE_GUI_VERSION);
   QCommandLineParser parser;
-  parser.setApplicationDescription("Browse fleetscope traces, findings and consolidation plans.");
-  parser.addHelpOption();
-  QCommandLineOption shot(
-      "screenshot", "Render offscreen and write a PNG instead of showing a window.", "OUT.png");
-  QCommandLineOption view("view",
-                          "View for --screenshot: fleet, timeline, findings, sharing, daemon, sql.",
-                          "VIEW", "timeline");
-  QCommandLineOption size("size", "Window size for --screenshot, WxH.", "WxH", "1400x900");
-  QCommandLineOption daemon("connect", "Connect to fleetscoped's API socket at start.", "SOCKET");
-  parser.addOptions({shot, view, size, daemon});
-  parser.addPositionalArgument(
-      "FILE", "fleetscope database, Kineto JSON (.json, .json.gz) or nsys SQLite export");
+  describe(parser, options);
+  const QCommandLineOption& shot = options.shot;
+  const QCommandLineOption& view = options.view;
+  const QCommandLineOption& size = options.size;
+  const QCommandLineOption& daemon = options.daemon;
   if (!parser.parse(QApplication::arguments())) {
     std::fprintf(stderr, "fleetscope-gui: %s\n", qPrintable(parser.errorText()));
     return 2;
-  }
-  if (parser.isSet("help")) {
-    std::printf("%s", qPrintable(parser.helpText()));
-    return 0;
   }
   const QStringList files = parser.positionalArguments();
   if (parser.isSet(shot)) {
@@ -92,13 +156,14 @@ int run_gui(int argc, char** argv) {
     QString error;
     if (!write_screenshot(files.front(), parser.value(view),
                           QSize(m.captured(1).toInt(), m.captured(2).toInt()), parser.value(shot),
-                          error)) {
+                          error, parser.isSet(options.timing) ? &clock : nullptr)) {
       std::fprintf(stderr, "fleetscope-gui: %s\n", qPrintable(error));
       return 1;
     }
     return 0;
   }
   MainWindow window;
+  if (parser.isSet(options.timing)) report_timing(window.capture_view()->timeline(), clock);
   window.resize(1400, 900);
   window.show();
   if (parser.isSet(daemon)) window.connect_to_daemon(parser.value(daemon));

@@ -80,6 +80,11 @@ void TimelineWidget::set_timeline(TimelinePtr timeline) {
   changed();
 }
 
+void TimelineWidget::set_placeholder(const QString& text) {
+  placeholder_ = text;
+  update();
+}
+
 void TimelineWidget::changed() {
   update();
   emit visible_range_changed(view_.visible());
@@ -443,8 +448,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   p.fillRect(rect(), QColor(250, 250, 250));
   if (!timeline_) {
     p.setPen(Qt::gray);
-    p.drawText(rect(), Qt::AlignCenter,
-               "Open a trace database or a Kineto/nsys trace (File > Open)");
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, placeholder_);
     return;
   }
   QFont small = font();
@@ -504,6 +508,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
       p.drawPolygon(QPolygonF({to, to + QPointF(-7, -4), to + QPointF(-7, 4)}));
     }
   }
+  emit painted(timeline_->has_events);
 }
 
 void TimelineWidget::wheelEvent(QWheelEvent* event) {

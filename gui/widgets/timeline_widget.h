@@ -43,6 +43,9 @@ class TimelineWidget : public QWidget {
   explicit TimelineWidget(QWidget* parent = nullptr);
 
   void set_timeline(TimelinePtr timeline);
+  // What the empty widget says (no capture open, or a database without captures).
+  void set_placeholder(const QString& text);
+  QString placeholder() const { return placeholder_; }
   const TimelineData* timeline() const { return timeline_.get(); }
   TimeView& view() { return view_; }
   const TimeView& view() const { return view_; }
@@ -102,6 +105,8 @@ class TimelineWidget : public QWidget {
   void range_selected(fleetscope::gui::TimeRange range);
   void event_selected(size_t track, qint64 event);
   void search_changed(int current, int count);
+  // After each paint of a capture (has_events: its raw events were loaded), for --timing.
+  void painted(bool has_events);
 
  protected:
   bool event(QEvent* event) override;
@@ -152,6 +157,7 @@ class TimelineWidget : public QWidget {
   std::vector<EventRef> matches_;  // in time order
   int current_match_ = -1;
   std::function<QString(size_t, int64_t)> tooltip_provider_;
+  QString placeholder_ = "Open a trace database or a Kineto/nsys trace (File > Open)";
 };
 
 }  // namespace fleetscope::gui

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <QLabel>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QTabWidget>
+#include <QTest>
 #include <QtTest/QAbstractItemModelTester>
 
 #include "daemon_client.h"
@@ -109,7 +111,38 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
   window.sharing_panel()->set_state(&sharing);
   ASSERT_TRUE(window.sharing_panel()->apply_button()->isEnabled())
       << window.sharing_panel()->apply_reason()->text().toStdString();
-  window.sharing_panel()->apply_button()->click();
+  // Apply asks first, listing what will change; Cancel sends nothing.
+  SharingPanel* sharing_panel = window.sharing_panel();
+  QTest::mouseClick(sharing_panel->apply_button(), Qt::LeftButton);
+  ASSERT_TRUE(sharing_panel->confirmation());
+  EXPECT_TRUE(sharing_panel->confirmation()->informativeText().contains("lane"))
+      << sharing_panel->confirmation()->informativeText().toStdString();
+  QTest::mouseClick(sharing_panel->confirmation()->button(QMessageBox::Cancel), Qt::LeftButton);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !sharing_panel->confirmation(); }));
+  EXPECT_TRUE(sharing_panel->apply_reason()->text().startsWith("Apply cancelled"));
+  {
+    rpc::ShareStatus none;
+    api->shareStatus(none);
+    EXPECT_TRUE(none.plans.empty());
+  }
+  // A plan naming a GPU this host does not have is refused before any question.
+  SharingState elsewhere = sharing;
+  elsewhere.plan.gpus.front().gpu = "other.db#capture1/gpu5 (A100)";
+  sharing_panel->set_state(&elsewhere);
+  QTest::mouseClick(sharing_panel->apply_button(), Qt::LeftButton);
+  EXPECT_FALSE(sharing_panel->confirmation());
+  EXPECT_TRUE(sharing_panel->apply_reason()->text().contains("is not a GPU of"))
+      << sharing_panel->apply_reason()->text().toStdString();
+  sharing_panel->set_state(&sharing);
+  // Confirmed: the plan goes to the daemon.
+  QTest::mouseClick(sharing_panel->apply_button(), Qt::LeftButton);
+  ASSERT_TRUE(sharing_panel->confirmation());
+  QPushButton* confirm = nullptr;
+  for (QAbstractButton* b : sharing_panel->confirmation()->buttons())
+    if (b->text() == "Apply") confirm = qobject_cast<QPushButton*>(b);
+  ASSERT_NE(confirm, nullptr);
+  QTest::mouseClick(confirm, Qt::LeftButton);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !sharing_panel->confirmation(); }));
   EXPECT_TRUE(window.sharing_panel()->apply_reason()->text().startsWith("Plan 1 applied"))
       << window.sharing_panel()->apply_reason()->text().toStdString();
   rpc::ShareStatus share;

@@ -203,3 +203,21 @@ TEST_F(ModelsTest, SharingModelShowsGpusLanesAndJobs) {
 
 }  // namespace
 }  // namespace fleetscope::gui
+
+namespace fleetscope::gui {
+namespace {
+
+TEST(FleetFormat, OneFixedFormatForEveryRowAndTheTotals) {
+  // The GUI printed 0.0001852 beside 8.429e-05: now one fixed format.
+  EXPECT_EQ(format_gpu_hours(0.0001852), "0.000185");
+  EXPECT_EQ(format_gpu_hours(8.429e-05), "0.000084");
+  EXPECT_EQ(format_gpu_hours(1234.5), "1234.50");
+  FleetRow a, b;
+  a.span_ns = 3'600'000'000'000, a.busy_ns = 900'000'000'000;  // 1 GPU-hour, 25 % busy
+  b.span_ns = 3'600'000'000'000, b.busy_ns = 2'700'000'000'000;
+  EXPECT_EQ(fleet_totals({a, b}),
+            "Total: 2 job(s), 2.000000 GPU-hours, 1.000000 wasted (50.0 % utilization)");
+}
+
+}  // namespace
+}  // namespace fleetscope::gui

@@ -1,0 +1,145 @@
+// The Findings tab driven by real input (QTest, offscreen): selecting a finding by click or key
+// keeps the tab (the focus once made row 0 current and threw the user to the Timeline), Enter
+// goes to the timeline; a finding's offending events are listed with times from the capture
+// start, marked on the timeline, and the view goes to the worst instance; a click on an event row
+// shows it.
+#include <gtest/gtest.h>
+
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTest>
+#include <QTextBrowser>
+
+#include "capture_view.h"
+#include "fleetscope/store/database.h"
+#include "gui_fixture.h"
+#include "main_window.h"
+#include "panels.h"
+#include "temp_dir.h"
+#include "timeline_widget.h"
+
+namespace fleetscope::gui {
+namespace {
+
+using testing::at_us;
+
+class FindingsInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("trace.db");
+    fixture_ = testing::write_fixture(path_);
+    // A second finding as the analyzer writes them (rules_builtin.cpp): the gemm kernels of steps
+    // 3 and 7 as offending events, the worst (step 7's, longer here) as the focus.
+    auto db = store::Database::open(path_, store::OpenMode::read_write);
+    db.exec(
+        "INSERT INTO findings (captureId, rule, severity, deviceId, window_start, window_end, "
+        "impact_ns, evidence, recommendation, created_ns) VALUES (" +
+        std::to_string(fixture_.capture) + ", 'few_blocks', 'critical', 0, " +
+        std::to_string(at_us(4000)) + ", " + std::to_string(at_us(8400)) +
+        ", 9000000, '{\"offending_events\": [" + event_json(8000, 8400) + ", " +
+        event_json(4000, 4400) + "], \"focus\": [[" + std::to_string(at_us(8000)) + ", " +
+        std::to_string(at_us(8400)) +
+        "]], \"few_block_kernel_ns\": 800000, \"few_block_share\": 0.5}', 'Launch more blocks.', "
+        "0)");
+  }
+  static std::string event_json(int64_t start_us, int64_t end_us) {
+    return R"({"kind": "kernel", "name": "gemm", "start": )" + std::to_string(at_us(start_us)) +
+           R"(, "end": )" + std::to_string(at_us(end_us)) + R"(, "device": 0, "stream": 7})";
+  }
+  void open() {
+    window_ = std::make_unique<MainWindow>(false);
+    window_->resize(1400, 900);
+    window_->show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(window_.get()));
+    window_->open(QString::fromStdString(path_));
+    ASSERT_TRUE(window_->wait_loaded());
+    TimelineWidget* t = window_->capture_view()->timeline();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return t->timeline() && t->timeline()->has_events; }));
+  }
+  // The view row of the finding with this rule.
+  int row_of(const QString& rule) const {
+    QTableView* table = window_->findings_panel()->table();
+    for (int r = 0; r < table->model()->rowCount(); ++r)
+      if (table->model()->index(r, FindingsModel::rule).data().toString() == rule) return r;
+    ADD_FAILURE() << "no finding " << rule.toStdString();
+    return 0;
+  }
+  void click_row(QTableView* table, int row) {
+    const QRect cell = table->visualRect(table->model()->index(row, 0));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+  }
+  test_support::TempDir dir_;
+  std::string path_;
+  testing::Fixture fixture_;
+  std::unique_ptr<MainWindow> window_;
+};
+
+TEST_F(FindingsInputTest, SelectingKeepsTheTabAndEnterGoesToTheTimeline) {
+  open();
+  window_->show_view("findings");
+  FindingsPanel* panel = window_->findings_panel();
+  QTableView* table = panel->table();
+  table->setFocus();  // the focus alone once switched tabs
+  QApplication::processEvents();
+  EXPECT_EQ(window_->tabs()->currentWidget(), panel);
+  click_row(table, row_of("gpu_idle_gaps"));
+  EXPECT_EQ(window_->tabs()->currentWidget(), panel);
+  EXPECT_FALSE(panel->details()->toPlainText().isEmpty());
+  QTest::keyClick(table, Qt::Key_Up);
+  QTest::keyClick(table, Qt::Key_Down);
+  EXPECT_EQ(window_->tabs()->currentWidget(), panel);
+  click_row(table, row_of("few_blocks"));
+  EXPECT_EQ(window_->tabs()->currentWidget(), panel);
+  QTest::keyClick(table, Qt::Key_Return);
+  EXPECT_EQ(window_->tabs()->currentWidget(), window_->capture_view());
+}
+
+TEST_F(FindingsInputTest, OffendingEventsAreListedMarkedAndShown) {
+  open();
+  window_->show_view("findings");
+  FindingsPanel* panel = window_->findings_panel();
+  TimelineWidget* t = window_->capture_view()->timeline();
+  click_row(panel->table(), row_of("few_blocks"));
+  // The evidence table: both kernels, found on the timeline, times from the capture start
+  // (500 µs, the first copy).
+  EvidenceModel* events = panel->evidence_model();
+  ASSERT_EQ(events->rowCount(), 2);
+  EXPECT_EQ(events->index(0, EvidenceModel::start).data().toString(), "7.500 ms");
+  EXPECT_EQ(events->index(0, EvidenceModel::duration).data().toString(), "400 µs");
+  EXPECT_EQ(events->index(1, EvidenceModel::start).data().toString(), "3.500 ms");
+  EXPECT_EQ(events->index(0, EvidenceModel::track).data().toString(), "GPU 0 · stream 7");
+  for (const auto& e : panel->evidence().events) ASSERT_TRUE(e.track);
+  // Readable evidence: durations and shares, not raw numbers.
+  const QString details = panel->details()->toPlainText();
+  EXPECT_TRUE(details.contains("800 µs")) << details.toStdString();
+  EXPECT_TRUE(details.contains("50.0 %")) << details.toStdString();
+  EXPECT_TRUE(details.contains("Worst instance: 7.500 ms")) << details.toStdString();
+  // The timeline behind the tab went to the worst instance, not to the whole window.
+  const TimeRange vis = t->view().visible();
+  EXPECT_LE(vis.begin, at_us(8000));
+  EXPECT_GE(vis.end, at_us(8400));
+  EXPECT_LT(vis.length(), at_us(1000) - at_us(0));
+  // A click on the second event row shows that kernel (selected, in view); the tab stays.
+  click_row(panel->evidence_table(), 1);
+  ASSERT_TRUE(t->selected_event());
+  const auto [track, event] = *t->selected_event();
+  EXPECT_EQ(t->timeline()->events[track].start[size_t(event)], at_us(4000));
+  EXPECT_LE(t->view().visible().begin, at_us(4000));
+  EXPECT_GE(t->view().visible().end, at_us(4400));
+  EXPECT_EQ(window_->tabs()->currentWidget(), panel);
+  // Both are outlined on the timeline: the marked outline's colour at the kernel's left edge.
+  window_->show_view("timeline");
+  QApplication::processEvents();
+  const QImage image = t->grab().toImage();
+  const int y = t->row_top(track) + TimelineWidget::row_height / 2;
+  const int x = int(t->x_of(at_us(4200)));
+  bool outlined = false;
+  for (int dy = -TimelineWidget::row_height / 2; dy <= TimelineWidget::row_height / 2; ++dy)
+    outlined |= image.pixelColor(x, y + dy) == QColor(0, 0, 0) ||
+                image.pixelColor(x, y + dy) == QColor(230, 110, 0);
+  EXPECT_TRUE(outlined);
+}
+
+}  // namespace
+}  // namespace fleetscope::gui
