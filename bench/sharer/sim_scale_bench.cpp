@@ -1,26 +1,28 @@
-// Simulator scale: N jobs drawn from the Alibaba 2023 pod list on G GPUs with a queue, every
-// policy, lanes on and off. Reference, measured in the same run: the bare event loop of a
-// discrete-event simulator (push and pop of the same number of events through a binary heap),
-// the floor of any engine of this design; the ratio says how much admission and lane decisions
-// cost per event on top of it.
+// Simulator scale: N Alibaba-style training jobs (training_jobs_from_pods: the 2023 pod list's GPU
+// pods with Salus iteration times, every real iteration simulated) on G GPUs, every policy with
+// its `fleetscope sim` default lanes setting. Reference, measured in the same run: the same
+// simulator stepping every iteration (fast_forward off) on the sizes up to --reference-max
+// (default 10,000; it is what the simulator did before lanes were advanced in closed form). The
+// table gives wall and CPU seconds (the machine may be shared: CPU time is the steadier figure),
+// the iterations of the trace and how many were stepped one at a time.
 //
 // usage: fleetscope_sharer_scale_bench [N...] [--gpus G] [--policy P] [--lanes on|off]
-//   default: N = 1000 10000 100000, G = 1000, every policy, lanes off and on.
-// Jobs: the GPU pods of the list, repeated until N, with arrivals compressed so that the fleet is
-// oversubscribed (a queue forms): copy k of pod i arrives at (creation_i / 1000 + k * 7) s.
+//                                      [--reference-max N]
+//   default: N = 10000 100000, G = 1000, every policy.
 
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <queue>
 #include <string>
 #include <vector>
 
 #include "fleetscope/sharer/fleet_packing.h"
 #include "fleetscope/sharer/policy.h"
 #include "fleetscope/sharer/simulator.h"
+#include "fleetscope/sharer/workload.h"
 
 namespace {
 
@@ -39,42 +41,19 @@ long peak_rss_mib() {
   return usage.ru_maxrss / 1024;
 }
 
-std::vector<SimJob> make_jobs(const std::vector<Pod>& pods, size_t count, int64_t capacity) {
-  const auto base = jobs_from_pods(pods, capacity);
-  std::vector<SimJob> jobs;
-  jobs.reserve(count);
-  for (size_t k = 0; jobs.size() < count; ++k) {
-    for (const auto& job : base) {
-      if (jobs.size() == count) break;
-      SimJob copy = job;
-      copy.id = static_cast<int64_t>(jobs.size());
-      copy.submit_s = job.submit_s / 1000.0 + static_cast<double>(k) * 7.0;
-      jobs.push_back(std::move(copy));
-    }
-  }
-  return jobs;
-}
+struct Timed {
+  SimResult result;
+  double wall_s = 0;
+  double cpu_s = 0;
+};
 
-double heap_reference(int64_t events) {
+Timed timed_run(const std::vector<SimJob>& jobs, const Policy& policy, const SimConfig& config) {
+  const double cpu_before = cpu_seconds();
   const auto begin = std::chrono::steady_clock::now();
-  std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>,
-                      std::greater<>>
-      heap;
-  uint64_t state = 88172645463325252ull;
-  double checksum = 0;
-  // Keep about as many events in flight as the simulator (one per running lane, ~1,000).
-  for (int64_t i = 0; i < 1000; ++i) heap.emplace(static_cast<double>(i), i);
-  for (int64_t i = 0; i < events; ++i) {
-    const auto top = heap.top();
-    heap.pop();
-    checksum += top.first;
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    heap.emplace(top.first + 1.0 + static_cast<double>(state % 1000) * 1e-3, i);
-  }
-  if (checksum < 0) std::puts("");
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  Timed timed{simulate(jobs, policy, config)};
+  timed.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  timed.cpu_s = cpu_seconds() - cpu_before;
+  return timed;
 }
 
 }  // namespace
@@ -82,48 +61,66 @@ double heap_reference(int64_t events) {
 int main(int argc, char** argv) {
   std::vector<size_t> sizes;
   int gpus = 1000;
+  size_t reference_max = 10000;
   std::vector<std::string> policies = policy_names();
-  std::vector<bool> lane_modes{false, true};
+  std::string lanes_flag;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc) {
       gpus = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--policy") && i + 1 < argc) {
       policies = {argv[++i]};
     } else if (!std::strcmp(argv[i], "--lanes") && i + 1 < argc) {
-      lane_modes = {std::strcmp(argv[++i], "on") == 0};
+      lanes_flag = argv[++i];
+    } else if (!std::strcmp(argv[i], "--reference-max") && i + 1 < argc) {
+      reference_max = static_cast<size_t>(std::atoll(argv[++i]));
     } else {
       sizes.push_back(static_cast<size_t>(std::atoll(argv[i])));
     }
   }
-  if (sizes.empty()) sizes = {1000, 10000, 100000};
-  const auto pods = load_alibaba_pods(std::string(FLEETSCOPE_SHARED_DATA) +
-                                      "/jobs/alibaba2023_openb_pod_list_default.csv");
+  if (sizes.empty()) sizes = {10000, 100000};
+  const std::string data = std::string(FLEETSCOPE_SHARED_DATA) + "/jobs/";
+  const auto pods = load_alibaba_pods(data + "alibaba2023_openb_pod_list_default.csv");
+  const auto profiles = load_salus_profiles(data + "salus_workloads.csv");
   std::printf(
-      "| jobs | GPUs | policy | lanes | events | wall s | CPU s | heap-only ref. s | ratio | "
-      "avg JCT s | longest wait s | peak RSS MiB |\n|---:|---:|---|---|---:|---:|---:|---:|"
-      "---:|---:|---:|---:|\n");
+      "| jobs | GPUs | policy | lanes | iterations | stepped | lane events | wall s | CPU s | "
+      "stepping ref. wall s | ref. CPU s | ref./closed form (CPU) | avg JCT s | peak RSS MiB |\n"
+      "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t n : sizes) {
     SimConfig config;
     config.gpus = gpus;
-    const auto jobs = make_jobs(pods, n, config.gpu_capacity_bytes);
+    const auto jobs = training_jobs_from_pods(pods, profiles, n, config.gpu_capacity_bytes);
+    int64_t iterations = 0;
+    for (const auto& job : jobs) iterations += job.iterations;
     for (const auto& name : policies) {
-      for (bool lanes : lane_modes) {
-        config.lanes = lanes;
-        const auto policy = make_policy(name);
-        const double cpu_before = cpu_seconds();
-        const auto begin = std::chrono::steady_clock::now();
-        const auto result = simulate(jobs, *policy, config);
-        const double wall =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-        const double cpu = cpu_seconds() - cpu_before;
-        const double reference = heap_reference(result.events);
-        std::printf(
-            "| %zu | %d | %s | %s | %lld | %.2f | %.2f | %.2f | %.1f | %.0f | %.0f | %ld |\n", n,
-            gpus, name.c_str(), lanes ? "on" : "off", static_cast<long long>(result.events), wall,
-            cpu, reference, wall / reference, result.avg_jct_s,
-            std::max(result.max_wait_single_gpu_s, result.max_wait_multi_gpu_s), peak_rss_mib());
-        std::fflush(stdout);
+      config.lanes = lanes_flag.empty() ? name == "pack" : lanes_flag == "on";
+      const auto policy = make_policy(name);
+      config.fast_forward = true;
+      const auto fast = timed_run(jobs, *policy, config);
+      std::string reference_wall = "-";
+      std::string reference_cpu = "-";
+      std::string ratio = "-";
+      if (n <= reference_max) {
+        config.fast_forward = false;
+        const auto stepped = timed_run(jobs, *policy, config);
+        if (stepped.result.avg_jct_s != fast.result.avg_jct_s) {
+          const double relative =
+              std::abs(stepped.result.avg_jct_s - fast.result.avg_jct_s) / stepped.result.avg_jct_s;
+          std::fprintf(stderr, "%s: average JCT differs from stepping by %.3g (relative)\n",
+                       name.c_str(), relative);
+        }
+        reference_wall = std::to_string(stepped.wall_s).substr(0, 7);
+        reference_cpu = std::to_string(stepped.cpu_s).substr(0, 7);
+        ratio = std::to_string(stepped.cpu_s / fast.cpu_s).substr(0, 6);
       }
+      std::printf(
+          "| %zu | %d | %s | %s | %lld | %lld | %lld | %.2f | %.2f | %s | %s | %s | %.0f | "
+          "%ld |\n",
+          n, gpus, name.c_str(), config.lanes ? "on" : "off", static_cast<long long>(iterations),
+          static_cast<long long>(fast.result.stepped_iterations),
+          static_cast<long long>(fast.result.events), fast.wall_s, fast.cpu_s,
+          reference_wall.c_str(), reference_cpu.c_str(), ratio.c_str(), fast.result.avg_jct_s,
+          peak_rss_mib());
+      std::fflush(stdout);
     }
   }
   return 0;

@@ -7,58 +7,58 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <queue>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "fleetscope/sharer/lane_allocator.h"
+#include "lane_runner.h"
 
 namespace fleetscope::sharer {
 
 namespace {
 
-enum class EventKind : uint8_t { kArrival, kGpuPhaseEnd, kHostPhaseEnd };
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Iterations a lane steps one by one before it reports back (bounds the work redone when the
+// lane changes before its projected finish).
+constexpr int64_t kStepBudget = 4096;
+
+// kStarvation: a waiting multi-GPU job passes the starvation bound (the reservation is made at
+// that moment, not at whatever event comes next).
+enum class EventKind : uint8_t { kArrival, kLane, kStarvation };
 
 struct Event {
   double time_s;
   int64_t sequence;  // ties resolve in creation order, so runs are deterministic
   EventKind kind;
-  int64_t ref;  // job index (arrival, host phase end) or slot index (GPU phase end)
+  int64_t ref;      // job index (arrival) or slot index (lane)
+  int64_t version;  // lane events: the slot's version when projected (older ones are stale)
 
   bool operator>(const Event& other) const {
     return time_s != other.time_s ? time_s > other.time_s : sequence > other.sequence;
   }
 };
 
-// Order of waiting jobs (admission) and of a lane's ready jobs (turns): the policy's key, then
-// submit time, then job id.
-struct OrderKey {
-  double key;
-  double submit_s;
-  int64_t id;
-  size_t job;
-  bool operator<(const OrderKey& other) const {
-    if (key != other.key) return key < other.key;
-    if (submit_s != other.submit_s) return submit_s < other.submit_s;
-    if (id != other.id) return id < other.id;
-    return job < other.job;
-  }
-};
-
 // The execution slot of one lane (or of a gang job spanning whole GPUs).
 struct Slot {
+  bool active = false;
   int gpu = -1;
   int lane_id = -1;
   bool gang = false;
   std::vector<int> gang_gpus;
-  std::set<OrderKey> ready;  // resident jobs waiting for the lane, by turn key
   int resident = 0;
-  double demand = 0;  // sum of the residents' utilization
-  bool busy = false;
-  int64_t running = -1;
-  int64_t last_job = -1;    // for the switch cost and preemption counts
+  double demand = 0;        // sum of the residents' utilization
   int64_t pinned_key = -1;  // plan replay: (gpu, lane) of a pinned lane
+  std::optional<LaneRunner> runner;
+  // The lane run ahead to its next finish (or step budget): adopted when that event comes unless
+  // the lane changed before.
+  std::optional<LaneRunner> projected;
+  std::vector<LaneRunner::Finished> projected_finished;
+  double projected_s = kInfinity;
+  int64_t version = -1;
+  bool touched = false;
 };
 
 struct GpuState {
@@ -68,25 +68,25 @@ struct GpuState {
   int jobs = 0;
   double lane_demand = 0;  // sum over lanes of min(1, lane demand)
   int64_t changed_seq = -1;
+  bool demand_changed = false;             // lanes' speeds to re-evaluate
   std::unordered_map<int, int> lane_slot;  // lane id -> slot index
+  std::vector<int> slots;                  // every slot on this GPU (pinned ones too)
   // What the indexes hold for this GPU (to erase the exact key).
   bool indexed = false;
   int index_jobs = 0;
   int64_t index_free = 0;
 };
 
+// A job's progress while it waits and once it finished; while resident its lane's runner holds it.
 struct JobRuntime {
   JobState state;
   MemoryDemand memory;  // with the CUDA context
   int slot = -1;
   double start_s = -1;
   double finish_s = 0;
-  double iteration_s = 0;  // duration of the iteration in flight (both phases)
-  double host_s = 0;
   int64_t preemptions = 0;
   int64_t failed_seq = -2;  // release sequence of its last failed search; -2: never searched
   bool finished = false;
-  bool in_ready = false;
 };
 
 struct FailedDemand {
@@ -118,9 +118,9 @@ class Engine {
                                     " needs more memory than one GPU has (with its CUDA context)");
       }
     }
-    // Every iteration is at most two events (GPU phase end, host phase end), plus the arrival.
-    if (2 * total_iterations + static_cast<double>(jobs.size()) >
-        static_cast<double>(config.max_events)) {
+    // Stepping every iteration is at most two events per iteration, plus the arrival.
+    if (!config.fast_forward && 2 * total_iterations + static_cast<double>(jobs.size()) >
+                                    static_cast<double>(config.max_events)) {
       throw std::invalid_argument("the trace needs " + std::to_string(total_iterations) +
                                   " iterations in all; the simulator stops at " +
                                   std::to_string(config.max_events) + " events");
@@ -133,31 +133,46 @@ class Engine {
     while (!events_.empty()) {
       const double now = events_.top().time_s;
       if (now > config_.stop_at_s) break;
+      now_ = now;
       while (!events_.empty() && events_.top().time_s == now) {
         const Event event = events_.top();
         events_.pop();
-        ++processed_;
-        switch (event.kind) {
-          case EventKind::kArrival:
-            arrive(static_cast<size_t>(event.ref));
-            break;
-          case EventKind::kGpuPhaseEnd:
-            end_gpu_phase(static_cast<size_t>(event.ref), now);
-            break;
-          case EventKind::kHostPhaseEnd:
-            complete_iteration(static_cast<size_t>(event.ref), now);
-            break;
+        if (event.kind == EventKind::kArrival) {
+          ++processed_;
+          arrive(static_cast<size_t>(event.ref));
+          continue;
         }
+        if (event.kind == EventKind::kStarvation) continue;  // reservation_pending() looks
+        const auto slot = static_cast<size_t>(event.ref);
+        if (!slots_[slot].active || slots_[slot].version != event.version) continue;  // stale
+        ++processed_;
+        bring(slot, now);
       }
-      if (admission_needed_ || reservation_pending(now)) admit_waiting(now);
-      for (size_t slot : to_start_) {
-        if (!slots_[slot].busy && !slots_[slot].ready.empty()) start_iteration(slot, now);
+      // Admission, then the speed of every lane whose GPU changed; a lane brought to `now` for
+      // that may report a finish, which frees memory for another round.
+      do {
+        if (admission_needed_ || reservation_pending(now)) admit_waiting(now);
+        refresh_speeds(now);
+      } while (admission_needed_);
+      for (size_t slot : touched_) {
+        slots_[slot].touched = false;
+        project(slot);
       }
-      to_start_.clear();
+      touched_.clear();
       gpus_used_peak_ = std::max(gpus_used_peak_, gpus_used_);
     }
-    if (config_.stop_at_s == std::numeric_limits<double>::infinity() && !pending_.empty()) {
+    if (config_.stop_at_s == kInfinity && !pending_.empty()) {
       throw std::logic_error("simulation ended with jobs still waiting");
+    }
+    if (config_.stop_at_s != kInfinity) {
+      // Plan replay: every lane's progress at the stop time.
+      for (size_t slot = 0; slot < slots_.size(); ++slot) {
+        if (slots_[slot].active) bring(slot, config_.stop_at_s);
+      }
+      for (const auto& slot : slots_) {
+        if (!slot.active) continue;
+        for (const auto& member : slot.runner->members()) absorb(member);
+      }
     }
     return summarise();
   }
@@ -192,15 +207,11 @@ class Engine {
   }
 
   void push(double time_s, EventKind kind, size_t ref) {
-    events_.push(Event{time_s, next_sequence_++, kind, static_cast<int64_t>(ref)});
+    events_.push(Event{time_s, next_sequence_++, kind, static_cast<int64_t>(ref), 0});
   }
 
   OrderKey admission_order(size_t job) const {
-    return OrderKey{policy_.admission_key(runtime_[job].state), jobs_[job].submit_s, jobs_[job].id,
-                    job};
-  }
-  OrderKey turn_order(size_t job) const {
-    return OrderKey{policy_.turn_key(runtime_[job].state), jobs_[job].submit_s, jobs_[job].id, job};
+    return order_key(policy_.admission_key(runtime_[job].state), jobs_[job], job);
   }
 
   // ---- GPU indexes -------------------------------------------------------------------------
@@ -253,8 +264,15 @@ class Engine {
 
   void arrive(size_t job) {
     pending_.insert(admission_order(job));
-    if (jobs_[job].num_gpu > 1) pending_gang_.insert({jobs_[job].submit_s, job});
     admission_needed_ = true;
+    if (jobs_[job].num_gpu == 1) return;
+    pending_gang_.insert({jobs_[job].submit_s, job});
+    const double bound = config_.starvation_bound_s;
+    if (bound > 0 && !std::isinf(bound)) {
+      double at = jobs_[job].submit_s + bound;
+      while (!(at - jobs_[job].submit_s > bound)) at = std::nextafter(at, kInfinity);
+      push(at, EventKind::kStarvation, job);
+    }
   }
 
   AdmitOptions admit_options() const {
@@ -342,8 +360,7 @@ class Engine {
     auto found = pinned_slots_.find(key);
     int slot_index;
     if (found == pinned_slots_.end()) {
-      slot_index = new_slot();
-      slots_[static_cast<size_t>(slot_index)].gpu = g;
+      slot_index = new_slot(g);
       slots_[static_cast<size_t>(slot_index)].pinned_key = key;
       pinned_slots_[key] = slot_index;
     } else {
@@ -358,14 +375,16 @@ class Engine {
   void join_slot(size_t job, int g, int slot_index) {
     GpuState& gpu = gpus_[static_cast<size_t>(g)];
     Slot& slot = slots_[static_cast<size_t>(slot_index)];
+    ++slot.resident;  // before bring(): the lane stays even if a resident finishes right now
+    ++gpu.jobs;
+    bring(static_cast<size_t>(slot_index), now_);
     gpu.lane_demand -= std::min(1.0, slot.demand);
     slot.demand += jobs_[job].utilization;
     gpu.lane_demand += std::min(1.0, slot.demand);
-    ++slot.resident;
-    ++gpu.jobs;
+    gpu.demand_changed = true;
+    demand_changed_.push_back(g);
     index(g);
-    runtime_[job].slot = slot_index;
-    make_ready(job);
+    enter(job, static_cast<size_t>(slot_index));
   }
 
   bool try_single(size_t job) {
@@ -395,10 +414,8 @@ class Engine {
     int slot_index;
     auto found = gpu.lane_slot.find(placement->lane_id);
     if (found == gpu.lane_slot.end()) {
-      slot_index = new_slot();
-      Slot& slot = slots_[static_cast<size_t>(slot_index)];
-      slot.gpu = g;
-      slot.lane_id = placement->lane_id;
+      slot_index = new_slot(g);
+      slots_[static_cast<size_t>(slot_index)].lane_id = placement->lane_id;
       gpu.lane_slot[placement->lane_id] = slot_index;
     } else {
       slot_index = found->second;
@@ -422,7 +439,7 @@ class Engine {
       }
       if (static_cast<int>(chosen.size()) < need) return false;
     }
-    const int slot_index = new_slot();
+    const int slot_index = new_slot(-1);
     for (int g : chosen) {
       unindex(g);
       gpus_[static_cast<size_t>(g)].gang_held = true;
@@ -433,8 +450,7 @@ class Engine {
     slot.gang = true;
     slot.gang_gpus = chosen;
     slot.resident = 1;
-    runtime_[job].slot = slot_index;
-    make_ready(job);
+    enter(job, static_cast<size_t>(slot_index));
     return true;
   }
 
@@ -492,81 +508,125 @@ class Engine {
     }
   }
 
-  int new_slot() {
+  int new_slot(int gpu) {
+    int index;
     if (!free_slots_.empty()) {
-      const int index = free_slots_.back();
+      index = free_slots_.back();
       free_slots_.pop_back();
-      slots_[static_cast<size_t>(index)] = Slot{};
-      return index;
+    } else {
+      index = static_cast<int>(slots_.size());
+      slots_.emplace_back();
     }
-    slots_.emplace_back();
-    return static_cast<int>(slots_.size()) - 1;
+    Slot& slot = slots_[static_cast<size_t>(index)];
+    const int64_t version = slot.version;
+    slot = Slot{};
+    slot.version = version;
+    slot.active = true;
+    slot.gpu = gpu;
+    slot.runner.emplace(policy_, config_.switch_cost_s, config_.fast_forward);
+    if (gpu >= 0) gpus_[static_cast<size_t>(gpu)].slots.push_back(index);
+    return index;
+  }
+
+  void free_slot(size_t slot_index) {
+    Slot& slot = slots_[slot_index];
+    slot.active = false;
+    slot.runner.reset();
+    slot.projected.reset();
+    slot.projected_finished.clear();
+    if (slot.gpu >= 0)
+      std::erase(gpus_[static_cast<size_t>(slot.gpu)].slots, static_cast<int>(slot_index));
+    free_slots_.push_back(static_cast<int>(slot_index));
   }
 
   // ---- lanes -------------------------------------------------------------------------------
 
-  void make_ready(size_t job) {
-    auto& runtime = runtime_[job];
-    slots_[static_cast<size_t>(runtime.slot)].ready.insert(turn_order(job));
-    runtime.in_ready = true;
-    to_start_.push_back(static_cast<size_t>(runtime.slot));
+  void touch(size_t slot_index) {
+    Slot& slot = slots_[slot_index];
+    ++slot.version;  // whatever was projected for it is stale now
+    slot.projected.reset();
+    slot.projected_finished.clear();
+    if (!slot.touched) {
+      slot.touched = true;
+      touched_.push_back(slot_index);
+    }
   }
 
-  void start_iteration(size_t slot_index, double now) {
-    Slot& slot = slots_[slot_index];
-    const size_t job = slot.ready.begin()->job;
-    slot.ready.erase(slot.ready.begin());
+  // The job joins its lane at now_ (the lane was brought there).
+  void enter(size_t job, size_t slot_index) {
     auto& runtime = runtime_[job];
-    runtime.in_ready = false;
-    double parallel = 1.0;
-    if (!slot.gang) {
-      const GpuState& gpu = gpus_[static_cast<size_t>(slot.gpu)];
-      parallel =
-          config_.interference.parallel_slowdown(std::min(1.0, slot.demand), gpu.lane_demand);
-    }
-    const SimJob& spec = jobs_[job];
-    const double iteration = spec.iteration_s * parallel;
-    double gpu_phase = iteration * spec.utilization;
-    runtime.host_s = iteration - gpu_phase;
-    if (slot.last_job >= 0 && slot.last_job != static_cast<int64_t>(job)) {
-      gpu_phase += config_.switch_cost_s;
-      auto& previous = runtime_[static_cast<size_t>(slot.last_job)];
-      // Passed over while ready: the policy preempted it at the iteration boundary.
-      if (!previous.finished && previous.in_ready) ++previous.preemptions;
-    }
-    if (runtime.start_s < 0) runtime.start_s = now;
-    runtime.iteration_s = gpu_phase;
-    runtime.state.attained_s += gpu_phase;
-    slot.busy = true;
-    slot.running = static_cast<int64_t>(job);
-    slot.last_job = static_cast<int64_t>(job);
-    push(now + gpu_phase, EventKind::kGpuPhaseEnd, slot_index);
+    runtime.slot = static_cast<int>(slot_index);
+    Slot& slot = slots_[slot_index];
+    slot.runner->add(job, runtime.state, runtime.start_s, runtime.preemptions, now_);
+    touch(slot_index);
   }
 
-  void end_gpu_phase(size_t slot_index, double now) {
+  // Brings the lane to `now`: every event of it up to `now` happens, the finishes among them are
+  // carried out, and the lane is marked for a new projection.
+  void bring(size_t slot_index, double now) {
     Slot& slot = slots_[slot_index];
-    slot.busy = false;
-    const auto job = static_cast<size_t>(slot.running);
-    slot.running = -1;
-    to_start_.push_back(slot_index);
-    if (runtime_[job].host_s > 0) {
-      push(now + runtime_[job].host_s, EventKind::kHostPhaseEnd, job);
+    std::vector<LaneRunner::Finished> finished;
+    if (slot.projected && slot.projected_s == now) {
+      slot.runner = std::move(slot.projected);
+      finished = std::move(slot.projected_finished);
     } else {
-      complete_iteration(job, now);
+      const int64_t before = slot.runner->stepped_iterations();
+      slot.runner->advance(now, finished);
+      stepped_ += slot.runner->stepped_iterations() - before;
+    }
+    touch(slot_index);
+    for (auto& done : finished) finish(slot_index, done);
+  }
+
+  // Runs a copy of the lane ahead to its next finish (or its step budget) and schedules that.
+  void project(size_t slot_index) {
+    Slot& slot = slots_[slot_index];
+    if (!slot.active || slot.runner->empty()) return;
+    slot.projected = *slot.runner;
+    slot.projected_finished.clear();
+    const int64_t before = slot.projected->stepped_iterations();
+    slot.projected_s =
+        slot.projected->advance_to_first_finish(slot.projected_finished, kStepBudget);
+    stepped_ += slot.projected->stepped_iterations() - before;
+    if (slot.projected_s == kInfinity) throw std::logic_error("a lane with jobs makes no progress");
+    events_.push(Event{slot.projected_s, next_sequence_++, EventKind::kLane,
+                       static_cast<int64_t>(slot_index), slot.version});
+  }
+
+  // Lanes of GPUs whose lane demands changed run at their new speed from `now` on.
+  void refresh_speeds(double now) {
+    while (!demand_changed_.empty()) {
+      const int g = demand_changed_.back();
+      demand_changed_.pop_back();
+      GpuState& gpu = gpus_[static_cast<size_t>(g)];
+      if (!gpu.demand_changed) continue;
+      gpu.demand_changed = false;
+      const std::vector<int> slots = gpu.slots;  // bring() may free a slot
+      for (int index : slots) {
+        const auto slot_index = static_cast<size_t>(index);
+        if (!slots_[slot_index].active || slots_[slot_index].gpu != g) continue;
+        const double factor = config_.interference.parallel_slowdown(
+            std::min(1.0, slots_[slot_index].demand), gpu.lane_demand);
+        if (factor == slots_[slot_index].runner->factor()) continue;
+        bring(slot_index, now);
+        if (slots_[slot_index].active) slots_[slot_index].runner->set_factor(factor, now);
+      }
     }
   }
 
-  void complete_iteration(size_t job, double now) {
+  void absorb(const LaneRunner::Member& member) {
+    auto& runtime = runtime_[member.job];
+    runtime.state = member.state;
+    runtime.start_s = member.start_s;
+    runtime.preemptions = member.preemptions;
+  }
+
+  void finish(size_t slot_index, const LaneRunner::Finished& done) {
+    const size_t job = done.member.job;
     auto& runtime = runtime_[job];
-    runtime.state.done_iterations += 1;
-    runtime.state.last_turn_end_s = now;
-    if (runtime.state.done_iterations < jobs_[job].iterations) {
-      make_ready(job);
-      return;
-    }
+    absorb(done.member);
     runtime.finished = true;
-    runtime.finish_s = now;
-    const auto slot_index = static_cast<size_t>(runtime.slot);
+    runtime.finish_s = done.time_s;
     Slot& slot = slots_[slot_index];
     admission_needed_ = true;
     if (slot.gang) {
@@ -576,7 +636,7 @@ class Engine {
         index(g);
         mark_changed(g);
       }
-      free_slots_.push_back(static_cast<int>(slot_index));
+      free_slot(slot_index);
       return;
     }
     const int g = slot.gpu;
@@ -587,13 +647,15 @@ class Engine {
     slot.demand -= jobs_[job].utilization;
     --slot.resident;
     --gpu.jobs;
+    gpu.demand_changed = true;
+    demand_changed_.push_back(g);
     if (slot.resident == 0) {
       if (slot.pinned_key >= 0) {
         pinned_slots_.erase(slot.pinned_key);
       } else {
         gpu.lane_slot.erase(slot.lane_id);
       }
-      free_slots_.push_back(static_cast<int>(slot_index));
+      free_slot(slot_index);
       if (gpu.jobs == 0) gpu.lane_demand = 0;  // no drift from repeated float updates
     } else {
       gpu.lane_demand += std::min(1.0, std::max(0.0, slot.demand));
@@ -613,6 +675,7 @@ class Engine {
     result.gpus_used_peak = gpus_used_peak_;
     result.events = processed_;
     result.placement_probes = probes_;
+    result.stepped_iterations = stepped_;
     const bool stopped = config_.stop_at_s != std::numeric_limits<double>::infinity();
     double first_submit = std::numeric_limits<double>::max();
     double last_finish = 0;
@@ -678,7 +741,10 @@ class Engine {
   std::set<int> empty_;                        // GPUs without jobs
   std::vector<std::pair<int64_t, int>> changed_log_;
   std::vector<FailedDemand> failed_cache_;
-  std::vector<size_t> to_start_;
+  std::vector<size_t> touched_;  // lanes to project again after this instant
+  std::vector<int> demand_changed_;
+  double now_ = 0;
+  int64_t stepped_ = 0;
   std::vector<int> reserved_gpus_;
   int64_t reserved_job_ = -1;
   int64_t release_seq_ = 0;

@@ -237,4 +237,31 @@ std::vector<SimJob> jobs_from_pods(const std::vector<Pod>& pods, int64_t gpu_cap
   return jobs;
 }
 
+std::vector<SimJob> training_jobs_from_pods(const std::vector<Pod>& pods,
+                                            const ProfileTable& profiles, size_t count,
+                                            int64_t gpu_capacity_bytes, double max_duration_s) {
+  if (pods.empty() || profiles.profiles.empty()) {
+    throw std::invalid_argument("training_jobs_from_pods needs pods and profiles");
+  }
+  const auto base = jobs_from_pods(pods, gpu_capacity_bytes);
+  std::vector<SimJob> jobs;
+  jobs.reserve(count);
+  for (size_t copy = 0; jobs.size() < count; ++copy) {
+    for (size_t i = 0; i < base.size() && jobs.size() < count; ++i) {
+      SimJob job = base[i];
+      const WorkloadProfile& profile = profiles.profiles[jobs.size() % profiles.profiles.size()];
+      const double lifetime = std::max(1.0, pods[i].deletion_s - pods[i].creation_s);
+      job.id = static_cast<int64_t>(jobs.size());
+      job.submit_s = pods[i].creation_s / 1000.0 + static_cast<double>(copy) * 7.0;
+      job.model = profile.model;
+      job.batch_size = profile.batch_size;
+      job.iteration_s = profile.iteration_s;
+      job.iterations = std::max<int64_t>(
+          1, std::llround(std::min(lifetime, max_duration_s) / profile.iteration_s));
+      jobs.push_back(std::move(job));
+    }
+  }
+  return jobs;
+}
+
 }  // namespace fleetscope::sharer

@@ -38,6 +38,14 @@ class Policy {
   // Lower keys go first; ties fall back to submit time, then job id.
   virtual double admission_key(const JobState& state) const = 0;
   virtual double turn_key(const JobState& state) const = 0;
+
+  // How the turn key changes, which tells the simulator when a lane's schedule repeats and can be
+  // advanced many iterations at once. kTimeShift: the key is a time of the job's own past (shifting
+  // every time in the lane by the same amount keeps every decision). kRemaining: the key is the
+  // remaining time, (iterations - done) x iteration time. kOther: neither; lanes with several jobs
+  // are stepped one iteration at a time (lanes with one job are always advanced in closed form).
+  enum class TurnKeyKind { kTimeShift, kRemaining, kOther };
+  virtual TurnKeyKind turn_key_kind() const { return TurnKeyKind::kOther; }
 };
 
 // Exclusive first-in first-out: what every cluster runs today. No backfilling.
@@ -56,6 +64,7 @@ class SrtfPolicy final : public Policy {
   std::string_view name() const override { return "srtf"; }
   double admission_key(const JobState& state) const override;
   double turn_key(const JobState& state) const override;
+  TurnKeyKind turn_key_kind() const override { return TurnKeyKind::kRemaining; }
 };
 
 // Packing: as few GPUs as possible, arrival order, round robin inside a lane.
@@ -65,6 +74,7 @@ class PackPolicy final : public Policy {
   bool consolidate() const override { return true; }
   double admission_key(const JobState& state) const override;
   double turn_key(const JobState& state) const override;
+  TurnKeyKind turn_key_kind() const override { return TurnKeyKind::kTimeShift; }
 };
 
 // Least attained service first.

@@ -5,14 +5,20 @@
 // switching jobs costs `switch_cost_s`); lanes of one GPU run in parallel and slow each other
 // down by the interference model. An iteration is a GPU phase (utilization x iteration time) that
 // holds the lane followed by a host phase that does not, so jobs sharing a lane overlap their host
-// phases with each other's GPU phases, as the planner assumes. Multi-GPU jobs are gang-scheduled
-// on whole, otherwise empty GPUs and are not preempted (Salus shares single-GPU jobs only); one
-// that waits longer than `starvation_bound_s` reserves GPUs, which take no new jobs until it runs.
+// phases with each other's GPU phases, as the planner assumes. Contention stretches GPU phases
+// only, and a lane's factor is re-evaluated the moment its GPU's lanes change (a GPU phase in
+// flight does the work it has left at the new speed). Multi-GPU jobs are gang-scheduled on whole,
+// otherwise empty GPUs and are not preempted (Salus shares single-GPU jobs only); one that waits
+// longer than `starvation_bound_s` reserves GPUs, which take no new jobs until it runs.
 //
-// Cost: admission is decided only when a job arrives or finishes (nothing else changes what
-// fits), lanes pick their next job from an ordered set, GPUs are found through ordered indexes,
-// and a waiting job is re-tried only on GPUs that freed memory since it last failed, so the run
-// time grows with events x log(jobs) (bench/sharer, docs/benchmarks.md).
+// Cost: nothing outside a lane sees its iterations, only its jobs' finishes, so each lane is run
+// ahead on its own to its next finish (lane_runner.h) and the cluster's event queue holds
+// arrivals and those finishes. A lane whose jobs and speed do not change advances in closed form
+// (one job: n iterations at once; several under SRTF or round robin: whole repeating periods);
+// FAIR and priority lanes with several jobs are stepped inside the lane. Admission is decided
+// only when a job arrives or finishes, lanes pick their next job by key, GPUs are found through
+// ordered indexes, and a waiting job is re-tried only on GPUs that freed memory since it last
+// failed. bench/sharer/sim_scale_bench.cpp, docs/benchmarks.md.
 
 #include <cstdint>
 #include <limits>
@@ -51,8 +57,11 @@ struct SimConfig {
   int mps_clients = 0;
   // Stop the clock here (plan replay): unfinished jobs report the iterations they completed.
   double stop_at_s = std::numeric_limits<double>::infinity();
-  // Guard against runs that would not end in reasonable time.
+  // Guard against runs that would not end in reasonable time (stepping every iteration only).
   int64_t max_events = 2000000000;
+  // Advance lanes whose jobs and speed do not change many iterations at once (closed form);
+  // false steps every iteration (the reference the equivalence tests compare against).
+  bool fast_forward = true;
 };
 
 struct SimJobResult {
@@ -87,6 +96,8 @@ struct SimResult {
   // Placement checks made (LaneAllocator::probe calls): the admission cost. The earlier engine
   // made pending x GPUs of them at every iteration end.
   int64_t placement_probes = 0;
+  // Iterations the lanes simulated one at a time (the rest were skipped in closed form).
+  int64_t stepped_iterations = 0;
   double max_wait_multi_gpu_s = 0;  // longest wait of a multi-GPU job (starvation)
   double max_wait_single_gpu_s = 0;
   std::vector<SimJobResult> jobs;  // in input order

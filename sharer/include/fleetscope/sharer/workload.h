@@ -84,4 +84,16 @@ struct Pod;
 std::vector<SimJob> jobs_from_pods(const std::vector<Pod>& pods, int64_t gpu_capacity_bytes,
                                    int quanta = 20);
 
+// Alibaba-style training jobs (the simulator's scale benchmark): `count` jobs from the GPU pods,
+// repeated as needed, copy k of pod i arriving at creation_i / 1000 + 7 k s (the fleet is
+// oversubscribed and a queue forms). Each pod keeps its GPU count, its gpu_milli share as the
+// utilization and the same share of `gpu_capacity_bytes` as persistent memory, and becomes a
+// training job with the iteration time of Salus profile (i mod profiles) running
+// min(lifetime, max_duration_s) seconds alone: iterations = that / the iteration time (at least 1).
+// Unlike jobs_from_pods, the simulator meets every real iteration.
+std::vector<SimJob> training_jobs_from_pods(const std::vector<Pod>& pods,
+                                            const ProfileTable& profiles, size_t count,
+                                            int64_t gpu_capacity_bytes,
+                                            double max_duration_s = 1800);
+
 }  // namespace fleetscope::sharer
