@@ -111,7 +111,8 @@ def run_pairs(out_path, seconds):
                          "others_utilization": round(alone[other_key]["utilization"], 4),
                          "measured_slowdown": round(result["iteration_s"] /
                                                     alone[me_key]["iteration_s"], 4),
-                         "pair": f"{me_key[0]}@{me_key[1]}+{other_key[0]}@{other_key[1]}"})
+                         "pair": f"{me_key[0]}@{me_key[1]}+{other_key[0]}@{other_key[1]}",
+                         "utilization_source": "measured_alone"})
         print("pair", first, second, rows[-2:], file=sys.stderr)
     import torch
 
@@ -126,7 +127,8 @@ def run_pairs(out_path, seconds):
     print(json.dumps({"runs": len(rows), "context_bytes": context_bytes()}))
 
 
-COLUMNS = ["own_utilization", "others_utilization", "measured_slowdown", "pair"]
+COLUMNS = ["own_utilization", "others_utilization", "measured_slowdown", "pair",
+           "utilization_source"]
 
 
 def write_runs(out_path, rows, comments):

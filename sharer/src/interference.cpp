@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
 
 #include "csv.h"
 
@@ -13,20 +16,65 @@ double bounded_others(double others) {
 }
 }  // namespace
 
+double throughput_stretch(const std::vector<double>& lane_demands) {
+  double total = 0;
+  for (double demand : lane_demands) total += std::clamp(demand, 0.0, 1.0);
+  if (total <= 1.0) return 1.0;
+  const auto work = [&](double stretch) {
+    double sum = 0;
+    for (double demand : lane_demands) {
+      const double d = std::clamp(demand, 0.0, 1.0);
+      sum += d / (1.0 + d * (stretch - 1.0));
+    }
+    return sum;
+  };
+  // work() falls from total > 1 at p = 1 to at most (lanes / p) <= 1 at p = lanes.
+  double low = 1.0;
+  double high = std::max(1.0, static_cast<double>(lane_demands.size()));
+  for (int step = 0; step < 100 && high - low > 1e-12 * high; ++step) {
+    const double middle = 0.5 * (low + high);
+    (work(middle) > 1.0 ? low : high) = middle;
+  }
+  return high;
+}
+
+double InterferenceModel::parallel_slowdown(size_t lane,
+                                            const std::vector<double>& lane_demands) const {
+  double total = 0;
+  for (double demand : lane_demands) total += std::clamp(demand, 0.0, 1.0);
+  const double own = lane < lane_demands.size() ? std::clamp(lane_demands[lane], 0.0, 1.0) : 0.0;
+  return throughput_stretch(lane_demands) * (1.0 + alpha * bounded_others(total - own));
+}
+
+double InterferenceModel::iteration_slowdown(double utilization, double gpu_demand) const {
+  const double u = std::clamp(utilization, 0.0, 1.0);
+  return u * parallel_slowdown(u, gpu_demand) + 1.0 - u;
+}
+
 double InterferenceModel::parallel_slowdown(double lane_demand, double gpu_demand) const {
-  const double others = bounded_others(gpu_demand - lane_demand);
-  return std::max(1.0, gpu_demand) * (1.0 + alpha * others);
+  std::vector<double> lanes{std::clamp(lane_demand, 0.0, 1.0)};
+  double others = std::max(0.0, gpu_demand - lane_demand);
+  for (; others >= 1.0 && lanes.size() < 100000; others -= 1.0) lanes.push_back(1.0);
+  if (others > 0) lanes.push_back(others);
+  return parallel_slowdown(size_t{0}, lanes);
 }
 
 InterferenceModel calibrate_interference(const std::vector<ColocationObservation>& runs,
                                          InterferenceModel prior) {
-  // slowdown / max(1, U) - 1 = alpha * min(1, others): least squares through the origin.
+  // slowdown / stretch - 1 = alpha * min(1, others): least squares through the origin.
+  const InterferenceModel bound_only{0.0};
   double xy = 0;
   double xx = 0;
   for (const auto& run : runs) {
+    if (!run.utilization_measured) continue;
     const double total = run.own_utilization + run.others_utilization;
     const double x = bounded_others(run.others_utilization);
-    const double y = run.measured_slowdown / std::max(1.0, total) - 1.0;
+    // measured = u s (1 + alpha x) + 1 - u, s the throughput bound: solve for alpha x.
+    const double u = std::clamp(run.own_utilization, 0.0, 1.0);
+    if (u <= 0) continue;
+    const double y = (run.measured_slowdown - 1.0 + u) /
+                         (u * bound_only.parallel_slowdown(run.own_utilization, total)) -
+                     1.0;
     xy += x * y;
     xx += x * x;
   }
@@ -40,6 +88,9 @@ std::vector<ColocationObservation> colocation_runs_from(const csv::Table& table)
   const size_t own = table.column("own_utilization");
   const size_t others = table.column("others_utilization");
   const size_t slowdown = table.column("measured_slowdown");
+  const size_t pair = table.has_column("pair") ? table.column("pair") : table.header.size();
+  const size_t source = table.has_column("utilization_source") ? table.column("utilization_source")
+                                                               : table.header.size();
   if (table.rows.empty()) csv::fail(path, 2, "at least one measurement row after the header");
   std::vector<ColocationObservation> runs;
   for (const auto& row : table.rows) {
@@ -47,6 +98,16 @@ std::vector<ColocationObservation> colocation_runs_from(const csv::Table& table)
     run.own_utilization = csv::to_double_in(table, row, own, "own_utilization", 0.0, 1.0);
     run.others_utilization = csv::to_double_in(table, row, others, "others_utilization", 0.0, 1e6);
     run.measured_slowdown = csv::to_double_in(table, row, slowdown, "measured_slowdown", 1e-3, 1e6);
+    if (pair < row.fields.size()) run.pair = row.fields[pair];
+    if (source < row.fields.size() && !row.fields[source].empty()) {
+      const std::string& value = row.fields[source];
+      if (value == "derived_from_slowdown") {
+        run.utilization_measured = false;
+      } else if (value != "measured_alone") {
+        csv::fail_value(table, row, source, "utilization_source",
+                        "measured_alone or derived_from_slowdown");
+      }
+    }
     runs.push_back(run);
   }
   return runs;
@@ -71,7 +132,7 @@ double prediction_rms_error(const InterferenceModel& model,
   for (const auto& run : runs) {
     // Each measured job is alone in its lane (u_L = own), neighbours in other lanes.
     const double predicted =
-        model.parallel_slowdown(run.own_utilization, run.own_utilization + run.others_utilization);
+        model.iteration_slowdown(run.own_utilization, run.own_utilization + run.others_utilization);
     const double error = (predicted - run.measured_slowdown) / run.measured_slowdown;
     sum += error * error;
   }
@@ -88,7 +149,7 @@ PredictionErrors prediction_errors(const InterferenceModel& model,
   size_t optimistic = 0;
   for (const auto& run : runs) {
     const double predicted =
-        model.parallel_slowdown(run.own_utilization, run.own_utilization + run.others_utilization);
+        model.iteration_slowdown(run.own_utilization, run.own_utilization + run.others_utilization);
     absolute.push_back(std::abs(predicted - run.measured_slowdown));
     if (predicted < run.measured_slowdown) ++optimistic;
   }
@@ -104,6 +165,152 @@ PredictionErrors prediction_errors(const InterferenceModel& model,
   errors.max_absolute = absolute.back();
   errors.optimistic_share = static_cast<double>(optimistic) / static_cast<double>(runs.size());
   return errors;
+}
+
+namespace {
+
+double relative_error(double predicted, double measured) {
+  return (predicted - measured) / measured;
+}
+
+double predict(const InterferenceModel& model, const ColocationObservation& run) {
+  return model.iteration_slowdown(run.own_utilization,
+                                  run.own_utilization + run.others_utilization);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+// "A+B" and "B+A" are one unordered pair.
+std::string unordered(const std::string& pair) {
+  const size_t plus = pair.find('+');
+  if (plus == std::string::npos) return pair;
+  std::string a = pair.substr(0, plus);
+  std::string b = pair.substr(plus + 1);
+  return a < b ? a + "+" + b : b + "+" + a;
+}
+
+}  // namespace
+
+InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs) {
+  InterferenceFit fit;
+  std::vector<const ColocationObservation*> usable;
+  for (const auto& run : runs) {
+    if (run.utilization_measured) {
+      usable.push_back(&run);
+    } else {
+      ++fit.runs_excluded;
+    }
+  }
+  fit.runs_fitted = usable.size();
+  std::vector<ColocationObservation> fitted_runs;
+  for (const auto* run : usable) fitted_runs.push_back(*run);
+  fit.fitted_alpha = calibrate_interference(fitted_runs).alpha;
+
+  // Leave one unordered pair out.
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < usable.size(); ++i) {
+    const std::string key =
+        usable[i]->pair.empty() ? "#" + std::to_string(i) : unordered(usable[i]->pair);
+    groups[key].push_back(i);
+  }
+  std::vector<double> squared_fitted, squared_zero, absolute_fitted, absolute_zero;
+  if (groups.size() >= 2) {
+    for (const auto& [key, members] : groups) {
+      std::vector<ColocationObservation> rest;
+      size_t next = 0;
+      for (size_t i = 0; i < usable.size(); ++i) {
+        if (next < members.size() && members[next] == i) {
+          ++next;
+          continue;
+        }
+        rest.push_back(*usable[i]);
+      }
+      const InterferenceModel held{calibrate_interference(rest).alpha};
+      for (size_t i : members) {
+        const auto& run = *usable[i];
+        const double with_fit = predict(held, run);
+        const double with_zero = predict(InterferenceModel{0.0}, run);
+        squared_fitted.push_back(std::pow(relative_error(with_fit, run.measured_slowdown), 2));
+        squared_zero.push_back(std::pow(relative_error(with_zero, run.measured_slowdown), 2));
+        absolute_fitted.push_back(std::abs(with_fit - run.measured_slowdown));
+        absolute_zero.push_back(std::abs(with_zero - run.measured_slowdown));
+      }
+    }
+    const auto rms = [](const std::vector<double>& squares) {
+      double sum = 0;
+      for (double value : squares) sum += value;
+      return std::sqrt(sum / static_cast<double>(squares.size()));
+    };
+    fit.held_out.groups = groups.size();
+    fit.held_out.runs = squared_fitted.size();
+    fit.held_out.rms_relative_fitted = rms(squared_fitted);
+    fit.held_out.rms_relative_zero = rms(squared_zero);
+    fit.held_out.median_absolute_fitted = median(absolute_fitted);
+    fit.held_out.median_absolute_zero = median(absolute_zero);
+  }
+
+  // Per ordered pair: least squares through the origin on that pair's runs alone.
+  std::map<std::string, std::pair<double, double>> sums;  // pair -> (xy, xx)
+  std::map<std::string, size_t> counts;
+  for (const auto* run : usable) {
+    if (run->pair.empty()) continue;
+    const double total = run->own_utilization + run->others_utilization;
+    const double x = bounded_others(run->others_utilization);
+    const double u = std::clamp(run->own_utilization, 0.0, 1.0);
+    if (u <= 0) continue;
+    const double y =
+        (run->measured_slowdown - 1.0 + u) /
+            (u * InterferenceModel{0.0}.parallel_slowdown(run->own_utilization, total)) -
+        1.0;
+    sums[run->pair].first += x * y;
+    sums[run->pair].second += x * x;
+    ++counts[run->pair];
+  }
+  for (const auto& [pair, sum] : sums) {
+    fit.pair_terms.push_back(
+        PairTerm{pair, sum.second > 0 ? std::max(0.0, sum.first / sum.second) : 0.0, counts[pair]});
+  }
+
+  const auto text = [](double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.4g", value);
+    return std::string(buffer);
+  };
+  fit.model_used = fit.held_out.groups >= 2 &&
+                   fit.held_out.rms_relative_fitted < fit.held_out.rms_relative_zero &&
+                   fit.held_out.median_absolute_fitted <= fit.held_out.median_absolute_zero;
+  if (fit.model_used) {
+    fit.model = InterferenceModel{fit.fitted_alpha};
+    fit.verdict = "alpha = " + text(fit.fitted_alpha) + ": beats alpha = 0 on " +
+                  std::to_string(fit.held_out.groups) + " held-out pairs (RMS relative error " +
+                  text(fit.held_out.rms_relative_fitted) + " vs " +
+                  text(fit.held_out.rms_relative_zero) + ")";
+  } else {
+    fit.model = InterferenceModel{0.0};
+    std::string why;
+    if (fit.runs_fitted == 0) {
+      why = "no run with utilizations measured alone";
+      if (fit.runs_excluded > 0) {
+        why += " (" + std::to_string(fit.runs_excluded) +
+               " runs have utilizations derived from their slowdowns: not fitted)";
+      }
+    } else if (fit.held_out.groups < 2) {
+      why = "fewer than two pairs to hold out";
+    } else {
+      why = "the fitted alpha = " + text(fit.fitted_alpha) + " does not beat alpha = 0 on " +
+            std::to_string(fit.held_out.groups) + " held-out pairs (RMS relative error " +
+            text(fit.held_out.rms_relative_fitted) + " vs " + text(fit.held_out.rms_relative_zero) +
+            ", median absolute " + text(fit.held_out.median_absolute_fitted) + " vs " +
+            text(fit.held_out.median_absolute_zero) + ")";
+    }
+    fit.verdict = "no model: bounded by measured slowdown only; " + why;
+  }
+  return fit;
 }
 
 double time_sharing_slowdown(const std::vector<LaneMember>& members, size_t index) {
@@ -126,6 +333,33 @@ double time_sharing_estimate(const std::vector<LaneMember>& members, size_t inde
   for (const auto& member : members) gpu_busy_per_round += member.utilization * member.iteration_s;
   const double fluid = std::max(1.0, gpu_busy_per_round / members[index].iteration_s);
   return 0.5 * (fluid + time_sharing_slowdown(members, index));
+}
+
+double contended_time_sharing(const std::vector<LaneMember>& members, size_t index, double parallel,
+                              bool estimate) {
+  if (index >= members.size() || members[index].iteration_s <= 0) return parallel;
+  std::vector<LaneMember> stretched;
+  stretched.reserve(members.size());
+  for (const auto& member : members) {
+    const double scale = member.utilization * parallel + 1.0 - member.utilization;
+    stretched.push_back({member.utilization * parallel / scale, member.iteration_s * scale});
+  }
+  const double sharing =
+      estimate ? time_sharing_estimate(stretched, index) : time_sharing_slowdown(stretched, index);
+  return sharing * stretched[index].iteration_s / members[index].iteration_s;
+}
+
+double tolerated_parallel_slowdown(const std::vector<LaneMember>& members, size_t index,
+                                   double bound) {
+  if (index >= members.size() || members[index].iteration_s <= 0) return bound;
+  // Worst case at factor p: (1 - u_i) + p (u_i + sum_{j != i} u_j t_j / t_i), linear in p.
+  double others = 0;
+  for (size_t j = 0; j < members.size(); ++j) {
+    if (j != index) others += members[j].utilization * members[j].iteration_s;
+  }
+  const double per_unit = members[index].utilization + others / members[index].iteration_s;
+  if (per_unit <= 0) return std::numeric_limits<double>::infinity();
+  return (bound - 1.0 + members[index].utilization) / per_unit;
 }
 
 }  // namespace fleetscope::sharer

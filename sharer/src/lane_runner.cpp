@@ -38,8 +38,13 @@ void LaneRunner::add(size_t job, const JobState& state, double start_s, int64_t 
   member.state = state;
   member.start_s = start_s;
   member.preemptions = preemptions;
-  member.key = turn_order(member);
   members_.push_back(member);
+  // Salus FAIR restarts every counter when a job joins.
+  for (auto& each : members_) {
+    each.state.usage_reset_s = now;
+    each.state.gpu_since_reset_s = 0;
+    if (each.phase == Phase::kReady) each.key = turn_order(each);
+  }
   clock_s_ = now;
   if (running_ < 0) start_pending_ = true;
   forget_history();
@@ -53,6 +58,7 @@ void LaneRunner::set_factor(double factor, double now) {
     const double old_end = member.phase_end_s;
     member.phase_end_s = now + (old_end - now) * factor / factor_;
     member.state.attained_s += member.phase_end_s - old_end;
+    member.state.gpu_since_reset_s += member.phase_end_s - old_end;
   }
   factor_ = factor;
   forget_history();
@@ -154,14 +160,24 @@ void LaneRunner::complete_iteration(size_t index, double now, std::vector<Finish
 }
 
 void LaneRunner::start_next(double now) {
+  if (policy_->turn_key_needs_time()) {
+    for (auto& member : members_) {
+      if (member.phase == Phase::kReady) {
+        member.key =
+            order_key(policy_->turn_key_at(member.state, now), *member.state.job, member.job);
+      }
+    }
+  }
+  // Without work conservation only the first in key order may run, ready or not.
+  const bool any_member = !policy_->work_conserving();
   int best = -1;
   for (size_t i = 0; i < members_.size(); ++i) {
-    if (members_[i].phase != Phase::kReady) continue;
+    if (!any_member && members_[i].phase != Phase::kReady) continue;
     if (best < 0 || members_[i].key < members_[static_cast<size_t>(best)].key) {
       best = static_cast<int>(i);
     }
   }
-  if (best < 0) return;
+  if (best < 0 || members_[static_cast<size_t>(best)].phase != Phase::kReady) return;
   Member& member = members_[static_cast<size_t>(best)];
   const SimJob& spec = *member.state.job;
   // Contention stretches the GPU phase only; the host phase (input pipeline, Python) does not
@@ -179,6 +195,7 @@ void LaneRunner::start_next(double now) {
   }
   if (member.start_s < 0) member.start_s = now;
   member.state.attained_s += gpu_phase;
+  member.state.gpu_since_reset_s += gpu_phase;
   member.phase = Phase::kRunning;
   member.phase_end_s = now + gpu_phase;
   running_ = best;
@@ -214,6 +231,7 @@ bool LaneRunner::skip_alone(double until) {
   if (skip < 1) return false;
   member.state.done_iterations += skip;
   member.state.attained_s += static_cast<double>(skip) * gpu_phase;
+  member.state.gpu_since_reset_s += static_cast<double>(skip) * gpu_phase;
   clock_s_ += static_cast<double>(skip) * period;
   member.state.last_turn_end_s = clock_s_;
   member.key = turn_order(member);
@@ -224,6 +242,7 @@ bool LaneRunner::skip_alone(double until) {
 // decisions between the two repeat too, so whole periods are skipped at once.
 void LaneRunner::skip_periods(double until) {
   const bool time_shift = policy_->turn_key_kind() == Policy::TurnKeyKind::kTimeShift;
+  const bool remaining = policy_->turn_key_kind() == Policy::TurnKeyKind::kRemaining;
   const double now = clock_s_;
   Decision current{now, last_job_, static_cast<uint64_t>(last_job_) * 0x9E3779B97F4A7C15ull,
                    snapshots_.size()};
@@ -277,7 +296,7 @@ void LaneRunner::skip_periods(double until) {
       if (fit < static_cast<double>(periods)) periods = static_cast<int64_t>(fit);
     }
     if (periods < 1) break;
-    if (!time_shift) {
+    if (remaining) {
       // SRTF: the same jobs must win every decision of the period after the skip.
       decisions_.push_back(current);
       if (!keeps_remaining_order(index, decisions_.size(), count, 1, per_period)) {
@@ -304,6 +323,7 @@ void LaneRunner::skip_periods(double until) {
       const Snapshot& b = snapshots_[current.first + i];
       member.state.done_iterations += periods * per_period[i];
       member.state.attained_s += times * (b.attained_s - a.attained_s);
+      member.state.gpu_since_reset_s += times * (b.attained_s - a.attained_s);
       member.preemptions += periods * (b.preemptions - a.preemptions);
       if (per_period[i] > 0) member.state.last_turn_end_s += times * period;
       if (member.phase == Phase::kHost) member.phase_end_s += times * period;

@@ -48,12 +48,10 @@ std::map<size_t, double> predict(const LaneAllocator& allocator,
                                  bool estimate = false) {
   std::map<size_t, double> slowdowns;
   std::vector<double> lane_demand;
-  double gpu_demand = 0;
   for (const auto& lane : allocator.lanes()) {
     double demand = 0;
     for (const auto& member : lane.jobs) demand += jobs[member.job_id].utilization;
     lane_demand.push_back(std::min(1.0, demand));
-    gpu_demand += lane_demand.back();
   }
   for (size_t l = 0; l < allocator.lanes().size(); ++l) {
     const auto& lane = allocator.lanes()[l];
@@ -61,11 +59,10 @@ std::map<size_t, double> predict(const LaneAllocator& allocator,
     for (const auto& member : lane.jobs) {
       members.push_back({jobs[member.job_id].utilization, iteration_s(jobs[member.job_id])});
     }
-    const double parallel = options.interference.parallel_slowdown(lane_demand[l], gpu_demand);
+    const double parallel = options.interference.parallel_slowdown(l, lane_demand);
     for (size_t m = 0; m < lane.jobs.size(); ++m) {
       slowdowns[static_cast<size_t>(lane.jobs[m].job_id)] =
-          (estimate ? time_sharing_estimate(members, m) : time_sharing_slowdown(members, m)) *
-          parallel;
+          contended_time_sharing(members, m, parallel, estimate);
     }
   }
   return slowdowns;
@@ -173,22 +170,20 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     slack += largest_free(allocator);
     return largest_free(allocator);
   };
-  // Compute room of a kept GPU: the tightest bound of its jobs minus its lanes' demand. A new
-  // job raises the demand by its utilization (unless it joins a saturated lane), so a GPU whose
-  // room is below the smallest utilization of all jobs is full and leaves the index.
+  // Compute room of a kept GPU: the largest demand a new lane may add within its jobs' bounds.
+  // A GPU whose room is below the smallest utilization of all jobs is full and leaves the index.
   double min_utilization = 1.0;
   for (const auto& job : jobs) min_utilization = std::min(min_utilization, job.utilization);
   std::vector<double> room_of;
   const auto compute_room = [&](const LaneAllocator& allocator) {
-    // A new lane raises the GPU's demand U by x and stretches job j in lane L (demand u_L) by
-    // max(1, U + x) * (1 + alpha * min(1, U + x - u_L)); j tolerates B_j = its bound over its
-    // time-sharing slowdown. The room is the largest x every lane tolerates (the factor grows
-    // with x, so a bisection finds it). With alpha = 0 it is min B_j - U. (Leaving alpha out
-    // made the room optimistic by about alpha * x: the best-fit search then tried the GPUs at
-    // the edge first, every full check failed, and the 64-check limit opened new GPUs.)
+    // A new lane of demand x stretches the GPU phases of job j in lane L (demand u_L) by
+    // parallel_slowdown(L, lanes + x); j tolerates the factor tolerated_parallel_slowdown gives
+    // for its bound. The room is the largest x (at most one GPU) every lane tolerates (the factor
+    // grows with x, so a bisection finds it). (Leaving alpha out made the room optimistic by
+    // about alpha * x: the best-fit search then tried the GPUs at the edge first, every full
+    // check failed, and the 64-check limit opened new GPUs.)
     std::vector<double> lane_demands;
     std::vector<double> lane_tolerance;
-    double demand = 0;
     for (const auto& lane : allocator.lanes()) {
       std::vector<LaneMember> members;
       double lane_demand = 0;
@@ -198,30 +193,31 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
         members.push_back({profile.utilization, iteration_s(profile)});
       }
       double tolerance = 1e9;
+      // The parallel factor each member tolerates, contention stretching GPU phases only (as
+      // predict() and the simulator have it).
       for (size_t m = 0; m < lane.jobs.size(); ++m) {
-        tolerance = std::min(tolerance, bounds[static_cast<size_t>(lane.jobs[m].job_id)] /
-                                            time_sharing_slowdown(members, m));
+        tolerance =
+            std::min(tolerance, tolerated_parallel_slowdown(
+                                    members, m, bounds[static_cast<size_t>(lane.jobs[m].job_id)]));
       }
       lane_demands.push_back(std::min(1.0, lane_demand));
       lane_tolerance.push_back(tolerance);
-      demand += lane_demands.back();
     }
-    double tightest = 1e9;
-    for (double tolerance : lane_tolerance) tightest = std::min(tightest, tolerance);
-    const double upper = tightest - demand;  // the room with alpha = 0
-    if (options.interference.alpha <= 0 || upper <= 0) return upper;
+    auto with_newcomer = lane_demands;
+    with_newcomer.push_back(0);
     const auto tolerated = [&](double extra) {
+      with_newcomer.back() = extra;
       for (size_t l = 0; l < lane_demands.size(); ++l) {
-        if (options.interference.parallel_slowdown(lane_demands[l], demand + extra) >
-            lane_tolerance[l]) {
+        if (options.interference.parallel_slowdown(l, with_newcomer) > lane_tolerance[l]) {
           return false;
         }
       }
       return true;
     };
     if (!tolerated(0)) return -1.0;
+    if (tolerated(1.0)) return 1.0;  // a job asks for at most one GPU
     double low = 0;
-    double high = upper;
+    double high = 1.0;
     for (int step = 0; step < 40; ++step) {
       const double middle = 0.5 * (low + high);
       (tolerated(middle) ? low : high) = middle;

@@ -17,7 +17,7 @@ extern const char kPublishedColocationCsv[];
 namespace {
 constexpr const char* kPublishedSource = "sharer/data/gavel_v100_colocation.csv (compiled in)";
 
-std::string alpha_text(double alpha) {
+std::string alpha_text(double alpha) {  // for --interference-alpha
   std::ostringstream text;
   text.precision(4);
   text << alpha;
@@ -34,13 +34,14 @@ const std::vector<ColocationObservation>& published_colocation_runs() {
 const InterferenceCalibration& published_interference() {
   static const InterferenceCalibration calibration = [] {
     const auto& runs = published_colocation_runs();
+    const auto fit = fit_interference(runs);
     InterferenceCalibration result;
-    result.model = calibrate_interference(runs, InterferenceModel{});
+    result.model = fit.model;
+    result.model_used = fit.model_used;
     result.source = "published";
     result.runs = runs.size();
     result.description =
-        "alpha = " + alpha_text(result.model.alpha) + ", published default fitted to " +
-        std::to_string(runs.size()) +
+        fit.verdict + "; published default: " + std::to_string(runs.size()) +
         " V100 co-location runs of Gavel (Narayanan et al., OSDI 2020; "
         "sharer/data/gavel_v100_colocation.csv); calibrate locally with scripts/gpu-check and "
         "--calibration";
@@ -51,12 +52,14 @@ const InterferenceCalibration& published_interference() {
 
 InterferenceCalibration interference_from_file(const std::string& path) {
   const auto runs = load_colocation_runs(path);
+  const auto fit = fit_interference(runs);
   InterferenceCalibration result;
-  result.model = calibrate_interference(runs, published_interference().model);
+  result.model = fit.model;
+  result.model_used = fit.model_used;
   result.source = "calibration";
   result.runs = runs.size();
-  result.description = "alpha = " + alpha_text(result.model.alpha) + ", calibrated: fitted to " +
-                       std::to_string(runs.size()) + " co-location runs in " + path;
+  result.description = fit.verdict + "; calibrated: " + std::to_string(fit.runs_fitted) +
+                       " co-location runs fitted from " + path;
   return result;
 }
 
@@ -70,6 +73,7 @@ InterferenceCalibration interference_from_flag(double alpha) {
 
 nlohmann::json interference_to_json(const InterferenceCalibration& calibration) {
   return {{"alpha", calibration.model.alpha},
+          {"model_used", calibration.model_used},
           {"source", calibration.source},
           {"runs", calibration.runs},
           {"description", calibration.description}};

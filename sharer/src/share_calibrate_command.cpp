@@ -17,12 +17,16 @@ constexpr const char* kCalibrateUsage =
     "\n"
     "Fits alpha of the interference model slowdown = max(1, U) * (1 + alpha * min(1, others))\n"
     "by least squares to co-location measurements: a CSV with the columns own_utilization,\n"
-    "others_utilization, measured_slowdown ('#' lines are comments; scripts/gpu-check writes\n"
-    "it). --published fits the published runs compiled in (Gavel's V100 pairs,\n"
-    "sharer/data/gavel_v100_colocation.csv), the default of `sim` and `share plan`. Prints alpha\n"
-    "and the prediction error (RMS relative; median, 90th percentile and largest absolute, in\n"
-    "slowdown units; the share of runs predicted faster than measured) of the uncalibrated\n"
-    "(alpha = 0) model, of the published default and of the fitted model. Pass the file to\n"
+    "others_utilization, measured_slowdown and optionally pair (measured+neighbour) and\n"
+    "utilization_source (measured_alone | derived_from_slowdown; '#' lines are comments;\n"
+    "scripts/gpu-check writes it). Runs whose utilizations were derived from their slowdowns\n"
+    "are not fitted (circular). The fit is cross-validated by leaving each unordered pair out,\n"
+    "and used only if it beats alpha = 0 on the held-out pairs; otherwise: no model (alpha = 0,\n"
+    "bounded by measured slowdown only). Per ordered pair terms show the asymmetry (A next to\n"
+    "B vs B next to A). --published reads the compiled-in Gavel V100 pairs\n"
+    "(sharer/data/gavel_v100_colocation.csv). Also prints the in-sample error (RMS relative;\n"
+    "median, 90th percentile and largest absolute; share predicted faster than measured) of\n"
+    "alpha = 0, the published default and the fitted alpha. Pass the file to\n"
     "`sim --calibration` or `share plan --calibration`.\n";
 
 }  // namespace
@@ -52,15 +56,20 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
                     : *path;
       const auto runs = published ? published_colocation_runs() : load_colocation_runs(*path);
       const InterferenceModel uncalibrated{0.0};
-      const auto model = calibrate_interference(runs, uncalibrated);
+      const auto fit = fit_interference(runs);
+      const InterferenceModel model{fit.fitted_alpha};
+      nlohmann::json pair_terms = nlohmann::json::array();
+      for (const auto& term : fit.pair_terms) {
+        pair_terms.push_back({{"pair", term.pair}, {"alpha", term.alpha}, {"runs", term.runs}});
+      }
       nlohmann::json rows = nlohmann::json::array();
       for (const auto& run : runs) {
         rows.push_back({{"own_utilization", run.own_utilization},
                         {"others_utilization", run.others_utilization},
                         {"measured_slowdown", run.measured_slowdown},
                         {"predicted_slowdown",
-                         model.parallel_slowdown(run.own_utilization,
-                                                 run.own_utilization + run.others_utilization)}});
+                         model.iteration_slowdown(run.own_utilization,
+                                                  run.own_utilization + run.others_utilization)}});
       }
       const auto before = prediction_errors(uncalibrated, runs);
       const auto after = prediction_errors(model, runs);
@@ -79,7 +88,20 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
                                published ? nlohmann::json(nullptr) : nlohmann::json(*path)},
                               {"source", published ? "published" : "calibration"},
                               {"runs", runs.size()},
-                              {"alpha", model.alpha},
+                              {"runs_fitted", fit.runs_fitted},
+                              {"runs_excluded", fit.runs_excluded},
+                              {"alpha", fit.model.alpha},
+                              {"fitted_alpha", fit.fitted_alpha},
+                              {"model_used", fit.model_used},
+                              {"verdict", fit.verdict},
+                              {"held_out",
+                               {{"pairs", fit.held_out.groups},
+                                {"runs", fit.held_out.runs},
+                                {"rms_relative_fitted", fit.held_out.rms_relative_fitted},
+                                {"rms_relative_alpha_zero", fit.held_out.rms_relative_zero},
+                                {"median_absolute_fitted", fit.held_out.median_absolute_fitted},
+                                {"median_absolute_alpha_zero", fit.held_out.median_absolute_zero}}},
+                              {"pair_terms", pair_terms},
                               {"rms_error_uncalibrated", before.rms_relative},
                               {"rms_error_calibrated", after.rms_relative},
                               {"errors_uncalibrated", errors_json(before)},
@@ -92,17 +114,38 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
       } else {
         char line[400];
         std::snprintf(line, sizeof line,
-                      "%zu co-location runs from %s: alpha = %.4f; RMS relative error %.3f "
-                      "uncalibrated, %.3f calibrated\n",
-                      runs.size(), runs_name.c_str(), model.alpha, before.rms_relative,
-                      after.rms_relative);
+                      "%zu co-location runs from %s (%zu fitted, %zu with utilizations derived "
+                      "from their slowdowns left out)\n",
+                      runs.size(), runs_name.c_str(), fit.runs_fitted, fit.runs_excluded);
+        out << line << "model: " << fit.verdict << "\n";
+        if (fit.held_out.groups >= 2) {
+          std::snprintf(line, sizeof line,
+                        "held out (leave one pair out, %zu pairs, %zu runs): RMS relative error "
+                        "%.3f fitted vs %.3f with alpha = 0; median absolute %.3f vs %.3f\n",
+                        fit.held_out.groups, fit.held_out.runs, fit.held_out.rms_relative_fitted,
+                        fit.held_out.rms_relative_zero, fit.held_out.median_absolute_fitted,
+                        fit.held_out.median_absolute_zero);
+          out << line;
+        }
+        std::snprintf(line, sizeof line,
+                      "in sample: fitted alpha = %.4f; RMS relative error %.3f with alpha = 0, "
+                      "%.3f fitted\n",
+                      fit.fitted_alpha, before.rms_relative, after.rms_relative);
         out << line;
         const std::string prior_name =
             "published default (alpha " + std::to_string(prior.model.alpha).substr(0, 6) + ")";
+        if (!fit.pair_terms.empty()) {
+          out << "PAIR (measured+neighbour)  ALPHA  RUNS\n";
+          for (const auto& term : fit.pair_terms) {
+            std::snprintf(line, sizeof line, "%-40s %6.3f %5zu\n", term.pair.c_str(), term.alpha,
+                          term.runs);
+            out << line;
+          }
+        }
         for (const auto& [name, errors] :
              {std::pair<const char*, const PredictionErrors&>{"uncalibrated", before},
               std::pair<const char*, const PredictionErrors&>{prior_name.c_str(), with_prior},
-              std::pair<const char*, const PredictionErrors&>{"calibrated", after}}) {
+              std::pair<const char*, const PredictionErrors&>{"fitted alpha", after}}) {
           std::snprintf(line, sizeof line,
                         "%s: |predicted - measured| slowdown median %.3f, p90 %.3f, max %.3f; "
                         "predicted faster than measured in %.0f %% of runs\n",

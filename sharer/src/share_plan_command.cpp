@@ -24,9 +24,10 @@ constexpr const char* kPlanUsage =
     "sum(P) + max(T) + margin <= lane capacity, never putting a latency/priority job behind a "
     "batch\n"
     "job, and keeping each job's predicted slowdown within --max-slowdown (default 1.2; a job's\n"
-    "max_slowdown label overrides it). Interference: the published default (Gavel's V100\n"
-    "co-location pairs) unless --calibration RUNS.csv or --interference-alpha A; the output\n"
-    "names the one used. Candidates come from analyzer databases (DB...) or from a\n"
+    "max_slowdown label overrides it). Interference: --calibration RUNS.csv (used only\n"
+    "where its fit beats alpha = 0 on held-out pairs) or --interference-alpha A; otherwise\n"
+    "\"no model: bounded by measured slowdown only\" (alpha = 0); the output names the one used. "
+    "Candidates come from analyzer databases (DB...) or from a\n"
     "JSON array of job profiles (--candidates). --replay runs the plan in the simulator and\n"
     "prints each job's predicted and simulated slowdown.\n";
 

@@ -9,6 +9,7 @@
 #include "arguments.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/fleet_packing.h"
+#include "fleetscope/sharer/hpo.h"
 #include "fleetscope/sharer/mps.h"
 #include "fleetscope/sharer/simulator.h"
 
@@ -18,12 +19,21 @@ namespace {
 
 constexpr const char* kSimUsage =
     "usage: fleetscope sim --jobs FILE [--profiles FILE] --gpus N\n"
-    "                      --policy fifo|srtf|pack|fair|priority [--lanes on|off]\n"
+    "                      --policy fifo|srtf|pack|fair|fair-gputime|priority|salus-preempt\n"
+    "                      [--lanes on|off]\n"
     "                      [--switch-cost-ms MS] [--gpu-memory-gib GIB] [--margin-sigma Z]\n"
     "                      [--interference-alpha A | --calibration RUNS.csv]\n"
     "                      [--context-mib MIB] [--starvation-bound-s S] [--backfill-window N]\n"
     "                      [--single-gpu-jobs] [--mps [--mps-clients N]] [--nodes FILE]\n"
     "                      [--format table|json]\n"
+    "\n"
+    "       fleetscope sim --hpo TRIALS --profiles FILE --model MODEL --gpus N\n"
+    "                      [--trial-s S] [--utilization U] [--format table|json]\n"
+    "\n"
+    "--hpo compares three placements of one study's TRIALS trials (MODEL's smallest batch in\n"
+    "the Salus profiles, each --trial-s seconds of work alone, default 60, at utilization U,\n"
+    "default 1): one trial per GPU, Salus PACK (lanes) and Fluid-style water-filling (spread,\n"
+    "each GPU filled up to one GPU of utilization, refilled as trials finish).\n"
     "\n"
     "Job traces in Tiresias format "
     "(job_id,num_gpu,submit_time,iterations,model_name,duration,...)\n"
@@ -33,9 +43,12 @@ constexpr const char* kSimUsage =
     "8-GPU nodes) with exclusive, first-fit and best-fit lane placement; --policy is not used.\n"
     "Defaults: --lanes off (one lane per GPU: Salus's SRTF/FAIR setting) except --policy pack\n"
     "(lanes on), --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
-    "interference: the published default (alpha fitted to Gavel's V100 co-location pairs,\n"
-    "sharer/data/gavel_v100_colocation.csv) unless --calibration RUNS.csv (fitted the same way)\n"
-    "or --interference-alpha A; the output names the one used.\n"
+    "interference: a local --calibration RUNS.csv (used only where its fit beats alpha = 0\n"
+    "on held-out pairs) or --interference-alpha A; otherwise no model (alpha = 0: the published\n"
+    "Gavel pairs are not fitted, their utilizations derive from their slowdowns); the output\n"
+    "names the one used. fair is Salus's FAIR (least memory x time, reset when a job joins),\n"
+    "fair-gputime least GPU time; salus-preempt is Salus's trace-run scheduler (at most 11 jobs\n"
+    "per GPU, memory paged to host, the newest job runs).\n"
     "--context-mib 300 (CUDA context per job process), --starvation-bound-s 1800 (a multi-GPU\n"
     "job waiting longer reserves GPUs), --backfill-window 500, --format table.\n"
     "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n"
@@ -99,16 +112,100 @@ int run_alibaba(const Arguments& arguments, const std::string& jobs_path, const 
   return 0;
 }
 
+int run_hpo(const Arguments& arguments, const std::string& format, std::ostream& out) {
+  const double trials = arguments.number("--hpo", 0);
+  if (!(trials >= 1 && trials <= 1e6 && trials == std::floor(trials))) {
+    throw UsageError("--hpo expects a whole number of trials in 1..1000000");
+  }
+  const auto profiles_path = arguments.get("--profiles");
+  const auto model = arguments.get("--model");
+  if (!profiles_path || !model) throw UsageError("--hpo needs --profiles FILE and --model MODEL");
+  if (!arguments.has("--gpus")) throw UsageError("--gpus N is required");
+  const double gpus = arguments.number("--gpus", 1);
+  if (gpus < 1 || gpus > kMaxGpus || gpus != std::floor(gpus)) {
+    throw UsageError("--gpus expects a whole number in 1..100000");
+  }
+  const double trial_s = arguments.number("--trial-s", 60);
+  if (!(trial_s > 0 && trial_s <= 1e7)) throw UsageError("--trial-s expects (0, 1e7]");
+  const double utilization = arguments.number("--utilization", 1);
+  if (!(utilization > 0 && utilization <= 1)) throw UsageError("--utilization expects (0, 1]");
+  const auto profiles = load_salus_profiles(*profiles_path);
+  const WorkloadProfile* smallest = nullptr;
+  for (const auto& profile : profiles.profiles) {
+    if (profile.model == *model && (!smallest || profile.batch_size < smallest->batch_size)) {
+      smallest = &profile;
+    }
+  }
+  if (!smallest) throw UsageError("--model " + *model + " is not in " + *profiles_path);
+  SimConfig config;
+  config.gpus = static_cast<int>(gpus);
+  config.interference = published_interference().model;
+  const auto comparison =
+      compare_hpo(hpo_trials(*smallest, static_cast<int>(trials), trial_s, utilization), config);
+  const std::pair<const char*, const SimResult*> rows[] = {{"one-per-gpu", &comparison.one_per_gpu},
+                                                           {"pack", &comparison.pack},
+                                                           {"waterfill", &comparison.waterfill}};
+  if (format == "json") {
+    nlohmann::json document{{"trials", trials},
+                            {"model", smallest->model},
+                            {"batch_size", smallest->batch_size},
+                            {"trial_s", trial_s},
+                            {"utilization", utilization},
+                            {"gpus", config.gpus},
+                            {"placements", nlohmann::json::array()}};
+    for (const auto& [name, result] : rows) {
+      document["placements"].push_back({{"placement", name},
+                                        {"makespan_s", result->makespan_s},
+                                        {"avg_jct_s", result->avg_jct_s},
+                                        {"gpu_utilization", result->gpu_utilization},
+                                        {"gpus_used_peak", result->gpus_used_peak}});
+    }
+    out << document.dump(2) << "\n";
+    return 0;
+  }
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "%d trials of %s batch %d, %.0f s each alone, utilization %.3f, %d GPUs\n",
+                static_cast<int>(trials), smallest->model.c_str(), smallest->batch_size, trial_s,
+                utilization, config.gpus);
+  out << line;
+  std::snprintf(line, sizeof line, "%-12s %12s %12s %8s %6s\n", "PLACEMENT", "MAKESPAN_S",
+                "AVG_JCT_S", "GPU_UTIL", "GPUS");
+  out << line;
+  for (const auto& [name, result] : rows) {
+    std::snprintf(line, sizeof line, "%-12s %12.1f %12.1f %8.3f %6d\n", name, result->makespan_s,
+                  result->avg_jct_s, result->gpu_utilization, result->gpus_used_peak);
+    out << line;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
-    const Arguments arguments(
-        args,
-        {"--jobs", "--profiles", "--nodes", "--gpus", "--policy", "--lanes", "--switch-cost-ms",
-         "--gpu-memory-gib", "--margin-sigma", "--interference-alpha", "--calibration",
-         "--context-mib", "--starvation-bound-s", "--backfill-window", "--format", "--mps-clients"},
-        {"--help", "--single-gpu-jobs", "--mps"});
+    const Arguments arguments(args,
+                              {"--jobs",
+                               "--profiles",
+                               "--nodes",
+                               "--gpus",
+                               "--policy",
+                               "--lanes",
+                               "--switch-cost-ms",
+                               "--gpu-memory-gib",
+                               "--margin-sigma",
+                               "--interference-alpha",
+                               "--calibration",
+                               "--context-mib",
+                               "--starvation-bound-s",
+                               "--backfill-window",
+                               "--format",
+                               "--mps-clients",
+                               "--hpo",
+                               "--model",
+                               "--trial-s",
+                               "--utilization"},
+                              {"--help", "--single-gpu-jobs", "--mps"});
     if (arguments.has("--help")) {
       out << kSimUsage;
       return 0;
@@ -116,12 +213,22 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
     if (!arguments.positional().empty()) {
       throw UsageError("unexpected argument " + arguments.positional().front());
     }
-    const auto jobs_path = arguments.get("--jobs");
-    if (!jobs_path) throw UsageError("--jobs FILE is required");
     const std::string format = arguments.get_or("--format", "table");
     if (format != "table" && format != "json") {
       throw UsageError("--format expects table|json, got '" + format + "'");
     }
+    if (arguments.has("--hpo")) {
+      try {
+        return run_hpo(arguments, format, out);
+      } catch (const UsageError&) {
+        throw;
+      } catch (const std::exception& error) {
+        err << "sim: " << error.what() << "\n";
+        return 1;
+      }
+    }
+    const auto jobs_path = arguments.get("--jobs");
+    if (!jobs_path) throw UsageError("--jobs FILE is required");
     const std::string policy_text = arguments.get_or("--policy", "");
     const bool mps = arguments.has("--mps");
     const std::string lanes =
@@ -134,7 +241,9 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
         return run_alibaba(arguments, *jobs_path, format, out, err);
       }
       const auto policy_name = arguments.get("--policy");
-      if (!policy_name) throw UsageError("--policy fifo|srtf|pack|fair|priority is required");
+      if (!policy_name)
+        throw UsageError(
+            "--policy fifo|srtf|pack|fair|fair-gputime|priority|salus-preempt is required");
       if (!arguments.has("--gpus")) throw UsageError("--gpus N is required");
       std::unique_ptr<Policy> policy;
       try {

@@ -69,6 +69,7 @@ struct GpuState {
   double lane_demand = 0;  // sum over lanes of min(1, lane demand)
   int64_t changed_seq = -1;
   bool demand_changed = false;             // lanes' speeds to re-evaluate
+  double utilization_sum = 0;              // of its jobs (water-filling)
   std::unordered_map<int, int> lane_slot;  // lane id -> slot index
   std::vector<int> slots;                  // every slot on this GPU (pinned ones too)
   // What the indexes hold for this GPU (to erase the exact key).
@@ -101,7 +102,7 @@ class Engine {
       : jobs_(jobs), policy_(policy), config_(config) {
     gpus_.reserve(static_cast<size_t>(config.gpus));
     for (int g = 0; g < config.gpus; ++g) {
-      gpus_.push_back(GpuState{LaneAllocator(config.gpu_capacity_bytes, config.margin)});
+      gpus_.push_back(GpuState{LaneAllocator(memory_bytes(), config.margin)});
     }
     runtime_.resize(jobs.size());
     double total_iterations = 0;
@@ -112,8 +113,7 @@ class Engine {
       runtime.state.job = &jobs[i];
       runtime.memory = jobs[i].memory;
       runtime.memory.persistent_bytes += config.context_bytes;
-      if (required_bytes_with(LaneLoad{}, runtime.memory, config_.margin) >
-          config_.gpu_capacity_bytes) {
+      if (required_bytes_with(LaneLoad{}, runtime.memory, config_.margin) > memory_bytes()) {
         throw std::invalid_argument("job " + jobs[i].name +
                                     " needs more memory than one GPU has (with its CUDA context)");
       }
@@ -275,11 +275,16 @@ class Engine {
     }
   }
 
+  // What a GPU's jobs may hold: its memory, or (paging to host) as good as unbounded.
+  int64_t memory_bytes() const {
+    return policy_.pages_to_host() ? int64_t{1} << 50 : config_.gpu_capacity_bytes;
+  }
+
   AdmitOptions admit_options() const {
     AdmitOptions options;
-    if (policy_.exclusive() || !config_.lanes) {
+    if (policy_.exclusive() || !config_.lanes || policy_.pages_to_host()) {
       options.max_lanes = 1;
-      options.new_lane_bytes = config_.gpu_capacity_bytes;
+      options.new_lane_bytes = memory_bytes();
     } else if (config_.mps_clients > 0) {
       options = mps_admit_options(config_.mps_clients);
     }
@@ -294,6 +299,13 @@ class Engine {
 
   bool fits(int g, const MemoryDemand& demand, const AdmitOptions& options) const {
     if (!usable(g)) return false;
+    const GpuState& gpu = gpus_[static_cast<size_t>(g)];
+    const int most = policy_.max_jobs_per_gpu();
+    if (most > 0 && gpu.jobs >= most) return false;
+    const double level = policy_.max_gpu_demand();
+    if (level > 0 && gpu.jobs > 0 && gpu.utilization_sum + admitting_utilization_ > level + 1e-9) {
+      return false;
+    }
     ++probes_;
     return gpus_[static_cast<size_t>(g)].allocator.probe(demand, options).has_value();
   }
@@ -380,6 +392,7 @@ class Engine {
     bring(static_cast<size_t>(slot_index), now_);
     gpu.lane_demand -= std::min(1.0, slot.demand);
     slot.demand += jobs_[job].utilization;
+    gpu.utilization_sum += jobs_[job].utilization;
     gpu.lane_demand += std::min(1.0, slot.demand);
     gpu.demand_changed = true;
     demand_changed_.push_back(g);
@@ -393,7 +406,9 @@ class Engine {
     const AdmitOptions options = admit_options();
     const int64_t guarded = config_.margin.guarded_ephemeral(runtime.memory);
     int64_t since = runtime.failed_seq;
-    if (since == -2) {
+    admitting_utilization_ = jobs_[job].utilization;
+    // Another job's failure says nothing when admission also counts utilization.
+    if (since == -2 && !(policy_.max_gpu_demand() > 0)) {
       // A job at least as large as one that failed everywhere at sequence s fails on every GPU
       // unchanged since s.
       for (const auto& failed : failed_cache_) {
@@ -602,11 +617,15 @@ class Engine {
       if (!gpu.demand_changed) continue;
       gpu.demand_changed = false;
       const std::vector<int> slots = gpu.slots;  // bring() may free a slot
+      std::vector<double> demands;
+      demands.reserve(slots.size());
       for (int index : slots) {
-        const auto slot_index = static_cast<size_t>(index);
+        demands.push_back(std::min(1.0, std::max(0.0, slots_[static_cast<size_t>(index)].demand)));
+      }
+      for (size_t i = 0; i < slots.size(); ++i) {
+        const auto slot_index = static_cast<size_t>(slots[i]);
         if (!slots_[slot_index].active || slots_[slot_index].gpu != g) continue;
-        const double factor = config_.interference.parallel_slowdown(
-            std::min(1.0, slots_[slot_index].demand), gpu.lane_demand);
+        const double factor = config_.interference.parallel_slowdown(i, demands);
         if (factor == slots_[slot_index].runner->factor()) continue;
         bring(slot_index, now);
         if (slots_[slot_index].active) slots_[slot_index].runner->set_factor(factor, now);
@@ -645,6 +664,7 @@ class Engine {
     gpu.allocator.release(static_cast<int64_t>(job));
     gpu.lane_demand -= std::min(1.0, slot.demand);
     slot.demand -= jobs_[job].utilization;
+    gpu.utilization_sum = gpu.jobs > 1 ? gpu.utilization_sum - jobs_[job].utilization : 0;
     --slot.resident;
     --gpu.jobs;
     gpu.demand_changed = true;
@@ -744,6 +764,7 @@ class Engine {
   std::vector<size_t> touched_;  // lanes to project again after this instant
   std::vector<int> demand_changed_;
   double now_ = 0;
+  double admitting_utilization_ = 0;  // of the job being placed (water-filling)
   int64_t stepped_ = 0;
   std::vector<int> reserved_gpus_;
   int64_t reserved_job_ = -1;

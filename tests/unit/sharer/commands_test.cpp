@@ -87,7 +87,8 @@ TEST(SimCommand, UsageErrorsExitWithTwo) {
   const auto unknown =
       sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "8", "--policy", "lottery"});
   EXPECT_EQ(unknown.code, 2);
-  EXPECT_NE(unknown.err.find("unknown policy 'lottery', expected fifo|srtf|pack|fair|priority"),
+  EXPECT_NE(unknown.err.find("unknown policy 'lottery', expected "
+                             "fifo|srtf|pack|fair|fair-gputime|priority|salus-preempt"),
             std::string::npos);
   EXPECT_EQ(sim({"--jobs", "x.csv", "--bogus"}).code, 2);
   EXPECT_EQ(

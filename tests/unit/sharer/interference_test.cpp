@@ -25,7 +25,7 @@ TEST(InterferenceModel, CalibrationRecoversAlphaFromMeasuredRuns) {
   for (double own : {0.2, 0.5}) {
     for (double others : {0.1, 0.4, 0.9}) {
       const InterferenceModel truth{alpha};
-      runs.push_back({own, others, truth.parallel_slowdown(own, own + others)});
+      runs.push_back({own, others, truth.iteration_slowdown(own, own + others)});
     }
   }
   EXPECT_NEAR(calibrate_interference(runs).alpha, alpha, 1e-9);

@@ -88,9 +88,10 @@ TEST(Planner, UsesParallelLanesWhenTakingTurnsWouldBeTooSlow) {
   const auto plan = plan_consolidation(jobs, options);
   EXPECT_EQ(plan.gpus_after, 1);
   EXPECT_NE(find(plan, "quick").lane_id, find(plan, "slow").lane_id);
-  // Parallel lanes: max(1, 0.6) * (1 + 0.1 * 0.3) = 1.03.
-  EXPECT_NEAR(find(plan, "quick").predicted_slowdown, 1.03, 1e-9);
-  EXPECT_NEAR(find(plan, "slow").predicted_slowdown, 1.03, 1e-9);
+  // Parallel lanes: GPU phases stretched by max(1, 0.6) * (1 + 0.1 * 0.3) = 1.03, host phases
+  // not: 0.3 * 1.03 + 0.7 = 1.009.
+  EXPECT_NEAR(find(plan, "quick").predicted_slowdown, 1.009, 1e-9);
+  EXPECT_NEAR(find(plan, "slow").predicted_slowdown, 1.009, 1e-9);
   expect_valid(plan, jobs, {});
 }
 
@@ -133,7 +134,9 @@ TEST(Planner, LatencyJobsNeverWaitBehindBatchJobs) {
 }
 
 TEST(Planner, PerJobMaxSlowdownLabelIsRespected) {
-  // Together the best prediction is 1.2 (one lane, 0.06 + 0.06 s of GPU work per 0.1 s).
+  // Together the best prediction is 1.2: parallel lanes at demand 0.6 each stretch their GPU
+  // phases by p with 2 * 0.6 / (1 + 0.6 (p - 1)) = 1, p = 4/3, not their host phases:
+  // 0.6 * 4/3 + 0.4 = 1.2.
   std::vector<JobProfile> jobs{job("strict", "gpu0", 2, 2, 0.6, {{"max_slowdown", "1.0"}}),
                                job("loose", "gpu1", 2, 2, 0.6)};
   auto plan = plan_consolidation(jobs);

@@ -66,20 +66,63 @@ TEST(PolicySchedule, PackRoundRobinsInsideTheLane) {
   EXPECT_DOUBLE_EQ(result.avg_jct_s, 4.0);
 }
 
-TEST(PolicySchedule, FairServesLeastAttainedServiceFirst) {
+TEST(PolicySchedule, FairGpuTimeServesLeastAttainedServiceFirst) {
   // Same turns as round robin here: A 0-1, B 1-2, C 2-3, A 3-4 (tie with B, earlier), B 4-5, A 5-7.
-  const auto result = simulate(three_jobs(), FairPolicy{}, one_lane());
+  const auto result = simulate(three_jobs(), FairGpuTimePolicy{}, one_lane());
   EXPECT_EQ(finishes(result), (std::vector<double>{7, 5, 3}));
 }
 
-TEST(PolicySchedule, FairDiffersFromRoundRobinAfterUnequalService) {
+TEST(PolicySchedule, FairGpuTimeDiffersFromRoundRobinAfterUnequalService) {
   // A alone 0-3 (3 s attained). B arrives at 3: fair gives B turns until it catches up:
   // B 3-4, 4-5 (B=2 < A=3), at 5 B=2 < 3: B 5-6 done (3 iterations). A 6-7 done.
   const std::vector<SimJob> jobs{make(0, 0, 4), make(1, 3, 3)};
-  EXPECT_EQ(finishes(simulate(jobs, FairPolicy{}, one_lane())), (std::vector<double>{7, 6}));
+  EXPECT_EQ(finishes(simulate(jobs, FairGpuTimePolicy{}, one_lane())), (std::vector<double>{7, 6}));
   // Round robin alternates instead: A 3-4, B... A already ran 0-3; at 3 B (never ran) goes first:
   // B 3-4, A 4-5 (done: 4 iterations), B 5-7.
   EXPECT_EQ(finishes(simulate(jobs, PackPolicy{}, one_lane())), (std::vector<double>{5, 7}));
+}
+
+// Salus's FAIR: least memory x time, persistent memory (P) all the time, ephemeral (T) during
+// GPU phases, every counter reset when a job joins. A: P 1 GiB, T 2.5 GiB, 3 iterations; B: P 3
+// GiB, T 0, 2 iterations; both at 0 (counters in GiB*s).
+//   0: A 0 = B 0, A first by id: A 0-1. 1: A 1 + 2.5 = 3.5 > B 3: B 1-2.
+//   2: A 2 + 2.5 = 4.5 < B 6: A 2-3. 3: A 3 + 5 = 8 < B 9: A 3-4 done. B 4-5 done.
+// Least GPU time alternates instead: A 0-1, B 1-2, A 2-3, B 3-4 done, A 4-5 done.
+TEST(PolicySchedule, FairIsSalusMemoryTimeWithResetOnArrival) {
+  auto a = make(0, 0, 3);
+  a.memory = MemoryDemand{kGiB, 5 * kGiB / 2, -1};
+  auto b = make(1, 0, 2);
+  b.memory = MemoryDemand{3 * kGiB, 0, -1};
+  EXPECT_EQ(finishes(simulate({a, b}, FairPolicy{}, one_lane())), (std::vector<double>{4, 5}));
+  EXPECT_EQ(finishes(simulate({a, b}, FairGpuTimePolicy{}, one_lane())),
+            (std::vector<double>{5, 4}));
+  // C (P 1 GiB, T 0, one iteration) joins at 2 and every counter restarts: A 0 = B 0 = C 0, A
+  // first (earliest submit): A 2-3. 3: A 1 + 2.5 = 3.5, B 3, C 1: C 3-4 done. 4: A 2 + 2.5 = 4.5
+  // < B 6: A 4-5 done. B 5-6 done. (Without the reset C, at 0, would have run at 2.)
+  auto c = make(2, 2, 1);
+  c.memory = MemoryDemand{kGiB, 0, -1};
+  EXPECT_EQ(finishes(simulate({a, b, c}, FairPolicy{}, one_lane())),
+            (std::vector<double>{5, 6, 4}));
+}
+
+// Salus's trace-run scheduler: the newest job runs, the others wait; at most 11 per GPU whatever
+// their memory. A (4 iterations) at 0, B (2) at 1, C (1) at 2: A 0-1, B 1-2, C 2-3, B 3-4, A 4-7.
+TEST(PolicySchedule, SalusPreemptRunsTheNewestJob) {
+  const auto result = simulate(three_jobs(), SalusPreemptPolicy{}, one_lane());
+  EXPECT_EQ(finishes(result), (std::vector<double>{7, 4, 3}));
+  // Twelve jobs of 20 GiB each on one 16 GiB GPU: memory is paged to host, so 11 run at once and
+  // the twelfth waits for the first finish.
+  std::vector<SimJob> many;
+  for (int i = 0; i < 12; ++i) {
+    auto job = make(i, 0, 1);
+    job.memory = MemoryDemand{20 * kGiB, 0, -1};
+    many.push_back(job);
+  }
+  const auto paged = simulate(many, SalusPreemptPolicy{}, one_lane());
+  // Equal submit times tie on the key and go by id: the 11 admitted run one at a time, then the
+  // twelfth, admitted when the first finished.
+  EXPECT_EQ(paged.jobs[11].start_s, 11.0);
+  EXPECT_EQ(paged.makespan_s, 12.0);
 }
 
 TEST(PolicySchedule, PriorityJobTakesTheNextTurn) {

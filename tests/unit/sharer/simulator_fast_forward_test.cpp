@@ -156,7 +156,9 @@ TEST(SimulatorContention, FactorChangesWhenCoRunnersChange) {
 }
 
 // Contention stretches the GPU phase, not the host phase: a job at utilization 0.5 beside a
-// compute-bound lane (total demand 1.5) runs 0.5 x 1.5 + 0.5 = 1.25 s iterations.
+// compute-bound lane: the GPU phases of both are stretched by p with 1 / p + 0.5 / (1 + 0.5
+// (p - 1)) = 1, p = (1 + sqrt 5) / 2, so its 1 s iterations take 0.5 p + 0.5 (stretching whole
+// iterations by max(1, U) = 1.5 would give 1.5 s; the GPU's work per second is 1 either way).
 TEST(SimulatorContention, HostPhaseIsNotStretched) {
   SimConfig config;
   config.lanes = true;
@@ -174,7 +176,8 @@ TEST(SimulatorContention, HostPhaseIsNotStretched) {
   half.iterations = 4;
   half.utilization = 0.5;
   const auto result = simulate({busy, half}, SrtfPolicy{}, config);
-  EXPECT_DOUBLE_EQ(result.jobs[1].finish_s, 4 * 1.25);
+  const double p = (1 + std::sqrt(5.0)) / 2;
+  EXPECT_NEAR(result.jobs[1].finish_s, 4 * (0.5 * p + 0.5), 1e-9);
 }
 
 }  // namespace

@@ -36,8 +36,7 @@ TEST_P(TiresiasPolicies, EveryJobFinishesNoFasterThanAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPolicies, TiresiasPolicies,
-                         ::testing::Combine(::testing::Values("fifo", "srtf", "pack", "fair",
-                                                              "priority"),
+                         ::testing::Combine(::testing::ValuesIn(policy_names()),
                                             ::testing::Bool()));
 
 TEST(TiresiasTrace, SrtfBeatsExclusiveFifoOnAverageJct) {

@@ -1,19 +1,23 @@
 #pragma once
 // Interference model: the predicted slowdown of a job that shares a GPU.
 //
-// Lanes run in parallel. A job whose lane demands u_L (sum of its jobs' utilization, capped at 1)
-// on a GPU whose lanes demand U in total:
-//   slowdown = max(1, U) * (1 + alpha * min(1, U - u_L))
-// max(1, U): the GPU's throughput bound: once the lanes ask for more than one GPU, everyone is
-// stretched proportionally. alpha: extra contention (memory bandwidth, caches) per unit of
-// neighbour load. The neighbour load is capped at one GPU, so the contention term is bounded by
-// (1 + alpha) however many lanes share the GPU (an unbounded term slowed 22 compute-bound lanes
-// 68x each). alpha is fitted by `calibrate_interference` from co-location measurements (the GPU
-// check writes them: scripts/gpu-check, co-location section); until measured it is 0, which makes
-// the model the throughput bound alone (documented in docs/sharer.md).
-// Inside one lane jobs take turns, one iteration at a time; their GPU phases serialise while host
-// phases (input pipeline, Python) overlap. Round robin bounds job i's period by its own
-// iteration plus one GPU phase of every other member, so job i in lane L slows by at most
+// Lanes run in parallel. The GPU phases of a job whose lane demands u_L (sum of its jobs'
+// utilization, capped at 1) on a GPU whose lanes demand U in total take
+//   p * (1 + alpha * min(1, U - u_L))
+// times as long, its host phases are not stretched. p: the GPU's throughput bound
+// (throughput_stretch: once the lanes ask for more than one GPU, GPU phases are stretched until
+// their work fits; max(1, U) when every lane is compute-bound). alpha: extra contention (memory
+// bandwidth, caches) per unit of neighbour load. The neighbour load is capped at one GPU, so the
+// contention term is bounded by (1 + alpha) however many lanes share the GPU (an unbounded term
+// slowed 22 compute-bound lanes 68x each). alpha is fitted by `fit_interference` to co-location
+// runs whose utilizations were measured with each job alone (scripts/gpu-check, co-location
+// section) and used only when it predicts held-out pairs better than alpha = 0; otherwise alpha is
+// 0 ("no model": the throughput bound alone; slowdowns are bounded by what was measured). The
+// published Gavel pairs are not fitted: their utilizations were derived from the same slowdowns
+// (docs/sharer.md). Inside one lane jobs take turns, one iteration at a time; their GPU phases
+// serialise while host phases (input pipeline, Python) overlap. Round robin bounds job i's period
+// by its own iteration plus one GPU phase of every other member, so job i in lane L slows by at
+// most
 //   1 + sum_{j in L, j != i} u_j t_j / t_i.
 
 #include <cstddef>
@@ -29,16 +33,36 @@ struct ColocationObservation {
   double own_utilization = 0;     // u of the measured job alone
   double others_utilization = 0;  // sum of the neighbours' u
   double measured_slowdown = 1;   // iteration time shared / alone
+  std::string pair;               // "measured+neighbour" (optional `pair` column)
+  // Whether both utilizations were measured with each job alone, independently of the slowdown
+  // (optional `utilization_source` column: measured_alone, the default, or
+  // derived_from_slowdown). Derived runs are never fitted: that would be circular.
+  bool utilization_measured = true;
 };
+
+// The throughput bound of parallel lanes whose contention stretches GPU phases only: the factor
+// p >= 1 on every lane's GPU phases at which their GPU work fits one GPU,
+//   sum_l d_l / (1 + d_l (p - 1)) = 1   (d_l: lane demand, capped at 1),
+// 1 when sum d_l <= 1. A lane at demand d spends d of its time alone in GPU phases; stretched by p
+// its iteration takes 1 + d (p - 1) times as long and it does d / (1 + d (p - 1)) GPU-seconds
+// of work per second. Compute-bound lanes (d = 1) give p = the number of lanes: max(1, U).
+double throughput_stretch(const std::vector<double>& lane_demands);
 
 struct InterferenceModel {
   double alpha = 0.0;
 
-  // `lane_demand` is the job's own lane demand, `gpu_demand` the sum over all lanes on the GPU.
+  // Factor on the GPU phases of lane `lane` among `lane_demands` (each capped at 1):
+  // throughput_stretch(lane_demands) * (1 + alpha * min(1, U - d_lane)).
+  double parallel_slowdown(size_t lane, const std::vector<double>& lane_demands) const;
+  // The same for a job whose lane demands `lane_demand` on a GPU whose lanes demand `gpu_demand`
+  // in all, the neighbours' demand taken as lanes of one GPU each plus one lane of the rest.
   double parallel_slowdown(double lane_demand, double gpu_demand) const;
+  // What a co-location run measures: the whole iteration of a job at utilization u alone in its
+  // lane, u * parallel_slowdown(u, gpu_demand) + (1 - u) (its host phase is not stretched).
+  double iteration_slowdown(double utilization, double gpu_demand) const;
 };
 
-// Fits alpha to measured co-location runs; returns `prior` when there is nothing to fit.
+// Least-squares alpha over the runs with measured utilizations; `prior` when there is none.
 InterferenceModel calibrate_interference(const std::vector<ColocationObservation>& runs,
                                          InterferenceModel prior = InterferenceModel{});
 
@@ -69,21 +93,57 @@ struct PredictionErrors {
 PredictionErrors prediction_errors(const InterferenceModel& model,
                                    const std::vector<ColocationObservation>& runs);
 
+// One ordered pair's own contention term: how much the neighbour slows the measured job (A next
+// to B and B next to A are fitted apart: co-location slowdowns are not symmetric).
+struct PairTerm {
+  std::string pair;  // "measured+neighbour"
+  double alpha = 0;
+  size_t runs = 0;
+};
+
+// Errors on pairs the fit did not see: leave one unordered pair out (every run of A+B and B+A is
+// predicted by the alpha fitted to the other pairs; unnamed runs are left out one at a time),
+// beside alpha = 0 on the same runs.
+struct HeldOutErrors {
+  size_t groups = 0;
+  size_t runs = 0;
+  double rms_relative_fitted = 0;
+  double rms_relative_zero = 0;
+  double median_absolute_fitted = 0;
+  double median_absolute_zero = 0;
+};
+
+// The honest fit over the runs with measured utilizations: `model` is the fitted alpha only
+// when it beats alpha = 0 on held-out pairs (lower RMS relative and median absolute error),
+// otherwise alpha = 0.
+struct InterferenceFit {
+  InterferenceModel model;
+  double fitted_alpha = 0;
+  bool model_used = false;
+  size_t runs_fitted = 0;
+  size_t runs_excluded = 0;  // utilization derived from the slowdown
+  HeldOutErrors held_out;
+  std::vector<PairTerm> pair_terms;
+  std::string verdict;  // one line: what is used and why
+};
+InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs);
+
 // The interference parameters a command uses, and where they came from (the commands print it).
 struct InterferenceCalibration {
   InterferenceModel model;
   std::string source;       // "published", "calibration" or "flag"
   std::string description;  // one line for the output
-  size_t runs = 0;          // observations fitted (0 for "flag")
+  size_t runs = 0;          // observations read (0 for "flag")
+  bool model_used = true;   // false: "no model", alpha = 0, bounded by measured slowdown only
 };
 
 // The published co-location runs compiled into the library (sharer/data/gavel_v100_colocation.csv:
 // Gavel, Narayanan et al., OSDI 2020, V100 pairs; the file's header says how they were derived).
 const std::vector<ColocationObservation>& published_colocation_runs();
-// Those runs fitted by calibrate_interference: the default until a local calibration exists.
+// The default until a local calibration exists: those runs put through fit_interference. None
+// has measured utilizations, so it is "no model" (alpha = 0), and its description says why.
 const InterferenceCalibration& published_interference();
-// A local calibration file (the GPU check's output, same format), fitted the same way; a file with
-// no informative run (no neighbour load) keeps the published fit.
+// A local calibration file (the GPU check's output, same format) put through fit_interference.
 InterferenceCalibration interference_from_file(const std::string& path);
 // A value given on the command line.
 InterferenceCalibration interference_from_flag(double alpha);
@@ -100,5 +160,14 @@ double time_sharing_slowdown(const std::vector<LaneMember>& members, size_t inde
 // Expected slowdown: the mean of the bound and the fluid estimate max(1, sum_j u_j t_j / t_i)
 // (the simulator's round robin lies between the two; the planner reports this).
 double time_sharing_estimate(const std::vector<LaneMember>& members, size_t index);
+// The same with the lane's GPU phases stretched by the parallel contention factor `parallel` and
+// its host phases not (as the simulator runs them): each member's iteration becomes
+// t (u p + 1 - u) with utilization u p / (u p + 1 - u); the slowdown is against t alone.
+double contended_time_sharing(const std::vector<LaneMember>& members, size_t index, double parallel,
+                              bool estimate);
+// The largest parallel factor p at which contended_time_sharing(members, index, p, false) stays
+// within `bound`: (bound - 1 + u_i) / (u_i + sum_{j != i} u_j t_j / t_i).
+double tolerated_parallel_slowdown(const std::vector<LaneMember>& members, size_t index,
+                                   double bound);
 
 }  // namespace fleetscope::sharer
