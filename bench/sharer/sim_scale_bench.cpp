@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
     int64_t iterations = 0;
     for (const auto& job : jobs) iterations += job.iterations;
     for (const auto& name : policies) {
-      config.lanes = lanes_flag.empty() ? name == "pack" : lanes_flag == "on";
+      config.lanes =
+          lanes_flag.empty() ? name == "pack" || name == "waterfill" : lanes_flag == "on";
       const auto policy = make_policy(name);
       config.fast_forward = true;
       const auto fast = timed_run(jobs, *policy, config);

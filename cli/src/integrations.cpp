@@ -34,9 +34,26 @@ std::vector<sharer::JobProfile> job_profiles_from_database(const std::string& db
   return jobs;
 }
 
+// Every GPU job of the database with the utilization and iteration time the analyzer measures,
+// memory measured or not (sim --hpo takes the trial's memory from its model's profile).
+std::vector<sharer::TrialMeasurement> trials_from_database(const std::string& db_path) {
+  store::Reader reader(db_path);
+  std::vector<sharer::TrialMeasurement> trials;
+  for (const analyzer::ConsolidationCandidate& c : analyzer::consolidation_candidates(reader)) {
+    sharer::TrialMeasurement trial;
+    trial.job = (c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow) +
+                "/gpu" + std::to_string(c.device);
+    trial.utilization = c.utilization;
+    trial.iteration_s = static_cast<double>(c.iteration_ns) * 1e-9;
+    trials.push_back(std::move(trial));
+  }
+  return trials;
+}
+
 void wire_integrations() {
   static const bool wired = [] {
     sharer::set_candidate_loader(job_profiles_from_database);
+    sharer::set_trial_loader(trials_from_database);
     return true;
   }();
   (void)wired;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "arguments.h"
 #include "fleetscope/sharer/commands.h"
@@ -28,12 +29,13 @@ constexpr const char* kSimUsage =
     "                      [--format table|json]\n"
     "\n"
     "       fleetscope sim --hpo TRIALS --profiles FILE --model MODEL --gpus N\n"
-    "                      [--trial-s S] [--utilization U] [--format table|json]\n"
+    "                      [--trial-s S] [--utilization U | --trial-db DB] [--format table|json]\n"
     "\n"
     "--hpo compares three placements of one study's TRIALS trials (MODEL's smallest batch in\n"
     "the Salus profiles, each --trial-s seconds of work alone, default 60, at utilization U,\n"
-    "default 1): one trial per GPU, Salus PACK (lanes) and Fluid-style water-filling (spread,\n"
-    "each GPU filled up to one GPU of utilization, refilled as trials finish).\n"
+    "default 1, or the utilization the analyzer measures in a capture of one trial, --trial-db):\n"
+    "one trial per GPU, Salus PACK (lanes) and Fluid-style water-filling (spread, each GPU\n"
+    "filled up to one GPU of utilization, refilled as trials finish).\n"
     "\n"
     "Job traces in Tiresias format "
     "(job_id,num_gpu,submit_time,iterations,model_name,duration,...)\n"
@@ -42,7 +44,7 @@ constexpr const char* kSimUsage =
     "is packed onto its node list (--nodes, default: the node list next to it, or --gpus GPUs in\n"
     "8-GPU nodes) with exclusive, first-fit and best-fit lane placement; --policy is not used.\n"
     "Defaults: --lanes off (one lane per GPU: Salus's SRTF/FAIR setting) except --policy pack\n"
-    "(lanes on), --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
+    "and waterfill (lanes on), --switch-cost-ms 5, --gpu-memory-gib 16 (P100), --margin-sigma 3,\n"
     "interference: a local --calibration RUNS.csv (used only where its fit beats alpha = 0\n"
     "on held-out pairs) or --interference-alpha A; otherwise no model (alpha = 0: the published\n"
     "Gavel pairs are not fitted, their utilizations derive from their slowdowns); the output\n"
@@ -112,6 +114,11 @@ int run_alibaba(const Arguments& arguments, const std::string& jobs_path, const 
   return 0;
 }
 
+TrialLoader& trial_loader() {
+  static TrialLoader loader;
+  return loader;
+}
+
 int run_hpo(const Arguments& arguments, const std::string& format, std::ostream& out) {
   const double trials = arguments.number("--hpo", 0);
   if (!(trials >= 1 && trials <= 1e6 && trials == std::floor(trials))) {
@@ -127,8 +134,24 @@ int run_hpo(const Arguments& arguments, const std::string& format, std::ostream&
   }
   const double trial_s = arguments.number("--trial-s", 60);
   if (!(trial_s > 0 && trial_s <= 1e7)) throw UsageError("--trial-s expects (0, 1e7]");
-  const double utilization = arguments.number("--utilization", 1);
+  double utilization = arguments.number("--utilization", 1);
   if (!(utilization > 0 && utilization <= 1)) throw UsageError("--utilization expects (0, 1]");
+  std::string utilization_source = arguments.has("--utilization") ? "--utilization" : "default";
+  if (const auto trial_db = arguments.get("--trial-db")) {
+    if (arguments.has("--utilization")) {
+      throw UsageError("give --utilization or --trial-db, not both");
+    }
+    if (!trial_loader()) {
+      throw std::runtime_error("--trial-db needs the analyzer (the CLI wires it)");
+    }
+    const auto measured = trial_loader()(*trial_db);
+    if (measured.empty() || !(measured.front().utilization > 0)) {
+      throw std::runtime_error(*trial_db + ": no GPU job with a measured utilization");
+    }
+    utilization = std::min(1.0, measured.front().utilization);
+    utilization_source =
+        "measured by the analyzer in " + *trial_db + " (" + measured.front().job + ")";
+  }
   const auto profiles = load_salus_profiles(*profiles_path);
   const WorkloadProfile* smallest = nullptr;
   for (const auto& profile : profiles.profiles) {
@@ -146,13 +169,10 @@ int run_hpo(const Arguments& arguments, const std::string& format, std::ostream&
                                                            {"pack", &comparison.pack},
                                                            {"waterfill", &comparison.waterfill}};
   if (format == "json") {
-    nlohmann::json document{{"trials", trials},
-                            {"model", smallest->model},
-                            {"batch_size", smallest->batch_size},
-                            {"trial_s", trial_s},
-                            {"utilization", utilization},
-                            {"gpus", config.gpus},
-                            {"placements", nlohmann::json::array()}};
+    nlohmann::json document{{"trials", trials},         {"utilization_source", utilization_source},
+                            {"model", smallest->model}, {"batch_size", smallest->batch_size},
+                            {"trial_s", trial_s},       {"utilization", utilization},
+                            {"gpus", config.gpus},      {"placements", nlohmann::json::array()}};
     for (const auto& [name, result] : rows) {
       document["placements"].push_back({{"placement", name},
                                         {"makespan_s", result->makespan_s},
@@ -168,7 +188,7 @@ int run_hpo(const Arguments& arguments, const std::string& format, std::ostream&
                 "%d trials of %s batch %d, %.0f s each alone, utilization %.3f, %d GPUs\n",
                 static_cast<int>(trials), smallest->model.c_str(), smallest->batch_size, trial_s,
                 utilization, config.gpus);
-  out << line;
+  out << line << "utilization: " << utilization_source << "\n";
   std::snprintf(line, sizeof line, "%-12s %12s %12s %8s %6s\n", "PLACEMENT", "MAKESPAN_S",
                 "AVG_JCT_S", "GPU_UTIL", "GPUS");
   out << line;
@@ -181,6 +201,10 @@ int run_hpo(const Arguments& arguments, const std::string& format, std::ostream&
 }
 
 }  // namespace
+
+void set_trial_loader(TrialLoader loader) {
+  trial_loader() = std::move(loader);
+}
 
 int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
@@ -204,7 +228,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
                                "--hpo",
                                "--model",
                                "--trial-s",
-                               "--utilization"},
+                               "--utilization",
+                               "--trial-db"},
                               {"--help", "--single-gpu-jobs", "--mps"});
     if (arguments.has("--help")) {
       out << kSimUsage;
@@ -231,8 +256,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
     if (!jobs_path) throw UsageError("--jobs FILE is required");
     const std::string policy_text = arguments.get_or("--policy", "");
     const bool mps = arguments.has("--mps");
-    const std::string lanes =
-        arguments.get_or("--lanes", policy_text == "pack" || mps ? "on" : "off");
+    const std::string lanes = arguments.get_or(
+        "--lanes", policy_text == "pack" || policy_text == "waterfill" || mps ? "on" : "off");
     if (lanes != "on" && lanes != "off") {
       throw UsageError("--lanes expects on|off, got '" + lanes + "'");
     }

@@ -107,6 +107,59 @@ TEST(SimCommand, BadInputExitsWithOneAndNamesTheFileAndLine) {
   EXPECT_EQ(sim({"--jobs", "/nonexistent.csv", "--gpus", "1", "--policy", "fifo"}).code, 1);
 }
 
+// sim --hpo: the same trials one per GPU, with PACK and with water-filling. Trials at u = 0.5:
+// water-filling puts two on each GPU (their utilizations sum to one GPU), so it doubles the
+// utilization of one trial per GPU.
+TEST(SimHpo, ComparesThePlacementsOfOneStudy) {
+  const auto result =
+      sim({"--hpo", "40", "--profiles", jobs_data("salus_workloads.csv"), "--model", "resnet50",
+           "--gpus", "2", "--trial-s", "30", "--utilization", "0.5", "--format", "json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const auto document = nlohmann::json::parse(result.out);
+  ASSERT_EQ(document.at("placements").size(), 3u);
+  const auto& one = document.at("placements")[0];
+  const auto& fill = document.at("placements")[2];
+  EXPECT_EQ(one.at("placement"), "one-per-gpu");
+  EXPECT_EQ(fill.at("placement"), "waterfill");
+  EXPECT_NEAR(fill.at("gpu_utilization").get<double>() / one.at("gpu_utilization").get<double>(),
+              2.0, 0.05);
+  EXPECT_LE(fill.at("gpu_utilization").get<double>(), 1.0 + 1e-9);
+  EXPECT_EQ(document.at("utilization_source"), "--utilization");
+  EXPECT_EQ(sim({"--hpo", "0", "--profiles", jobs_data("salus_workloads.csv"), "--model",
+                 "resnet50", "--gpus", "1"})
+                .code,
+            2);
+  EXPECT_EQ(sim({"--hpo", "4", "--profiles", jobs_data("salus_workloads.csv"), "--model",
+                 "nosuchmodel", "--gpus", "1"})
+                .code,
+            2);
+}
+
+TEST(SimHpo, TrialDbTakesTheUtilizationTheAnalyzerMeasures) {
+  // Without the analyzer wired in it is a clear failure.
+  set_trial_loader(nullptr);
+  const std::vector<std::string> args{
+      "--hpo",      "10",       "--profiles", jobs_data("salus_workloads.csv"),
+      "--model",    "resnet50", "--gpus",     "1",
+      "--trial-db", "trial.db", "--format",   "json"};
+  auto result = sim(args);
+  EXPECT_EQ(result.code, 1);
+  EXPECT_NE(result.err.find("needs the analyzer"), std::string::npos) << result.err;
+  std::string asked;
+  set_trial_loader([&](const std::string& path) {
+    asked = path;
+    return std::vector<TrialMeasurement>{{"trial/gpu0", 0.25, 0.1}};
+  });
+  result = sim(args);
+  set_trial_loader(nullptr);
+  ASSERT_EQ(result.code, 0) << result.err;
+  EXPECT_EQ(asked, "trial.db");
+  const auto document = nlohmann::json::parse(result.out);
+  EXPECT_DOUBLE_EQ(document.at("utilization").get<double>(), 0.25);
+  EXPECT_NE(document.at("utilization_source").get<std::string>().find("trial.db (trial/gpu0)"),
+            std::string::npos);
+}
+
 TEST(SharePlanCommand, PlansFromACandidatesFile) {
   const auto path = scratch_file("candidates.json", kCandidates);
   const auto json_result = plan({"--candidates", path, "--format", "json"});

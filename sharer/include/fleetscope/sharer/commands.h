@@ -25,4 +25,15 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
 using CandidateLoader = std::function<std::vector<JobProfile>(const std::string& db_path)>;
 void set_candidate_loader(CandidateLoader loader);
 
+// What `sim --hpo --trial-db DB` takes from a capture of one trial: the GPU utilization and the
+// iteration time the analyzer measures (its consolidation candidates; memory is not needed, the
+// model's Salus profile gives P and T). The CLI wires the analyzer in.
+struct TrialMeasurement {
+  std::string job;
+  double utilization = 0;
+  double iteration_s = 0;  // 0: not measured
+};
+using TrialLoader = std::function<std::vector<TrialMeasurement>(const std::string& db_path)>;
+void set_trial_loader(TrialLoader loader);
+
 }  // namespace fleetscope::sharer
