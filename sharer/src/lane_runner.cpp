@@ -29,6 +29,7 @@ OrderKey LaneRunner::turn_order(const Member& member) const {
 void LaneRunner::forget_history() {
   decisions_.clear();
   snapshots_.clear();
+  epoch_ = false;
 }
 
 void LaneRunner::add(size_t job, const JobState& state, double start_s, int64_t preemptions,
@@ -121,7 +122,11 @@ bool LaneRunner::process_events_at(double time_s, std::vector<Finished>& finishe
     Member& member = members_[index];
     if (member.host_s > 0) {
       member.phase = Phase::kHost;
-      member.phase_end_s = time_s + member.host_s;  // equal to time_s only by rounding: next loop
+      // Equal to time_s only by rounding: the loop below takes it.
+      member.phase_end_s =
+          epoch_ ? std::max(time_s, epoch_start_s_ +
+                                        static_cast<double>(epoch_count_ + 1) * epoch_period_s_)
+                 : time_s + member.host_s;
     } else {
       complete_iteration(index, time_s, finished, any_finished);
     }
@@ -150,6 +155,7 @@ void LaneRunner::complete_iteration(size_t index, double now, std::vector<Finish
   Member& member = members_[index];
   member.state.done_iterations += 1;
   member.state.last_turn_end_s = now;
+  if (epoch_) ++epoch_count_;
   if (member.state.done_iterations < member.state.job->iterations) {
     member.phase = Phase::kReady;
     member.key = turn_order(member);
@@ -184,6 +190,15 @@ void LaneRunner::start_next(double now) {
   // use the GPU.
   double gpu_phase = spec.iteration_s * factor_ * spec.utilization;
   member.host_s = spec.iteration_s - spec.iteration_s * spec.utilization;
+  const bool alone = members_.size() == 1 && last_job_ == static_cast<int64_t>(member.job);
+  if (alone && !epoch_) {
+    epoch_ = true;
+    epoch_start_s_ = now;
+    epoch_period_s_ = gpu_phase + member.host_s;
+    epoch_count_ = 0;
+  } else if (!alone) {
+    epoch_ = false;
+  }
   if (last_job_ >= 0 && last_job_ != static_cast<int64_t>(member.job)) {
     gpu_phase += switch_cost_s_;
     // Passed over while ready: the policy preempted it at the iteration boundary.
@@ -197,7 +212,10 @@ void LaneRunner::start_next(double now) {
   member.state.attained_s += gpu_phase;
   member.state.gpu_since_reset_s += gpu_phase;
   member.phase = Phase::kRunning;
-  member.phase_end_s = now + gpu_phase;
+  member.phase_end_s =
+      epoch_ && member.host_s <= 0
+          ? epoch_start_s_ + static_cast<double>(epoch_count_ + 1) * epoch_period_s_
+          : now + gpu_phase;
   running_ = best;
   last_job_ = static_cast<int64_t>(member.job);
   ++stepped_;
@@ -229,10 +247,17 @@ bool LaneRunner::skip_alone(double until) {
     if (fit < static_cast<double>(skip)) skip = static_cast<int64_t>(fit);
   }
   if (skip < 1) return false;
+  if (!epoch_) {  // as start_next() would begin it at this decision
+    epoch_ = true;
+    epoch_start_s_ = clock_s_;
+    epoch_period_s_ = period;
+    epoch_count_ = 0;
+  }
+  epoch_count_ += skip;
   member.state.done_iterations += skip;
   member.state.attained_s += static_cast<double>(skip) * gpu_phase;
   member.state.gpu_since_reset_s += static_cast<double>(skip) * gpu_phase;
-  clock_s_ += static_cast<double>(skip) * period;
+  clock_s_ = epoch_start_s_ + static_cast<double>(epoch_count_) * epoch_period_s_;
   member.state.last_turn_end_s = clock_s_;
   member.key = turn_order(member);
   return true;

@@ -123,6 +123,14 @@ class LaneRunner {
   int running_ = -1;  // member index of the job in its GPU phase
   int64_t last_job_ = -1;
   int64_t stepped_ = 0;
+  // A job alone in the lane, after its first iteration: its k-th iteration since the epoch began
+  // ends at epoch_start_s_ + k * epoch_period_s_, whether stepped or skipped, so both ways compute
+  // every time with the same arithmetic (sums of iterations would differ in the last bits and
+  // could reorder two nearly simultaneous events).
+  bool epoch_ = false;
+  double epoch_start_s_ = 0;
+  double epoch_period_s_ = 0;
+  int64_t epoch_count_ = 0;
   std::vector<Member> members_;
   std::vector<Decision> decisions_;
   std::vector<Snapshot> snapshots_;

@@ -494,15 +494,16 @@ class Engine {
 
   void admit_waiting(double now) {
     admission_needed_ = false;
-    reserve(now);
-    if (reserved_job_ >= 0) {
+    // When the reserved job starts, the next one past the bound reserves at once: at this
+    // instant, not at whatever event comes next (which made the choice of GPUs depend on how
+    // often the lanes report, and the closed form differ from stepping).
+    for (reserve(now); reserved_job_ >= 0; reserve(now)) {
       const auto job = static_cast<size_t>(reserved_job_);
-      if (try_gang(job, &reserved_gpus_)) {
-        pending_.erase(admission_order(job));
-        pending_gang_.erase({jobs_[job].submit_s, job});
-        reserved_job_ = -1;
-        reserved_gpus_.clear();
-      }
+      if (!try_gang(job, &reserved_gpus_)) break;
+      pending_.erase(admission_order(job));
+      pending_gang_.erase({jobs_[job].submit_s, job});
+      reserved_job_ = -1;
+      reserved_gpus_.clear();
     }
     int examined = 0;
     for (auto it = pending_.begin(); it != pending_.end() && examined < config_.backfill_window;) {
