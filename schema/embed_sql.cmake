@@ -1,6 +1,6 @@
 # Writes OUT: a C++ file with each SQL file as a raw string literal.
 set(body "// Generated from schema/*.sql by embed_sql.cmake. Do not edit.\n#include <string>\nnamespace fleetscope::store::embedded {\n")
-foreach(pair "trace_sql:trace.sql" "index_sql:indexes.sql" "v1_sql:migrations/v1.sql" "v1_to_v2_sql:migrations/v1_to_v2.sql")
+foreach(pair "trace_sql:trace.sql" "index_sql:indexes.sql" "v1_sql:migrations/v1.sql" "v1_to_v2_sql:migrations/v1_to_v2.sql" "v2_to_v3_sql:migrations/v2_to_v3.sql")
   string(REPLACE ":" ";" parts "${pair}")
   list(GET parts 0 name)
   list(GET parts 1 file)

@@ -1,4 +1,4 @@
--- fleetscope trace store, schema version 2.
+-- fleetscope trace store, schema version 3.
 --
 -- One SQLite file per host (daemon) or per capture (standalone `fleetscope run`, `import`).
 -- Times are INTEGER nanoseconds on the CLOCK_REALTIME base that CUPTI uses by default.
@@ -41,9 +41,12 @@ CREATE TABLE IF NOT EXISTS workflows (
   labels TEXT                           -- JSON object of labels (e.g. {"priority":"latency","slurm_job_id":"123"})
 );
 
--- Operating-system processes seen in captures.
+-- Operating-system processes seen in captures. A process is (captureId, globalPid): pids repeat
+-- across captures (every imported trace may say pid 1), and each capture's process belongs to its
+-- own workflow.
 CREATE TABLE IF NOT EXISTS processes (
-  globalPid   INTEGER PRIMARY KEY NOT NULL,  -- nsys-encoded pid (pid * 0x1000000); unique per file
+  captureId   INTEGER,                       -- capture the process was seen in; NULL only in rows migrated from schema 2 (they apply to every capture of the file)
+  globalPid   INTEGER NOT NULL,              -- nsys-encoded pid (pid * 0x1000000); unique per capture
   pid         INTEGER NOT NULL,              -- the OS pid
   host_id     INTEGER REFERENCES hosts(id),  -- host the process ran on
   workflow_id INTEGER REFERENCES workflows(id), -- job the process belongs to
@@ -51,7 +54,8 @@ CREATE TABLE IF NOT EXISTS processes (
   world_size  INTEGER,                       -- distributed world size, NULL if not distributed
   command     TEXT,                          -- command line when known
   start_ns    INTEGER,                       -- first time the process was seen
-  end_ns      INTEGER                        -- last time the process was seen (NULL while running)
+  end_ns      INTEGER,                       -- last time the process was seen (NULL while running)
+  UNIQUE (captureId, globalPid)
 );
 
 -- One tracing window (or one imported file).

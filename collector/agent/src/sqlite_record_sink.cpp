@@ -122,10 +122,12 @@ int64_t SqliteRecordSink::begin(const WindowStart& start) {
   if (path_.empty()) create_file();
   open_writer();
   if (!host_id_) host_id_ = writer_->add_host(start.host);
+  const int64_t capture_id = writer_->add_capture(start.capture);
   store::Process process = start.process;
+  process.captureId = capture_id;
   process.host_id = *host_id_;
   writer_->upsert_process(process);
-  return writer_->add_capture(start.capture);
+  return capture_id;
 }
 
 RowSink& SqliteRecordSink::rows() {

@@ -28,13 +28,11 @@ MergeResult merge_parts(const std::vector<std::string>& parts, const std::string
         if (inserted) it->second = writer.add_host(host);
         host_map[host.id] = it->second;
       }
-      for (store::Process process : reader.processes()) {
-        if (process.host_id) process.host_id = host_map[*process.host_id];
-        writer.upsert_process(process);
-      }
+      std::map<int64_t, int64_t> capture_map;  // part's capture id -> merged capture id
       for (store::Capture capture : reader.captures()) {
         int64_t old_id = capture.id;
         int64_t id = writer.add_capture(capture);
+        capture_map[old_id] = id;
         ++result.captures;
         store::EventFilter filter;
         filter.captureId = old_id;
@@ -84,6 +82,11 @@ MergeResult merge_parts(const std::vector<std::string>& parts, const std::string
           row.captureId = id;
           writer.add(row);
         }
+      }
+      for (store::Process process : reader.processes()) {
+        if (process.host_id) process.host_id = host_map[*process.host_id];
+        if (process.captureId) process.captureId = capture_map[*process.captureId];
+        writer.upsert_process(process);
       }
     }
     writer.finish();

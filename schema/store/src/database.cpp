@@ -25,6 +25,7 @@ extern const std::string trace_sql;
 extern const std::string index_sql;
 extern const std::string v1_sql;
 extern const std::string v1_to_v2_sql;
+extern const std::string v2_to_v3_sql;
 }  // namespace embedded
 
 const std::string& schema_sql() {
@@ -44,7 +45,7 @@ struct Migration {
   int from;
   const std::string* sql;
 };
-const Migration kMigrations[] = {{1, &embedded::v1_to_v2_sql}};
+const Migration kMigrations[] = {{1, &embedded::v1_to_v2_sql}, {2, &embedded::v2_to_v3_sql}};
 
 // The file behind each open connection, so that an error raised deep inside a statement still
 // names the file the user gave (an in-memory copy of a migrated file has no file name of its own).

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include "fleetscope/store/error.h"
 
 namespace fleetscope::store {
@@ -217,23 +219,40 @@ std::vector<GpuInfo> Reader::gpus(std::optional<int64_t> capture_id) const {
   return out;
 }
 
-std::vector<Process> Reader::processes() const {
+std::vector<Process> Reader::processes(std::optional<int64_t> capture_id) const {
   std::vector<Process> out;
   Statement s = db_.prepare(
-      "SELECT globalPid, pid, host_id, workflow_id, rank, world_size, command, start_ns, end_ns "
-      "FROM processes ORDER BY globalPid");
+      "SELECT captureId, globalPid, pid, host_id, workflow_id, rank, world_size, command, "
+      "start_ns, end_ns FROM processes ORDER BY captureId, globalPid");
   while (s.step()) {
     Process p;
-    p.globalPid = s.column_int(0);
-    p.pid = s.column_int(1);
-    p.host_id = opt<int64_t>(s, 2);
-    p.workflow_id = opt<int64_t>(s, 3);
-    p.rank = opt<int32_t>(s, 4);
-    p.world_size = opt<int32_t>(s, 5);
-    p.command = opt<std::string>(s, 6);
-    p.start_ns = opt<int64_t>(s, 7);
-    p.end_ns = opt<int64_t>(s, 8);
+    p.captureId = opt<int64_t>(s, 0);
+    p.globalPid = s.column_int(1);
+    p.pid = s.column_int(2);
+    p.host_id = opt<int64_t>(s, 3);
+    p.workflow_id = opt<int64_t>(s, 4);
+    p.rank = opt<int32_t>(s, 5);
+    p.world_size = opt<int32_t>(s, 6);
+    p.command = opt<std::string>(s, 7);
+    p.start_ns = opt<int64_t>(s, 8);
+    p.end_ns = opt<int64_t>(s, 9);
     out.push_back(std::move(p));
+  }
+  return capture_id ? processes_of(out, *capture_id) : out;
+}
+
+std::vector<Process> processes_of(const std::vector<Process>& processes, int64_t capture_id) {
+  std::vector<Process> out;
+  for (const Process& p : processes)
+    if (p.captureId == capture_id) out.push_back(p);
+  // Rows migrated from schema 2 (captureId NULL) stand for every capture, for the pids the
+  // capture has no row of its own for.
+  for (const Process& p : processes) {
+    if (p.captureId) continue;
+    const bool own = std::any_of(out.begin(), out.end(), [&](const Process& q) {
+      return q.captureId && q.globalPid == p.globalPid;
+    });
+    if (!own) out.push_back(p);
   }
   return out;
 }

@@ -537,11 +537,11 @@ void Writer::upsert_process(const Process& p) {
   flush();
   std::lock_guard db_lock(impl_->db_mu);
   Statement s = impl_->db.prepare(
-      "INSERT OR REPLACE INTO processes(globalPid, pid, host_id, workflow_id, rank, world_size, "
-      "command, start_ns, end_ns) VALUES (?,?,?,?,?,?,?,?,?)");
-  s.bind(1, p.globalPid).bind(2, p.pid).bind(3, p.host_id).bind(4, p.workflow_id);
-  s.bind(5, p.rank).bind(6, p.world_size).bind(7, p.command).bind(8, p.start_ns);
-  s.bind(9, p.end_ns).execute();
+      "INSERT OR REPLACE INTO processes(captureId, globalPid, pid, host_id, workflow_id, rank, "
+      "world_size, command, start_ns, end_ns) VALUES (?,?,?,?,?,?,?,?,?,?)");
+  s.bind(1, p.captureId).bind(2, p.globalPid).bind(3, p.pid).bind(4, p.host_id);
+  s.bind(5, p.workflow_id).bind(6, p.rank).bind(7, p.world_size).bind(8, p.command);
+  s.bind(9, p.start_ns).bind(10, p.end_ns).execute();
 }
 
 void Writer::add_gpu(const GpuInfo& g) {

@@ -45,7 +45,8 @@ class Reader {
   std::vector<Capture> captures() const;
   std::optional<Capture> capture(int64_t id) const;
   std::vector<GpuInfo> gpus(std::optional<int64_t> capture_id = {}) const;
-  std::vector<Process> processes() const;
+  // Every process row, or those of one capture (processes_of).
+  std::vector<Process> processes(std::optional<int64_t> capture_id = {}) const;
   std::vector<Workflow> workflows() const;
   std::vector<Host> hosts() const;
 
@@ -82,6 +83,10 @@ class Reader {
   Database db_;
   mutable std::optional<std::unordered_map<int64_t, std::string>> strings_;
 };
+
+// The processes of one capture: its own rows, plus rows migrated from schema 2 (captureId unset)
+// for pids it has no row of its own for.
+std::vector<Process> processes_of(const std::vector<Process>& processes, int64_t capture_id);
 
 // Short name of a demangled C++ name: the function name without namespace, args or templates
 // (what nsys calls shortName), e.g. "void at::native::vectorized_elementwise_kernel<4, ...>(...)"

@@ -10,7 +10,7 @@
 
 namespace fleetscope::store {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // nsys encodes process and thread ids into one integer: pid * 2^24 + tid.
 inline constexpr int64_t global_pid(int64_t pid) {
@@ -56,7 +56,11 @@ struct Workflow {
   std::string labels_json = "{}";
 };
 
+// A process of one capture: (captureId, globalPid) is the key, so pids that repeat across captures
+// never merge. captureId is unset only in rows migrated from schema 2, which apply to every capture
+// of their file (see processes_of).
 struct Process {
+  std::optional<int64_t> captureId;
   int64_t globalPid = 0;
   int64_t pid = 0;
   std::optional<int64_t> host_id;
