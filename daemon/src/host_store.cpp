@@ -20,7 +20,7 @@ bool exists(const std::string& path) {
 }
 
 // The daemon's own table: which uid and workflow a capture was taken for. Kept beside the store's
-// tables (not in trace.sql) because only the host database needs it for its per-user rules.
+// tables (not in schema/tables.py) because only the host database needs it for its per-user rules.
 constexpr const char* kOwnerTable =
     "CREATE TABLE IF NOT EXISTS daemon_capture_owner ("
     " captureId INTEGER PRIMARY KEY NOT NULL,"  // the capture

@@ -23,25 +23,16 @@ void sync_file(const std::string& path, int flags) {
 }
 
 // Counts the rows on their way to the writer, so that a failed write knows how many it lost.
-class CountingSink final : public RowSink {
+class CountingSink final : public store::UniformEventSink<CountingSink> {
  public:
   CountingSink(RowSink& next, int64_t& count) : next_(next), count_(count) {}
-  void add(store::Kernel row) override { pass(std::move(row)); }
-  void add(store::Memcpy row) override { pass(std::move(row)); }
-  void add(store::Memset row) override { pass(std::move(row)); }
-  void add(store::RuntimeCall row) override { pass(std::move(row)); }
-  void add(store::Sync row) override { pass(std::move(row)); }
-  void add(store::NvtxEvent row) override { pass(std::move(row)); }
-  void add(store::Iteration row) override { pass(std::move(row)); }
-  void add(store::MemoryEvent row) override { pass(std::move(row)); }
-  void add(ExternalCorrelation row) override { pass(std::move(row)); }
-
- private:
   template <class Row>
-  void pass(Row&& row) {
+  void put(Row&& row) {
     ++count_;
     next_.add(std::forward<Row>(row));
   }
+
+ private:
   RowSink& next_;
   int64_t& count_;
 };

@@ -65,6 +65,11 @@ class Reader {
       std::optional<int64_t> capture_id = {}) const;
   std::vector<Finding> findings(std::optional<int64_t> capture_id = {}) const;
 
+  // Every row of one event table (any Row of FLEETSCOPE_EVENT_ROWS) in one capture, in the order
+  // they were written: for copying a capture table by table.
+  template <class Row>
+  std::vector<Row> rows_of(int64_t capture_id) const;
+
   // Streaming variant for large captures: calls `fn` per kernel in start order.
   void for_each_kernel(const EventFilter& filter,
                        const std::function<void(const Kernel&)>& fn) const;
