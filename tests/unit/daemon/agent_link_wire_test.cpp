@@ -23,9 +23,9 @@ class KeepingSink : public store::RowSink, public store::RowVectors {
   int64_t add_workflow(const store::Workflow&) override { return 1; }
   void upsert_process(const store::Process&) override {}
   void add_gpu(const store::GpuInfo& g) override { gpus.push_back(g); }
-#define KEEP_ROW(Row, plural) \
-  void add(Row r) override {  \
-    push(std::move(r));       \
+#define KEEP_ROW(Row, plural)       \
+  void add(store::Row r) override { \
+    push(std::move(r));             \
   }
   FLEETSCOPE_EVENT_ROWS(KEEP_ROW)
 #undef KEEP_ROW
