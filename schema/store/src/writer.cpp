@@ -377,6 +377,12 @@ int64_t Writer::add_workflow(const Workflow& w) {
 void Writer::upsert_process(const Process& p) {
   flush();
   std::lock_guard db_lock(impl_->db_mu);
+  // UNIQUE (captureId, globalPid) treats NULL captures as distinct: "replace by key" for a row
+  // without a capture (as schema 2 wrote them) deletes its predecessor first. IS matches NULLs.
+  impl_->db.prepare("DELETE FROM processes WHERE captureId IS ? AND globalPid = ?")
+      .bind(1, p.captureId)
+      .bind(2, p.globalPid)
+      .execute();
   impl_->insert_one(p);
 }
 

@@ -280,7 +280,7 @@ TEST(FleetIdentity, FortyImportedCapturesAreFortyJobs) {
     EXPECT_EQ(dir.file(w->name + ".json"), capture.source_path) << "workflow of its own file";
   }
 
-  auto fleet = call(run_fleet_command, {db, "--format", "json"});
+  auto fleet = call(run_fleet_command, {db, "--format", "json", "--top", "100"});
   ASSERT_EQ(fleet.code, 0) << fleet.err;
   const json ranking = json::parse(fleet.out);
   ASSERT_EQ(ranking.size(), 40u) << fleet.out;
