@@ -2,12 +2,14 @@
 //
 // Served by `fleetscoped` on a Unix socket (and optionally 127.0.0.1); the CLI (`fleetscope trace`,
 // `fleetscope status`) and the GUI are its clients. Times are nanoseconds on the CLOCK_REALTIME
-// base of the trace store (schema/trace.sql); rows mirror the store's tables and keep their names.
+// base of the trace store (schema/tables.py); rows mirror the store's tables and keep their names.
 //
 // Evolution rules: never renumber or retype a field; add new fields as optional with a new id;
 // bump API_VERSION when a call or field is added, so clients can check `version()` first.
 
 namespace cpp fleetscope.rpc
+
+include "records.thrift"  // generated at build time from schema/tables.py
 
 const i32 API_VERSION = 1
 
@@ -417,7 +419,7 @@ struct AgentHello {
   5: required string workflow_source,   // 'env', 'slurm', 'kubernetes', 'command'
   6: optional string command,
   7: optional string hostname,
-  8: required i32 protocol_version = 1,
+  8: required i32 protocol_version = 2,  // 2: records of schema/tables.py (schema 4)
 }
 
 struct AgentWelcome {
@@ -439,71 +441,9 @@ struct AgentOrder {
   4: optional i32 iterations,
 }
 
-// Rows of one window, as the store's row types (schema/store/rows.h); names travel as strings and
-// are interned by the daemon's writer.
-struct KernelRecord {
-  1: required i64 start_ns, 2: required i64 end_ns, 3: required i32 deviceId, 4: optional i32 contextId,
-  5: required i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
-  8: required string demangledName, 9: optional string shortName,
-  10: required list<i32> grid, 11: required list<i32> block,
-  12: optional i32 registersPerThread, 13: optional i32 staticSharedMemory,
-  14: optional i32 dynamicSharedMemory, 15: optional i32 localMemoryPerThread,
-  16: optional i64 graphId, 17: optional i64 graphNodeId, 18: optional i32 launchType,
-}
-struct MemcpyRecord {
-  1: required i64 start_ns, 2: required i64 end_ns, 3: required i32 deviceId, 4: optional i32 contextId,
-  5: required i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
-  8: required i64 bytes, 9: required i32 copyKind, 10: optional i32 srcKind, 11: optional i32 dstKind,
-  12: optional i32 srcDeviceId, 13: optional i32 dstDeviceId, 14: optional i64 graphNodeId,
-}
-struct MemsetRecord {
-  1: required i64 start_ns, 2: required i64 end_ns, 3: required i32 deviceId, 4: optional i32 contextId,
-  5: required i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
-  8: optional i32 value, 9: required i64 bytes, 10: optional i32 memKind, 11: optional i64 graphNodeId,
-}
-struct RuntimeRecord {
-  1: required i64 start_ns, 2: required i64 end_ns, 3: required bool driver, 4: required i64 globalTid,
-  5: optional i64 correlationId, 6: required string name, 7: optional i32 returnValue, 8: optional i32 cbid,
-}
-struct SyncRecord {
-  1: required i64 start_ns, 2: required i64 end_ns, 3: optional i32 deviceId, 4: optional i32 contextId,
-  5: optional i32 streamId, 6: optional i64 correlationId, 7: optional i64 globalPid,
-  8: optional i64 globalTid, 9: required i32 syncType, 10: optional i64 eventId,
-}
-struct NvtxRecord {
-  1: required i64 start_ns, 2: optional i64 end_ns, 3: required i32 eventType, 4: optional i64 rangeId,
-  5: required string text, 6: optional i32 domainId, 7: optional i64 globalTid,
-}
-struct IterationRecord {
-  1: optional i64 globalPid, 2: required i64 step, 3: required i64 start_ns, 4: required i64 end_ns,
-  5: required string source,
-}
-struct MemoryRecord {
-  1: required i64 ts, 2: optional i64 globalPid, 3: required i32 deviceId, 4: optional i64 address,
-  5: required i64 bytes, 6: optional i64 totalAllocated, 7: optional i64 totalReserved,
-}
-struct ExternalCorrelationRecord {
-  1: required i64 correlationId, 2: required i32 externalKind, 3: required i64 externalId,
-}
-struct GpuRecord {
-  1: required i32 id, 2: required string name, 3: optional string uuid, 4: optional i64 totalMemory,
-  5: optional i32 smCount, 6: optional i32 computeMajor, 7: optional i32 computeMinor,
-}
-
-struct RecordBatch {
-  1: required i64 capture_id,
-  2: required i64 sequence,             // 0, 1, 2 ... per agent and window (duplicates are refused)
-  3: list<KernelRecord> kernels,
-  4: list<MemcpyRecord> memcpys,
-  5: list<MemsetRecord> memsets,
-  6: list<RuntimeRecord> runtime,
-  7: list<SyncRecord> syncs,
-  8: list<NvtxRecord> nvtx,
-  9: list<IterationRecord> iterations,
-  10: list<MemoryRecord> memory,
-  11: list<ExternalCorrelationRecord> external_correlations,
-  12: list<GpuRecord> gpus,
-}
+// Rows of one window: RecordBatch and its *Record structs are generated from the table
+// descriptions (schema/tables.py -> records.thrift, included above), so the wire's field ids and
+// the store's columns are described in one place.
 
 struct WindowClosed {
   1: required i64 capture_id,
@@ -521,7 +461,7 @@ service FleetscopeAgentLink {
   // batches per agent wait uncommitted, beyond that the call waits). The answer is the highest
   // sequence of this agent's window whose batches are all committed (-1: none yet): acknowledged
   // durability. A killed agent loses nothing the daemon took.
-  i64 pushRecords(1: i64 agent_id, 2: RecordBatch batch) throws (1: InvalidRequest invalid),
+  i64 pushRecords(1: i64 agent_id, 2: records.RecordBatch batch) throws (1: InvalidRequest invalid),
   // Returns after every batch of the agent's window is committed.
   void windowClosed(1: i64 agent_id, 2: WindowClosed closed) throws (1: InvalidRequest invalid),
 }

@@ -65,8 +65,8 @@ struct CaptureSink::Impl {
   // Synchronous tables.
   std::vector<store::Capture> captures;  // id = index + 1
   int64_t hosts = 0;
-  std::vector<store::Workflow> workflows;                          // id = index + 1
-  std::map<int64_t, store::Process> processes;                     // by globalPid
+  std::vector<store::Workflow> workflows;                                          // id = index + 1
+  std::map<std::pair<std::optional<int64_t>, int64_t>, store::Process> processes;  // by key
   std::map<std::pair<int64_t, int32_t>, store::GpuInfo> gpu_info;  // by (captureId, id)
 
   // Loaded event rows, in row order. Kernels, runtime calls and host ops go into `data` as their
@@ -204,7 +204,9 @@ CaptureData CaptureSink::Impl::take(int64_t capture_id, const LoadProgress& prog
   string_ids.clear();
   for (auto& [key, gpu] : gpu_info)
     if (key.first == capture_id) out.gpus.push_back(std::move(gpu));
-  for (auto& [pid, process] : processes) out.processes.push_back(std::move(process));
+  std::vector<store::Process> all;
+  for (auto& [key, process] : processes) all.push_back(std::move(process));
+  out.processes = store::processes_of(all, capture_id);
   out.workflows = std::move(workflows);
   // store::Reader::iterations / memory_events: by start / ts, ties in row order.
   std::stable_sort(iterations.begin(), iterations.end(),
@@ -321,7 +323,7 @@ int64_t CaptureSink::add_workflow(const store::Workflow& workflow) {
 
 void CaptureSink::upsert_process(const store::Process& process) {
   impl_->flush();
-  impl_->processes.insert_or_assign(process.globalPid, process);
+  impl_->processes.insert_or_assign({process.captureId, process.globalPid}, process);
 }
 
 void CaptureSink::add_gpu(const store::GpuInfo& gpu) {

@@ -26,8 +26,10 @@ struct DatabaseShare {
 
 void add_capture(const store::Reader& reader, const std::string& path,
                  const store::Capture& capture, const std::vector<store::Finding>& findings,
-                 CaptureData& context, DatabaseShare& share) {
+                 const std::vector<store::Process>& processes, CaptureData& context,
+                 DatabaseShare& share) {
   context.capture = capture;
+  context.processes = store::processes_of(processes, capture.id);  // pids repeat across captures
   // The GPU intervals (kernels, copies, memsets: start, end, device, process), all the ranking
   // needs, grouped by (workflow, device) as they are read. Rows come in runs of one process and
   // device: the group is looked up only when that changes.
@@ -107,10 +109,10 @@ DatabaseShare rank_database(const std::string& path) {
   store::Reader reader(path);
   const auto findings = reader.findings();
   CaptureData context;  // what workflow attribution reads: processes, workflows, the capture
-  context.processes = reader.processes();
+  const auto processes = reader.processes();
   context.workflows = reader.workflows();
   for (const auto& capture : reader.captures())
-    add_capture(reader, path, capture, findings, context, share);
+    add_capture(reader, path, capture, findings, processes, context, share);
   return share;
 }
 

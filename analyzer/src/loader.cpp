@@ -274,7 +274,7 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   data.capture = *capture;
   data.names = reader.strings();
   data.gpus = reader.gpus(capture_id);
-  data.processes = reader.processes();
+  data.processes = reader.processes(capture_id);
   data.workflows = reader.workflows();
   data.iterations = reader.iterations(capture_id);  // ties in row order, as CaptureSink keeps them
   if (parts.memory_events) {

@@ -20,7 +20,7 @@ bool exists(const std::string& path) {
 }
 
 // The daemon's own table: which uid and workflow a capture was taken for. Kept beside the store's
-// tables (not in trace.sql) because only the host database needs it for its per-user rules.
+// tables (not in schema/tables.py) because only the host database needs it for its per-user rules.
 constexpr const char* kOwnerTable =
     "CREATE TABLE IF NOT EXISTS daemon_capture_owner ("
     " captureId INTEGER PRIMARY KEY NOT NULL,"  // the capture
@@ -147,9 +147,10 @@ std::optional<int64_t> HostStore::find_workflow(const std::string& name) {
   return it->second;
 }
 
-void HostStore::upsert_process(int pid, int64_t workflow_id, const std::string& command,
-                               int64_t start_ns) {
+void HostStore::upsert_process(int64_t capture_id, int pid, int64_t workflow_id,
+                               const std::string& command, int64_t start_ns) {
   store::Process p;
+  p.captureId = capture_id;
   p.globalPid = store::global_pid(pid);
   p.pid = pid;
   p.host_id = host_id_;

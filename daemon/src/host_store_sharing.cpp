@@ -1,4 +1,4 @@
-// HostStore's rows for the sharing service: lane_plans and sharing_events (schema/trace.sql),
+// HostStore's rows for the sharing service: lane_plans and sharing_events (schema/tables.py),
 // on the maintenance connection, each call one transaction.
 #include <sqlite3.h>
 

@@ -135,7 +135,7 @@ rpc::TraceStarted TraceControl::start(std::vector<AgentEntry> agents, const std:
                     every_gpu ? std::vector<int>{} : std::vector<int>(gpus.begin(), gpus.end()));
   }
   for (const auto& agent : agents) {
-    store_.upsert_process(agent.pid, store_.workflow_id(agent.workflow, std::nullopt),
+    store_.upsert_process(capture_id, agent.pid, store_.workflow_id(agent.workflow, std::nullopt),
                           agent.command, agent.registered_ns);
     registry_.set_open_capture(agent.id, capture_id);
     if (!registry_.post(agent.id, order)) continue;  // vanished in between

@@ -409,7 +409,7 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
   {
     std::map<int64_t, std::string> host_names;
     for (const auto& h : reader.hosts()) host_names[h.id] = h.hostname;
-    for (const auto& p : reader.processes())
+    for (const auto& p : reader.processes(capture_id))
       if (p.host_id) host_of_pid[p.globalPid] = {*p.host_id, host_names[*p.host_id]};
   }
   // Display order: by host, then TrackKey order.

@@ -66,6 +66,7 @@ bool CaptureSession::open(int64_t now_ns) {
     capture_ = start.capture;
     capture_.id = sink_.begin(start);
     process_ = start.process;
+    process_.captureId = capture_.id;
   } catch (const std::exception& e) {
     error_ = "cannot create " + sink_.destination() + ": " + e.what();
     source_.disable();

@@ -68,7 +68,8 @@ class DaemonControl final : public ControlSource {
 };
 
 // The rows of a daemon-ordered window, streamed to fleetscoped in batches.
-class DaemonRecordSink final : public RecordSink, private RowSink {
+class DaemonRecordSink final : public RecordSink,
+                               private store::UniformEventSink<DaemonRecordSink> {
  public:
   explicit DaemonRecordSink(DaemonControl& control) : control_(control) {}
   int64_t begin(const WindowStart& start) override;
@@ -79,15 +80,7 @@ class DaemonRecordSink final : public RecordSink, private RowSink {
   std::string destination() const override;
 
  private:
-  void add(store::Kernel row) override { put(row); }
-  void add(store::Memcpy row) override { put(row); }
-  void add(store::Memset row) override { put(row); }
-  void add(store::RuntimeCall row) override { put(row); }
-  void add(store::Sync row) override { put(row); }
-  void add(store::NvtxEvent row) override { put(row); }
-  void add(store::Iteration row) override { put(row); }
-  void add(store::MemoryEvent row) override { put(row); }
-  void add(ExternalCorrelation row) override { put(row); }
+  friend class store::UniformEventSink<DaemonRecordSink>;
   template <class Row>
   void put(const Row& row) {
     builder_->add(row);

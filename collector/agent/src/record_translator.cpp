@@ -119,19 +119,28 @@ void RecordTranslator::span(uint64_t start, uint64_t end) {
   if (ns(end) > stats_.last_ns) stats_.last_ns = ns(end);
 }
 
+// The columns the GPU-activity tables share (schema/tables.py, gpu_activity), from the fields
+// their CUPTI records share.
+template <class Row, class Record>
+Row RecordTranslator::gpu_activity(const Record& r) {
+  span(r.start, r.end);
+  Row row;
+  row.start = ns(r.start);
+  row.end = ns(r.end);
+  row.deviceId = static_cast<int32_t>(r.deviceId);
+  row.contextId = static_cast<int32_t>(r.contextId);
+  row.streamId = static_cast<int32_t>(r.streamId);
+  row.correlationId = r.correlationId;
+  row.globalPid = store::global_pid(context_.pid);
+  row.captureId = context_.captureId;
+  return row;
+}
+
 void RecordTranslator::kernel(const CUpti_ActivityKernel10& r) {
   if (!complete(r.start, r.end)) return;
   ++stats_.kernels;
   context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
-  span(r.start, r.end);
-  store::Kernel k;
-  k.start = ns(r.start);
-  k.end = ns(r.end);
-  k.deviceId = static_cast<int32_t>(r.deviceId);
-  k.contextId = static_cast<int32_t>(r.contextId);
-  k.streamId = static_cast<int32_t>(r.streamId);
-  k.correlationId = r.correlationId;
-  k.globalPid = store::global_pid(context_.pid);
+  auto k = gpu_activity<store::Kernel>(r);
   k.demangledName = demangle(r.name);
   k.shortName = "";  // the writer derives it from the demangled name
   k.gridX = r.gridX;
@@ -147,52 +156,34 @@ void RecordTranslator::kernel(const CUpti_ActivityKernel10& r) {
   k.graphId = nonzero(r.graphId);
   k.graphNodeId = nonzero(r.graphNodeId);
   k.launchType = r.launchType;
-  k.captureId = context_.captureId;
+  k.gridId = r.gridId;
   emit(std::move(k));
+}
+
+// Copies within a device and between peers share these columns.
+template <class Record>
+store::Memcpy RecordTranslator::copy(const Record& r) {
+  ++stats_.memcpys;
+  auto m = gpu_activity<store::Memcpy>(r);
+  m.bytes = static_cast<int64_t>(r.bytes);
+  m.copyKind = r.copyKind;
+  m.srcKind = r.srcKind;
+  m.dstKind = r.dstKind;
+  m.graphNodeId = nonzero(r.graphNodeId);
+  return m;
 }
 
 void RecordTranslator::memcpy(const CUpti_ActivityMemcpy6& r) {
   if (!complete(r.start, r.end)) return;
-  ++stats_.memcpys;
   context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
-  span(r.start, r.end);
-  store::Memcpy m;
-  m.start = ns(r.start);
-  m.end = ns(r.end);
-  m.deviceId = static_cast<int32_t>(r.deviceId);
-  m.contextId = static_cast<int32_t>(r.contextId);
-  m.streamId = static_cast<int32_t>(r.streamId);
-  m.correlationId = r.correlationId;
-  m.globalPid = store::global_pid(context_.pid);
-  m.bytes = static_cast<int64_t>(r.bytes);
-  m.copyKind = r.copyKind;
-  m.srcKind = r.srcKind;
-  m.dstKind = r.dstKind;
-  m.graphNodeId = nonzero(r.graphNodeId);
-  m.captureId = context_.captureId;
-  emit(std::move(m));
+  emit(copy(r));
 }
 
 void RecordTranslator::peer_memcpy(const CUpti_ActivityMemcpyPtoP4& r) {
   if (!complete(r.start, r.end)) return;
-  ++stats_.memcpys;
-  span(r.start, r.end);
-  store::Memcpy m;
-  m.start = ns(r.start);
-  m.end = ns(r.end);
-  m.deviceId = static_cast<int32_t>(r.deviceId);
-  m.contextId = static_cast<int32_t>(r.contextId);
-  m.streamId = static_cast<int32_t>(r.streamId);
-  m.correlationId = r.correlationId;
-  m.globalPid = store::global_pid(context_.pid);
-  m.bytes = static_cast<int64_t>(r.bytes);
-  m.copyKind = r.copyKind;
-  m.srcKind = r.srcKind;
-  m.dstKind = r.dstKind;
+  auto m = copy(r);
   m.srcDeviceId = static_cast<int32_t>(r.srcDeviceId);
   m.dstDeviceId = static_cast<int32_t>(r.dstDeviceId);
-  m.graphNodeId = nonzero(r.graphNodeId);
-  m.captureId = context_.captureId;
   emit(std::move(m));
 }
 
@@ -200,20 +191,11 @@ void RecordTranslator::memset(const CUpti_ActivityMemset4& r) {
   if (!complete(r.start, r.end)) return;
   ++stats_.memsets;
   context_device_[r.contextId] = static_cast<int32_t>(r.deviceId);
-  span(r.start, r.end);
-  store::Memset m;
-  m.start = ns(r.start);
-  m.end = ns(r.end);
-  m.deviceId = static_cast<int32_t>(r.deviceId);
-  m.contextId = static_cast<int32_t>(r.contextId);
-  m.streamId = static_cast<int32_t>(r.streamId);
-  m.correlationId = r.correlationId;
-  m.globalPid = store::global_pid(context_.pid);
+  auto m = gpu_activity<store::Memset>(r);
   m.value = static_cast<int32_t>(r.value);
   m.bytes = static_cast<int64_t>(r.bytes);
   m.memKind = r.memoryKind;
   m.graphNodeId = nonzero(r.graphNodeId);
-  m.captureId = context_.captureId;
   emit(std::move(m));
 }
 

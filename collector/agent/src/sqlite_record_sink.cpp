@@ -23,25 +23,16 @@ void sync_file(const std::string& path, int flags) {
 }
 
 // Counts the rows on their way to the writer, so that a failed write knows how many it lost.
-class CountingSink final : public RowSink {
+class CountingSink final : public store::UniformEventSink<CountingSink> {
  public:
   CountingSink(RowSink& next, int64_t& count) : next_(next), count_(count) {}
-  void add(store::Kernel row) override { pass(std::move(row)); }
-  void add(store::Memcpy row) override { pass(std::move(row)); }
-  void add(store::Memset row) override { pass(std::move(row)); }
-  void add(store::RuntimeCall row) override { pass(std::move(row)); }
-  void add(store::Sync row) override { pass(std::move(row)); }
-  void add(store::NvtxEvent row) override { pass(std::move(row)); }
-  void add(store::Iteration row) override { pass(std::move(row)); }
-  void add(store::MemoryEvent row) override { pass(std::move(row)); }
-  void add(ExternalCorrelation row) override { pass(std::move(row)); }
-
- private:
   template <class Row>
-  void pass(Row&& row) {
+  void put(Row&& row) {
     ++count_;
     next_.add(std::forward<Row>(row));
   }
+
+ private:
   RowSink& next_;
   int64_t& count_;
 };
@@ -122,10 +113,12 @@ int64_t SqliteRecordSink::begin(const WindowStart& start) {
   if (path_.empty()) create_file();
   open_writer();
   if (!host_id_) host_id_ = writer_->add_host(start.host);
+  const int64_t capture_id = writer_->add_capture(start.capture);
   store::Process process = start.process;
+  process.captureId = capture_id;
   process.host_id = *host_id_;
   writer_->upsert_process(process);
-  return writer_->add_capture(start.capture);
+  return capture_id;
 }
 
 RowSink& SqliteRecordSink::rows() {

@@ -191,7 +191,7 @@ bool ControlLoop::ensure_control() {
     args.str_field(4, facts_.workflow.name);
     args.str_field(5, facts_.workflow.source);
     if (!facts_.command.empty()) args.str_field(6, facts_.command);
-    args.i32_field(8, 1);  // protocol_version
+    args.i32_field(8, 2);  // protocol_version: the records of schema/tables.py
     args.stop();
     int64_t agent_id = 0;
     int32_t max_rows = 0;

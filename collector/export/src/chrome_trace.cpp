@@ -201,7 +201,7 @@ class ChromeExporter {
     collect_host_processes();
     // Kineto's distributedInfo, when every traced process agrees on one rank.
     std::set<std::pair<int32_t, int32_t>> ranks;
-    for (const store::Process& process : reader_.processes())
+    for (const store::Process& process : reader_.processes(scope_.capture_id))
       if (host_pids_.count(process.pid) && process.rank)
         ranks.emplace(*process.rank, process.world_size.value_or(0));
     if (ranks.size() == 1) {
@@ -325,7 +325,7 @@ class ChromeExporter {
     }
 
     std::unordered_map<int64_t, std::string> commands;
-    for (const store::Process& process : reader_.processes())
+    for (const store::Process& process : reader_.processes(scope_.capture_id))
       if (process.command) commands.emplace(process.pid, basename_of_command(*process.command));
     for (int64_t pid : host_pids_) {
       auto command = commands.find(pid);

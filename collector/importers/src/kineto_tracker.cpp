@@ -308,6 +308,7 @@ void Tracker::finish(const std::string& workflow_name) {
   int64_t workflow_id = writer_.add_workflow(wf);
   for (const auto& [pid, info] : processes_) {
     store::Process p;
+    p.captureId = capture_id_;
     p.globalPid = store::global_pid(pid);
     p.pid = pid;
     p.host_id = host_id;

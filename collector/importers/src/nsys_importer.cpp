@@ -440,6 +440,7 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
   }
   for (int64_t pid : pids) {
     store::Process p;
+    p.captureId = capture.id;
     p.globalPid = store::global_pid(pid);
     p.pid = pid;
     p.workflow_id = workflow_id;

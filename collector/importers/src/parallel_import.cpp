@@ -52,7 +52,7 @@ class Turns {
 
 // One file's view of the shared writer: rows go straight through; the capture was created in
 // file order beforehand; metadata waits for the file's turn.
-class OrderedSink final : public store::RowSink {
+class OrderedSink final : public store::UniformEventSink<OrderedSink, store::RowSink> {
  public:
   OrderedSink(store::Writer& writer, int64_t capture_id, size_t file, Turns& turns)
       : writer_(writer), capture_id_(capture_id), file_(file), turns_(turns) {}
@@ -84,28 +84,18 @@ class OrderedSink final : public store::RowSink {
     turn();
     writer_.add_gpu(g);
   }
-  void add(store::Kernel r) override { put(std::move(r)); }
-  void add(store::Memcpy r) override { put(std::move(r)); }
-  void add(store::Memset r) override { put(std::move(r)); }
-  void add(store::RuntimeCall r) override { put(std::move(r)); }
-  void add(store::Sync r) override { put(std::move(r)); }
-  void add(store::NvtxEvent r) override { put(std::move(r)); }
-  void add(store::CpuOp r) override { put(std::move(r)); }
-  void add(store::Iteration r) override { put(std::move(r)); }
-  void add(store::MemoryEvent r) override { put(std::move(r)); }
-  void add(store::DeviceSample r) override { put(std::move(r)); }
-  void add(store::ExternalCorrelation r) override { put(std::move(r)); }
   void shift_times(int64_t capture_id, int64_t delta_ns) override {
     check();
     writer_.shift_times(capture_id, delta_ns);  // this capture's rows only: any order
   }
 
- private:
   template <class Row>
   void put(Row&& row) {
     check();
     writer_.add(std::forward<Row>(row));
   }
+
+ private:
   void check() const {
     if (turns_.stopped()) throw ImportStopped{};
   }

@@ -1,6 +1,8 @@
 #include "fleetscope/launcher/merge_parts.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
@@ -9,8 +11,6 @@
 #include "fleetscope/timeline/timeline_cache.h"
 
 namespace fleetscope::launcher {
-namespace {}  // namespace
-
 MergeResult merge_parts(const std::vector<std::string>& parts, const std::string& output) {
   MergeResult result;
   store::AtomicOutput atomic(output);
@@ -28,62 +28,39 @@ MergeResult merge_parts(const std::vector<std::string>& parts, const std::string
         if (inserted) it->second = writer.add_host(host);
         host_map[host.id] = it->second;
       }
-      for (store::Process process : reader.processes()) {
-        if (process.host_id) process.host_id = host_map[*process.host_id];
-        writer.upsert_process(process);
-      }
+      std::map<int64_t, int64_t> capture_map;  // part's capture id -> merged capture id
       for (store::Capture capture : reader.captures()) {
         int64_t old_id = capture.id;
         int64_t id = writer.add_capture(capture);
+        capture_map[old_id] = id;
         ++result.captures;
-        store::EventFilter filter;
-        filter.captureId = old_id;
         for (store::GpuInfo gpu : reader.gpus(old_id)) {
           gpu.captureId = id;
           writer.add_gpu(gpu);
         }
-        for (store::Kernel k : reader.kernels(filter)) {
-          k.demangledName = reader.string(k.demangledNameId);
-          k.shortName = reader.string(k.shortNameId);
-          k.captureId = id;
-          writer.add(std::move(k));
-          ++result.kernels;
-        }
-        for (store::Memcpy m : reader.memcpys(filter)) {
-          m.captureId = id;
-          writer.add(std::move(m));
-          ++result.memcpys;
-        }
-        for (store::Memset m : reader.memsets(filter)) {
-          m.captureId = id;
-          writer.add(std::move(m));
-          ++result.memsets;
-        }
-        for (store::RuntimeCall c : reader.runtime_calls(filter)) {
-          c.name = reader.string(c.nameId);
-          c.captureId = id;
-          writer.add(std::move(c));
-        }
-        for (store::Sync s : reader.syncs(filter)) {
-          s.captureId = id;
-          writer.add(std::move(s));
-        }
-        for (store::NvtxEvent e : reader.nvtx_events(filter)) {
-          e.captureId = id;
-          writer.add(std::move(e));
-        }
-        for (store::Iteration it : reader.iterations(old_id)) {
-          it.captureId = id;
-          writer.add(std::move(it));
-        }
-        for (store::MemoryEvent m : reader.memory_events(filter)) {
-          m.captureId = id;
-          writer.add(std::move(m));
-        }
-        for (store::ExternalCorrelation row : reader.external_correlations(old_id)) {
-          row.captureId = id;
-          writer.add(row);
-        }
+        // Every event table, as the table descriptions list them (FLEETSCOPE_EVENT_ROWS): rows
+        // read back carry name ids; their strings are resolved for the new file's writer.
+        auto copy = [&]<class Row>(std::vector<Row> rows) {
+          for (Row& row : rows) {
+            store::resolve_strings(row, reader);
+            row.captureId = id;
+            writer.add(std::move(row));
+          }
+          return static_cast<long long>(rows.size());
+        };
+        std::map<std::string, long long> copied;  // rows by table (the struct's plural)
+#define FLEETSCOPE_COPY_ROWS(Row, plural) \
+  copied[#plural] = copy(reader.rows_of<store::Row>(old_id));
+        FLEETSCOPE_EVENT_ROWS(FLEETSCOPE_COPY_ROWS)
+#undef FLEETSCOPE_COPY_ROWS
+        result.kernels += copied["kernels"];
+        result.memcpys += copied["memcpys"];
+        result.memsets += copied["memsets"];
+      }
+      for (store::Process process : reader.processes()) {
+        if (process.host_id) process.host_id = host_map[*process.host_id];
+        if (process.captureId) process.captureId = capture_map[*process.captureId];
+        writer.upsert_process(process);
       }
     }
     writer.finish();

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <random>
 #include <unordered_map>
+#include <vector>
 
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/rows.h"
@@ -24,7 +25,7 @@ namespace embedded {
 extern const std::string trace_sql;
 extern const std::string index_sql;
 extern const std::string v1_sql;
-extern const std::string v1_to_v2_sql;
+extern const std::vector<std::string> migrations;  // [i]: schema version i + 1 -> i + 2
 }  // namespace embedded
 
 const std::string& schema_sql() {
@@ -38,13 +39,6 @@ const std::string& schema_v1_sql() {
 }
 
 namespace {
-
-// Migrations: entry i upgrades schema version i+1 to i+2.
-struct Migration {
-  int from;
-  const std::string* sql;
-};
-const Migration kMigrations[] = {{1, &embedded::v1_to_v2_sql}};
 
 // The file behind each open connection, so that an error raised deep inside a statement still
 // names the file the user gave (an in-memory copy of a migrated file has no file name of its own).
@@ -137,10 +131,11 @@ void apply_connection_pragmas(sqlite3* db) {
 void migrate(sqlite3* db, int version) {
   exec_or_throw(db, "BEGIN IMMEDIATE", "migrate");
   try {
-    for (const Migration& m : kMigrations) {
-      if (m.from < version) continue;
-      exec_or_throw(db, *m.sql, "migrate from schema_version " + std::to_string(m.from));
-    }
+    // Generated from schema/tables.py: the hand-written structural steps (migrations/) and the
+    // ALTER TABLEs of columns added since the file's version.
+    for (int from = version; from < kSchemaVersion; ++from)
+      exec_or_throw(db, embedded::migrations.at(static_cast<size_t>(from - 1)),
+                    "migrate from schema_version " + std::to_string(from));
     exec_or_throw(db,
                   "UPDATE meta SET value = '" + std::to_string(kSchemaVersion) +
                       "' WHERE key = 'schema_version'",

@@ -48,20 +48,20 @@ RecordBatch batch(int64_t sequence) {
     k.__set_globalPid(pid);
     k.demangledName = "void gemm_kernel<float>(float const*, float*)";
     k.__set_shortName("gemm_kernel");
-    k.grid = {128, 1, 1};
-    k.block = {256, 1, 1};
+    k.gridX = 128, k.gridY = 1, k.gridZ = 1;
+    k.blockX = 256, k.blockY = 1, k.blockZ = 1;
     k.__set_registersPerThread(64);
     k.__set_staticSharedMemory(4096);
     b.kernels.push_back(k);
-    RuntimeRecord r;
+    RuntimeCallRecord r;
     r.start_ns = k.start_ns - 8'000;
     r.end_ns = r.start_ns + 5'000;
-    r.driver = false;
+    r.eventClass = 0;  // runtime API
     r.globalTid = pid + 1;
     r.__set_correlationId(100 + i);
     r.name = "cudaLaunchKernel";
     r.__set_cbid(211);
-    b.runtime.push_back(r);
+    b.runtime_calls.push_back(r);
   }
   MemcpyRecord m;
   m.start_ns = t + 400'000;
@@ -88,12 +88,12 @@ RecordBatch batch(int64_t sequence) {
   y.__set_streamId(7);
   y.syncType = 3;
   b.syncs.push_back(y);
-  NvtxRecord n;
+  NvtxEventRecord n;
   n.start_ns = t;
   n.__set_end_ns(t + 500'000);
   n.eventType = 59;
   n.text = "ProfilerStep#" + std::to_string(sequence);
-  b.nvtx.push_back(n);
+  b.nvtx_events.push_back(n);
   IterationRecord it;
   it.__set_globalPid(pid);
   it.step = sequence;
@@ -101,20 +101,20 @@ RecordBatch batch(int64_t sequence) {
   it.end_ns = t + 500'000;
   it.source = "nvtx";
   b.iterations.push_back(it);
-  MemoryRecord a;
+  MemoryEventRecord a;
   a.ts = t + 10;
   a.deviceId = 0;
   a.__set_address(0x7f0000000000);
   a.bytes = 1 << 20;
-  a.__set_totalAllocated(1 << 20);
-  b.memory.push_back(a);
+  a.__set_total_allocated(1 << 20);
+  b.memory_events.push_back(a);
   ExternalCorrelationRecord e;
   e.correlationId = 100;
   e.externalKind = 1;
   e.externalId = 55;
   b.external_correlations.push_back(e);
   if (sequence == 0) {
-    GpuRecord g;
+    GpuInfoRecord g;
     g.id = 0;
     g.name = "NVIDIA H100 80GB HBM3";
     g.__set_totalMemory(int64_t{80} << 30);
@@ -123,8 +123,8 @@ RecordBatch batch(int64_t sequence) {
     g.__set_computeMinor(0);
     b.gpus.push_back(g);
   }
-  b.__isset.kernels = b.__isset.memcpys = b.__isset.memsets = b.__isset.runtime = true;
-  b.__isset.syncs = b.__isset.nvtx = b.__isset.iterations = b.__isset.memory = true;
+  b.__isset.kernels = b.__isset.memcpys = b.__isset.memsets = b.__isset.runtime_calls = true;
+  b.__isset.syncs = b.__isset.nvtx_events = b.__isset.iterations = b.__isset.memory_events = true;
   b.__isset.external_correlations = b.__isset.gpus = true;
   return b;
 }

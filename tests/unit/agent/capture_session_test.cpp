@@ -286,8 +286,12 @@ TEST_F(CaptureSessionTest, SeveralWindowsOfOneProcessShareOneFile) {
   auto captures = reader.captures();
   ASSERT_EQ(captures.size(), 3u);
   EXPECT_EQ(reader.hosts().size(), 1u);
-  EXPECT_EQ(reader.processes().size(), 1u);
+  EXPECT_EQ(reader.processes().size(), 3u);  // a process row per capture (schema 3)
   for (int window = 1; window <= 3; ++window) {
+    const auto own = reader.processes(captures[window - 1].id);
+    ASSERT_EQ(own.size(), 1u);
+    EXPECT_EQ(own[0].captureId, captures[window - 1].id);
+    EXPECT_EQ(own[0].end_ns, window * 100 + 50);
     store::EventFilter filter;
     filter.captureId = captures[window - 1].id;
     EXPECT_EQ(reader.kernels(filter).size(), static_cast<size_t>(window));

@@ -32,6 +32,7 @@ inline CUpti_ActivityKernel10 make_kernel(const char* name) {
   k.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE;
   k.graphNodeId = 9001;
   k.graphId = 77;
+  k.gridId = 424242;
   return k;
 }
 

@@ -5,7 +5,10 @@
 #include <cupti_runtime_cbid.h>
 
 #include "fleetscope/agent/record_translator.h"
+#include "fleetscope/store/reader.h"
+#include "fleetscope/store/writer.h"
 #include "record_builders.h"
+#include "temp_dir.h"
 
 namespace fleetscope::agent {
 namespace {
@@ -64,11 +67,42 @@ TEST_F(TranslationTest, KernelRecordFillsEveryKernelColumn) {
   EXPECT_EQ(k.graphId, 77);
   EXPECT_EQ(k.graphNodeId, 9001);
   EXPECT_EQ(k.launchType, 1);
+  EXPECT_EQ(k.gridId, 424242);
   EXPECT_FALSE(k.blocksPerSm.has_value());
   EXPECT_FALSE(k.warpsPerSm.has_value());
   EXPECT_FALSE(k.estOccupancy.has_value());
   EXPECT_EQ(k.captureId, 42);
   EXPECT_EQ(translator_.stats().kernels, 1);
+}
+
+// A column added in one place (kernel gridId, schema/tables.py) and its translation: a real
+// CUpti_ActivityKernel10 becomes a row, the row a SQLite row, and the column reads back.
+TEST_F(TranslationTest, KernelColumnsSurviveTheStore) {
+  feed(make_kernel("_Z10add_kernelPfS_i"));
+  ASSERT_EQ(sink_.kernels.size(), 1u);
+  test_support::TempDir dir;
+  const std::string path = dir.file("t.db");
+  {
+    store::Writer writer(store::Database::create(path));
+    writer.add(sink_.kernels[0]);
+    writer.finish();
+  }
+  store::Reader reader(path);
+  const auto kernels = reader.kernels();
+  ASSERT_EQ(kernels.size(), 1u);
+  const store::Kernel& k = kernels[0];
+  EXPECT_EQ(k.gridId, 424242);
+  EXPECT_EQ(k.launchType, 1);
+  EXPECT_EQ(k.graphId, 77);
+  EXPECT_EQ(k.gridX, 120);
+  EXPECT_EQ(k.blockY, 4);
+  EXPECT_EQ(k.localMemoryPerThread, 24);
+  EXPECT_EQ(k.captureId, 42);
+  EXPECT_EQ(reader.string(k.demangledNameId), "add_kernel(float*, float*, int)");
+  EXPECT_EQ(reader.string(k.shortNameId), "add_kernel");
+  const auto rows = reader.query("SELECT gridId FROM CUPTI_ACTIVITY_KIND_KERNEL");
+  ASSERT_EQ(rows.rows.size(), 1u);
+  EXPECT_EQ(rows.rows[0][0], "424242");  // the nsys-named column, for users' SQL
 }
 
 TEST_F(TranslationTest, KernelOutsideGraphHasNoGraphIds) {

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -230,6 +233,69 @@ TEST_F(Commands, FleetDiffCandidates) {
   EXPECT_NE(table.out.find("resnet-train"), std::string::npos);
   EXPECT_EQ(call(run_fleet_command, {}).code, 2);
   EXPECT_EQ(call(run_diff_command, {db}).code, 2);
+}
+
+// Process identity is per capture (issue 23): 40 Kineto traces that all say pid 100 / device 0,
+// imported into one database, stay 40 processes of 40 workflows, and `fleet` ranks 40 jobs, each
+// named after its own file (schema 2 kept one process row per pid: 2 jobs x "20 captures").
+TEST(FleetIdentity, FortyImportedCapturesAreFortyJobs) {
+  testing::TempDir dir;
+  std::vector<std::string> files;
+  for (int i = 0; i < 40; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "job%02d.json", i);
+    const std::string path = dir.file(name);
+    // Two kernels with a gap that grows with i, so every job has its own idle time.
+    std::ofstream(path) << R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+       "args": {"device": 0, "stream": 7, "correlation": 1}},
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )"
+                        << 20 + i
+                        << R"(, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 2}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 200,
+       "ts": 9, "dur": 1, "args": {"correlation": 1}},
+      {"name": "process_name", "ph": "M", "ts": 8, "pid": 100, "tid": 0, "args": {"name": "train.py"}}
+    ], "baseTimeNanoseconds": 1700000000000000000})";
+    files.push_back(path);
+  }
+  const std::string db = dir.file("fleet.db");
+  importers::ImportOptions options;
+  options.parallel_files = 4;
+  importers::import_files(files, db, options);
+
+  store::Reader reader(db);
+  ASSERT_EQ(reader.captures().size(), 40u);
+  ASSERT_EQ(reader.workflows().size(), 40u);
+  const auto processes = reader.processes();
+  ASSERT_EQ(processes.size(), 40u);  // (capture, pid 100) each, not one pid 100
+  for (const auto& capture : reader.captures()) {
+    const auto own = reader.processes(capture.id);
+    ASSERT_EQ(own.size(), 1u) << capture.id;
+    EXPECT_EQ(own[0].captureId, capture.id);
+    EXPECT_EQ(own[0].pid, 100);
+    const auto workflows = reader.workflows();
+    const auto w = std::find_if(workflows.begin(), workflows.end(),
+                                [&](const auto& x) { return x.id == own[0].workflow_id; });
+    ASSERT_NE(w, workflows.end());
+    EXPECT_EQ(dir.file(w->name + ".json"), capture.source_path) << "workflow of its own file";
+  }
+
+  auto fleet = call(run_fleet_command, {db, "--format", "json", "--top", "100"});
+  ASSERT_EQ(fleet.code, 0) << fleet.err;
+  const json ranking = json::parse(fleet.out);
+  ASSERT_EQ(ranking.size(), 40u) << fleet.out;
+  std::set<std::string> names;
+  for (const json& job : ranking) {
+    EXPECT_EQ(job["captures"], 1) << job.dump();
+    const std::string name = job["workflow"];
+    names.insert(name);
+    // jobNN's gap is 5 + NN us: idle time is its own, not a neighbour's.
+    const int n = std::stoi(name.substr(3));
+    EXPECT_EQ(job["idle_ns"], int64_t{5 + n} * 1000) << name;
+  }
+  EXPECT_EQ(names.size(), 40u);
+  EXPECT_EQ(*names.begin(), "job00");
+  EXPECT_EQ(*names.rbegin(), "job39");
 }
 
 // The JSON names the metrics per device (docs/analyzer.md "JSON metric names"); the identities

@@ -14,8 +14,8 @@ using daemon::row_count;
 using daemon::write_batch;
 namespace {
 
-// Keeps what it is given.
-class KeepingSink : public store::RowSink {
+// Keeps what it is given, one vector per table (store::RowVectors).
+class KeepingSink : public store::RowSink, public store::RowVectors {
  public:
   int64_t add_capture(const store::Capture&) override { return 1; }
   void update_capture(const store::Capture&) override {}
@@ -23,27 +23,13 @@ class KeepingSink : public store::RowSink {
   int64_t add_workflow(const store::Workflow&) override { return 1; }
   void upsert_process(const store::Process&) override {}
   void add_gpu(const store::GpuInfo& g) override { gpus.push_back(g); }
-  void add(store::Kernel r) override { kernels.push_back(r); }
-  void add(store::Memcpy r) override { memcpys.push_back(r); }
-  void add(store::Memset r) override { memsets.push_back(r); }
-  void add(store::RuntimeCall r) override { runtime.push_back(r); }
-  void add(store::Sync r) override { syncs.push_back(r); }
-  void add(store::NvtxEvent r) override { nvtx.push_back(r); }
-  void add(store::CpuOp) override {}
-  void add(store::Iteration r) override { iterations.push_back(r); }
-  void add(store::MemoryEvent r) override { memory.push_back(r); }
-  void add(store::DeviceSample) override {}
-  void add(store::ExternalCorrelation r) override { external.push_back(r); }
+#define KEEP_ROW(Row, plural)       \
+  void add(store::Row r) override { \
+    push(std::move(r));             \
+  }
+  FLEETSCOPE_EVENT_ROWS(KEEP_ROW)
+#undef KEEP_ROW
   std::vector<store::GpuInfo> gpus;
-  std::vector<store::Kernel> kernels;
-  std::vector<store::Memcpy> memcpys;
-  std::vector<store::Memset> memsets;
-  std::vector<store::RuntimeCall> runtime;
-  std::vector<store::Sync> syncs;
-  std::vector<store::NvtxEvent> nvtx;
-  std::vector<store::Iteration> iterations;
-  std::vector<store::MemoryEvent> memory;
-  std::vector<store::ExternalCorrelation> external;
 };
 
 // What the daemon does with the bytes: Thrift's generated reader.
@@ -67,7 +53,7 @@ TEST(RecordCodec, EveryTableRoundTripsWithOptionalFieldsKeptOrAbsent) {
   k.globalPid = store::global_pid(1234);
   k.demangledName = "void gemm<float>(float*)";
   k.gridX = 4, k.gridY = 2, k.gridZ = 1, k.blockX = 128, k.blockY = 1, k.blockZ = 1;
-  k.registersPerThread = 32, k.dynamicSharedMemory = 1024, k.graphId = 9;
+  k.registersPerThread = 32, k.dynamicSharedMemory = 1024, k.graphId = 9, k.gridId = 424242;
   builder.add(k);
   store::Memcpy m;
   m.start = 300, m.end = 400, m.bytes = 4096, m.copyKind = store::kMemcpyHtoD,
@@ -97,20 +83,27 @@ TEST(RecordCodec, EveryTableRoundTripsWithOptionalFieldsKeptOrAbsent) {
   store::ExternalCorrelation e;
   e.correlationId = 42, e.externalKind = 2, e.externalId = 77;
   builder.add(e);
+  store::CpuOp op;
+  op.start = 60, op.end = 70, op.globalTid = store::global_tid(1234, 5), op.name = "aten::mm";
+  op.category = "cpu_op", op.externalId = 77;
+  builder.add(op);
+  store::DeviceSample sample;
+  sample.ts = 130, sample.deviceId = 1, sample.metric = "gpu_util_pct", sample.value = 87.5;
+  builder.add(sample);
   store::GpuInfo gpu;
   gpu.id = 1, gpu.name = "H100", gpu.smCount = 132;
   builder.add_gpu(gpu);
-  EXPECT_EQ(builder.rows(), 9u);
+  EXPECT_EQ(builder.rows(), 11u);
 
   auto encoded = builder.take();
-  EXPECT_EQ(encoded.rows, 9u);
+  EXPECT_EQ(encoded.rows, 11u);
   auto batch = decoded_by_thrift(encoded);
   EXPECT_EQ(batch.capture_id, 5);
   EXPECT_EQ(batch.sequence, 0);
   EXPECT_EQ(builder.take().sequence, 1);
-  EXPECT_EQ(row_count(batch), 9u);
+  EXPECT_EQ(row_count(batch), 11u);
   KeepingSink sink;
-  EXPECT_EQ(write_batch(std::move(batch), /*capture_id=*/11, sink), 9u);
+  EXPECT_EQ(write_batch(std::move(batch), /*capture_id=*/11, sink), 11u);
 
   ASSERT_EQ(sink.kernels.size(), 1u);
   const auto& k2 = sink.kernels[0];
@@ -129,30 +122,39 @@ TEST(RecordCodec, EveryTableRoundTripsWithOptionalFieldsKeptOrAbsent) {
   EXPECT_EQ(k2.dynamicSharedMemory, 1024);
   EXPECT_EQ(k2.graphId, 9);
   EXPECT_EQ(k2.launchType, std::nullopt);
+  EXPECT_EQ(k2.gridId, 424242);  // schema 4's column: described once in tables.py
   ASSERT_EQ(sink.memcpys.size(), 1u);
   EXPECT_EQ(sink.memcpys[0].bytes, 4096);
   EXPECT_EQ(sink.memcpys[0].srcKind, store::kMemPinned);
   EXPECT_EQ(sink.memcpys[0].dstKind, std::nullopt);
   ASSERT_EQ(sink.memsets.size(), 1u);
   EXPECT_EQ(sink.memsets[0].value, 0);
-  ASSERT_EQ(sink.runtime.size(), 1u);
-  EXPECT_EQ(sink.runtime[0].eventClass, store::ApiClass::driver);
-  EXPECT_EQ(sink.runtime[0].name, "cuLaunchKernel");
-  EXPECT_EQ(sink.runtime[0].cbid, 307);
-  EXPECT_EQ(sink.runtime[0].returnValue, std::nullopt);
+  ASSERT_EQ(sink.runtime_calls.size(), 1u);
+  EXPECT_EQ(sink.runtime_calls[0].eventClass, store::ApiClass::driver);
+  EXPECT_EQ(sink.runtime_calls[0].name, "cuLaunchKernel");
+  EXPECT_EQ(sink.runtime_calls[0].cbid, 307);
+  EXPECT_EQ(sink.runtime_calls[0].returnValue, std::nullopt);
   ASSERT_EQ(sink.syncs.size(), 1u);
   EXPECT_EQ(sink.syncs[0].streamId, 7);
   EXPECT_EQ(sink.syncs[0].deviceId, std::nullopt);
-  ASSERT_EQ(sink.nvtx.size(), 1u);
-  EXPECT_EQ(sink.nvtx[0].end, std::nullopt);
-  EXPECT_EQ(sink.nvtx[0].text, "ProfilerStep#3");
+  ASSERT_EQ(sink.nvtx_events.size(), 1u);
+  EXPECT_EQ(sink.nvtx_events[0].end, std::nullopt);
+  EXPECT_EQ(sink.nvtx_events[0].text, "ProfilerStep#3");
   ASSERT_EQ(sink.iterations.size(), 1u);
   EXPECT_EQ(sink.iterations[0].source, "nvtx");
-  ASSERT_EQ(sink.memory.size(), 1u);
-  EXPECT_EQ(sink.memory[0].bytes, -4096);
-  EXPECT_EQ(sink.memory[0].address, 0xdead0000);
-  ASSERT_EQ(sink.external.size(), 1u);
-  EXPECT_EQ(sink.external[0].externalId, 77);
+  ASSERT_EQ(sink.memory_events.size(), 1u);
+  EXPECT_EQ(sink.memory_events[0].bytes, -4096);
+  EXPECT_EQ(sink.memory_events[0].address, 0xdead0000);
+  ASSERT_EQ(sink.external_correlations.size(), 1u);
+  EXPECT_EQ(sink.external_correlations[0].externalId, 77);
+  ASSERT_EQ(sink.cpu_ops.size(), 1u);
+  EXPECT_EQ(sink.cpu_ops[0].name, "aten::mm");
+  EXPECT_EQ(sink.cpu_ops[0].externalId, 77);
+  EXPECT_EQ(sink.cpu_ops[0].captureId, 11);
+  ASSERT_EQ(sink.device_samples.size(), 1u);
+  EXPECT_EQ(sink.device_samples[0].metric, "gpu_util_pct");
+  EXPECT_DOUBLE_EQ(sink.device_samples[0].value, 87.5);
+  EXPECT_EQ(sink.device_samples[0].captureId, 11);
   ASSERT_EQ(sink.gpus.size(), 1u);
   EXPECT_EQ(sink.gpus[0].captureId, 11);
   EXPECT_EQ(sink.gpus[0].smCount, 132);

@@ -103,7 +103,7 @@ TEST(HostStore, RetentionDropsOldestCapturesAndDownsamplesSamples) {
       k.start_ns = now - (40 - i * 20) * day;
       k.end_ns = k.start_ns + 10;
       k.demangledName = "k";
-      k.grid = k.block = {1, 1, 1};
+      k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
       batch.kernels.assign(1000, k);
       store.commit_batch(batch, id);
       store.close_capture(id, k.end_ns, 0, 0, std::nullopt);

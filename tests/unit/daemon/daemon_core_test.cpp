@@ -51,7 +51,7 @@ struct Fixture : ::testing::Test {
       k.end_ns = k.start_ns + 800;
       k.__set_globalPid(store::global_pid(pid));
       k.demangledName = "k";
-      k.grid = k.block = {1, 1, 1};
+      k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
       batch.kernels.push_back(k);
     }
     batch.__isset.kernels = true;

@@ -18,7 +18,7 @@
 namespace fleetscope::importers::test {
 namespace {
 
-// Columns holding StringIds ids (schema/trace.sql), resolved to their text for comparison.
+// Columns holding StringIds ids (schema/tables.py), resolved to their text for comparison.
 bool is_string_id(const std::string& column) {
   return column == "demangledName" || column == "shortName" || column == "mangledName" ||
          column == "nameId" || column == "textId" || column == "metric_id";

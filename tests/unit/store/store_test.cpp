@@ -253,18 +253,61 @@ TEST(Store, MigratesVersionOneFileOnOpen) {
         "INSERT INTO captures(id, kind, source) VALUES (1, 'imported', 'old');"
         "INSERT INTO StringIds VALUES (1, 'k');"
         "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, demangledName, "
-        "shortName, captureId) VALUES (10, 5000, 0, 7, 1, 1, 1), (6000, 6010, 0, 7, 1, 1, 1);";
+        "shortName, captureId) VALUES (10, 5000, 0, 7, 1, 1, 1), (6000, 6010, 0, 7, 1, 1, 1);"
+        "INSERT INTO captures(id, kind, source) VALUES (2, 'imported', 'old');"
+        "INSERT INTO workflows(id, name) VALUES (1, 'old-job');"
+        "INSERT INTO processes(globalPid, pid, workflow_id) VALUES (1677721600, 100, 1);";
     ASSERT_EQ(sqlite3_exec(db, fill, nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
   }
   Reader reader(path);  // read-only open migrates a copy in memory (the file is not written)
   EXPECT_EQ(reader.schema_version(), kSchemaVersion);
-  ASSERT_EQ(reader.captures().size(), 1u);
+  ASSERT_EQ(reader.captures().size(), 2u);
   EXPECT_FALSE(reader.captures()[0].note.has_value());
   // The migration computed the kernel extent, so the overlap query still sees the long kernel.
   EventFilter f;
   f.window = {4000, 4500};
   EXPECT_EQ(reader.kernels(f).size(), 1u);
+  // v2 -> v3: the file-wide process row is kept without a capture and stands for every capture.
+  ASSERT_EQ(reader.processes().size(), 1u);
+  EXPECT_FALSE(reader.processes()[0].captureId.has_value());
+  for (int64_t capture : {1, 2}) {
+    const auto own = reader.processes(capture);
+    ASSERT_EQ(own.size(), 1u);
+    EXPECT_EQ(own[0].workflow_id, 1);
+  }
+}
+
+// A process is (capture, pid): the same pid in two captures keeps two rows and two workflows, and
+// a capture's own row wins over a migrated file-wide one.
+TEST(Store, ProcessesArePerCapture) {
+  test_support::TempDir dir;
+  std::string path = dir.file("t.db");
+  {
+    Writer w(Database::create(path));
+    const int64_t a = w.add_capture({.source = "a"});
+    const int64_t b = w.add_capture({.source = "b"});
+    const int64_t job_a = w.add_workflow({.name = "job-a"});
+    const int64_t job_b = w.add_workflow({.name = "job-b"});
+    w.upsert_process({.captureId = a, .globalPid = global_pid(1), .pid = 1, .workflow_id = job_a});
+    w.upsert_process({.captureId = b, .globalPid = global_pid(1), .pid = 1, .workflow_id = job_b});
+    w.upsert_process({.captureId = b,
+                      .globalPid = global_pid(1),
+                      .pid = 1,
+                      .workflow_id = job_b,
+                      .command = "again"});  // replaces b's row only
+    w.upsert_process({.globalPid = global_pid(1), .pid = 1, .workflow_id = 99});  // legacy-style
+    w.finish();
+  }
+  Reader reader(path);
+  EXPECT_EQ(reader.processes().size(), 3u);
+  const auto a = reader.processes(1), b = reader.processes(2);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].workflow_id, 1);
+  EXPECT_EQ(b[0].workflow_id, 2);
+  EXPECT_EQ(b[0].command, "again");
+  EXPECT_EQ(reader.processes(3).size(), 1u) << "a capture without rows sees the file-wide one";
 }
 
 TEST(Store, NotSqliteNotOursEmptyAndMissingAreClearErrors) {
@@ -401,7 +444,9 @@ TEST(Schema, EveryColumnHasADocComment) {
       in_table = false;
       continue;
     }
-    if (!in_table || line.find("PRIMARY KEY (") != std::string::npos) continue;
+    if (!in_table || line.find("PRIMARY KEY (") != std::string::npos ||
+        line.find("UNIQUE (") != std::string::npos)
+      continue;
     ++columns;
     EXPECT_NE(line.find("--"), std::string::npos) << "undocumented column: " << line;
   }

@@ -1,7 +1,8 @@
-// The daemon's side of the agent link's record batches (schema/fleetscope.thrift, RecordBatch):
-// rows decoded by Thrift become store rows for the host database's writer. The agent encodes them
-// from the same store rows (collector/agent_link/batch_builder.h); every field of a store row the
-// agent can know travels, read-side ids (name ids) never do.
+// The daemon's side of the agent link's record batches (RecordBatch of records.thrift): rows
+// decoded by Thrift become store rows for the host database's writer. The agent encodes them from
+// the same store rows (collector/agent_link/batch_builder.h); both ends are generated from the
+// table descriptions (schema/tables.py). Every field of a store row the agent can know travels,
+// read-side ids (name ids) never do.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 
 #include "fleetscope/store/rows.h"
 #include "fleetscope/store/writer.h"
-#include "fleetscope_types.h"
+#include "records_types.h"
 
 namespace fleetscope::daemon {
 

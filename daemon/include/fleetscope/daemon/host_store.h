@@ -55,7 +55,9 @@ class HostStore {
   // the daemon's own table so it holds across restarts).
   uid_t claim_workflow(const std::string& name, uid_t uid, int64_t now_ns);
   std::optional<uid_t> workflow_owner(const std::string& name);
-  void upsert_process(int pid, int64_t workflow_id, const std::string& command, int64_t start_ns);
+  // The process row of `pid` in capture `capture_id` (a process is per capture: pids repeat).
+  void upsert_process(int64_t capture_id, int pid, int64_t workflow_id, const std::string& command,
+                      int64_t start_ns);
 
   int64_t open_capture(const std::string& source_path, int64_t start_ns);
   // Appends the rows of one batch to the writer (consuming it; committed by a later flush()).

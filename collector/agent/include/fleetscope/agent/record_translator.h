@@ -88,6 +88,11 @@ class RecordTranslator {
   bool filtered(uint32_t cbid);
   template <class Row>
   void emit(Row&& row);
+  // A row of a GPU-activity table (kernel, memcpy, memset) with the columns they share filled.
+  template <class Row, class Record>
+  Row gpu_activity(const Record& r);
+  template <class Record>
+  store::Memcpy copy(const Record& r);
   int32_t domain_id(const char* domain);
   void step(const std::string& name, int64_t start, int64_t end);
 

@@ -1,13 +1,15 @@
-// The agent's record batches (schema/fleetscope.thrift, struct RecordBatch), encoded straight from
-// store rows into the binary protocol as they arrive: one buffer per table, so a batch is never
-// held twice (rows, then a copy in Thrift structs). Field ids and types follow the IDL; the
-// daemon decodes with Thrift's generated code (daemon/batch_decoder.h).
+// The agent's record batches (RecordBatch of records.thrift), encoded straight from store rows
+// into the binary protocol as they arrive: one buffer per table, so a batch is never held twice
+// (rows, then a copy in Thrift structs). The per-table encoders and the field ids are generated
+// from schema/tables.py (fleetscope/agent_link/record_encoder.h), as is the IDL the daemon decodes
+// with Thrift's generated code (daemon/batch_decoder.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "fleetscope/agent_link/record_encoder.h"
 #include "fleetscope/agent_link/wire.h"
 #include "fleetscope/store/rows.h"
 
@@ -26,43 +28,36 @@ class BatchBuilder {
   BatchBuilder(int64_t capture_id, size_t max_rows)
       : capture_id_(capture_id), max_rows_(max_rows) {}
 
-  void add(const store::Kernel& row);
-  void add(const store::Memcpy& row);
-  void add(const store::Memset& row);
-  void add(const store::RuntimeCall& row);
-  void add(const store::Sync& row);
-  void add(const store::NvtxEvent& row);
-  void add(const store::Iteration& row);
-  void add(const store::MemoryEvent& row);
-  void add(const store::ExternalCorrelation& row);
-  void add_gpu(const store::GpuInfo& gpu);
+  // A row of any event table.
+  template <class Row>
+  void add(const Row& row) {
+    ++rows_;
+    Encoded& table = tables_[records::batch_field<Row>()];
+    ++table.count;
+    records::encode(table.w, row);
+  }
+  // GPU facts travel with the rows but are not rows.
+  void add_gpu(const store::GpuInfo& gpu) {
+    Encoded& table = tables_[records::batch_field<store::GpuInfo>()];
+    ++table.count;
+    records::encode(table.w, gpu);
+  }
 
   bool full() const { return rows_ >= max_rows_; }
-  bool empty() const { return rows_ == 0 && tables_[kGpus].count == 0; }
+  bool empty() const {
+    return rows_ == 0 && tables_[records::batch_field<store::GpuInfo>()].count == 0;
+  }
   size_t rows() const { return rows_; }
   // The batch so far, with the next sequence number (0, 1, ...); the builder starts a new one.
   EncodedBatch take();
 
  private:
-  enum Table {
-    kKernels,
-    kMemcpys,
-    kMemsets,
-    kRuntime,
-    kSyncs,
-    kNvtx,
-    kIterations,
-    kMemory,
-    kExternal,
-    kGpus,
-    kTables
-  };
+  // Indexed by the table's RecordBatch field id (3 ...; 0-2 unused).
+  static constexpr int kTables = records::kBatchFields;
   struct Encoded {
     wire::Writer w;
     int32_t count = 0;
   };
-  wire::Writer& next(Table table, bool is_row);
-
   int64_t capture_id_;
   size_t max_rows_;
   int64_t sequence_ = 0;

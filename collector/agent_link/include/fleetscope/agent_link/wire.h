@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,11 @@ class Writer {
   void i16(int16_t v) { be(static_cast<uint16_t>(v), 2); }
   void i32(int32_t v) { be(static_cast<uint32_t>(v), 4); }
   void i64(int64_t v) { be(static_cast<uint64_t>(v), 8); }
+  void f64(double v) {  // IEEE 754 bits, big-endian
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    be(bits, 8);
+  }
   void str(std::string_view v) {
     i32(static_cast<int32_t>(v.size()));
     out_.append(v);
@@ -67,6 +73,7 @@ class Writer {
   // Field helpers: required values, and optional ones that are written only when set.
   void i32_field(int16_t id, int32_t v) { field(kI32, id), i32(v); }
   void i64_field(int16_t id, int64_t v) { field(kI64, id), i64(v); }
+  void double_field(int16_t id, double v) { field(kDouble, id), f64(v); }
   void bool_field(int16_t id, bool v) { field(kBool, id), i8(v ? 1 : 0); }
   void str_field(int16_t id, std::string_view v) { field(kString, id), str(v); }
   template <class T>
@@ -76,6 +83,9 @@ class Writer {
   template <class T>
   void i64_field(int16_t id, const std::optional<T>& v) {
     if (v) i64_field(id, static_cast<int64_t>(*v));
+  }
+  void double_field(int16_t id, const std::optional<double>& v) {
+    if (v) double_field(id, *v);
   }
   void optional_str_field(int16_t id, const std::optional<std::string>& v) {
     if (v) str_field(id, *v);

@@ -1,5 +1,5 @@
 // Trace importers: Kineto / PyTorch-profiler Chrome-trace JSON (.json, .json.gz) and the
-// Nsight Systems SQLite export, into the fleetscope trace store (schema/trace.sql).
+// Nsight Systems SQLite export, into the fleetscope trace store (schema/tables.py).
 //
 // Every import is one capture (kind 'imported'). Bad input raises fleetscope::InputError with a
 // one-line message naming the file and the position (byte offset / line, event index, or table).

@@ -108,7 +108,8 @@ class Database {
 // error messages: every database error names its file.
 std::string connection_path(const sqlite3* db);
 
-// The schema DDL (schema/trace.sql) and the post-load indexes (schema/indexes.sql), compiled in.
+// The schema DDL (generated from schema/tables.py) and the post-load indexes (schema/indexes.sql),
+// compiled in.
 const std::string& schema_sql();
 const std::string& index_sql();
 // The historical v1 schema (for migration tests and for reading files written by v1 builds).

@@ -45,7 +45,8 @@ class Reader {
   std::vector<Capture> captures() const;
   std::optional<Capture> capture(int64_t id) const;
   std::vector<GpuInfo> gpus(std::optional<int64_t> capture_id = {}) const;
-  std::vector<Process> processes() const;
+  // Every process row, or those of one capture (processes_of).
+  std::vector<Process> processes(std::optional<int64_t> capture_id = {}) const;
   std::vector<Workflow> workflows() const;
   std::vector<Host> hosts() const;
 
@@ -63,6 +64,11 @@ class Reader {
   std::vector<ExternalCorrelation> external_correlations(
       std::optional<int64_t> capture_id = {}) const;
   std::vector<Finding> findings(std::optional<int64_t> capture_id = {}) const;
+
+  // Every row of one event table (any Row of FLEETSCOPE_EVENT_ROWS) in one capture, in the order
+  // they were written: for copying a capture table by table.
+  template <class Row>
+  std::vector<Row> rows_of(int64_t capture_id) const;
 
   // Streaming variant for large captures: calls `fn` per kernel in start order.
   void for_each_kernel(const EventFilter& filter,
@@ -82,6 +88,10 @@ class Reader {
   Database db_;
   mutable std::optional<std::unordered_map<int64_t, std::string>> strings_;
 };
+
+// The processes of one capture: its own rows, plus rows migrated from schema 2 (captureId unset)
+// for pids it has no row of its own for.
+std::vector<Process> processes_of(const std::vector<Process>& processes, int64_t capture_id);
 
 // Short name of a demangled C++ name: the function name without namespace, args or templates
 // (what nsys calls shortName), e.g. "void at::native::vectorized_elementwise_kernel<4, ...>(...)"

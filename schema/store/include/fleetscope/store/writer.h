@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fleetscope/store/database.h"
+#include "fleetscope/store/row_sink.h"
 #include "fleetscope/store/rows.h"
 
 namespace fleetscope::store {
@@ -48,45 +49,6 @@ struct WriterStats {
   int64_t batches = 0;
 };
 
-// Where importers put rows: the calls a trace importer makes on the store. store::Writer writes
-// them to a database; other sinks (the analyzer's CaptureSink) keep them in memory. The semantics
-// are Writer's: add_capture / add_host / add_workflow return the new row's id (1, 2, ... in a new
-// store), upsert_process replaces by globalPid, add_gpu by (captureId, id), update_capture by id.
-class RowSink {
- public:
-  virtual ~RowSink() = default;
-
-  virtual int64_t add_capture(const Capture& capture) = 0;
-  virtual void update_capture(const Capture& capture) = 0;  // by capture.id
-  virtual int64_t add_host(const Host& host) = 0;
-  virtual int64_t add_workflow(const Workflow& workflow) = 0;
-  virtual void upsert_process(const Process& process) = 0;
-  virtual void add_gpu(const GpuInfo& gpu) = 0;
-
-  virtual void add(Kernel row) = 0;
-  virtual void add(Memcpy row) = 0;
-  virtual void add(Memset row) = 0;
-  virtual void add(RuntimeCall row) = 0;
-  virtual void add(Sync row) = 0;
-  virtual void add(NvtxEvent row) = 0;
-  virtual void add(CpuOp row) = 0;
-  virtual void add(Iteration row) = 0;
-  virtual void add(MemoryEvent row) = 0;
-  virtual void add(DeviceSample row) = 0;
-  virtual void add(ExternalCorrelation row) = 0;
-
-  // Adds `delta_ns` to every time of the capture's event rows added so far (kernels, copies,
-  // memsets, API calls, syncs, NVTX, CPU ops, iterations, memory events, device samples). The
-  // Kineto importer needs it when baseTimeNanoseconds, written after the events, differs from the
-  // base it assumed while streaming them. Sinks that never see such input need not support it.
-  virtual void shift_times(int64_t capture_id, int64_t delta_ns);
-
- protected:
-  RowSink() = default;
-  RowSink(const RowSink&) = default;
-  RowSink& operator=(const RowSink&) = default;
-};
-
 class Writer : public RowSink {
  public:
   // Takes ownership of a read-write database (see Database::create / open).
@@ -107,17 +69,9 @@ class Writer : public RowSink {
   int64_t intern(const std::string& text);
 
   // Queued.
-  void add(Kernel row) override;
-  void add(Memcpy row) override;
-  void add(Memset row) override;
-  void add(RuntimeCall row) override;
-  void add(Sync row) override;
-  void add(NvtxEvent row) override;
-  void add(CpuOp row) override;
-  void add(Iteration row) override;
-  void add(MemoryEvent row) override;
-  void add(DeviceSample row) override;
-  void add(ExternalCorrelation row) override;
+#define FLEETSCOPE_WRITER_ADD(Row, plural) void add(Row row) override;
+  FLEETSCOPE_EVENT_ROWS(FLEETSCOPE_WRITER_ADD)
+#undef FLEETSCOPE_WRITER_ADD
   void shift_times(int64_t capture_id, int64_t delta_ns) override;
 
   void flush();  // waits until every queued row is in the database

@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""Generates everything that follows from the table descriptions in schema/tables.py.
+
+  gen_schema.py --out DIR            writes into DIR:
+      trace.sql                          the DDL (what Database::create runs)
+      schema.md                          the reference (docs/schema.md is a copy; a test compares)
+      embedded_schema.cpp                trace.sql, indexes.sql, migrations/v1.sql and the migration
+                                         steps as strings, so a binary never needs the source tree
+      records.thrift                     the agent link's record structs and RecordBatch
+      include/fleetscope/store/tables.h  row structs, the event-row list, RowVectors
+      include/fleetscope/store/table_io.h          per-table insert binding and row reading
+      include/fleetscope/agent_link/record_encoder.h   rows -> Thrift binary (the agent)
+      include/fleetscope/daemon/record_decoder.h       Thrift structs -> rows (the daemon)
+  gen_schema.py --docs FILE          writes schema.md to FILE (scripts/schema-doc)
+
+Only writes a file when its content changed, so the build does not recompile what did not.
+"""
+import argparse
+import pathlib
+import re
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import tables as T  # noqa: E402
+
+CPP = {"i64": "int64_t", "i32": "int32_t", "f64": "double", "str": "std::string"}
+THRIFT = {"i64": "i64", "i32": "i32", "f64": "double", "str": "string"}
+WIRE = {"i64": "i64", "i32": "i32", "f64": "double", "str": "str"}  # wire::Writer::*_field
+# Thrift reserves `end` (a keyword of some target languages): the times travel as start_ns/end_ns.
+WIRE_NAMES = {"start": "start_ns", "end": "end_ns"}
+GENERATED = "Generated from schema/tables.py by schema/gen_schema.py. Do not edit."
+
+
+def cpp_type(c):
+    base = CPP.get(c.t, c.t)
+    return f"std::optional<{base}>" if c.opt else base
+
+
+def is_enum(c):
+    return c.t not in CPP
+
+
+def struct_tables():
+    return [t for t in T.TABLES if t.struct]
+
+
+def event_tables():
+    return [t for t in T.TABLES if t.event]
+
+
+def member_columns(t):
+    return [c for c in t.columns if c.m]
+
+
+def wire_columns(t):
+    return sorted([c for c in t.columns if c.wire], key=lambda c: c.wire)
+
+
+# ---------------------------------------------------------------------------------------------
+# SQL
+
+
+def ddl():
+    out = ["-- " + GENERATED, "--"]
+    out += [("-- " + line).rstrip() for line in T.HEADER.format(version=T.SCHEMA_VERSION).splitlines()]
+    out.append("")
+    for t in T.TABLES:
+        out.append("-- " + t.doc)
+        out.append(f"CREATE TABLE IF NOT EXISTS {t.name} (")
+        width = max(len(c.name) for c in t.columns)
+        typew = max(len(c.sql) for c in t.columns) + 1
+        items = [(f"  {c.name.ljust(width)} {c.sql}", c.doc) for c in t.columns]
+        items += [(f"  {k}", None) for k in t.constraints]
+        for n, (text, doc) in enumerate(items):
+            comma = "," if n + 1 < len(items) else ""
+            line = (text + comma).ljust(width + typew + 4)
+            out.append(f"{line}-- {doc}" if doc else (text + comma))
+        out.append(");")
+        if t.after:
+            out.append(t.after.rstrip("\n"))
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def added_columns():
+    """{version: [ALTER TABLE ...]} for columns with since=version."""
+    steps = {}
+    for t in T.TABLES:
+        for c in t.columns:
+            if c.since:
+                steps.setdefault(c.since, []).append(
+                    f"ALTER TABLE {t.name} ADD COLUMN {c.name} {c.sql};  -- {c.doc}")
+    return steps
+
+
+def migrations():
+    """One SQL text per step from version v to v + 1, v = 1 .. SCHEMA_VERSION - 1: the hand-written
+    migrations/v{v}_to_v{v+1}.sql (structural changes) followed by the generated ALTER TABLEs."""
+    added = added_columns()
+    steps = []
+    for v in range(1, T.SCHEMA_VERSION):
+        text = ""
+        path = HERE / "migrations" / f"v{v}_to_v{v + 1}.sql"
+        if path.exists():
+            text += path.read_text()
+        if added.get(v + 1):
+            text += f"-- v{v} -> v{v + 1}: columns added in tables.py (since={v + 1})\n"
+            text += "\n".join(added[v + 1]) + "\n"
+        if not text:
+            raise SystemExit(f"gen_schema: nothing migrates schema {v} to {v + 1}")
+        steps.append(text)
+    return steps
+
+
+def raw_string(name, text):
+    assert ")fleetscope_sql" not in text
+    return f'extern const std::string {name};\nconst std::string {name} = R"fleetscope_sql({text})fleetscope_sql";\n'
+
+
+def embedded_cpp(sql):
+    out = [f"// {GENERATED}", "#include <string>", "#include <vector>",
+           "namespace fleetscope::store::embedded {"]
+    out.append(raw_string("trace_sql", sql))
+    out.append(raw_string("index_sql", (HERE / "indexes.sql").read_text()))
+    out.append(raw_string("v1_sql", (HERE / "migrations" / "v1.sql").read_text()))
+    out.append("// Entry i upgrades schema version i + 1 to i + 2.")
+    out.append("extern const std::vector<std::string> migrations;")
+    out.append("const std::vector<std::string> migrations = {")
+    for text in migrations():
+        out.append(f'    R"fleetscope_sql({text})fleetscope_sql",')
+    out.append("};")
+    out.append("}  // namespace fleetscope::store::embedded")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/schema.md
+
+
+def markdown():
+    out = ["# Trace database schema", "",
+           "Generated from `schema/tables.py` by `schema/gen_schema.py` (`scripts/schema-doc` "
+           "refreshes this copy); do not edit by hand.", "",
+           f"Schema version {T.SCHEMA_VERSION}. Times are INTEGER nanoseconds (CLOCK_REALTIME base, "
+           "as CUPTI). Tables in CAPITALS use the",
+           "names and columns of the Nsight Systems SQLite export (plus `captureId`): their `nsys` "
+           "column says which columns",
+           "mirror an nsys export column. `wire` is the field id of the column in the agent link's "
+           "record struct",
+           "(RecordBatch in schema/fleetscope.thrift), for the tables agents send.", ""]
+    for t in T.TABLES:
+        out += [f"## {t.name}", "", t.doc, ""]
+        if t.struct:
+            out += [f"Row struct: `store::{t.struct}`." +
+                    (f" Agent link: `RecordBatch` field {t.wire_batch}." if t.wire_batch else ""), ""]
+        cols = "| column | type | meaning |"
+        rule = "|---|---|---|"
+        if t.nsys:
+            cols, rule = cols + " nsys |", rule + "---|"
+        if t.wire_batch:
+            cols, rule = cols + " wire |", rule + "---|"
+        out += [cols, rule]
+        for c in t.columns:
+            sql_type = re.match(r"[A-Z]+", c.sql).group(0)
+            doc = c.doc.replace("|", "/")
+            if c.since:
+                doc += f" (since schema {c.since})"
+            row = f"| `{c.name}` | {sql_type} | {doc} |"
+            if t.nsys:
+                row += " yes |" if c.nsys else " |"
+            if t.wire_batch:
+                row += f" {c.wire} |" if c.wire else " |"
+            out.append(row)
+        out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# C++: row structs
+
+
+def tables_h():
+    out = cpp_header(["The row structs of the trace store, one per table that code reads or writes, with the",
+                      "column names of schema/tables.py. Included by fleetscope/store/rows.h (which defines the enums",
+                      "used as member types first); include that one."],
+                     ["cstddef", "cstdint", "optional", "string", "utility", "vector"], [],
+                     "fleetscope::store")
+    out += [f"inline constexpr int kSchemaVersion = {T.SCHEMA_VERSION};", ""]
+    for t in struct_tables():
+        out.append(f"// {t.struct_doc}" if t.struct_doc else f"// A row of {t.name}: {t.doc}")
+        out.append(f"struct {t.struct} {{")
+        for c in member_columns(t):
+            init = f" = {c.default}" if c.default and not c.opt else ""
+            if c.intern:
+                out.append(f"  {cpp_type(c)} {c.m}{init};  // write side; {c.doc}")
+                out.append(f"  int64_t {c.intern} = 0;  // read side: the StringIds id of {c.m}")
+            else:
+                out.append(f"  {cpp_type(c)} {c.m}{init};  // {c.doc}")
+        out.append("};")
+        out.append("")
+    out.append("// Fills a row's write-side strings from their StringIds ids, for a row read back that is written")
+    out.append("// again (e.g. into another store): `strings.string(id)` returns the text.")
+    for t in struct_tables():
+        interned = [c for c in member_columns(t) if c.intern and not c.read_sql]
+        out.append("template <class Strings>")
+        if not interned:
+            out.append(f"void resolve_strings({t.struct}&, const Strings&) {{}}")
+            continue
+        out.append(f"void resolve_strings({t.struct}& r, const Strings& strings) {{")
+        for c in interned:
+            out.append(f"  r.{c.m} = strings.string(r.{c.intern});")
+        out.append("}")
+    out.append("")
+    rows = event_tables()
+    out.append("// The event tables: rows producers stream (RowSink::add), written in batches. X(Row, plural)")
+    out.append("#define FLEETSCOPE_EVENT_ROWS(X) \\")
+    out.append(" \\\n".join(f"  X({t.struct}, {t.plural})" for t in rows))
+    out.append("")
+    out.append("// One vector per event table: a batch of rows in the writer, every row a test sink saw.")
+    out.append("struct RowVectors {")
+    for t in rows:
+        out.append(f"  std::vector<{t.struct}> {t.plural};")
+    for t in rows:
+        out.append(f"  void push({t.struct}&& row) {{ {t.plural}.push_back(std::move(row)); }}")
+    out.append("  // Empties every vector; they keep their capacity.")
+    out.append("  void clear() {")
+    for t in rows:
+        out.append(f"    {t.plural}.clear();")
+    out.append("  }")
+    out.append("  size_t size() const {")
+    out.append("    return " + " + ".join(f"{t.plural}.size()" for t in rows) + ";")
+    out.append("  }")
+    out.append("};")
+    out.append("")
+    out.append("}  // namespace fleetscope::store")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# C++: store insert / read
+
+
+def auto_id(c):
+    """An INTEGER PRIMARY KEY the database assigns: never inserted, the update's key."""
+    return c.sql.startswith("INTEGER PRIMARY KEY") and c.m == "id"
+
+
+def bind_expr(c):
+    if c.bind:
+        return c.bind
+    if c.intern:
+        return f"in.intern(r.{c.m})"
+    if is_enum(c):
+        return f"int64_t{{static_cast<int32_t>(r.{c.m})}}"
+    if c.t == "i32" and not c.opt:
+        return f"int64_t{{r.{c.m}}}"
+    return f"r.{c.m}"
+
+
+def read_expr(t, c, i):
+    if c.read:
+        return c.read.replace("s.column_int(i)", f"s.column_int({i})").replace("s.column_text(i)", f"s.column_text({i})")
+    if c.intern and not c.read_sql:
+        return f"s.column_int({i})"
+    if c.time and not c.opt:
+        return f'checked_time(s, {i}, "{t.name}", "{c.name}")'
+    base = CPP.get(c.t, c.t)
+    if c.opt:
+        return f"opt<{base}>(s, {i})"
+    if c.nullable:
+        return f"opt<{base}>(s, {i}).value_or({c.default or base + '{}'})"
+    if c.t == "str":
+        return f"s.column_text({i})"
+    if c.t == "f64":
+        return f"s.column_double({i})"
+    if c.t == "i32":
+        return f"static_cast<int32_t>(s.column_int({i}))"
+    return f"s.column_int({i})"
+
+
+def table_io_h():
+    out = cpp_header(["Per-table insert and read code of the store (writer.cpp, reader.cpp include it): the columns",
+                      "an insert names, how each is bound from a row, the columns a read selects and how a row is",
+                      "filled from them. Needs Statement (database.h) and checked_time / opt (column_read.h)."],
+                     ["cstdint", "string"],
+                     ["column_read.h", "fleetscope/store/database.h", "fleetscope/store/rows.h"],
+                     "fleetscope::store::io")
+    out += ["template <class Row>", "struct TableIo;", ""]
+    for t in struct_tables():
+        insert_cols = [c for c in t.columns if (c.t or c.bind) and not auto_id(c)]
+        has_auto_id = any(auto_id(c) for c in t.columns)
+        read_cols = [c for c in member_columns(t)]
+        out.append("template <>")
+        out.append(f"struct TableIo<{t.struct}> {{")
+        out.append(f'  static constexpr const char* table = "{t.name}";')
+        verb = "INSERT OR REPLACE" if t.upsert else "INSERT"
+        out.append(f'  // {"Replaces the row with the same key." if t.upsert else "Appends."}')
+        out.append(f'  static constexpr const char* insert_verb = "{verb}";')
+        out.append(f'  static constexpr const char* insert_columns = "{", ".join(c.name for c in insert_cols)}";')
+        out.append(f"  static constexpr int insert_count = {len(insert_cols)};")
+        sel = []
+        for c in read_cols:
+            sel.append(c.read_sql or c.name)
+            if c.intern and c.read_sql:
+                sel.append(c.name)  # the id as well
+        out.append(f'  static constexpr const char* select_columns = "{", ".join(sel)}";')
+        out.append("  // Binds the row's columns to parameters p, p + 1, ...")
+        out.append("  template <class Interner>")
+        uses_in = any(c.intern or (c.bind and "in." in c.bind) for c in insert_cols)
+        out.append(f"  static void bind(Statement& s, int p, const {t.struct}& r, Interner& {'in' if uses_in else '/*in*/'}) {{")
+        for n, c in enumerate(insert_cols):
+            out.append(f"    s.bind(p + {n}, {bind_expr(c)});")
+        out.append("  }")
+        if has_auto_id:
+            out.append("  // UPDATE ... SET <these> WHERE id = ?: bind() then the id.")
+            out.append(f'  static constexpr const char* update_set = "{", ".join(c.name + " = ?" for c in insert_cols)}";')
+        out.append(f"  static {t.struct} read(const Statement& s) {{")
+        out.append(f"    {t.struct} r;")
+        i = 0
+        for c in read_cols:
+            if c.intern and c.read_sql:
+                out.append(f"    r.{c.m} = s.column_text({i});")
+                out.append(f"    r.{c.intern} = s.column_int({i + 1});")
+                i += 2
+                continue
+            target = c.intern if c.intern else c.m
+            out.append(f"    r.{target} = {read_expr(t, c, i)};")
+            i += 1
+        out.append("    return r;")
+        out.append("  }")
+        times = [c.name for c in t.columns if c.time]
+        if t.event and times and any(c.name == "captureId" for c in t.columns):
+            sets = ", ".join(f"{n} = {n} + ?1" for n in times)
+            out.append("  // Moves the capture's rows in time by ?1 ns (RowSink::shift_times).")
+            out.append(f'  static constexpr const char* shift_sql = "UPDATE {t.name} SET {sets} WHERE captureId = ?2";')
+        if t.extent:
+            end = next(c for c in t.columns if c.name == "end")
+            end_expr = "r.end ? *r.end : r.start" if end.opt else "r.end"
+            out.append("  // The span event_extent records (overlap queries).")
+            out.append(f"  static int64_t extent_end(const {t.struct}& r) {{ return {end_expr}; }}")
+        out.append("};")
+        out.append("")
+    out.append("}  // namespace fleetscope::store::io")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Agent link: IDL, encoder, decoder
+
+
+def wire_tables():
+    return sorted([t for t in T.TABLES if t.wire_batch], key=lambda t: t.wire_batch)
+
+
+def record_name(t):
+    return f"{t.struct}Record"
+
+
+def wire_name(c):
+    return WIRE_NAMES.get(c.m, c.m)
+
+
+def wire_required(c):
+    return not (c.opt or c.wire_opt)
+
+
+def wire_type_of(c):
+    return "i32" if is_enum(c) else c.t
+
+
+def records_thrift():
+    out = [f"// {GENERATED}",
+           "// The agent link's record structs: the rows of one window as the store's row types",
+           "// (schema/tables.py); names travel as strings and are interned by the daemon's writer. Field",
+           "// ids are the `wire` ids of tables.py; ids no longer used are listed so they are never reused.",
+           "namespace cpp fleetscope.rpc", ""]
+    retired = {"Kernel": "10 (grid list), 11 (block list): replaced by gridX..blockZ 19-24 in schema 4",
+               "RuntimeCall": "3 (bool driver): replaced by eventClass 9 in schema 4"}
+    for t in wire_tables():
+        if t.struct in retired:
+            out.append(f"// Retired field ids: {retired[t.struct]}.")
+        out.append(f"struct {record_name(t)} {{")
+        for c in wire_columns(t):
+            req = "required" if wire_required(c) else "optional"
+            out.append(f"  {c.wire}: {req} {THRIFT[wire_type_of(c)]} {wire_name(c)},  // {c.doc}")
+        out.append("}")
+    out.append("")
+    out.append("struct RecordBatch {")
+    out.append("  1: required i64 capture_id,")
+    out.append("  2: required i64 sequence,  // 0, 1, 2 ... per agent and window (duplicates are refused)")
+    for t in wire_tables():
+        out.append(f"  {t.wire_batch}: list<{record_name(t)}> {t.plural},")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def cpp_header(purpose, system, local, namespace):
+    """The opening of a generated header: what it is for, its includes, its namespace."""
+    out = [f"// {GENERATED}"] + [f"// {line}" for line in purpose] + ["#pragma once", ""]
+    out += [f"#include <{h}>" for h in system] + [""]
+    out += [f'#include "{h}"' for h in local] + ["", f"namespace {namespace} {{", ""]
+    return out
+
+
+def encoder_h():
+    out = cpp_header(["Store rows -> the agent link's record structs in Thrift's binary protocol (wire.h), field by",
+                      "field as records.thrift declares them. The daemon decodes them with Thrift's generated code",
+                      "(fleetscope/daemon/record_decoder.h); tests check every byte with it."],
+                     ["cstdint"], ["fleetscope/agent_link/wire.h", "fleetscope/store/rows.h"],
+                     "fleetscope::agent_link::records")
+    out.append("// The RecordBatch field of each table's list; fields are numbered below kBatchFields.")
+    out.append(f"inline constexpr int kBatchFields = {max(t.wire_batch for t in wire_tables()) + 1};")
+    out.append("template <class Row>")
+    out.append("constexpr int16_t batch_field();")
+    for t in wire_tables():
+        out.append(f"template <>\nconstexpr int16_t batch_field<store::{t.struct}>() {{\n  return {t.wire_batch};\n}}")
+    out.append("")
+    for t in wire_tables():
+        out.append(f"inline void encode(wire::Writer& w, const store::{t.struct}& r) {{")
+        for c in wire_columns(t):
+            wt = WIRE[wire_type_of(c)]
+            if c.t == "str":
+                if c.opt:
+                    out.append(f"  w.optional_str_field({c.wire}, r.{c.m});")
+                elif c.wire_opt:  # travels only when set (an empty shortName is derived)
+                    out.append(f"  if (!r.{c.m}.empty()) w.str_field({c.wire}, r.{c.m});")
+                else:
+                    out.append(f"  w.str_field({c.wire}, r.{c.m});")
+            elif is_enum(c):
+                out.append(f"  w.i32_field({c.wire}, static_cast<int32_t>(r.{c.m}));")
+            else:
+                out.append(f"  w.{wt}_field({c.wire}, r.{c.m});")
+        out.append("  w.stop();")
+        out.append("}")
+        out.append("")
+    out.append("}  // namespace fleetscope::agent_link::records")
+    return "\n".join(out) + "\n"
+
+
+def decoder_h():
+    out = cpp_header(["The daemon's side of the agent link's records: Thrift's decoded structs (records.thrift)",
+                      "-> store rows, each stamped with the capture the daemon decided (never the batch's own).",
+                      "Strings move into the rows instead of being copied."],
+                     ["cstddef", "cstdint", "utility"], ["fleetscope/store/rows.h", "records_types.h"],
+                     "fleetscope::daemon::records")
+    for t in wire_tables():
+        out.append(f"inline store::{t.struct} decode(rpc::{record_name(t)}&& w, int64_t capture_id) {{")
+        out.append(f"  store::{t.struct} r;")
+        for c in wire_columns(t):
+            name = wire_name(c)
+            value = f"std::move(w.{name})" if c.t == "str" else f"w.{name}"
+            if is_enum(c):
+                value = f"static_cast<store::{c.t}>(w.{name})"
+            if wire_required(c):
+                out.append(f"  r.{c.m} = {value};")
+            else:
+                out.append(f"  if (w.__isset.{name}) r.{c.m} = {value};")
+        out.append("  r.captureId = capture_id;")
+        out.append("  return r;")
+        out.append("}")
+        out.append("")
+    rows = [t for t in wire_tables() if t.event]
+    out.append("// Rows of every event table in the batch (GPU facts are not rows).")
+    out.append("inline size_t row_count(const rpc::RecordBatch& b) {")
+    out.append("  return " + " + ".join(f"b.{t.plural}.size()" for t in rows) + ";")
+    out.append("}")
+    out.append("")
+    out.append("// Hands every record of `b` to `add` as a store row (GPU facts first), consuming the batch.")
+    out.append("template <class Add>")
+    out.append("void for_each_row(rpc::RecordBatch&& b, int64_t capture_id, Add&& add) {")
+    for t in wire_tables():
+        out.append(f"  for (auto& record : b.{t.plural}) add(decode(std::move(record), capture_id));")
+    out.append("}")
+    out.append("")
+    out.append("}  // namespace fleetscope::daemon::records")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text() == text:
+        return
+    path.write_text(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", help="directory for the generated files")
+    ap.add_argument("--docs", help="write schema.md to this file")
+    args = ap.parse_args()
+    if args.docs:
+        write(pathlib.Path(args.docs), markdown())
+    if args.out:
+        out = pathlib.Path(args.out)
+        sql = ddl()
+        write(out / "trace.sql", sql)
+        write(out / "schema.md", markdown())
+        write(out / "embedded_schema.cpp", embedded_cpp(sql))
+        write(out / "records.thrift", records_thrift())
+        write(out / "include/fleetscope/store/tables.h", tables_h())
+        write(out / "include/fleetscope/store/table_io.h", table_io_h())
+        write(out / "include/fleetscope/agent_link/record_encoder.h", encoder_h())
+        write(out / "include/fleetscope/daemon/record_decoder.h", decoder_h())
+
+
+if __name__ == "__main__":
+    main()
