@@ -236,8 +236,9 @@ int analyze_ranks_command(const std::vector<std::string>& inputs, const std::str
   std::vector<RankInput> ranks;
   for (const std::string& file : files) {
     if (!is_trace_file(file))
-      throw InputError(file, "", "several inputs are the ranks of one job: Kineto trace files "
-                                 "(JSON or .json.gz), not a database");
+      throw InputError(file, "",
+                       "several inputs are the ranks of one job: Kineto trace files "
+                       "(JSON or .json.gz), not a database");
     err << "analyze: importing " << file << " in memory\n";
     captures.push_back(load_trace_file(file));
     const auto rank = capture_rank(captures.back());
@@ -275,7 +276,8 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
   std::string format = "table", output, config;
   bool no_store = false, show_rules = false, series = false;
   common::ArgParser parser(
-      "fleetscope analyze DB|TRACE|RANK_TRACES...|DIR [--capture ID] [--rules LIST] [--config FILE] "
+      "fleetscope analyze DB|TRACE|RANK_TRACES...|DIR [--capture ID] [--rules LIST] [--config "
+      "FILE] "
       "[--set RULE.THRESHOLD=VALUE] "
       "[--format table|markdown|json|chrome-trace] [--series] [-o FILE] [--no-store]",
       "Runs the antipattern rules on one capture, stores the findings in the database's "
@@ -311,7 +313,8 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     return 2;
   }
   if (positionals.size() > 1 || std::filesystem::is_directory(positionals[0]))
-    return guarded(err, [&] { return analyze_ranks_command(positionals, format, output, out, err); });
+    return guarded(err,
+                   [&] { return analyze_ranks_command(positionals, format, output, out, err); });
   return guarded(err, [&] {
     const ReportFormat fmt = parse_format(format);
     AnalyzeOptions options;

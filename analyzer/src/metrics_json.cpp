@@ -123,7 +123,8 @@ json streams_json(const CaptureData& data, const std::vector<QueueLengthSeries>&
   std::map<std::pair<int32_t, int32_t>, QueueLengthSummary> queues;
   for (const auto& s : series) queues[{s.device, s.stream}] = summarize(s);
   std::map<std::pair<int32_t, int32_t>, int64_t> blocked;
-  for (const auto& b : time_blocked_on_full_queue(series)) blocked[{b.device, b.stream}] = b.blocked_ns;
+  for (const auto& b : time_blocked_on_full_queue(series))
+    blocked[{b.device, b.stream}] = b.blocked_ns;
   auto queue_json = [&](int32_t device, int32_t stream) -> std::optional<json> {
     auto it = queues.find({device, stream});
     if (it == queues.end()) return std::nullopt;
@@ -149,8 +150,7 @@ json streams_json(const CaptureData& data, const std::vector<QueueLengthSeries>&
     const bool has_queue = queues.count({s.device, s.stream}) > 0;
     const auto full = blocked.find({s.device, s.stream});
     put(row, "blocked_on_full_queue_ns",
-        has_queue ? std::optional<int64_t>(full == blocked.end() ? 0 : full->second)
-                  : std::nullopt,
+        has_queue ? std::optional<int64_t>(full == blocked.end() ? 0 : full->second) : std::nullopt,
         queue_needs);
     streams.push_back(std::move(row));
   }

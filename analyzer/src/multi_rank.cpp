@@ -154,8 +154,8 @@ StragglerAnalysis potential_stragglers(const std::vector<RankInput>& ranks,
       if (name.rfind("ncclKernel", 0) != 0) continue;
       const store::Iteration* step = gpu_step(data, steps_of[r], i);
       if (!step || step->step <= 0) continue;
-      StragglerMetricRow row{ranks[r].rank, g.stream[i], step->step, name, g.start[i],
-                             g.duration(i), 0.0};
+      StragglerMetricRow row{ranks[r].rank, g.stream[i],   step->step, name,
+                             g.start[i],    g.duration(i), 0.0};
       auto [it, fresh] = last_kernel.try_emplace({row.rank, row.stream, row.iteration, name}, row);
       if (!fresh && row.start_ns >= it->second.start_ns) it->second = row;
     }
@@ -255,13 +255,17 @@ std::optional<store::Finding> rank_straggler_finding(const std::vector<RankInput
   };
   const auto slow = parts(slowest->first, slowest->second.windows);
   const auto fast = parts(fastest->first, fastest->second.windows);
-  const std::array<const char*, 4> what = {"more GPU compute", "more other GPU work (copies, "
-                                           "communication)", "DataLoader (input pipeline)",
+  const std::array<const char*, 4> what = {"more GPU compute",
+                                           "more other GPU work (copies, "
+                                           "communication)",
+                                           "DataLoader (input pipeline)",
                                            "GPU idle (host-bound: launches, Python, CPU work)"};
   json why = json::array();
   size_t top = 0;
   for (size_t k = 0; k < what.size(); ++k) {
-    why.push_back({{"what", what[k]}, {"slow_rank_ns", slow[k]}, {"fastest_rank_ns", fast[k]},
+    why.push_back({{"what", what[k]},
+                   {"slow_rank_ns", slow[k]},
+                   {"fastest_rank_ns", fast[k]},
                    {"excess_ns", slow[k] - fast[k]}});
     if (slow[k] - fast[k] > slow[top] - fast[top]) top = k;
   }
@@ -287,8 +291,7 @@ std::optional<store::Finding> rank_straggler_finding(const std::vector<RankInput
                    {"late_ns", late_ns},
                    {"why", std::move(why)},
                    {"ranks", std::move(per_rank)},
-                   {"thresholds",
-                    {{"relative_score", relative_threshold}}}};
+                   {"thresholds", {{"relative_score", relative_threshold}}}};
   const CaptureData* slow_data = nullptr;
   for (const auto& r : ranks)
     if (r.rank == slowest->first) slow_data = r.data;
@@ -307,7 +310,9 @@ std::optional<store::Finding> rank_straggler_finding(const std::vector<RankInput
       "Rank " + std::to_string(slowest->first) + " reaches the collective " + ms(late_ns) +
       " after rank " + std::to_string(fastest->first) + " (" + std::to_string(int(score * 100)) +
       " % of its pace), so every rank waits for it; before the collective it spends the extra "
-      "time on " + what[top] + ". Balance the work or the input per rank, or look at that "
+      "time on " +
+      what[top] +
+      ". Balance the work or the input per rank, or look at that "
       "host/GPU (clocks, thermal throttling, a noisy neighbour).";
   f.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
@@ -376,8 +381,8 @@ std::vector<std::string> multi_rank_lines(const MultiRankResult& result) {
   };
   std::vector<std::string> lines;
   for (const RankSummary& s : result.summaries)
-    lines.push_back("rank " + std::to_string(s.rank) + " (" + s.source + "): " +
-                    std::to_string(s.steps.count) + " steps, median " +
+    lines.push_back("rank " + std::to_string(s.rank) + " (" + s.source +
+                    "): " + std::to_string(s.steps.count) + " steps, median " +
                     ms(double(s.steps.median_ns)) + ", p99 " + ms(double(s.steps.p99_ns)) +
                     "; compute " + ms(double(s.compute_ns)) + ", communication " +
                     ms(double(s.communication_ns)) + ", idle " + ms(double(s.idle_ns)));
@@ -387,12 +392,13 @@ std::vector<std::string> multi_rank_lines(const MultiRankResult& result) {
   } else {
     std::string list;
     for (int32_t r : st.stragglers) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    lines.push_back("potential stragglers (HTA, late start of " + st.metric.front().kernel.substr(
-                        0, st.metric.front().kernel.find('(')) + "): " + list);
+    lines.push_back("potential stragglers (HTA, late start of " +
+                    st.metric.front().kernel.substr(0, st.metric.front().kernel.find('(')) +
+                    "): " + list);
   }
   if (result.finding)
-    lines.push_back("rank_straggler [" + result.finding->severity + "]: " +
-                    result.finding->recommendation);
+    lines.push_back("rank_straggler [" + result.finding->severity +
+                    "]: " + result.finding->recommendation);
   else
     lines.push_back("rank_straggler: no rank is slower than 0.7 of the fastest's pace");
   return lines;

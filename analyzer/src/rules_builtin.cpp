@@ -1472,8 +1472,7 @@ class TailSteps : public Rule {
     std::stable_sort(causes.begin(), causes.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     json coincides = json::array();
-    for (const auto& [what, ns] : causes)
-      coincides.push_back({{"what", what}, {"excess_ns", ns}});
+    for (const auto& [what, ns] : causes) coincides.push_back({{"what", what}, {"excess_ns", ns}});
     json evidence = {{"steps", stats.count},
                      {"p50_ns", stats.median_ns},
                      {"p90_ns", stats.p90_ns},
@@ -1485,10 +1484,10 @@ class TailSteps : public Rule {
                      {"median_step", median_step ? json(median_step->step) : json(nullptr)},
                      {"coincides", std::move(coincides)}};
     std::string advice =
-        std::to_string(slow_count) + " of " + std::to_string(stats.count) +
-        " steps take over " + ms(int64_t(slow_cut)) + " (p99 " + ms(stats.p99_ns) + " vs median " +
-        ms(stats.median_ns) + "); their extra time goes mostly to " + causes.front().first +
-        " (" + ms(causes.front().second) +
+        std::to_string(slow_count) + " of " + std::to_string(stats.count) + " steps take over " +
+        ms(int64_t(slow_cut)) + " (p99 " + ms(stats.p99_ns) + " vs median " + ms(stats.median_ns) +
+        "); their extra time goes mostly to " + causes.front().first + " (" +
+        ms(causes.front().second) +
         " over the median step). Remove what makes those steps slow (periodic "
         "work such as checkpointing, logging, evaluation or garbage collection in the step, "
         "uneven batches, a starving DataLoader): the whole job waits on its slowest steps.";

@@ -94,7 +94,7 @@ TEST(KernelStats, FoldsPastTheTopAndTheDurationQuantileIntoOthers) {
 TEST(IdleIntervals, KeptPerCategoryWhenAsked) {
   testing::CaptureBuilder b;
   b.kernel(0, 100, 7, "a", 0, std::pair<int64_t, int64_t>{0, 10});
-  b.kernel(110, 200, 7, "b", 0, std::pair<int64_t, int64_t>{20, 30});  // 10 ns: kernel wait
+  b.kernel(110, 200, 7, "b", 0, std::pair<int64_t, int64_t>{20, 30});    // 10 ns: kernel wait
   b.kernel(500, 600, 7, "c", 0, std::pair<int64_t, int64_t>{300, 310});  // host wait (300 > 200)
   IdleTimeOptions options;
   options.keep_intervals = true;
@@ -149,7 +149,8 @@ TEST(TailSteps, NamesTheSlowStepAndWhatCoincides) {
 
   // Even steps: no finding.
   testing::CaptureBuilder even;
-  for (int k = 0; k < 5; ++k) even.step(k, k * 10 * kMs, (k + 1) * 10 * kMs).kernel(k * 10 * kMs, k * 10 * kMs + kMs);
+  for (int k = 0; k < 5; ++k)
+    even.step(k, k * 10 * kMs, (k + 1) * 10 * kMs).kernel(k * 10 * kMs, k * 10 * kMs + kMs);
   EXPECT_TRUE(analyze(even.build(), options).empty());
 }
 

@@ -35,8 +35,8 @@ json hta_reference() {
 }
 
 CaptureData load_mtia_trace() {
-  const fs::path db = fs::temp_directory_path() /
-                      ("fleetscope-mtia-parity-" + std::to_string(::getpid()) + ".db");
+  const fs::path db =
+      fs::temp_directory_path() / ("fleetscope-mtia-parity-" + std::to_string(::getpid()) + ".db");
   fs::remove(db);
   importers::import_files({std::string(HTA_MTIA_TRACE_DIR) + "/" + kTrace}, db.string());
   store::Reader reader(db.string());

@@ -39,8 +39,8 @@ const Job& job() {
   static const Job loaded = [] {
     Job j;
     for (const auto& file : rank_set().at("files"))
-      j.captures.push_back(load_trace_file(std::string(FLEETSCOPE_SHARED_DATA) +
-                                           "/traces/kineto/" + file.get<std::string>()));
+      j.captures.push_back(load_trace_file(std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/" +
+                                           file.get<std::string>()));
     for (size_t i = 0; i < j.captures.size(); ++i) {
       const auto rank = capture_rank(j.captures[i]);
       if (!rank) throw std::runtime_error("no distributedInfo.rank in the shared trace");
@@ -86,8 +86,7 @@ TEST(HtaParityStragglers, PotentialStragglers) {
   // With two candidates of two ranks both are stragglers; HTA's order of the tie is its
   // unstable sort's, so the set is compared.
   const auto two = potential_stragglers(job().ranks).stragglers;
-  EXPECT_EQ(std::set<int32_t>(two.begin(), two.end()),
-            hta.at("2").get<std::set<int32_t>>());
+  EXPECT_EQ(std::set<int32_t>(two.begin(), two.end()), hta.at("2").get<std::set<int32_t>>());
 }
 
 TEST(MultiRank, FindingNamesTheSlowRankAndWhy) {

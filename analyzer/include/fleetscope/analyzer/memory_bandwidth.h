@@ -41,10 +41,10 @@ struct MemoryBandwidthSeries {
 struct MemoryBandwidthSummary {
   int32_t device = 0;
   std::string copy_kind;
-  int64_t count = 0;     // events
-  int64_t bytes = 0;     // Σ bytes of the events that carry them
-  int64_t busy_ns = 0;   // Σ event durations (not a union)
-  Describe gbps;         // over the series points with a value > 0
+  int64_t count = 0;    // events
+  int64_t bytes = 0;    // Σ bytes of the events that carry them
+  int64_t busy_ns = 0;  // Σ event durations (not a union)
+  Describe gbps;        // over the series points with a value > 0
 };
 
 std::vector<MemoryBandwidthSeries> memory_bandwidth_time_series(const CaptureData& data,

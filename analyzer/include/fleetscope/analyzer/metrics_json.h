@@ -17,8 +17,8 @@
 namespace fleetscope::analyzer {
 
 struct MetricsJsonOptions {
-  bool series = false;     // add the time series (queue length, memory bandwidth)
-  size_t top_kernels = 10; // kernel_stats: names per HTA kernel type (HTA num_kernels)
+  bool series = false;      // add the time series (queue length, memory bandwidth)
+  size_t top_kernels = 10;  // kernel_stats: names per HTA kernel type (HTA num_kernels)
 };
 
 nlohmann::json metrics_json(const CaptureData& data, const MetricsJsonOptions& options = {});

@@ -68,12 +68,12 @@ struct StragglerMetricRow {
 };
 
 struct StragglerOptions {
-  int num_candidates = 2;                // HTA num_candidates (n_stragglers)
-  double min_normalized_duration = 0.01; // HTA's duration test
+  int num_candidates = 2;                 // HTA num_candidates (n_stragglers)
+  double min_normalized_duration = 0.01;  // HTA's duration test
 };
 
 struct StragglerAnalysis {
-  std::vector<int64_t> iterations;     // kept iterations
+  std::vector<int64_t> iterations;  // kept iterations
   int64_t earliest_start_ns = 0;
   double mean_iter_time_ns = 0;
   std::vector<StragglerMetricRow> metric;  // the metric kernel's rows
