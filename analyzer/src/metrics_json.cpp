@@ -8,6 +8,7 @@
 #include "fleetscope/analyzer/kernel_stats.h"
 #include "fleetscope/analyzer/memory_bandwidth.h"
 #include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/analyzer/op_tables.h"
 #include "fleetscope/analyzer/queue_length.h"
 #include "fleetscope/analyzer/step_metrics.h"
 
@@ -194,6 +195,11 @@ json iterations_json(const PluginSteps& steps, const std::vector<StepBreakdown>&
       put(d, "baseline_bytes", field(&IterationMemory::baseline_bytes), needs);
       put(d, "peak_bytes", field(&IterationMemory::peak_bytes), needs);
       put(d, "ephemeral_peak_bytes", field(&IterationMemory::ephemeral_peak_bytes), needs);
+      put(d, "allocations", field(&IterationMemory::allocations), needs);
+      put(d, "allocated_bytes", field(&IterationMemory::allocated_bytes), needs);
+      put(d, "reserved_peak_bytes",
+          im && im->reserved_peak_bytes > 0 ? std::optional(im->reserved_peak_bytes) : std::nullopt,
+          "total_reserved on the memory events (PyTorch's caching allocator)");
       per_device[std::to_string(m.device)] = std::move(d);
     }
     it["memory"] = std::move(per_device);
@@ -242,6 +248,15 @@ json memory_json(const std::vector<DeviceMemory>& memory) {
         m.ephemeral_peak_stddev_bytes >= 0 ? std::optional(m.ephemeral_peak_stddev_bytes)
                                            : std::nullopt,
         measured ? "two or more recorded iterations" : needs);
+    put(d, "allocations", value(m.allocations), needs);
+    put(d, "allocated_bytes", value(m.allocated_bytes), needs);
+    const std::string reserved_needs =
+        "total_reserved on the memory events (PyTorch's caching allocator)";
+    put(d, "reserved_peak_bytes",
+        m.reserved_peak_bytes > 0 ? std::optional(m.reserved_peak_bytes) : std::nullopt,
+        reserved_needs);
+    put(d, "fragmentation",
+        m.reserved_peak_bytes > 0 ? std::optional(m.fragmentation) : std::nullopt, reserved_needs);
     out[std::to_string(m.device)] = std::move(d);
   }
   return out;
@@ -320,6 +335,38 @@ json step_time_json(const CaptureData& data) {
   return out;
 }
 
+// The profiler plugin's operator view (grouped by name) and kernel view (by kernel and op).
+json operator_table_json(const CaptureData& data, const OpTree& tree, size_t top) {
+  json out = json::array();
+  for (const OperatorRow& r : operator_table(data, tree)) {
+    if (out.size() >= top) break;
+    out.push_back({{"name", r.name},
+                   {"calls", r.calls},
+                   {"host_ns", r.host_ns},
+                   {"self_host_ns", r.self_host_ns},
+                   {"device_ns", r.device_ns},
+                   {"self_device_ns", r.self_device_ns}});
+  }
+  return out;
+}
+
+json kernel_table_json(const CaptureData& data, const OpTree& tree, size_t top) {
+  json out = json::array();
+  for (const KernelRow& r : kernel_table(data, tree)) {
+    if (out.size() >= top) break;
+    out.push_back({{"name", r.name},
+                   {"op", r.op},
+                   {"calls", r.calls},
+                   {"sum_ns", r.sum_ns},
+                   {"mean_ns", r.mean_ns},
+                   {"max_ns", r.max_ns},
+                   {"min_ns", r.min_ns},
+                   {"blocks_per_sm", r.blocks_per_sm},
+                   {"est_occupancy", r.est_occupancy}});
+  }
+  return out;
+}
+
 json queue_series_json(const std::vector<QueueLengthSeries>& series) {
   json out = json::array();
   for (const auto& s : series) {
@@ -355,6 +402,9 @@ json metrics_json(const CaptureData& data, const MetricsJsonOptions& options) {
   out["idle_interval_stats"] = idle_interval_stats_json(data);
   out["memory_bandwidth"] = memory_bandwidth_json(data);
   out["kernel_stats"] = kernel_stats_json(data, options.top_kernels);
+  const OpTree tree = build_op_tree(data);
+  out["operator_table"] = operator_table_json(data, tree, options.table_rows);
+  out["kernel_table"] = kernel_table_json(data, tree, options.table_rows);
   if (options.series) {
     out["queue_length_time_series"] = queue_series_json(queues);
     out["memory_bandwidth_time_series"] = bandwidth_series_json(data);

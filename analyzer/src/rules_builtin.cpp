@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/kernel_sequences.h"
 #include "fleetscope/analyzer/rules.h"
 
 namespace fleetscope::analyzer {
@@ -764,17 +765,25 @@ class MemoryNearCapacity : public Rule {
         if (e.deviceId == gpu.id) events.push_back(e);
       if (events.empty()) continue;
       const MemoryFootprint footprint = memory_footprint(events, steps);
-      const double share = double(footprint.peak_bytes) / double(*gpu.totalMemory);
+      // What the allocator holds (reserved) is what the device has lost, when reported.
+      const int64_t held = std::max(footprint.peak_bytes, footprint.reserved_peak_bytes);
+      const double share = double(held) / double(*gpu.totalMemory);
       if (share <= max_share) continue;
       auto span = data.device_span(gpu.id).value_or(Interval{events.front().ts, events.back().ts});
       json evidence = {{"peak_bytes", footprint.peak_bytes},
                        {"capacity_bytes", *gpu.totalMemory},
                        {"peak_share", share},
                        {"persistent_bytes", footprint.persistent_bytes},
-                       {"ephemeral_peak_bytes", footprint.ephemeral_peak_bytes}};
+                       {"ephemeral_peak_bytes", footprint.ephemeral_peak_bytes},
+                       {"reserved_peak_bytes", footprint.reserved_peak_bytes},
+                       {"fragmentation", footprint.fragmentation},
+                       {"allocations", footprint.allocations},
+                       {"allocated_bytes", footprint.allocated_bytes}};
       std::string advice =
-          "Peak allocated memory on GPU " + std::to_string(gpu.id) + " reaches " + percent(share) +
-          " of its " + std::to_string(*gpu.totalMemory) +
+          std::string(held > footprint.peak_bytes ? "Reserved (cached) memory"
+                                                  : "Peak allocated memory") +
+          " on GPU " + std::to_string(gpu.id) + " reaches " + percent(share) + " of its " +
+          std::to_string(*gpu.totalMemory) +
           " bytes: allocation spikes can run out of memory or force allocator cache flushes "
           "(cudaFree + retry, slow). Lower the peak: activation checkpointing, smaller micro-"
           "batches with gradient accumulation, mixed precision, or free temporaries earlier. "
@@ -970,7 +979,8 @@ class TensorCoresUnused : public Rule {
 // ---------------------------------------------------------------------------------------------
 class FusionCandidates : public Rule {
  public:
-  CaptureParts reads() const override { return gpu_events_only(); }
+  // CPU ops and API calls for the kernel sequences under each op (evidence only).
+  CaptureParts reads() const override { return host_activity(); }
   std::string id() const override { return "fusion_candidates"; }
   std::string title() const override {
     return "Long runs of tiny back-to-back kernels on one stream (fusion candidates)";
@@ -1022,6 +1032,26 @@ class FusionCandidates : public Rule {
       }
       flush();
     }
+    // Evidence: HTA's frequent kernel sequences under ATen ops (get_frequent_cuda_kernel_sequences,
+    // operator_name "aten::"), ranked by total GPU time; fusing one into a single kernel saves at
+    // least the gaps between its kernels (launch and scheduling time). Memory round trips between
+    // the kernels would go too, but the trace holds no per-kernel memory traffic to size them.
+    std::vector<KernelSequence> sequences = frequent_kernel_sequences(data);
+    std::stable_sort(
+        sequences.begin(), sequences.end(),
+        [](const KernelSequence& a, const KernelSequence& b) { return a.gpu_ns > b.gpu_ns; });
+    json sequence_evidence = json::array();
+    int64_t sequence_saving_ns = 0;
+    for (const KernelSequence& s : sequences) {
+      if (s.count < 2) continue;  // repeated sequences only
+      sequence_saving_ns += s.gap_ns;
+      if (sequence_evidence.size() < 5)
+        sequence_evidence.push_back({{"op", s.op},
+                                     {"kernels", s.kernels},
+                                     {"count", s.count},
+                                     {"gpu_ns", s.gpu_ns},
+                                     {"estimated_saving_ns", s.gap_ns}});
+    }
     std::vector<store::Finding> out;
     for (auto& [device, d] : devices) {
       auto span = data.device_span(device).value_or(Interval{});
@@ -1032,7 +1062,17 @@ class FusionCandidates : public Rule {
                        {"kernel_count", d.kernels},
                        {"gap_total_ns", d.gap_ns},
                        {"longest_runs", windows_json(longest(d.windows, 10), 10)},
-                       {"top_offenders", offenders_json(data, d.by_name, 10)}};
+                       {"top_offenders", offenders_json(data, d.by_name, 10)},
+                       {"frequent_sequences", sequence_evidence},
+                       {"frequent_sequences_saving_ns", sequence_saving_ns}};
+      std::string sequence_text;
+      if (!sequence_evidence.empty())
+        sequence_text = " The most expensive repeated sequence runs " +
+                        std::to_string(sequence_evidence[0]["count"].get<int64_t>()) +
+                        " times under " + sequence_evidence[0]["op"].get<std::string>() + " (" +
+                        std::to_string(sequence_evidence[0]["kernels"].size()) +
+                        " kernels; fusing it saves at least " +
+                        ms(sequence_evidence[0]["estimated_saving_ns"].get<int64_t>()) + ").";
       std::string advice =
           std::to_string(d.runs) + " run(s) of " + std::to_string(min_run) +
           "+ consecutive kernels shorter than " + ms(max_ns) + " on GPU " + std::to_string(device) +
@@ -1040,7 +1080,8 @@ class FusionCandidates : public Rule {
           " of gaps between them). Fuse them: torch.compile, fused optimizers "
           "(foreach/fused=True), "
           "fused layers (apex/TE LayerNorm, fused bias+activation), or capture the sequence in a "
-          "CUDA graph.";
+          "CUDA graph." +
+          sequence_text;
       out.push_back(make_finding(*this, context, device, window, d.gap_ns, span.length(),
                                  std::move(evidence), std::move(advice)));
     }

@@ -8,11 +8,15 @@
 
 #include "capture_builder.h"
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/kernel_sequences.h"
 #include "fleetscope/analyzer/kernel_stats.h"
 #include "fleetscope/analyzer/memory_bandwidth.h"
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/analyzer/metrics_json.h"
+#include "fleetscope/analyzer/op_tables.h"
 #include "fleetscope/analyzer/queue_length.h"
+#include "fleetscope/analyzer/step_metrics.h"
 
 namespace fleetscope::analyzer {
 namespace {
@@ -152,6 +156,111 @@ TEST(TailSteps, NamesTheSlowStepAndWhatCoincides) {
   for (int k = 0; k < 5; ++k)
     even.step(k, k * 10 * kMs, (k + 1) * 10 * kMs).kernel(k * 10 * kMs, k * 10 * kMs + kMs);
   EXPECT_TRUE(analyze(even.build(), options).empty());
+}
+
+// HTA get_frequent_cuda_kernel_sequences: roots are the shallowest "aten::" ops that launched
+// at least three GPU events; a nested match is not a root of its own.
+CaptureData two_linears() {
+  testing::CaptureBuilder b;
+  for (int k = 0; k < 2; ++k) {
+    const int64_t t = k * us(1000);
+    b.cpu_op(t, t + us(100), "aten::linear");
+    b.cpu_op(t + us(10), t + us(90), "aten::addmm");  // nested: depth 1
+    b.kernel(t + us(200), t + us(210), 7, "gemm", 0,
+             std::pair<int64_t, int64_t>{t + us(20), t + us(25)});
+    b.kernel(t + us(212), t + us(215), 7, "bias", 0,
+             std::pair<int64_t, int64_t>{t + us(30), t + us(35)});
+    b.kernel(t + us(220), t + us(222), 7, "relu", 0,
+             std::pair<int64_t, int64_t>{t + us(40), t + us(45)});
+  }
+  b.cpu_op(us(5000), us(5100), "aten::add");  // one kernel: below the minimum length
+  b.kernel(us(5200), us(5210), 7, "add", 0, std::pair<int64_t, int64_t>{us(5010), us(5015)});
+  CaptureData& raw = b.raw();
+  for (HostRange& op : raw.cpu_ops) op.global_tid = raw.runtime.global_tid.front();
+  return b.build();
+}
+
+TEST(KernelSequences, ShallowestOpsWithThreeOrMoreKernels) {
+  const auto sequences = frequent_kernel_sequences(two_linears());
+  ASSERT_EQ(sequences.size(), 1u);
+  const KernelSequence& s = sequences[0];
+  EXPECT_EQ(s.pattern(), "aten::linear|gemm|bias|relu");
+  EXPECT_EQ(s.count, 2);
+  EXPECT_EQ(s.gpu_ns, 2 * us(10 + 3 + 2));
+  EXPECT_EQ(s.cpu_op_ns, 2 * us(100));
+  EXPECT_EQ(s.gap_ns, 2 * us(2 + 5));
+  KernelSequenceOptions addmm;
+  addmm.operator_name = "aten::addmm";
+  ASSERT_EQ(frequent_kernel_sequences(two_linears(), addmm).size(), 1u);
+  addmm.min_pattern_len = 4;
+  EXPECT_TRUE(frequent_kernel_sequences(two_linears(), addmm).empty());
+}
+
+// The plugin's operator and kernel views on a nested op: linear > addmm launches a gemm, linear
+// itself launches a bias kernel.
+TEST(OpTables, SelfAndTotalHostAndDeviceTimes) {
+  testing::CaptureBuilder b;
+  b.cpu_op(0, us(100), "aten::linear").cpu_op(us(10), us(60), "aten::addmm");
+  b.kernel(us(200), us(230), 7, "gemm", 0, std::pair<int64_t, int64_t>{us(20), us(25)});
+  b.kernel(us(240), us(245), 7, "bias", 0, std::pair<int64_t, int64_t>{us(70), us(75)});
+  b.kernel(us(300), us(301), 7, "orphan");
+  CaptureData& raw = b.raw();
+  for (HostRange& op : raw.cpu_ops) op.global_tid = raw.runtime.global_tid.front();
+  const CaptureData data = b.build();
+  const OpTree tree = build_op_tree(data);
+  const auto ops = operator_table(data, tree);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name, "aten::addmm");
+  EXPECT_EQ(ops[0].self_device_ns, us(30));
+  EXPECT_EQ(ops[0].device_ns, us(30));
+  EXPECT_EQ(ops[0].self_host_ns, us(50));
+  EXPECT_EQ(ops[1].name, "aten::linear");
+  EXPECT_EQ(ops[1].device_ns, us(35));
+  EXPECT_EQ(ops[1].self_device_ns, us(5));
+  EXPECT_EQ(ops[1].host_ns, us(100));
+  EXPECT_EQ(ops[1].self_host_ns, us(50));
+  const auto kernels = kernel_table(data, tree);
+  ASSERT_EQ(kernels.size(), 3u);
+  EXPECT_EQ(kernels[0].name, "gemm");
+  EXPECT_EQ(kernels[0].op, "aten::addmm");
+  EXPECT_EQ(kernels[1].op, "aten::linear");
+  EXPECT_EQ(kernels[2].op, "N/A");
+}
+
+// The allocator's side of the memory timeline: reserved peak, fragmentation, churn.
+TEST(MemoryTimeline, ReservedPeakFragmentationAndChurn) {
+  auto event = [](int64_t ts, int64_t bytes, int64_t allocated, int64_t reserved) {
+    store::MemoryEvent e;
+    e.ts = ts, e.bytes = bytes, e.total_allocated = allocated, e.total_reserved = reserved;
+    return e;
+  };
+  const std::vector<store::MemoryEvent> events = {event(10, 100, 100, 256), event(20, 50, 150, 256),
+                                                  event(30, -50, 100, 256),
+                                                  event(40, 200, 300, 512)};
+  const MemoryFootprint fp = memory_footprint(events, {});
+  EXPECT_EQ(fp.peak_bytes, 300);
+  EXPECT_EQ(fp.reserved_peak_bytes, 512);
+  EXPECT_DOUBLE_EQ(fp.fragmentation, 1.0 - 300.0 / 512.0);
+  EXPECT_EQ(fp.allocations, 3);
+  EXPECT_EQ(fp.allocated_bytes, 350);
+  EXPECT_EQ(fp.footprint_bytes(), 512) << "the allocator holds more than P + T (300)";
+
+  testing::CaptureBuilder b;
+  b.kernel(0, 100).step(1, 0, 25).step(2, 25, 50);
+  CaptureData data = b.build();
+  data.memory = events;
+  const auto rows = memory_by_device(data);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].reserved_peak_bytes, 512);
+  ASSERT_EQ(rows[0].iterations.size(), 2u);
+  EXPECT_EQ(rows[0].iterations[0].allocations, 2);
+  EXPECT_EQ(rows[0].iterations[0].allocated_bytes, 150);
+  EXPECT_EQ(rows[0].iterations[0].reserved_peak_bytes, 256);
+  EXPECT_EQ(rows[0].iterations[1].allocations, 1);
+  EXPECT_EQ(rows[0].iterations[1].reserved_peak_bytes, 512);
+  const json j = metrics_json(data);
+  EXPECT_EQ(j.at("memory").at("0").at("reserved_peak_bytes"), 512);
+  EXPECT_EQ(j.at("iterations").at(1).at("memory").at("0").at("allocated_bytes"), 200);
 }
 
 }  // namespace
