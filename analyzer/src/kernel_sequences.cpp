@@ -24,17 +24,17 @@ std::vector<KernelSequence> frequent_kernel_sequences(const CaptureData& data,
   for (size_t i = 0; i < ops.size(); ++i)
     if (data.name(ops[i].name_id).find(options.operator_name) != std::string::npos)
       matches[i] = true, min_depth = std::min(min_depth, tree.depth[i]);
-  // Each GPU event goes to the root among its launching op's ancestors (at most one: roots
-  // share a depth, so none encloses another).
+  // Each GPU event goes to its root: HTA's, the matching ancestor at the global smallest depth
+  // (at most one: roots share a depth, so none encloses another); or, per chain, the outermost
+  // matching ancestor.
   std::map<int64_t, std::vector<uint32_t>> events_of_root;
   for (uint32_t g = 0; g < data.gpu.size(); ++g) {
     const int64_t call = data.launch_call_of[g];
     if (call < 0) continue;
+    int64_t root = -1;
     for (int64_t op = tree.op_of_call[call]; op >= 0; op = tree.parent[op])
-      if (matches[op] && tree.depth[op] == min_depth) {
-        events_of_root[op].push_back(g);
-        break;
-      }
+      if (matches[op] && (options.outermost_per_chain || tree.depth[op] == min_depth)) root = op;
+    if (root >= 0) events_of_root[root].push_back(g);
   }
   std::map<std::string, KernelSequence> by_pattern;
   for (auto& [root, events] : events_of_root) {

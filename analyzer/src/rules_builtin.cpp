@@ -1033,10 +1033,13 @@ class FusionCandidates : public Rule {
       flush();
     }
     // Evidence: HTA's frequent kernel sequences under ATen ops (get_frequent_cuda_kernel_sequences,
-    // operator_name "aten::"), ranked by total GPU time; fusing one into a single kernel saves at
-    // least the gaps between its kernels (launch and scheduling time). Memory round trips between
-    // the kernels would go too, but the trace holds no per-kernel memory traffic to size them.
-    std::vector<KernelSequence> sequences = frequent_kernel_sequences(data);
+    // operator_name "aten::", roots the outermost ATen op of each chain), ranked by total GPU time;
+    // fusing one into a single kernel saves at least the gaps between its kernels (launch and
+    // scheduling time). Memory round trips between the kernels would go too, but the trace holds no
+    // per-kernel memory traffic to size them.
+    KernelSequenceOptions sequence_options;
+    sequence_options.outermost_per_chain = true;
+    std::vector<KernelSequence> sequences = frequent_kernel_sequences(data, sequence_options);
     std::stable_sort(
         sequences.begin(), sequences.end(),
         [](const KernelSequence& a, const KernelSequence& b) { return a.gpu_ns > b.gpu_ns; });

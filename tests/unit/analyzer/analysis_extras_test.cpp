@@ -194,6 +194,17 @@ TEST(KernelSequences, ShallowestOpsWithThreeOrMoreKernels) {
   ASSERT_EQ(frequent_kernel_sequences(two_linears(), addmm).size(), 1u);
   addmm.min_pattern_len = 4;
   EXPECT_TRUE(frequent_kernel_sequences(two_linears(), addmm).empty());
+
+  // One shallow aten op elsewhere (depth 0, no kernels) hides the linears from HTA's roots;
+  // outermost_per_chain keeps them.
+  CaptureData shallow = two_linears();
+  const int64_t tid = shallow.cpu_ops.front().global_tid;
+  shallow.cpu_ops.push_back({us(9000), us(9001), shallow.intern("aten::empty"), tid});
+  shallow.cpu_ops.push_back({-us(10), us(2000), shallow.intern("ProfilerStep#1"), tid});
+  EXPECT_TRUE(frequent_kernel_sequences(shallow).empty());
+  KernelSequenceOptions per_chain;
+  per_chain.outermost_per_chain = true;
+  ASSERT_EQ(frequent_kernel_sequences(shallow, per_chain).size(), 1u);
 }
 
 // The plugin's operator and kernel views on a nested op: linear > addmm launches a gemm, linear

@@ -36,6 +36,10 @@ struct KernelSequence {
 struct KernelSequenceOptions {
   std::string operator_name = "aten::";
   size_t min_pattern_len = 3;  // HTA default
+  // false: HTA's roots, the matching ops at the smallest depth of any matching op in the
+  // capture (one shallow match elsewhere, e.g. an aten::empty outside the steps, hides every
+  // deeper one). true: in each op chain the outermost matching op (what the fusion rule uses).
+  bool outermost_per_chain = false;
 };
 
 std::vector<KernelSequence> frequent_kernel_sequences(const CaptureData& data,
