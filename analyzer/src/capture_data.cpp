@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "fleetscope/analyzer/device_metrics.h"
+
 namespace fleetscope::analyzer {
 
 const char* to_string(WorkClass work_class) {
@@ -21,12 +23,22 @@ const char* to_string(WorkClass work_class) {
 
 WorkClass classify_gpu_work(GpuEventKind kind, const std::string& name) {
   if (kind != GpuEventKind::kernel) return WorkClass::memory;
-  if (name.rfind("nccl", 0) == 0 && name.find("Kernel", 4) != std::string::npos)
-    return WorkClass::communication;
-  if (name.find("Memcpy") != std::string::npos || name.rfind("Memset", 0) == 0)
-    return WorkClass::memory;
-  if (name.find("Sync") != std::string::npos) return WorkClass::synchronization;
-  return WorkClass::computation;
+  // HTA's get_kernel_type is the one rule (every HTA analysis classifies with it, the temporal
+  // breakdown included: hta/analyzers/breakdown_analysis.py get_temporal_breakdown keeps
+  // kernel_type == COMPUTATION as compute), so an MTIA "dma..." kernel is memory, not compute.
+  switch (hta_kernel_type(name)) {
+    case HtaKernelType::computation:
+      return WorkClass::computation;
+    case HtaKernelType::communication:
+      return WorkClass::communication;
+    case HtaKernelType::memory:
+      return WorkClass::memory;
+    case HtaKernelType::other:
+      break;
+  }
+  // HTA's OTHER: a "Sync" name, or "Memcpy" later in the name (a copy by another name).
+  const std::string line = name.substr(0, name.find('\n'));
+  return line.find("Sync") != std::string::npos ? WorkClass::synchronization : WorkClass::memory;
 }
 
 // One spelling for every part: the store owns the enum labels (rows.h).

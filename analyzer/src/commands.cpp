@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/analyzer/metrics_json.h"
+#include "fleetscope/analyzer/multi_rank.h"
 #include "fleetscope/analyzer/report.h"
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/threshold_config.h"
@@ -153,7 +155,8 @@ std::vector<std::string> summary_lines(const CaptureData& data) {
   auto steps = step_stats(data);
   if (steps.count)
     lines.push_back("steps: " + std::to_string(steps.count) + ", median " +
-                    format_duration(steps.median_ns));
+                    format_duration(steps.median_ns) + ", p90 " + format_duration(steps.p90_ns) +
+                    ", p99 " + format_duration(steps.p99_ns) + ", jitter " + pct(steps.jitter));
   if (data.gpu.size() == 0) lines.push_back("no GPU activity in this capture");
   return lines;
 }
@@ -202,6 +205,67 @@ void list_rules(std::ostream& out) {
   }
 }
 
+// `analyze` on several trace files, or a directory of them: the ranks of one distributed job
+// (multi_rank.h). Each file is imported in memory; its rank is Kineto's distributedInfo.rank.
+int analyze_ranks_command(const std::vector<std::string>& inputs, const std::string& format,
+                          const std::string& output, std::ostream& out, std::ostream& err) {
+  if (format != "table" && format != "json")
+    throw UsageError("--format must be table or json for several ranks, got '" + format + "'");
+  std::vector<std::string> files;
+  for (const std::string& input : inputs) {
+    if (!std::filesystem::is_directory(input)) {
+      files.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(input)) {
+      const std::string name = entry.path().filename().string();
+      const auto ends = [&](const std::string& suffix) {
+        return name.size() >= suffix.size() &&
+               name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      if (entry.is_regular_file() && (ends(".json") || ends(".json.gz")))
+        found.push_back(entry.path().string());
+    }
+    if (found.empty()) throw InputError(input, "", "no Kineto trace (*.json, *.json.gz) in it");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  std::vector<CaptureData> captures;
+  captures.reserve(files.size());
+  std::vector<RankInput> ranks;
+  for (const std::string& file : files) {
+    if (!is_trace_file(file))
+      throw InputError(file, "",
+                       "several inputs are the ranks of one job: Kineto trace files "
+                       "(JSON or .json.gz), not a database");
+    err << "analyze: importing " << file << " in memory\n";
+    captures.push_back(load_trace_file(file));
+    const auto rank = capture_rank(captures.back());
+    if (!rank)
+      throw InputError(file, "distributedInfo.rank",
+                       "no rank recorded (Kineto writes it for torch.distributed jobs)");
+    for (const RankInput& r : ranks)
+      if (r.rank == *rank)
+        throw InputError(file, "distributedInfo.rank",
+                         "rank " + std::to_string(*rank) + " again (also in " + r.source + ")");
+    ranks.push_back({*rank, std::filesystem::path(file).filename().string(), nullptr});
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) ranks[i].data = &captures[i];
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankInput& a, const RankInput& b) { return a.rank < b.rank; });
+  const MultiRankResult result = analyze_ranks(ranks);
+  err << "analyze: " << ranks.size() << " ranks, " << (result.finding ? 1 : 0) << " finding(s)\n";
+  emit(output, out, [&](std::ostream& os) {
+    if (format == "json") {
+      os << multi_rank_json(result).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+      return;
+    }
+    for (const std::string& line : multi_rank_lines(result)) os << line << "\n";
+  });
+  return 0;
+}
+
 }  // namespace
 
 int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
@@ -210,18 +274,20 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
   std::vector<std::string> positionals, rules, sets;
   int64_t capture = -1;
   std::string format = "table", output, config;
-  bool no_store = false, show_rules = false;
+  bool no_store = false, show_rules = false, series = false;
   common::ArgParser parser(
-      "fleetscope analyze DB|TRACE [--capture ID] [--rules LIST] [--config FILE] "
+      "fleetscope analyze DB|TRACE|RANK_TRACES...|DIR [--capture ID] [--rules LIST] [--config "
+      "FILE] "
       "[--set RULE.THRESHOLD=VALUE] "
-      "[--format table|markdown|json|chrome-trace] [-o FILE] [--no-store]",
+      "[--format table|markdown|json|chrome-trace] [--series] [-o FILE] [--no-store]",
       "Runs the antipattern rules on one capture, stores the findings in the database's "
       "findings table (replacing earlier ones for that capture) and prints them. A trace file "
       "(Kineto JSON or .json.gz) is imported in memory and analysed without writing anything.");
   parser
-      .positionals("DB|TRACE",
-                   "trace database (fleetscope import / run / daemon), or a Kineto trace file",
-                   &positionals, 0, 1)
+      .positionals("DB|TRACE...",
+                   "trace database (fleetscope import / run / daemon), or a Kineto trace file; "
+                   "several trace files or a directory of them: the ranks of one job",
+                   &positionals, 0)
       .option("--capture", "ID", "capture to analyse (default: the newest)", &capture)
       .list("--rules", "LIST", "comma-separated rule ids (default: all; see --list-rules)", &rules)
       .option("--config", "FILE",
@@ -232,6 +298,9 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
             "override a threshold (repeatable; wins over --config)", &sets)
       .option("--format", "FORMAT", "table (default), markdown, json or chrome-trace", &format)
       .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
+      .flag("--series",
+            "json: add the time series (queue length per stream, memory bandwidth per copy kind)",
+            &series)
       .flag("--no-store", "do not write findings into the database", &no_store)
       .flag("--list-rules", "list the rules and their thresholds, then exit", &show_rules);
   if (auto code = parser.parse(args, out, err)) return *code;
@@ -243,6 +312,9 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     err << "error: missing DB\nusage: fleetscope analyze DB ... (see --help)\n";
     return 2;
   }
+  if (positionals.size() > 1 || std::filesystem::is_directory(positionals[0]))
+    return guarded(err,
+                   [&] { return analyze_ranks_command(positionals, format, output, out, err); });
   return guarded(err, [&] {
     const ReportFormat fmt = parse_format(format);
     AnalyzeOptions options;
@@ -267,7 +339,9 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       header.rules = result.rules;
       header.source = data.capture.source_path;
       header.summary_lines = summary_lines(data);
-      if (fmt == ReportFormat::json) header.metrics = metrics_json(data);
+      MetricsJsonOptions json_options;
+      json_options.series = series;
+      if (fmt == ReportFormat::json) header.metrics = metrics_json(data, json_options);
     };
     auto analyse = [&](const store::Reader& reader, std::optional<int64_t> capture_id) {
       const int64_t id = resolve_capture_id(reader, capture_id);

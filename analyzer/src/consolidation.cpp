@@ -25,7 +25,12 @@ MemoryFootprint memory_footprint(const std::vector<store::MemoryEvent>& events,
     level[i] = events[i].total_allocated ? *events[i].total_allocated : running;
     running = level[i];
     fp.peak_bytes = std::max(fp.peak_bytes, level[i]);
+    if (events[i].total_reserved)
+      fp.reserved_peak_bytes = std::max(fp.reserved_peak_bytes, *events[i].total_reserved);
+    if (events[i].bytes > 0) ++fp.allocations, fp.allocated_bytes += events[i].bytes;
   }
+  if (fp.reserved_peak_bytes > 0)
+    fp.fragmentation = std::max(0.0, 1.0 - double(fp.peak_bytes) / double(fp.reserved_peak_bytes));
   auto level_before = [&](int64_t t) {  // level just before time t
     auto it = std::lower_bound(events.begin(), events.end(), t,
                                [](const store::MemoryEvent& e, int64_t v) { return e.ts < v; });
@@ -133,9 +138,10 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
       c.reason = "busy " + std::to_string(int(c.utilization * 100)) + " % of its window";
     } else if (!c.memory_measured) {
       c.reason = "no memory events: P and T unknown";
-    } else if (c.gpu_memory_bytes > 0 &&
-               c.persistent_bytes + c.ephemeral_peak_bytes > c.gpu_memory_bytes) {
-      c.reason = "P + T exceed the GPU's memory";
+    } else if (c.gpu_memory_bytes > 0 && fp.footprint_bytes() > c.gpu_memory_bytes) {
+      c.reason = fp.footprint_bytes() > c.persistent_bytes + c.ephemeral_peak_bytes
+                     ? "the allocator's reserved peak exceeds the GPU's memory"
+                     : "P + T exceed the GPU's memory";
     } else {
       c.co_location_candidate = true;
       c.reason = "low utilization; P + T measured";

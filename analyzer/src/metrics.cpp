@@ -120,10 +120,13 @@ std::vector<IdleTimeBreakdown> idle_time_breakdown(const CaptureData& data,
       const int64_t call = data.launch_call_of[i];
       if (call >= 0 && data.runtime.start[call] > prev_end) {
         row.host_wait_ns += interval, ++row.host_wait_count;
+        if (options.keep_intervals) row.host_wait_intervals_ns.push_back(interval);
       } else if (interval < options.consecutive_kernel_delay_ns) {
         row.kernel_wait_ns += interval, ++row.kernel_wait_count;
+        if (options.keep_intervals) row.kernel_wait_intervals_ns.push_back(interval);
       } else {
         row.other_ns += interval, ++row.other_count;
+        if (options.keep_intervals) row.other_intervals_ns.push_back(interval);
       }
     }
     out.push_back(row);
@@ -248,17 +251,30 @@ std::vector<KernelSummary> kernel_summary(const CaptureData& data, size_t limit)
   return out;
 }
 
-StepStats step_stats(const CaptureData& data) {
+StepStats step_stats(const std::vector<int64_t>& durations) {
   StepStats s;
-  std::vector<int64_t> durations;
-  for (const auto& it : data.iterations) durations.push_back(it.end - it.start);
   if (durations.empty()) return s;
   s.count = static_cast<int64_t>(durations.size());
   int64_t sum = 0;
-  for (int64_t d : durations) sum += d, s.max_ns = std::max(s.max_ns, d);
+  s.min_ns = durations.front();
+  for (int64_t d : durations)
+    sum += d, s.max_ns = std::max(s.max_ns, d), s.min_ns = std::min(s.min_ns, d);
   s.mean_ns = sum / s.count;
+  const double mean = double(sum) / double(s.count);
+  double squares = 0;
+  for (int64_t d : durations) squares += (double(d) - mean) * (double(d) - mean);
+  s.std_ns = s.count > 1 ? std::sqrt(squares / double(s.count - 1)) : 0.0;
+  s.jitter = mean > 0 ? s.std_ns / mean : 0.0;
   s.median_ns = quantile(durations, 0.5);
+  s.p90_ns = quantile(durations, 0.9);
+  s.p99_ns = quantile(durations, 0.99);
   return s;
+}
+
+StepStats step_stats(const CaptureData& data) {
+  std::vector<int64_t> durations;
+  for (const auto& it : data.iterations) durations.push_back(it.end - it.start);
+  return step_stats(durations);
 }
 
 }  // namespace fleetscope::analyzer

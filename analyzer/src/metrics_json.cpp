@@ -1,13 +1,15 @@
 #include "fleetscope/analyzer/metrics_json.h"
-#include "fleetscope/analyzer/queue_length.h"
-
-#include <map>
 
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "fleetscope/analyzer/describe.h"
 #include "fleetscope/analyzer/device_metrics.h"
+#include "fleetscope/analyzer/kernel_stats.h"
+#include "fleetscope/analyzer/memory_bandwidth.h"
 #include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/analyzer/op_tables.h"
+#include "fleetscope/analyzer/queue_length.h"
 #include "fleetscope/analyzer/step_metrics.h"
 
 namespace fleetscope::analyzer {
@@ -111,11 +113,19 @@ json devices_json(const CaptureData& data) {
   return devices;
 }
 
-json streams_json(const CaptureData& data) {
+json describe_json(const Describe& d) {
+  return {{"count", d.count}, {"mean", d.mean}, {"std", d.std}, {"min", d.min},
+          {"p25", d.p25},     {"p50", d.p50},   {"p75", d.p75}, {"max", d.max}};
+}
+
+json streams_json(const CaptureData& data, const std::vector<QueueLengthSeries>& series) {
   const IdleTimeOptions options;
   json streams = json::array();
   std::map<std::pair<int32_t, int32_t>, QueueLengthSummary> queues;
-  for (const auto& q : queue_length_summary(data)) queues[{q.device, q.stream}] = q;
+  for (const auto& s : series) queues[{s.device, s.stream}] = summarize(s);
+  std::map<std::pair<int32_t, int32_t>, int64_t> blocked;
+  for (const auto& b : time_blocked_on_full_queue(series))
+    blocked[{b.device, b.stream}] = b.blocked_ns;
   auto queue_json = [&](int32_t device, int32_t stream) -> std::optional<json> {
     auto it = queues.find({device, stream});
     if (it == queues.end()) return std::nullopt;
@@ -135,8 +145,14 @@ json streams_json(const CaptureData& data) {
                 {"idle_kernel_wait_count", s.kernel_wait_count},
                 {"idle_other_count", s.other_count},
                 {"consecutive_kernel_delay_ns", options.consecutive_kernel_delay_ns}};
-    put(row, "queue_length", queue_json(s.device, s.stream),
-        "launch calls correlated with GPU work on this stream (HTA's launch API names)");
+    const std::string queue_needs =
+        "launch calls correlated with GPU work on this stream (HTA's launch API names)";
+    put(row, "queue_length", queue_json(s.device, s.stream), queue_needs);
+    const bool has_queue = queues.count({s.device, s.stream}) > 0;
+    const auto full = blocked.find({s.device, s.stream});
+    put(row, "blocked_on_full_queue_ns",
+        has_queue ? std::optional<int64_t>(full == blocked.end() ? 0 : full->second) : std::nullopt,
+        queue_needs);
     streams.push_back(std::move(row));
   }
   return streams;
@@ -179,6 +195,11 @@ json iterations_json(const PluginSteps& steps, const std::vector<StepBreakdown>&
       put(d, "baseline_bytes", field(&IterationMemory::baseline_bytes), needs);
       put(d, "peak_bytes", field(&IterationMemory::peak_bytes), needs);
       put(d, "ephemeral_peak_bytes", field(&IterationMemory::ephemeral_peak_bytes), needs);
+      put(d, "allocations", field(&IterationMemory::allocations), needs);
+      put(d, "allocated_bytes", field(&IterationMemory::allocated_bytes), needs);
+      put(d, "reserved_peak_bytes",
+          im && im->reserved_peak_bytes > 0 ? std::optional(im->reserved_peak_bytes) : std::nullopt,
+          "total_reserved on the memory events (PyTorch's caching allocator)");
       per_device[std::to_string(m.device)] = std::move(d);
     }
     it["memory"] = std::move(per_device);
@@ -227,20 +248,167 @@ json memory_json(const std::vector<DeviceMemory>& memory) {
         m.ephemeral_peak_stddev_bytes >= 0 ? std::optional(m.ephemeral_peak_stddev_bytes)
                                            : std::nullopt,
         measured ? "two or more recorded iterations" : needs);
+    put(d, "allocations", value(m.allocations), needs);
+    put(d, "allocated_bytes", value(m.allocated_bytes), needs);
+    const std::string reserved_needs =
+        "total_reserved on the memory events (PyTorch's caching allocator)";
+    put(d, "reserved_peak_bytes",
+        m.reserved_peak_bytes > 0 ? std::optional(m.reserved_peak_bytes) : std::nullopt,
+        reserved_needs);
+    put(d, "fragmentation",
+        m.reserved_peak_bytes > 0 ? std::optional(m.fragmentation) : std::nullopt, reserved_needs);
     out[std::to_string(m.device)] = std::move(d);
+  }
+  return out;
+}
+
+// HTA get_idle_time_breakdown(show_idle_interval_stats=True): describe() of the idle intervals
+// per stream and category (ns).
+json idle_interval_stats_json(const CaptureData& data) {
+  IdleTimeOptions options;
+  options.keep_intervals = true;
+  json out = json::array();
+  for (const auto& s : idle_time_breakdown(data, options)) {
+    const std::pair<const char*, const std::vector<int64_t>*> categories[] = {
+        {"host_wait", &s.host_wait_intervals_ns},
+        {"kernel_wait", &s.kernel_wait_intervals_ns},
+        {"other", &s.other_intervals_ns}};
+    for (const auto& [category, intervals] : categories) {
+      if (intervals->empty()) continue;
+      json row = describe_json(describe(std::vector<double>(intervals->begin(), intervals->end())));
+      row["device"] = s.device, row["stream"] = s.stream, row["category"] = category;
+      out.push_back(std::move(row));
+    }
+  }
+  return out;
+}
+
+json memory_bandwidth_json(const CaptureData& data) {
+  json out = json::array();
+  for (const auto& m : memory_bandwidth_summary(data))
+    out.push_back({{"device", m.device},
+                   {"copy_kind", m.copy_kind},
+                   {"count", m.count},
+                   {"bytes", m.bytes},
+                   {"busy_ns", m.busy_ns},
+                   {"gbps", describe_json(m.gbps)}});
+  return out;
+}
+
+json kernel_stats_json(const CaptureData& data, size_t top) {
+  KernelStatsOptions options;
+  options.top = top;
+  json out = json::array();
+  for (const auto& t : kernel_stats(data, options)) {
+    json kernels = json::array();
+    for (const auto& k : t.top)
+      kernels.push_back({{"name", k.name},
+                         {"count", k.count},
+                         {"sum_ns", k.sum_ns},
+                         {"max_ns", k.max_ns},
+                         {"min_ns", k.min_ns},
+                         {"mean_ns", k.mean_ns},
+                         {"std_ns", k.std_ns}});
+    out.push_back({{"device", t.device},
+                   {"kernel_type", t.kernel_type},
+                   {"top", std::move(kernels)},
+                   {"others_kernels", t.others_kernels},
+                   {"others_sum_ns", t.others_sum_ns}});
+  }
+  return out;
+}
+
+json step_time_json(const CaptureData& data) {
+  const StepStats s = step_stats(data);
+  json out = {{"count", s.count}};
+  const bool any = s.count > 0;
+  const std::string needs = "recorded iterations (ProfilerStep#N)";
+  auto value = [&](int64_t v) { return any ? std::optional<int64_t>(v) : std::nullopt; };
+  put(out, "p50_ns", value(s.median_ns), needs);
+  put(out, "p90_ns", value(s.p90_ns), needs);
+  put(out, "p99_ns", value(s.p99_ns), needs);
+  put(out, "mean_ns", value(s.mean_ns), needs);
+  put(out, "min_ns", value(s.min_ns), needs);
+  put(out, "max_ns", value(s.max_ns), needs);
+  put(out, "std_ns", any ? std::optional<double>(s.std_ns) : std::nullopt, needs);
+  put(out, "jitter", any ? std::optional<double>(s.jitter) : std::nullopt, needs);
+  return out;
+}
+
+// The profiler plugin's operator view (grouped by name) and kernel view (by kernel and op).
+json operator_table_json(const CaptureData& data, const OpTree& tree, size_t top) {
+  json out = json::array();
+  for (const OperatorRow& r : operator_table(data, tree)) {
+    if (out.size() >= top) break;
+    out.push_back({{"name", r.name},
+                   {"calls", r.calls},
+                   {"host_ns", r.host_ns},
+                   {"self_host_ns", r.self_host_ns},
+                   {"device_ns", r.device_ns},
+                   {"self_device_ns", r.self_device_ns}});
+  }
+  return out;
+}
+
+json kernel_table_json(const CaptureData& data, const OpTree& tree, size_t top) {
+  json out = json::array();
+  for (const KernelRow& r : kernel_table(data, tree)) {
+    if (out.size() >= top) break;
+    out.push_back({{"name", r.name},
+                   {"op", r.op},
+                   {"calls", r.calls},
+                   {"sum_ns", r.sum_ns},
+                   {"mean_ns", r.mean_ns},
+                   {"max_ns", r.max_ns},
+                   {"min_ns", r.min_ns},
+                   {"blocks_per_sm", r.blocks_per_sm},
+                   {"est_occupancy", r.est_occupancy}});
+  }
+  return out;
+}
+
+json queue_series_json(const std::vector<QueueLengthSeries>& series) {
+  json out = json::array();
+  for (const auto& s : series) {
+    json points = json::array();
+    for (const auto& p : s.points) points.push_back({p.time_ns, p.queue_length});
+    out.push_back({{"device", s.device}, {"stream", s.stream}, {"points", std::move(points)}});
+  }
+  return out;
+}
+
+json bandwidth_series_json(const CaptureData& data) {
+  json out = json::array();
+  for (const auto& s : memory_bandwidth_time_series(data)) {
+    json points = json::array();
+    for (const auto& p : s.points) points.push_back({p.time_ns, p.gbps});
+    out.push_back(
+        {{"device", s.device}, {"copy_kind", s.copy_kind}, {"points", std::move(points)}});
   }
   return out;
 }
 
 }  // namespace
 
-json metrics_json(const CaptureData& data) {
+json metrics_json(const CaptureData& data, const MetricsJsonOptions& options) {
   const PluginSteps steps = plugin_steps(data);
   const std::vector<DeviceMemory> memory = memory_by_device(data);
+  const std::vector<QueueLengthSeries> queues = queue_length_time_series(data);
   json out;
   out["capture"] = capture_json(data, steps);
   out["devices"] = devices_json(data);
-  out["streams"] = streams_json(data);
+  out["streams"] = streams_json(data, queues);
+  out["step_time"] = step_time_json(data);
+  out["idle_interval_stats"] = idle_interval_stats_json(data);
+  out["memory_bandwidth"] = memory_bandwidth_json(data);
+  out["kernel_stats"] = kernel_stats_json(data, options.top_kernels);
+  const OpTree tree = build_op_tree(data);
+  out["operator_table"] = operator_table_json(data, tree, options.table_rows);
+  out["kernel_table"] = kernel_table_json(data, tree, options.table_rows);
+  if (options.series) {
+    out["queue_length_time_series"] = queue_series_json(queues);
+    out["memory_bandwidth_time_series"] = bandwidth_series_json(data);
+  }
   out["iterations"] = iterations_json(steps, step_breakdown(data, steps), memory);
   out["launches"] = launches_json(data);
   out["memory"] = memory_json(memory);

@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "fleetscope/analyzer/describe.h"
 #include "fleetscope/analyzer/metrics.h"
 
 namespace fleetscope::analyzer {
@@ -29,17 +30,6 @@ struct Change {
   int64_t time;
   int delta;
 };
-
-// pandas Series.quantile(q) with linear interpolation over sorted values.
-double linear_quantile(const std::vector<int64_t>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double position = q * static_cast<double>(sorted.size() - 1);
-  const auto below = static_cast<size_t>(std::floor(position));
-  const size_t above = std::min(below + 1, sorted.size() - 1);
-  const double fraction = position - static_cast<double>(below);
-  return static_cast<double>(sorted[below]) +
-         fraction * static_cast<double>(sorted[above] - sorted[below]);
-}
 
 }  // namespace
 
@@ -85,20 +75,12 @@ QueueLengthSummary summarize(const QueueLengthSeries& series) {
   const auto& p = series.points;
   s.count = static_cast<int64_t>(p.size());
   if (p.empty()) return s;
-  std::vector<int64_t> values;
+  std::vector<double> values;
   values.reserve(p.size());
-  double sum = 0;
-  for (const QueuePoint& q : p) values.push_back(q.queue_length), sum += double(q.queue_length);
-  s.mean = sum / double(p.size());
-  double squares = 0;
-  for (int64_t v : values) squares += (double(v) - s.mean) * (double(v) - s.mean);
-  s.std = p.size() > 1 ? std::sqrt(squares / double(p.size() - 1)) : 0.0;  // pandas: ddof = 1
-  std::sort(values.begin(), values.end());
-  s.min = double(values.front());
-  s.max = double(values.back());
-  s.p25 = linear_quantile(values, 0.25);
-  s.p50 = linear_quantile(values, 0.50);
-  s.p75 = linear_quantile(values, 0.75);
+  for (const QueuePoint& q : p) values.push_back(double(q.queue_length));
+  const Describe d = describe(std::move(values));
+  s.mean = d.mean, s.std = d.std, s.min = d.min, s.max = d.max;
+  s.p25 = d.p25, s.p50 = d.p50, s.p75 = d.p75;
   const int64_t span = p.back().time_ns - p.front().time_ns;
   if (span > 0) {
     double weighted = 0;
@@ -114,6 +96,22 @@ std::vector<QueueLengthSummary> queue_length_summary(const CaptureData& data,
   std::vector<QueueLengthSummary> out;
   for (const auto& series : queue_length_time_series(data, hta_last_step_filter))
     out.push_back(summarize(series));
+  return out;
+}
+
+std::vector<BlockedOnFullQueue> time_blocked_on_full_queue(
+    const std::vector<QueueLengthSeries>& series, int64_t max_queue_length) {
+  std::vector<BlockedOnFullQueue> out;
+  for (const QueueLengthSeries& s : series) {
+    int64_t blocked = 0;
+    bool reached = false;
+    for (size_t k = 0; k < s.points.size(); ++k) {
+      if (s.points[k].queue_length < max_queue_length) continue;
+      reached = true;
+      if (k + 1 < s.points.size()) blocked += s.points[k + 1].time_ns - s.points[k].time_ns;
+    }
+    if (reached) out.push_back({s.device, s.stream, blocked});
+  }
   return out;
 }
 

@@ -555,6 +555,14 @@ class Builder {
       doc_.note("First " + std::to_string(options_.max_steps) + " of " +
                 std::to_string(rows.size()) + " steps shown.");
     doc_.chart("Step time breakdown", render_step_breakdown_svg(chart_rows), "steps.svg");
+    // The tail, not only the median (step_stats(): recorded iterations, nearest-rank).
+    const json& st = metrics_["step_time"];
+    if (st.value("count", 0) > 0)
+      doc_.paragraph("Step time over " + std::to_string(st["count"].get<int64_t>()) +
+                     " recorded steps: p50 " + format_duration(st["p50_ns"].get<int64_t>()) +
+                     ", p90 " + format_duration(st["p90_ns"].get<int64_t>()) + ", p99 " +
+                     format_duration(st["p99_ns"].get<int64_t>()) + ", jitter (std / mean) " +
+                     percent(st["jitter"].get<double>()) + ".");
   }
 
   void launches() {

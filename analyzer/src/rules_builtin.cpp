@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/kernel_sequences.h"
 #include "fleetscope/analyzer/rules.h"
 
 namespace fleetscope::analyzer {
@@ -764,17 +765,25 @@ class MemoryNearCapacity : public Rule {
         if (e.deviceId == gpu.id) events.push_back(e);
       if (events.empty()) continue;
       const MemoryFootprint footprint = memory_footprint(events, steps);
-      const double share = double(footprint.peak_bytes) / double(*gpu.totalMemory);
+      // What the allocator holds (reserved) is what the device has lost, when reported.
+      const int64_t held = std::max(footprint.peak_bytes, footprint.reserved_peak_bytes);
+      const double share = double(held) / double(*gpu.totalMemory);
       if (share <= max_share) continue;
       auto span = data.device_span(gpu.id).value_or(Interval{events.front().ts, events.back().ts});
       json evidence = {{"peak_bytes", footprint.peak_bytes},
                        {"capacity_bytes", *gpu.totalMemory},
                        {"peak_share", share},
                        {"persistent_bytes", footprint.persistent_bytes},
-                       {"ephemeral_peak_bytes", footprint.ephemeral_peak_bytes}};
+                       {"ephemeral_peak_bytes", footprint.ephemeral_peak_bytes},
+                       {"reserved_peak_bytes", footprint.reserved_peak_bytes},
+                       {"fragmentation", footprint.fragmentation},
+                       {"allocations", footprint.allocations},
+                       {"allocated_bytes", footprint.allocated_bytes}};
       std::string advice =
-          "Peak allocated memory on GPU " + std::to_string(gpu.id) + " reaches " + percent(share) +
-          " of its " + std::to_string(*gpu.totalMemory) +
+          std::string(held > footprint.peak_bytes ? "Reserved (cached) memory"
+                                                  : "Peak allocated memory") +
+          " on GPU " + std::to_string(gpu.id) + " reaches " + percent(share) + " of its " +
+          std::to_string(*gpu.totalMemory) +
           " bytes: allocation spikes can run out of memory or force allocator cache flushes "
           "(cudaFree + retry, slow). Lower the peak: activation checkpointing, smaller micro-"
           "batches with gradient accumulation, mixed precision, or free temporaries earlier. "
@@ -970,7 +979,8 @@ class TensorCoresUnused : public Rule {
 // ---------------------------------------------------------------------------------------------
 class FusionCandidates : public Rule {
  public:
-  CaptureParts reads() const override { return gpu_events_only(); }
+  // CPU ops and API calls for the kernel sequences under each op (evidence only).
+  CaptureParts reads() const override { return host_activity(); }
   std::string id() const override { return "fusion_candidates"; }
   std::string title() const override {
     return "Long runs of tiny back-to-back kernels on one stream (fusion candidates)";
@@ -1022,6 +1032,29 @@ class FusionCandidates : public Rule {
       }
       flush();
     }
+    // Evidence: HTA's frequent kernel sequences under ATen ops (get_frequent_cuda_kernel_sequences,
+    // operator_name "aten::", roots the outermost ATen op of each chain), ranked by total GPU time;
+    // fusing one into a single kernel saves at least the gaps between its kernels (launch and
+    // scheduling time). Memory round trips between the kernels would go too, but the trace holds no
+    // per-kernel memory traffic to size them.
+    KernelSequenceOptions sequence_options;
+    sequence_options.outermost_per_chain = true;
+    std::vector<KernelSequence> sequences = frequent_kernel_sequences(data, sequence_options);
+    std::stable_sort(
+        sequences.begin(), sequences.end(),
+        [](const KernelSequence& a, const KernelSequence& b) { return a.gpu_ns > b.gpu_ns; });
+    json sequence_evidence = json::array();
+    int64_t sequence_saving_ns = 0;
+    for (const KernelSequence& s : sequences) {
+      if (s.count < 2) continue;  // repeated sequences only
+      sequence_saving_ns += s.gap_ns;
+      if (sequence_evidence.size() < 5)
+        sequence_evidence.push_back({{"op", s.op},
+                                     {"kernels", s.kernels},
+                                     {"count", s.count},
+                                     {"gpu_ns", s.gpu_ns},
+                                     {"estimated_saving_ns", s.gap_ns}});
+    }
     std::vector<store::Finding> out;
     for (auto& [device, d] : devices) {
       auto span = data.device_span(device).value_or(Interval{});
@@ -1032,7 +1065,17 @@ class FusionCandidates : public Rule {
                        {"kernel_count", d.kernels},
                        {"gap_total_ns", d.gap_ns},
                        {"longest_runs", windows_json(longest(d.windows, 10), 10)},
-                       {"top_offenders", offenders_json(data, d.by_name, 10)}};
+                       {"top_offenders", offenders_json(data, d.by_name, 10)},
+                       {"frequent_sequences", sequence_evidence},
+                       {"frequent_sequences_saving_ns", sequence_saving_ns}};
+      std::string sequence_text;
+      if (!sequence_evidence.empty())
+        sequence_text = " The most expensive repeated sequence runs " +
+                        std::to_string(sequence_evidence[0]["count"].get<int64_t>()) +
+                        " times under " + sequence_evidence[0]["op"].get<std::string>() + " (" +
+                        std::to_string(sequence_evidence[0]["kernels"].size()) +
+                        " kernels; fusing it saves at least " +
+                        ms(sequence_evidence[0]["estimated_saving_ns"].get<int64_t>()) + ").";
       std::string advice =
           std::to_string(d.runs) + " run(s) of " + std::to_string(min_run) +
           "+ consecutive kernels shorter than " + ms(max_ns) + " on GPU " + std::to_string(device) +
@@ -1040,7 +1083,8 @@ class FusionCandidates : public Rule {
           " of gaps between them). Fuse them: torch.compile, fused optimizers "
           "(foreach/fused=True), "
           "fused layers (apex/TE LayerNorm, fused bias+activation), or capture the sequence in a "
-          "CUDA graph.";
+          "CUDA graph." +
+          sequence_text;
       out.push_back(make_finding(*this, context, device, window, d.gap_ns, span.length(),
                                  std::move(evidence), std::move(advice)));
     }
@@ -1363,6 +1407,141 @@ class LowOccupancy : public Rule {
   }
 };
 
+// ---------------------------------------------------------------------------------------------
+// The step-time tail (step_stats(): recorded iterations, nearest-rank quantiles). Fires when the
+// median step over the p99 step falls below the straggler score of nvidia-resiliency-ext: its
+// straggler detection flags a section whose performance score (reference time / measured time)
+// is below 0.7 (gpu_individual_perf_threshold / gpu_relative_perf_threshold default 0.7,
+// nvidia-resiliency-ext straggler_det usage guide), i.e. p99 > p50 / 0.7 ≈ 1.43 × p50. The
+// median step is the reference here (NVRx's individual score uses the rank's best time, which
+// would flag more). Slow steps = steps longer than p50 / ratio; for each, what it spends more
+// on than the median step does: DataLoader ops, host sync calls, GPU busy time, GPU idle time.
+class TailSteps : public Rule {
+ public:
+  CaptureParts reads() const override { return host_activity(); }
+  std::string id() const override { return "tail_steps"; }
+  std::string title() const override {
+    return "Slow steps: the p99 step time is far above the median";
+  }
+  std::vector<Threshold> thresholds() const override {
+    return {{"min_median_to_p99", 0.7,
+             "nvidia-resiliency-ext straggler detection: performance score (reference / "
+             "measured time) below 0.7 is a straggler (gpu_individual_perf_threshold default)"},
+            {"min_steps", 3, "fleetscope: with fewer steps there is no tail to speak of"}};
+  }
+  std::vector<std::string> unmet_needs(const AnalysisContext& context) const override {
+    const DataInventory& inv = context.inventory();
+    return Needs()
+        .require(inv.gpu_events() > 0, needs::gpu_activity)
+        .require(inv.iterations > 0, needs::steps);
+  }
+
+  struct StepParts {
+    int64_t dataloader_ns = 0, sync_ns = 0, gpu_busy_ns = 0, gpu_idle_ns = 0;
+  };
+
+  std::vector<store::Finding> evaluate(const AnalysisContext& context) const override {
+    const double ratio = threshold(context, "min_median_to_p99");
+    const CaptureData& data = context.data();
+    const StepStats stats = step_stats(data);
+    if (stats.count < static_cast<int64_t>(threshold(context, "min_steps")) || stats.p99_ns <= 0)
+      return {};
+    const double median_to_p99 = double(stats.median_ns) / double(stats.p99_ns);
+    if (median_to_p99 >= ratio) return {};
+
+    const IntervalSet loading = [&] {
+      std::vector<Interval> v;
+      for (const HostRange& r : data.dataloader_ops) v.push_back({r.start, r.end});
+      return unite(std::move(v));
+    }();
+    const IntervalSet syncing = [&] {
+      std::vector<Interval> v;
+      const auto& rt = data.runtime;
+      for (size_t i = 0; i < rt.size(); ++i)
+        if (data.name(rt.name_id[i]).find("Synchronize") != std::string::npos)
+          v.push_back({rt.start[i], rt.end[i]});
+      return unite(std::move(v));
+    }();
+    IntervalSet any_busy;
+    for (const auto& [device, busy] : data.busy_by_device) any_busy = unite(any_busy, busy);
+    auto parts_of = [&](Interval w) {
+      StepParts p;
+      const IntervalSet step{w};
+      p.dataloader_ns = total_length(intersect(loading, step));
+      p.sync_ns = total_length(intersect(syncing, step));
+      p.gpu_busy_ns = total_length(intersect(any_busy, step));
+      p.gpu_idle_ns = w.length() - p.gpu_busy_ns;
+      return p;
+    };
+    // The median step: the recorded iteration whose duration is the median.
+    const store::Iteration* median_step = nullptr;
+    for (const auto& it : data.iterations)
+      if (it.end - it.start == stats.median_ns) median_step = &it;
+    const StepParts typical =
+        median_step ? parts_of({median_step->start, median_step->end}) : StepParts{};
+
+    const double slow_cut = double(stats.median_ns) / ratio;
+    json slow = json::array();
+    StepParts excess;
+    int64_t impact = 0, slow_count = 0;
+    Interval window{INT64_MAX, INT64_MIN};
+    for (const auto& it : data.iterations) {
+      const int64_t d = it.end - it.start;
+      if (double(d) <= slow_cut) continue;
+      ++slow_count;
+      impact += d - stats.median_ns;
+      window = {std::min(window.begin, it.start), std::max(window.end, it.end)};
+      const StepParts p = parts_of({it.start, it.end});
+      excess.dataloader_ns += p.dataloader_ns - typical.dataloader_ns;
+      excess.sync_ns += p.sync_ns - typical.sync_ns;
+      excess.gpu_busy_ns += p.gpu_busy_ns - typical.gpu_busy_ns;
+      excess.gpu_idle_ns += p.gpu_idle_ns - typical.gpu_idle_ns;
+      if (slow.size() < 10)
+        slow.push_back({{"step", it.step},
+                        {"start_ns", it.start},
+                        {"end_ns", it.end},
+                        {"step_ns", d},
+                        {"dataloader_ns", p.dataloader_ns},
+                        {"sync_ns", p.sync_ns},
+                        {"gpu_busy_ns", p.gpu_busy_ns},
+                        {"gpu_idle_ns", p.gpu_idle_ns}});
+    }
+    if (slow_count == 0) return {};
+    // What the slow steps spend their extra time on, largest first.
+    std::vector<std::pair<std::string, int64_t>> causes = {
+        {"DataLoader (input pipeline)", excess.dataloader_ns},
+        {"host synchronization calls", excess.sync_ns},
+        {"more GPU work", excess.gpu_busy_ns},
+        {"GPU idle (host-bound: launches, Python, GC)", excess.gpu_idle_ns}};
+    std::stable_sort(causes.begin(), causes.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    json coincides = json::array();
+    for (const auto& [what, ns] : causes) coincides.push_back({{"what", what}, {"excess_ns", ns}});
+    json evidence = {{"steps", stats.count},
+                     {"p50_ns", stats.median_ns},
+                     {"p90_ns", stats.p90_ns},
+                     {"p99_ns", stats.p99_ns},
+                     {"jitter", stats.jitter},
+                     {"median_to_p99", median_to_p99},
+                     {"slow_steps", slow_count},
+                     {"slowest", std::move(slow)},
+                     {"median_step", median_step ? json(median_step->step) : json(nullptr)},
+                     {"coincides", std::move(coincides)}};
+    std::string advice =
+        std::to_string(slow_count) + " of " + std::to_string(stats.count) + " steps take over " +
+        ms(int64_t(slow_cut)) + " (p99 " + ms(stats.p99_ns) + " vs median " + ms(stats.median_ns) +
+        "); their extra time goes mostly to " + causes.front().first + " (" +
+        ms(causes.front().second) +
+        " over the median step). Remove what makes those steps slow (periodic "
+        "work such as checkpointing, logging, evaluation or garbage collection in the step, "
+        "uneven batches, a starving DataLoader): the whole job waits on its slowest steps.";
+    int64_t total = 0;
+    for (const auto& it : data.iterations) total += it.end - it.start;
+    return {make_finding(*this, context, std::nullopt, window, impact, total, std::move(evidence),
+                         std::move(advice))};
+  }
+};
+
 }  // namespace
 
 std::vector<std::unique_ptr<Rule>> make_builtin_rules() {
@@ -1386,6 +1565,7 @@ std::vector<std::unique_ptr<Rule>> make_builtin_rules() {
   rules.push_back(std::make_unique<HostBound>());
   rules.push_back(std::make_unique<FewBlocks>());
   rules.push_back(std::make_unique<LowOccupancy>());
+  rules.push_back(std::make_unique<TailSteps>());
   return rules;
 }
 

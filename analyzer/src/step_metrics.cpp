@@ -238,6 +238,9 @@ std::vector<DeviceMemory> memory_by_device(const CaptureData& data) {
       row.ephemeral_peak_bytes = fp.ephemeral_peak_bytes;
       row.ephemeral_peak_stddev_bytes = fp.ephemeral_peak_stddev_bytes;
       row.baseline_bytes = fp.persistent_bytes;  // no iterations: the level at the end
+      row.reserved_peak_bytes = fp.reserved_peak_bytes;
+      row.fragmentation = fp.fragmentation;
+      row.allocations = fp.allocations, row.allocated_bytes = fp.allocated_bytes;
       // One iteration at a time through the same function: its P is the level at the
       // iteration's start, its T the rise above it.
       for (size_t k = 0; k < steps.size(); ++k) {
@@ -248,6 +251,12 @@ std::vector<DeviceMemory> memory_by_device(const CaptureData& data) {
         m.baseline_bytes = one.persistent_bytes;
         m.ephemeral_peak_bytes = one.ephemeral_peak_bytes;
         m.peak_bytes = one.persistent_bytes + one.ephemeral_peak_bytes;
+        for (const auto& e : events) {
+          if (e.ts < steps[k].begin || e.ts >= steps[k].end) continue;
+          if (e.total_reserved)
+            m.reserved_peak_bytes = std::max(m.reserved_peak_bytes, *e.total_reserved);
+          if (e.bytes > 0) ++m.allocations, m.allocated_bytes += e.bytes;
+        }
         row.baseline_bytes =
             k == 0 ? m.baseline_bytes : std::min(row.baseline_bytes, m.baseline_bytes);
         row.iterations.push_back(m);

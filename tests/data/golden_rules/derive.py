@@ -19,6 +19,7 @@ import decimal
 import glob
 import gzip
 import json
+import math
 import os
 import re
 import sys
@@ -49,13 +50,15 @@ MIN_CPU_COVER = 0.5
 MAX_FEW_BLOCKS_SHARE = 0.1          # few_blocks
 MAX_OCCUPANCY_PERCENT = 25          # low_occupancy
 MAX_LOW_OCCUPANCY_SHARE = 0.1
+MIN_MEDIAN_TO_P99 = 0.7             # tail_steps: nvidia-resiliency-ext straggler score
+TAIL_MIN_STEPS = 3
 
 RULES = [
     "gpu_idle_gaps", "low_gpu_utilization", "launch_bound_small_kernels", "launch_delay_outliers",
     "dataloader_bottleneck", "pageable_memcpy", "sync_memcpy", "sync_memset", "excessive_sync",
     "memory_near_capacity", "consolidation_candidate", "comm_heavy", "tensor_cores_unused",
     "fusion_candidates", "exposed_transfers", "low_comm_overlap", "host_bound", "few_blocks",
-    "low_occupancy",
+    "low_occupancy", "tail_steps",
 ]
 
 LAUNCH_APIS = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
@@ -278,8 +281,9 @@ def is_comm(e):
 
 
 def is_compute(e):
-    """HTA is_compute_kernel: not re.match((^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync))."""
-    if e["kind"] != "kernel":
+    """HTA get_kernel_type == COMPUTATION: not ^nccl.*Kernel, not MEMORY (^Memcpy|^Memset|^dma),
+    and is_compute_kernel: not re.match((^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync))."""
+    if e["kind"] != "kernel" or e["name"].startswith("dma"):
         return False
     return re.match(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)", e["name"]) is None
 
@@ -707,6 +711,30 @@ def low_occupancy(t):
     return silent("; ".join(notes) + " (<= 10 %)")
 
 
+def nearest_rank(values, q):
+    """metrics.cpp quantile(): the ceil(q * n)-th smallest value (1-based; the smallest for 0)."""
+    ordered = sorted(values)
+    rank = math.ceil(q * len(ordered))
+    return ordered[max(rank, 1) - 1]
+
+
+def tail_steps(t):
+    if not t.gpu:
+        return silent("no GPU activity", needs="GPU activity")
+    if not t.steps:
+        return silent("no ProfilerStep iterations", needs="profiler steps")
+    durations = [e - b for b, e in t.steps]
+    if len(durations) < TAIL_MIN_STEPS:
+        return silent(f"{len(durations)} step(s) < {TAIL_MIN_STEPS}")
+    p50, p99 = nearest_rank(durations, 0.5), nearest_rank(durations, 0.99)
+    if p99 <= 0 or p50 / p99 >= MIN_MEDIAN_TO_P99:
+        return silent(f"median/p99 = {p50}/{p99} >= {MIN_MEDIAN_TO_P99}")
+    cut = p50 / MIN_MEDIAN_TO_P99
+    slow = [d for d in durations if d > cut]
+    return fires([{"device": None, "steps": len(durations), "p50_ns": p50, "p99_ns": p99,
+                   "slow_steps": len(slow), "impact_ns": sum(d - p50 for d in slow)}])
+
+
 EVALUATORS = {
     "gpu_idle_gaps": gpu_idle_gaps,
     "low_gpu_utilization": low_gpu_utilization,
@@ -727,6 +755,7 @@ EVALUATORS = {
     "host_bound": host_bound,
     "few_blocks": few_blocks,
     "low_occupancy": low_occupancy,
+    "tail_steps": tail_steps,
 }
 assert list(EVALUATORS) == RULES
 

@@ -51,7 +51,8 @@ const std::vector<std::string> kRules = {"gpu_idle_gaps",
                                          "low_comm_overlap",
                                          "host_bound",
                                          "few_blocks",
-                                         "low_occupancy"};
+                                         "low_occupancy",
+                                         "tail_steps"};
 
 // Trace file → short name (derive.py's SHORT_NAMES; the coverage test checks they agree).
 const std::vector<std::pair<std::string, std::string>> kTraces = {
@@ -319,7 +320,7 @@ TEST(GoldenRulesCoverage, ExpectedJsonCoversEveryRuleAndTrace) {
   std::set<std::string> registry;
   for (const auto& rule : RuleRegistry::builtin().rules()) registry.insert(rule->id());
   EXPECT_EQ(registry, std::set<std::string>(kRules.begin(), kRules.end()));
-  EXPECT_EQ(kRules.size(), 19u);
+  EXPECT_EQ(kRules.size(), 20u);
 
   const json& traces = expected().at("traces");
   EXPECT_EQ(traces.size(), kTraces.size());

@@ -27,7 +27,7 @@ std::vector<store::Finding> run(const CaptureData& data, const std::string& rule
 
 TEST(RuleRegistry, BuiltinRulesHaveIdsThresholdsAndSources) {
   const auto& rules = RuleRegistry::builtin().rules();
-  EXPECT_EQ(rules.size(), 19u);
+  EXPECT_EQ(rules.size(), 20u);
   for (const auto& rule : rules) {
     EXPECT_FALSE(rule->id().empty());
     EXPECT_FALSE(rule->thresholds().empty()) << rule->id();

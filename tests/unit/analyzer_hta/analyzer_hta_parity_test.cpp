@@ -26,8 +26,11 @@
 #include <vector>
 
 #include "fleetscope/analyzer/capture_data.h"
+#include "fleetscope/analyzer/describe.h"
 #include "fleetscope/analyzer/device_metrics.h"
+#include "fleetscope/analyzer/kernel_stats.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/analyzer/memory_bandwidth.h"
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/analyzer/queue_length.h"
 #include "fleetscope/importers/importers.h"
@@ -458,6 +461,132 @@ TEST_P(HtaParity, QueueLength) {
       ASSERT_TRUE(q.time_weighted_mean.has_value()) << where;
       expect_within_relative(*q.time_weighted_mean, ts.at("time_weighted_mean").get<double>(),
                              where + "time-weighted mean");
+    }
+  }
+}
+
+// Compares a describe() row of HTA (µs, or GB/s when `scale` is 1) with one of ours (ns):
+// count exactly, the statistics within 0.5 % (plus HTA's rounding to 2 decimals where it rounds).
+void expect_describe(const Describe& ours, const json& hta, double scale, double rounding,
+                     const std::string& where) {
+  EXPECT_EQ(ours.count, hta.at("count").get<int64_t>()) << where << ": count";
+  if (ours.count == 0) return;
+  const std::pair<const char*, double> stats[] = {{"mean", ours.mean}, {"min", ours.min},
+                                                  {"25%", ours.p25},   {"50%", ours.p50},
+                                                  {"75%", ours.p75},   {"max", ours.max}};
+  for (const auto& [name, value] : stats) {
+    const double expected = as_double(hta.at(name));
+    EXPECT_NEAR(value / scale, expected, kRelativeTolerance * std::abs(expected) + rounding + 1e-9)
+        << where << ": " << name;
+  }
+  if (ours.count > 1) {
+    const double expected = as_double(hta.at("std"));
+    EXPECT_NEAR(ours.std / scale, expected, kRelativeTolerance * expected + rounding + 1e-9)
+        << where << ": std";
+  }
+}
+
+// HTA get_idle_time_breakdown(show_idle_interval_stats=True): describe() of the idle intervals per
+// stream and category, µs rounded to 2 decimals by HTA.
+TEST_P(HtaParity, IdleIntervalStats) {
+  const CaptureData& data = loaded(GetParam());
+  const json& hta = hta_->at("per_rank").at(rank_).at("idle_interval_stats");
+  ASSERT_FALSE(hta.contains("error")) << hta.at("error");
+  IdleTimeOptions options;
+  options.keep_intervals = true;
+  std::map<std::string, IdleTimeBreakdown> ours;
+  for (auto& row : idle_time_breakdown(data, options)) ours[std::to_string(row.stream)] = row;
+  int compared = 0;
+  for (const auto& [stream, categories] : hta.at("streams").items()) {
+    ASSERT_TRUE(ours.count(stream)) << "stream " << stream;
+    const IdleTimeBreakdown& row = ours.at(stream);
+    const std::map<std::string, const std::vector<int64_t>*> by_category = {
+        {"host_wait", &row.host_wait_intervals_ns},
+        {"kernel_wait", &row.kernel_wait_intervals_ns},
+        {"other", &row.other_intervals_ns}};
+    for (const auto& [category, stats] : categories.items()) {
+      ASSERT_TRUE(by_category.count(category)) << category;
+      const auto& intervals = *by_category.at(category);
+      expect_describe(describe(std::vector<double>(intervals.begin(), intervals.end())), stats,
+                      kNsPerUs, 0.01, "stream " + stream + " " + category);
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0) << "HTA reports idle intervals on every shared trace with GPU work";
+}
+
+// HTA get_memory_bw_summary: describe() of the bandwidth time series per copy kind (GB/s) over
+// its points > 0. HTA takes each copy's bandwidth from Kineto's "memory bandwidth (GB/s)" arg,
+// which Kineto computes from the exact ns duration; the store keeps bytes and times, so
+// fleetscope computes bytes / duration from the trace's own times. On traces with whole-µs
+// timestamps those differ (a 1.136 µs memset written as 1 µs), so the reference is HTA's code on
+// a copy whose args are recomputed the same way (`memory_bw_from_trace_durations`,
+// compute_reference.py); on ns-resolution traces both references agree within 0.5 %, and the
+// test checks fleetscope against HTA's arg-based summary there too.
+TEST_P(HtaParity, MemoryBandwidthSummary) {
+  const CaptureData& data = loaded(GetParam());
+  const json& by_rank = hta_->at("memory_bw_from_trace_durations");
+  ASSERT_FALSE(by_rank.contains("error")) << by_rank.at("error");
+  const json& hta = by_rank.at(rank_);
+  std::map<std::string, MemoryBandwidthSummary> ours;
+  for (auto& s : memory_bandwidth_summary(data)) ours[s.copy_kind] = s;
+  for (const auto& [kind, entry] : hta.at("kinds").items()) {
+    ASSERT_TRUE(ours.count(kind)) << "copy kind " << kind;
+    expect_describe(ours.at(kind).gbps, entry.at("gbps"), 1.0, 0.0, kind);
+  }
+  for (const auto& [kind, s] : ours)
+    EXPECT_TRUE(hta.at("kinds").contains(kind) || s.gbps.count == 0) << "HTA lacks " << kind;
+  // Whole-µs trace: Kineto's args come from finer times than the trace keeps.
+  bool sub_us = false;
+  for (size_t i = 0; i < data.gpu.size() && !sub_us; ++i)
+    sub_us = data.gpu.start[i] % 1000 != 0 || data.gpu.end[i] % 1000 != 0;
+  if (!sub_us) return;
+  const json& args_based = hta_->at("per_rank").at(rank_).at("memory_bw_summary");
+  for (const auto& [kind, entry] : args_based.at("kinds").items())
+    expect_describe(ours.at(kind).gbps, entry.at("gbps"), 1.0, 0.0, kind + " (Kineto's args)");
+}
+
+// HTA get_time_spent_blocked_on_full_queue (max queue length 1024): no shared trace reaches a full
+// queue (the longest is 1022 on ns_resolution), so HTA and the analyzer both report none.
+TEST_P(HtaParity, BlockedOnFullQueue) {
+  const CaptureData& data = loaded(GetParam());
+  const json& hta = hta_->at("per_rank").at(rank_).at("blocked_on_full_queue");
+  ASSERT_FALSE(hta.contains("error")) << hta.at("error");
+  const auto ours = time_blocked_on_full_queue(queue_length_time_series(data),
+                                               hta.at("max_queue_length").get<int64_t>());
+  ASSERT_EQ(ours.size(), hta.at("rows").size());
+  for (size_t k = 0; k < ours.size(); ++k)
+    expect_within_relative(double(ours[k].blocked_ns) / kNsPerUs,
+                           hta.at("rows")[k].at("duration_at_max_queue_length_us").get<double>(),
+                           "blocked time");
+}
+
+// HTA get_gpu_kernel_breakdown's kernel table (10 names per type, 0.8 duration ratio): the names
+// HTA keeps and their total time, and the total folded into "others".
+TEST_P(HtaParity, KernelTable) {
+  const CaptureData& data = loaded(GetParam());
+  const json& hta = hta_->at("kernel_table");
+  ASSERT_FALSE(hta.contains("error")) << hta.at("error");
+  const json& categories =
+      hta_->at("per_rank").at(rank_).at("gpu_events").at("gpu_event_categories");
+  if (categories.contains("cpu_op"))
+    GTEST_SKIP() << "HTA counts a host event with a stream as a kernel (docs/metrics-hta.md §0.2)";
+  KernelStatsOptions options;
+  options.top = hta.at("num_kernels").get<size_t>();
+  options.duration_ratio = hta.at("duration_ratio").get<double>();
+  std::map<std::string, KernelTypeStats> ours;
+  for (auto& t : kernel_stats(data, options)) ours[t.kernel_type] = t;
+  for (const auto& [type, ranks] : hta.at("sum_us").items()) {
+    const json& names = ranks.at(rank_);
+    ASSERT_TRUE(ours.count(type)) << type;
+    const KernelTypeStats& t = ours.at(type);
+    std::map<std::string, double> our_us;
+    for (const auto& k : t.top) our_us[k.name] = double(k.sum_ns) / kNsPerUs;
+    if (t.others_kernels) our_us["others"] = double(t.others_sum_ns) / kNsPerUs;
+    EXPECT_EQ(our_us.size(), names.size()) << type << ": rows";
+    for (const auto& [name, us] : names.items()) {
+      ASSERT_TRUE(our_us.count(name)) << type << ": HTA keeps '" << name << "'";
+      expect_within_relative(our_us.at(name), us.get<double>(), type + " " + name + " sum us");
     }
   }
 }

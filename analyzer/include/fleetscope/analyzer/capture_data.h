@@ -19,11 +19,11 @@ namespace fleetscope::analyzer {
 
 enum class GpuEventKind : uint8_t { kernel, memcpy, memset };
 
-// What a GPU activity does. `computation` is exactly HTA's is_compute_kernel (hta/utils/utils.py,
-// holistictraceanalysis 0.5.0): a name is NOT compute when it matches
-// (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync) with re.match — starts with "nccl" and contains
-// "Kernel" later (communication), contains "Memcpy" or starts with "Memset" (memory), or contains
-// "Sync" (synchronization). Memcpy/memset rows are always memory.
+// What a GPU activity does, by HTA's kernel-type rule (hta_kernel_type(), device_metrics.h: HTA
+// 0.5.0 hta/utils/utils.py get_kernel_type, which every HTA analysis uses, the temporal breakdown
+// included): `computation` is HTA COMPUTATION, `communication` COMMUNICATION (^nccl.*Kernel),
+// `memory` MEMORY (^Memcpy|^Memset|^dma, the last MTIA DMA) plus every memcpy/memset row and names
+// with a later "Memcpy", `synchronization` the rest of HTA's OTHER (names containing "Sync").
 enum class WorkClass : uint8_t { computation, communication, memory, synchronization };
 const char* to_string(WorkClass work_class);
 WorkClass classify_gpu_work(GpuEventKind kind, const std::string& name);

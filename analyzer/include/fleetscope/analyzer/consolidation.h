@@ -10,6 +10,7 @@
 // is memory_events.total_allocated when the source reports it, else the running sum of bytes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -64,11 +65,26 @@ std::vector<ConsolidationCandidate> consolidation_candidates(
     const store::Reader& reader, const ConsolidationOptions& options = {});
 
 // P and T from one job's memory events on one device (sorted by ts) and its iterations.
+// Beyond P and T, the allocator's side of the timeline (PyTorch's caching allocator reports
+// total_reserved next to total_allocated on each Kineto "[memory]" event): reserved_peak_bytes
+// is the highest reserved level (0 when never reported); fragmentation = 1 − allocated peak /
+// reserved peak, the share of what the allocator holds at its peak that no tensor uses
+// (torch.cuda.memory_reserved() − memory_allocated(): cached or fragmented blocks, PyTorch CUDA
+// semantics "Memory management"); churn = the allocations and their bytes (events with bytes
+// > 0) — what a step allocates and frees again.
 struct MemoryFootprint {
   int64_t persistent_bytes = 0;
   int64_t ephemeral_peak_bytes = 0;
   int64_t peak_bytes = 0;
   double ephemeral_peak_stddev_bytes = -1.0;  // over iterations; -1 with fewer than two
+  int64_t reserved_peak_bytes = 0;
+  double fragmentation = 0;  // 0 without reserved levels
+  int64_t allocations = 0, allocated_bytes = 0;
+  // What a co-located job needs the device to hold: P + T, or the reserved peak when the
+  // allocator keeps more than that (it does not give cached blocks back to other processes).
+  int64_t footprint_bytes() const {
+    return std::max(persistent_bytes + ephemeral_peak_bytes, reserved_peak_bytes);
+  }
 };
 MemoryFootprint memory_footprint(const std::vector<store::MemoryEvent>& events,
                                  const std::vector<Interval>& iterations);

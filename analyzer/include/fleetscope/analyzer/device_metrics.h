@@ -55,8 +55,8 @@ namespace fleetscope::analyzer {
 // HTA's kernel types (hta/utils/utils.py KernelType, get_kernel_type), decided by name only:
 // COMMUNICATION ^nccl.*Kernel; MEMORY ^Memcpy|^Memset|^dma (MTIA DMA); COMPUTATION when
 // is_compute_kernel (not (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)); else OTHER. As with
-// Python's re.match, '.' stops at a newline. Differs from WorkClass (capture_data.h, HTA's
-// is_compute_kernel only) for "dma..." names and names with "Memcpy" later in the name.
+// Python's re.match, '.' stops at a newline. classify_gpu_work (capture_data.h) maps it to
+// WorkClass.
 enum class HtaKernelType : uint8_t { computation, communication, memory, other };
 HtaKernelType hta_kernel_type(const std::string& name);
 

@@ -37,7 +37,7 @@ struct HtaStepFilter {
 // ---- HTA get_temporal_breakdown -------------------------------------------------------------
 // Per device: span = last GPU-event end − first GPU-event start (HTA "kernel_time", including
 // stream syncs); idle = span − |union of all of them|; compute = |union of those whose class is
-// WorkClass::computation| (HTA is_compute_kernel); non_compute = span − compute − idle.
+// WorkClass::computation| (HTA get_kernel_type COMPUTATION); non_compute = span − compute − idle.
 struct TemporalBreakdown {
   int32_t device = 0;
   Interval span;
@@ -71,6 +71,9 @@ std::vector<TemporalBreakdown> temporal_breakdown(const CaptureData& data,
 struct IdleTimeOptions {
   int64_t consecutive_kernel_delay_ns = 30'000;  // HTA's default threshold, 30 µs
   bool hta_last_step_filter = true;              // HtaStepFilter
+  // Keep every interval's length per category (IdleTimeBreakdown::*_intervals_ns): the sample
+  // behind HTA's show_idle_interval_stats=True (pandas describe() per category and stream).
+  bool keep_intervals = false;
 };
 struct IdleTimeBreakdown {
   int32_t device = 0;
@@ -79,6 +82,8 @@ struct IdleTimeBreakdown {
   int64_t kernel_wait_ns = 0;
   int64_t other_ns = 0;
   int64_t host_wait_count = 0, kernel_wait_count = 0, other_count = 0;  // intervals per category
+  // With IdleTimeOptions::keep_intervals, the interval lengths in stream order (else empty).
+  std::vector<int64_t> host_wait_intervals_ns, kernel_wait_intervals_ns, other_intervals_ns;
   int64_t total_ns() const { return host_wait_ns + kernel_wait_ns + other_ns; }
   // HTA idle_time_ratio: category time / total idle time on the stream.
   double ratio(int64_t category_ns) const {
@@ -160,11 +165,17 @@ struct KernelSummary {
 std::vector<KernelSummary> kernel_summary(const CaptureData& data, size_t limit = 0);
 
 // ---- Per-step times ---------------------------------------------------------------------------
+// The recorded iterations' durations (host ProfilerStep ranges). Quantiles are nearest-rank
+// (quantile() below): p99 of fewer than 100 steps is the slowest step. jitter = std / mean
+// (coefficient of variation, sample std with ddof = 1; 0 with one step).
 struct StepStats {
   int64_t count = 0;
-  int64_t median_ns = 0, mean_ns = 0, max_ns = 0;
+  int64_t median_ns = 0, mean_ns = 0, max_ns = 0, min_ns = 0;
+  int64_t p90_ns = 0, p99_ns = 0;
+  double std_ns = 0, jitter = 0;
 };
 StepStats step_stats(const CaptureData& data);
+StepStats step_stats(const std::vector<int64_t>& durations);
 
 // Nearest-rank quantile of a sample (q in [0, 1]); sorts a copy. 0 for an empty sample.
 int64_t quantile(std::vector<int64_t> values, double q);

@@ -52,4 +52,19 @@ QueueLengthSummary summarize(const QueueLengthSeries& series);
 std::vector<QueueLengthSummary> queue_length_summary(const CaptureData& data,
                                                      bool hta_last_step_filter = true);
 
+// HTA get_time_spent_blocked_on_full_queue (trace_counters.py): per stream, the time the queue
+// length is at least `max_queue_length` (HTA's CUDA_MAX_LAUNCH_QUEUE_PER_STREAM, 1024, from
+// hta/common/constants.py): Σ over points with length >= max of (next point's time − its time);
+// the last point has no next and adds nothing. While the queue is full a launch call blocks the
+// host thread. HTA keeps only one stream per rank in its result (a dict keyed by rank,
+// overwritten per stream); every stream with blocked time is kept here.
+constexpr int64_t kCudaMaxLaunchQueuePerStream = 1024;
+struct BlockedOnFullQueue {
+  int32_t device = 0, stream = 0;
+  int64_t blocked_ns = 0;
+};
+std::vector<BlockedOnFullQueue> time_blocked_on_full_queue(
+    const std::vector<QueueLengthSeries>& series,
+    int64_t max_queue_length = kCudaMaxLaunchQueuePerStream);
+
 }  // namespace fleetscope::analyzer

@@ -86,12 +86,17 @@ struct IterationMemory {
   int64_t step = 0;
   Interval window;
   int64_t baseline_bytes = 0, peak_bytes = 0, ephemeral_peak_bytes = 0;
+  int64_t reserved_peak_bytes = 0;               // highest total_reserved in the iteration
+  int64_t allocations = 0, allocated_bytes = 0;  // churn: allocation events and their bytes
 };
 struct DeviceMemory {
   int32_t device = 0;
   int64_t events = 0;  // memory events on the device; 0 = not measured
   int64_t peak_bytes = 0, baseline_bytes = 0, persistent_bytes = 0, ephemeral_peak_bytes = 0;
   double ephemeral_peak_stddev_bytes = -1.0;  // memory_footprint's; -1 with fewer than two
+  int64_t reserved_peak_bytes = 0;            // memory_footprint's (0: never reported)
+  double fragmentation = 0;                   // 1 − peak allocated / reserved peak
+  int64_t allocations = 0, allocated_bytes = 0;
   std::vector<IterationMemory> iterations;
 };
 // One row per device that has memory events or GPU events (events == 0 when unmeasured).
