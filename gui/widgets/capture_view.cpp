@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 
+#include "flame_graph.h"
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/time_axis.h"
@@ -127,6 +128,16 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
   bottom_->addTab(details_page, "Selected event");
   steps_ = make_chart("Step time breakdown (profiler plugin)");
   bottom_->addTab(steps_, "Steps");
+  flame_page_ = new QWidget(bottom_);
+  auto* flame_layout = new QVBoxLayout(flame_page_);
+  flame_layout->setContentsMargins(0, 0, 0, 0);
+  flame_order_ = new QComboBox(flame_page_);
+  flame_order_->addItem("Top-down (flame graph: callers below their callees)");
+  flame_order_->addItem("Bottom-up (self time first, then the callers)");
+  flame_ = new FlameGraphWidget(flame_page_);
+  flame_layout->addWidget(flame_order_);
+  flame_layout->addWidget(flame_, 1);
+  bottom_->addTab(flame_page_, "CPU ops flame graph (visible range)");
   vertical->addWidget(bottom_);
   vertical->setStretchFactor(0, 5);
   vertical->setStretchFactor(1, 2);
@@ -170,6 +181,11 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
       [this](size_t track, int64_t event) { return tooltip_extra(track, event); });
   connect(track_view_, &QTreeView::collapsed, this, &CaptureView::update_hidden_tracks);
   connect(track_view_, &QTreeView::expanded, this, &CaptureView::update_hidden_tracks);
+  connect(flame_order_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    flame_->set_order(index == 0 ? timeline::CallTreeOrder::top_down
+                                 : timeline::CallTreeOrder::bottom_up);
+  });
+  connect(bottom_, &QTabWidget::currentChanged, this, [this] { update_flame_graph(); });
   connect(captures_, &QComboBox::activated, this,
           [this](int index) { emit capture_requested(captures_->itemData(index).toLongLong()); });
   connect(track_view_, &QTreeView::clicked, this, [this](const QModelIndex& index) {
@@ -320,7 +336,14 @@ const CaptureAnalysis* CaptureView::current_analysis() const {
   return nullptr;
 }
 
+void CaptureView::update_flame_graph() {
+  // Only while shown: the tree walks every CPU op of the visible range.
+  if (bottom_->currentWidget() == flame_page_)
+    flame_->set_range(timeline_data_, timeline_->view().visible());
+}
+
 void CaptureView::update_charts() {
+  update_flame_graph();
   QChart* util = utilization_->chart();
   QChart* mem = memory_->chart();
   util->removeAllSeries();
@@ -403,16 +426,25 @@ void CaptureView::update_step_chart() {
     chart->setTitle("Step time breakdown: no profiler steps in this capture");
     return;
   }
-  chart->setTitle("Step time breakdown (profiler plugin), ms");
+  // Readable at the tab's height: short labels ("#12"), at most 12 steps, the legend below in a
+  // small font (the labels were elided to "..." and the legend cut).
+  const size_t shown = std::min<size_t>(ca->steps.size(), 12);
+  chart->setTitle(QString("Step time breakdown (profiler plugin), ms: steps %1–%2 of %3")
+                      .arg(ca->steps.front().step)
+                      .arg(ca->steps[shown - 1].step)
+                      .arg(ca->steps.size()));
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  QFont legend_font = chart->legend()->font();
+  legend_font.setPointSizeF(std::max(6.0, legend_font.pointSizeF() * 0.8));
+  chart->legend()->setFont(legend_font);
   const char* names[] = {"kernel",  "memcpy",     "memset", "communication",
                          "runtime", "DataLoader", "CPU op", "other"};
   QList<QBarSet*> sets;
   for (const char* n : names) sets << new QBarSet(n);
   QStringList categories;
-  const size_t limit = std::min<size_t>(ca->steps.size(), 30);
-  for (size_t i = 0; i < limit; ++i) {
+  for (size_t i = 0; i < shown; ++i) {
     const auto& s = ca->steps[i];
-    categories << QString("step %1").arg(s.step);
+    categories << QString("#%1").arg(s.step);
     const int64_t parts[] = {s.kernel_ns,  s.memcpy_ns,     s.memset_ns, s.communication_ns,
                              s.runtime_ns, s.dataloader_ns, s.cpu_op_ns, s.other_ns};
     for (int k = 0; k < 8; ++k) *sets[k] << double(parts[k]) / 1e6;
@@ -422,6 +454,7 @@ void CaptureView::update_step_chart() {
   chart->addSeries(series);
   auto* y = new QBarCategoryAxis;
   y->append(categories);
+  y->setLabelsFont(legend_font);
   auto* x = new QValueAxis;
   chart->addAxis(y, Qt::AlignLeft);
   chart->addAxis(x, Qt::AlignBottom);

@@ -25,6 +25,7 @@ class QChart;
 namespace fleetscope::gui {
 
 class TimelineWidget;
+class FlameGraphWidget;
 
 class CaptureView : public QWidget {
   Q_OBJECT
@@ -46,6 +47,9 @@ class CaptureView : public QWidget {
   QCheckBox* search_regex() const { return search_regex_; }
   QLabel* search_status() const { return search_status_; }
   QLabel* flow_label() const { return flow_label_; }
+  FlameGraphWidget* flame_graph() const { return flame_; }
+  QComboBox* flame_order() const { return flame_order_; }
+  QTabWidget* bottom_tabs() const { return bottom_; }
   QChart* utilization_chart() const;
   QChart* memory_chart() const;
   QChart* step_chart() const;
@@ -85,6 +89,10 @@ class CaptureView : public QWidget {
   QTabWidget* bottom_ = nullptr;
   QTableView* aggregate_table_ = nullptr;
   QLineEdit* search_ = nullptr;
+  FlameGraphWidget* flame_ = nullptr;
+  QComboBox* flame_order_ = nullptr;
+  QWidget* flame_page_ = nullptr;
+  void update_flame_graph();
   QCheckBox* search_regex_ = nullptr;
   QLabel* search_status_ = nullptr;
 };

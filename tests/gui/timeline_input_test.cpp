@@ -3,15 +3,20 @@
 // to the selection, collapsing a track group, and the overview strip.
 #include <gtest/gtest.h>
 
+#include <QBarCategoryAxis>
+#include <QChart>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
+#include <QTabWidget>
 #include <QTest>
 #include <QTreeView>
 
 #include "capture_view.h"
 #include "colors.h"
+#include "flame_graph.h"
 #include "fleetscope/importers/importers.h"
 #include "gui_fixture.h"
 #include "main_window.h"
@@ -224,6 +229,59 @@ TEST_F(TimelineInputTest, ClickingTheOverviewMovesTheViewThereAndKeysZoomAndPan)
   EXPECT_GT(t()->view().visible().begin, vis.begin);
   QTest::keyClick(t(), Qt::Key_S);
   EXPECT_GT(t()->view().visible().length(), len);
+}
+
+TEST_F(TimelineInputTest, FlameGraphOfTheVisibleCpuOpsTopDownAndBottomUp) {
+  const std::string db = dir_.file("alexnet.db");
+  importers::import_files({std::string(FLEETSCOPE_SOURCE_DIR) +
+                           "/samples/traces/hta-critical_path_alexnet_trace.json.gz"},
+                          db);
+  open(db);
+  CaptureView* view = window_->capture_view();
+  view->bottom_tabs()->setCurrentWidget(view->flame_graph()->parentWidget());
+  QApplication::processEvents();
+  FlameGraphWidget* flame = view->flame_graph();
+  const timeline::CallNode& tree = flame->tree();
+  ASSERT_GT(tree.total_ns, 0);
+  ASSERT_FALSE(tree.children.empty());
+  // The widest root child spans the bottom row from x = 0: hovering there names it.
+  const QString first = QString::fromStdString(t()->timeline()->name(tree.children[0].name));
+  const QPoint bottom_left(3, flame->height() - FlameGraphWidget::row_height / 2);
+  QTest::mouseMove(flame, bottom_left);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !flame->toolTip().isEmpty(); }, 2000));
+  EXPECT_TRUE(flame->toolTip().startsWith(first)) << flame->toolTip().toStdString();
+  EXPECT_TRUE(flame->toolTip().contains("% of the range's CPU-op time"));
+  // Bottom-up from the combo box (keyboard): the top row is the op with the most self time.
+  view->flame_order()->setFocus();
+  QTest::keyClick(view->flame_order(), Qt::Key_Down);
+  ASSERT_EQ(flame->order(), timeline::CallTreeOrder::bottom_up);
+  const timeline::CallNode& up = flame->tree();
+  ASSERT_FALSE(up.children.empty());
+  EXPECT_EQ(
+      up.total_ns, up.children[0].total_ns + [&] {
+        int64_t rest = 0;
+        for (size_t i = 1; i < up.children.size(); ++i) rest += up.children[i].total_ns;
+        return rest;
+      }());
+  for (size_t i = 1; i < up.children.size(); ++i)
+    EXPECT_GE(up.children[i - 1].total_ns, up.children[i].total_ns);
+  // Zooming the timeline in changes the range the graph covers.
+  const int64_t before = up.total_ns;
+  t()->setFocus();
+  for (int i = 0; i < 6; ++i) QTest::keyClick(t(), Qt::Key_W);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return flame->tree().total_ns < before; }, 3000));
+}
+
+TEST_F(TimelineInputTest, StepChartLabelsAreShortAndTheLegendSitsBelow) {
+  open(path_);
+  QChart* chart = window_->capture_view()->step_chart();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !chart->axes(Qt::Vertical).isEmpty(); }, 5000));
+  auto* axis = qobject_cast<QBarCategoryAxis*>(chart->axes(Qt::Vertical).front());
+  ASSERT_NE(axis, nullptr);
+  EXPECT_EQ(axis->categories().front(), "#0");
+  EXPECT_EQ(axis->count(), 10);
+  EXPECT_EQ(chart->legend()->alignment(), Qt::AlignBottom);
+  EXPECT_TRUE(chart->title().contains("steps 0–9 of 10")) << chart->title().toStdString();
 }
 
 }  // namespace
