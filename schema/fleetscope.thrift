@@ -256,6 +256,7 @@ struct TraceProgress {
   8: optional double gpu_busy_pct,             // union of kernels+copies over the window span
   9: optional string top_finding,              // rule: recommendation of the largest finding
   10: required string database_path,
+  11: optional string refused,                 // every agent refused the window: their reasons
 }
 
 // TraceRequest by workflow name (TraceRequest.workflow_id is the database id).
@@ -302,6 +303,7 @@ struct LaneGrant {
   9: optional string ledger_directory,  // where the lane's shared-memory ledger lives
   10: optional i64 plan_id,             // the plan that placed the job, if one did
   11: optional string reason,           // why QUEUED or UNSHARED
+  12: optional string lane_token,       // FLEETSCOPE_LANE_TOKEN: joining the lane needs it
 }
 
 struct SharedJob {
@@ -314,6 +316,7 @@ struct SharedJob {
   7: optional i64 plan_id,
   8: optional double measured_slowdown,  // iteration time in the lane / planned solo time
   9: optional i64 iterations_seen,
+  10: optional i64 denied_allocations,  // allocations its lane refused (lane out of memory)
 }
 
 struct SharedLane {
@@ -326,6 +329,7 @@ struct SharedLane {
   7: required list<SharedJob> jobs,
   8: optional i64 used_bytes,           // from the lane's ledger: bytes its jobs hold now
   9: optional i64 peak_used_bytes,      // the most they held at once since the lane was made
+  10: optional i64 denied_allocations,  // allocations the lane refused, all its jobs together
 }
 
 struct SharedGpu {
@@ -365,6 +369,7 @@ struct ShareStatus {
   7: required list<PlanInfo> plans,
   8: required list<SharingEvent> events,  // the latest, newest last
   9: optional string gate_socket,
+  10: optional list<string> stray_ledgers,  // lane ledger files no lane of this daemon owns
 }
 
 struct ApplyPlanRequest {
@@ -403,6 +408,10 @@ service FleetscopeHost extends FleetscopeDaemon {
   void sharingOff() throws (1: PermissionDenied denied),
   void setAutomatic(1: bool on, 2: double max_slowdown)
       throws (1: InvalidRequest invalid, 2: PermissionDenied denied),
+  // Sharing back on after sharingOff (the active plan, if any, applies again).
+  void sharingOn() throws (1: PermissionDenied denied),
+  // Removes the stray lane ledgers (ShareStatus.stray_ledgers); answers the paths removed.
+  list<string> removeStrayLedgers() throws (1: PermissionDenied denied),
 }
 
 // --- the agent link -----------------------------------------------------------------------------

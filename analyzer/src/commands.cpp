@@ -367,7 +367,18 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     err << "analyze: " << findings.size() << " finding(s), " << result.not_evaluated().size()
         << " rule(s) not evaluated\n";
     if (!no_store && !trace_file) {
-      store::Writer writer(store::Database::open(input, store::OpenMode::read_write));
+      store::Database db = store::Database::open(input, store::OpenMode::read_write);
+      // A file in WAL mode is a live host database (fleetscoped holds it) or one that was being
+      // written: the findings go in as short transactions beside the other writer, and finish()
+      // leaves the journal mode as it is and builds nothing (the file's indexes are its writer's
+      // business), so analyzing never locks out the daemon nor is locked out by it.
+      store::WriterOptions options;
+      {
+        auto mode = db.prepare("PRAGMA journal_mode");
+        options.keep_wal_after_finish = mode.step() && mode.column_text(0) == "wal";
+      }
+      options.build_indexes = !options.keep_wal_after_finish;
+      store::Writer writer(std::move(db), options);
       store_findings(writer, header.capture_id, findings);
       writer.finish();
     }
@@ -538,9 +549,15 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
   std::vector<std::string> positionals;
   std::string format = "table";
   int64_t top = 20;
-  common::ArgParser parser("fleetscope fleet DB... [--format table|json|csv] [--top N]",
-                           "Ranks jobs across trace databases by wasted GPU-hours (GPU idle time "
-                           "inside each job's first-to-last GPU-event span, per GPU).");
+  common::ArgParser parser(
+      "fleetscope fleet DB... [--format table|json|csv] [--top N]\n"
+      "       fleetscope fleet --prometheus URL [--range DURATION] [--format table|json|csv] "
+      "[--top N]",
+      "Ranks jobs across trace databases by wasted GPU-hours (GPU idle time inside each job's "
+      "first-to-last GPU-event span, per GPU). With --prometheus URL, across every host a "
+      "Prometheus server scrapes (each host's fleetscoped: GPU-seconds held minus busy, its "
+      "captures and top finding); --range DURATION (PromQL, e.g. 1d) limits it to the last "
+      "DURATION (see `fleetscope fleet --prometheus URL --help`).");
   parser.positionals("DB...", "trace databases (one per host or capture)", &positionals, 1)
       .option("--format", "FORMAT", "table (default), json or csv", &format)
       .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);

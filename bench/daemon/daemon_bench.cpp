@@ -8,10 +8,14 @@
 //   idle AGENTS SECS   the fleetscoped process: CPU % and RSS with AGENTS registered agents (one
 //                      process each, polling) vs the same daemon with none, sampling 2 stand-in
 //                      GPUs
+//   contended AGENTS N status() latency and trace window open/close latency (N of each) while
+//                      AGENTS agent processes stream kernel rows into open windows as fast as the
+//                      daemon takes them vs the same calls with no agent streaming
 //
 //   build/release/bench/daemon/bench_daemon rtt 20000
 //   build/release/bench/daemon/bench_daemon stream 2000000
 //   build/release/bench/daemon/bench_daemon idle 64 20
+//   build/release/bench/daemon/bench_daemon contended 8 40
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -300,6 +304,138 @@ int idle(int agents, int seconds) {
   return 0;
 }
 
+// One agent process for `contended`: registers, and on each OPEN order either closes the window
+// at once (probe) or streams kernel rows, batch after batch, until the CLOSE order (streamer).
+[[noreturn]] void contended_agent(const std::string& socket, bool streamer, int index) {
+  auto names = name_pool();
+  agent_link::LinkOptions options;
+  options.socket_path = socket;
+  options.poll_timeout_ms = 200;
+  agent_link::ProcessFacts facts = agent_link::read_process_facts();
+  facts.workflow = {(streamer ? "stream-" : "probe-") + std::to_string(index), "env"};
+  std::atomic<int64_t> open{0}, close{0};
+  agent_link::ControlLoop::Callbacks callbacks;
+  callbacks.on_order = [&](const agent_link::Order& order) {
+    if (order.kind == agent_link::Order::open_window) open = order.capture_id;
+    if (order.kind == agent_link::Order::close_window) close = order.capture_id;
+  };
+  agent_link::ControlLoop loop(options, facts, callbacks);
+  loop.start();
+  int64_t served = 0, i = 0;
+  while (true) {
+    const int64_t capture = open.load();
+    if (capture == 0 || capture == served) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    served = capture;
+    if (streamer) {
+      agent_link::BatchBuilder builder(capture, static_cast<size_t>(loop.max_batch_rows()));
+      while (close.load() != capture) {
+        builder.add(kernel(i++, names));
+        if (builder.full() && !loop.push(builder.take())) break;
+      }
+    }
+    agent_link::WindowClosed closed;
+    closed.capture_id = capture;
+    loop.window_closed(closed);
+  }
+}
+
+int contended(int agents, int n) {
+  InProcessDaemon d;
+  std::vector<pid_t> children;
+  auto spawn = [&](bool streamer, int index) {
+    pid_t child = fork();
+    if (child == 0) contended_agent(d.config.agent_socket, streamer, index);
+    children.push_back(child);
+    return child;
+  };
+  const pid_t probe = spawn(false, 0);
+  auto transport = rpc::make_client_transport(d.config.socket, {}, 60'000);
+  rpc::FleetscopeHostClient client(rpc::make_protocol(transport, {}));
+  transport->open();
+  auto wait_agents = [&](size_t count) {
+    rpc::DaemonStatus status;
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      client.status(status);
+    } while (status.agents.size() < count);
+  };
+  wait_agents(1);
+  struct Figures {
+    std::vector<double> status_us, open_us, close_us;
+  };
+  auto measure = [&]() {
+    Figures f;
+    rpc::DaemonStatus status;
+    for (int i = 0; i < n; ++i) {
+      auto t = Clock::now();
+      client.status(status);
+      f.status_us.push_back(seconds_since(t) * 1e6);
+      rpc::TraceRequest request;
+      request.__set_pid(probe);
+      request.__set_duration_ms(3'600'000);
+      rpc::TraceStarted started;
+      t = Clock::now();
+      client.startTrace(started, request);
+      f.open_us.push_back(seconds_since(t) * 1e6);
+      t = Clock::now();
+      rpc::TraceProgress progress;
+      do client.traceProgress(progress, started.capture_id, 60'000);
+      while (!progress.done);
+      f.close_us.push_back(seconds_since(t) * 1e6);
+    }
+    return f;
+  };
+  measure();  // warm-up
+  const Figures idle = measure();
+  for (int a = 1; a <= agents; ++a) spawn(true, a);
+  wait_agents(static_cast<size_t>(agents) + 1);
+  std::vector<int64_t> streams;
+  for (size_t c = 1; c < children.size(); ++c) {
+    rpc::TraceRequest request;
+    request.__set_pid(children[c]);
+    request.__set_duration_ms(3'600'000);
+    rpc::TraceStarted started;
+    client.startTrace(started, request);
+    streams.push_back(started.capture_id);
+  }
+  auto records = [&] {
+    int64_t total = 0;
+    for (int64_t id : streams) {
+      rpc::TraceProgress progress;
+      client.traceProgress(progress, id, 0);
+      total += progress.records;
+    }
+    return total;
+  };
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the streams reach their pace
+  const int64_t before = records();
+  auto t = Clock::now();
+  const Figures loaded = measure();
+  const double rate = static_cast<double>(records() - before) / seconds_since(t);
+  for (pid_t child : children) kill(child, SIGKILL);
+  for (pid_t child : children) waitpid(child, nullptr, 0);
+  std::printf(
+      "fleetscoped under load: %d calls each, %d agent processes streaming %.0f rows/s "
+      "(committed) into open windows:\n",
+      n, agents, rate);
+  auto row = [&](const char* what, const std::vector<double>& reference,
+                 const std::vector<double>& value) {
+    std::printf(
+        "  %-22s idle (reference) p50 %9.1f us p99 %9.1f us | loaded p50 %9.1f us p99 "
+        "%9.1f us | p50 %.1fx, p99 %.1fx the reference\n",
+        what, percentile(reference, 0.5), percentile(reference, 0.99), percentile(value, 0.5),
+        percentile(value, 0.99), percentile(value, 0.5) / percentile(reference, 0.5),
+        percentile(value, 0.99) / percentile(reference, 0.99));
+  };
+  row("status()", idle.status_us, loaded.status_us);
+  row("window open", idle.open_us, loaded.open_us);
+  row("window close+analyze", idle.close_us, loaded.close_us);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -308,6 +444,10 @@ int main(int argc, char** argv) {
   if (mode == "stream") return stream(argc > 2 ? std::atoll(argv[2]) : 2'000'000);
   if (mode == "idle")
     return idle(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 20);
-  std::fprintf(stderr, "usage: bench_daemon rtt N | stream ROWS | idle AGENTS SECONDS\n");
+  if (mode == "contended")
+    return contended(argc > 2 ? std::atoi(argv[2]) : 8, argc > 3 ? std::atoi(argv[3]) : 40);
+  std::fprintf(stderr,
+               "usage: bench_daemon rtt N | stream ROWS | idle AGENTS SECONDS | contended AGENTS "
+               "N\n");
   return 2;
 }

@@ -119,6 +119,7 @@ json progress_json(const rpc::TraceProgress& p) {
   if (p.__isset.kernels) j["kernels"] = p.kernels;
   if (p.__isset.gpu_busy_pct) j["gpu_busy_pct"] = p.gpu_busy_pct;
   if (p.__isset.top_finding) j["top_finding"] = p.top_finding;
+  if (p.__isset.refused) j["refused"] = p.refused;
   return j;
 }
 
@@ -360,10 +361,16 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
       daemon->traceProgress(progress, started.capture_id, 5000);
       if (!progress.done) err << "trace: " << progress.records << " records so far\n";
     } while (!progress.done);
+    // Every process refused the window: nothing was traced, and the exit status says so.
+    const bool refused = progress.__isset.refused;
+    if (refused)
+      err << "error: capture " << progress.capture_id
+          << ": the window was refused: " << progress.refused << "\n";
     if (format == "json") {
       out << progress_json(progress).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-      return 0;
+      return refused ? 1 : 0;
     }
+    if (refused) return 1;
     out << "capture " << progress.capture_id << " in " << progress.database_path << "\n";
     out << "  processes:   " << join(progress.pids) << "\n";
     out << "  records:     " << progress.records << " (" << progress.dropped_records

@@ -45,7 +45,43 @@ std::string devices_query(const std::string& range) {
   return "count by (workflow) (" + counter("fleetscope_workflow_gpu_seconds_total", range) + ")";
 }
 
+std::string captures_query() {
+  return "sum by (workflow) (fleetscope_workflow_captures)";
+}
+std::string top_finding_query() {
+  return "fleetscope_workflow_top_finding_impact_seconds";
+}
+
 std::vector<std::pair<std::string, double>> parse_vector_by_workflow(const std::string& json_text) {
+  std::vector<std::pair<std::string, double>> out;
+  for (auto& [workflow, unused, value] : parse_vector_by_workflow_and(json_text, ""))
+    out.emplace_back(std::move(workflow), value);
+  return out;
+}
+
+void add_captures_and_findings(
+    std::vector<analyzer::WorkflowWaste>& ranking,
+    const std::vector<std::pair<std::string, double>>& captures,
+    const std::vector<std::tuple<std::string, std::string, double>>& top_findings) {
+  std::map<std::string, analyzer::WorkflowWaste*> by_name;
+  for (auto& w : ranking) by_name[w.workflow] = &w;
+  for (const auto& [workflow, count] : captures)
+    if (auto it = by_name.find(workflow); it != by_name.end())
+      it->second->captures = static_cast<int64_t>(count);
+  std::map<std::string, double> best;
+  for (const auto& [workflow, rule, seconds] : top_findings) {
+    auto it = by_name.find(workflow);
+    if (it == by_name.end() || rule.empty()) continue;
+    auto [known, fresh] = best.try_emplace(workflow, seconds);
+    if (!fresh && seconds <= known->second) continue;
+    known->second = seconds;
+    it->second->top_rule = rule;
+    it->second->findings_impact_ns = static_cast<int64_t>(seconds * 1e9);
+  }
+}
+
+std::vector<std::tuple<std::string, std::string, double>> parse_vector_by_workflow_and(
+    const std::string& json_text, const std::string& label) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(json_text);
@@ -60,12 +96,13 @@ std::vector<std::pair<std::string, double>> parse_vector_by_workflow(const std::
   if (data.value("resultType", "") != "vector")
     throw std::runtime_error("Prometheus answered a " + data.value("resultType", std::string("?")) +
                              ", expected a vector");
-  std::vector<std::pair<std::string, double>> out;
+  std::vector<std::tuple<std::string, std::string, double>> out;
   for (const auto& sample : data.at("result")) {
     std::string workflow = sample.at("metric").value("workflow", "");
+    std::string other = label.empty() ? "" : sample.at("metric").value(label, "");
     // value: [ <unix time>, "<number as text>" ] (Prometheus HTTP API, instant vectors)
     double value = std::stod(sample.at("value").at(1).get<std::string>());
-    out.emplace_back(workflow, value);
+    out.emplace_back(workflow, other, value);
   }
   return out;
 }
@@ -175,6 +212,12 @@ int run_prometheus_fleet(const std::vector<std::string>& args, std::ostream& out
     };
     auto ranking = ranking_from_prometheus(query(held_query(range)), query(busy_query(range)),
                                            query(devices_query(range)));
+    // CAPTURES and TOP FINDING from the daemons' host databases (their current state: a capture
+    // count and a finding are not counters, so --range does not apply to them).
+    add_captures_and_findings(
+        ranking, query(captures_query()),
+        parse_vector_by_workflow_and(
+            http_get(url + "/api/v1/query?query=" + url_encode(top_finding_query())), "rule"));
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
     analyzer::write_fleet_ranking(ranking, format, out);

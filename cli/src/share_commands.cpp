@@ -96,6 +96,7 @@ json job_json(const rpc::SharedJob& job) {
   if (job.__isset.plan_id) j["plan_id"] = job.plan_id;
   if (job.__isset.measured_slowdown) j["measured_slowdown"] = job.measured_slowdown;
   if (job.__isset.iterations_seen) j["iterations"] = job.iterations_seen;
+  if (job.__isset.denied_allocations) j["denied_allocations"] = job.denied_allocations;
   return j;
 }
 
@@ -119,6 +120,7 @@ json status_json(const rpc::ShareStatus& s) {
                      {"jobs", jobs}});
     if (l.__isset.used_bytes) lanes.back()["used_bytes"] = l.used_bytes;
     if (l.__isset.peak_used_bytes) lanes.back()["peak_used_bytes"] = l.peak_used_bytes;
+    if (l.__isset.denied_allocations) lanes.back()["denied_allocations"] = l.denied_allocations;
   }
   for (const auto& q : s.queued) queued.push_back({{"pid", q.pid}, {"uid", q.uid}});
   for (const auto& p : s.plans) {
@@ -139,6 +141,7 @@ json status_json(const rpc::ShareStatus& s) {
               {"events", events}};
   if (s.__isset.max_slowdown) doc["max_slowdown"] = s.max_slowdown;
   if (s.__isset.gate_socket) doc["gate_socket"] = s.gate_socket;
+  if (s.__isset.stray_ledgers) doc["stray_ledgers"] = s.stray_ledgers;
   return doc;
 }
 
@@ -156,6 +159,8 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
         << gib(l.capacity_bytes) << "  " << l.policy;
     if (l.__isset.used_bytes)
       out << "  used " << gib(l.used_bytes) << ", peak " << gib(l.peak_used_bytes);
+    if (l.__isset.denied_allocations && l.denied_allocations > 0)
+      out << "  " << l.denied_allocations << " allocation(s) refused (lane full)";
     out << "\n";
     for (const auto& job : l.jobs) {
       out << "      pid " << job.pid << "  " << text::terminal_safe(job.workflow) << "  P "
@@ -163,6 +168,8 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
       if (job.__isset.plan_id) out << "  plan " << job.plan_id;
       if (job.__isset.measured_slowdown)
         out << "  slowdown " << std::fixed << std::setprecision(2) << job.measured_slowdown;
+      if (job.__isset.denied_allocations && job.denied_allocations > 0)
+        out << "  denied " << job.denied_allocations;
       out << "\n";
     }
   }
@@ -188,6 +195,10 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
     out << "  " << text::terminal_safe(e.detail_json) << "\n";
   }
   if (s.events.empty()) out << "  (none)\n";
+  if (s.__isset.stray_ledgers && !s.stray_ledgers.empty()) {
+    out << "\nSTRAY LEDGERS (no lane of this daemon; `fleetscope share ledgers --remove`)\n";
+    for (const auto& path : s.stray_ledgers) out << "  " << path << "\n";
+  }
 }
 
 std::optional<std::string> read_file(const std::string& path, std::string& error) {
@@ -359,6 +370,58 @@ int run_share_off_command(const std::vector<std::string>& args, std::ostream& ou
   });
 }
 
+int run_share_on_command(const std::vector<std::string>& args, std::ostream& out,
+                         std::ostream& err) {
+  std::string socket = default_socket(), format = "table";
+  common::ArgParser parser("fleetscope share on [--socket PATH] [--format table|json]",
+                           "Sharing back on after `share off`: jobs asking for a lane get one "
+                           "again, and the plan `share off` stopped applies again.");
+  parser.option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
+      .option("--format", "FORMAT", "table (default) or json", &format);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (!check_format(format, err)) return 2;
+  return with_daemon(socket, err, [&](rpc::HostConnection& daemon) {
+    daemon->sharingOn();
+    if (format == "json")
+      out << json{{"sharing", "on"}}.dump(2) << "\n";
+    else
+      out << "sharing is on\n";
+    return 0;
+  });
+}
+
+int run_share_ledgers_command(const std::vector<std::string>& args, std::ostream& out,
+                              std::ostream& err) {
+  std::string socket = default_socket(), format = "table";
+  bool remove = false;
+  common::ArgParser parser(
+      "fleetscope share ledgers [--remove] [--socket PATH] [--format table|json]",
+      "Lane ledger files that no lane of the daemon owns (left by a crash, or made by a job that "
+      "named its own lane); --remove deletes them.");
+  parser.flag("--remove", "delete the stray ledgers", &remove)
+      .option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
+      .option("--format", "FORMAT", "table (default) or json", &format);
+  if (auto code = parser.parse(args, out, err)) return *code;
+  if (!check_format(format, err)) return 2;
+  return with_daemon(socket, err, [&](rpc::HostConnection& daemon) {
+    std::vector<std::string> paths;
+    if (remove) {
+      daemon->removeStrayLedgers(paths);
+    } else {
+      rpc::ShareStatus status;
+      daemon->shareStatus(status);
+      paths = status.stray_ledgers;
+    }
+    if (format == "json") {
+      out << json{{remove ? "removed" : "stray_ledgers", paths}}.dump(2) << "\n";
+      return 0;
+    }
+    if (paths.empty()) out << (remove ? "no stray ledger to remove\n" : "no stray ledger\n");
+    for (const auto& path : paths) out << (remove ? "removed " : "") << path << "\n";
+    return 0;
+  });
+}
+
 int run_share_auto_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err) {
   std::string socket = default_socket(), format = "table";
@@ -504,8 +567,10 @@ int run_shared_command(const std::vector<std::string>& args, std::ostream& out, 
   }
   std::unique_ptr<rpc::HostConnection> daemon;
   rpc::LaneGrant grant;
+  bool reached = false;  // the daemon answered once (a later transport error: it went away)
   try {
     daemon = std::make_unique<rpc::HostConnection>(socket);
+    reached = true;
     rpc::LaneRequest request;
     request.pid = 0;  // this process: the lane lives as long as `fleetscope run` does
     request.workflow = workflow;
@@ -522,8 +587,13 @@ int run_shared_command(const std::vector<std::string>& args, std::ostream& out, 
         (*daemon)->awaitLane(grant, id, 30'000);
       }
     }
-  } catch (const apache::thrift::transport::TTransportException& e) {
-    err << "fleetscope run: no daemon at " << socket << " (" << e.what() << "): running unshared\n";
+  } catch (const apache::thrift::transport::TTransportException&) {
+    // One line, not Thrift's transport text (e.g. "TSocket::write_partial() ... Broken pipe").
+    if (reached)
+      err << "fleetscope run: the daemon at " << socket
+          << " went away (stopped or restarted) before granting a lane: running unshared\n";
+    else
+      err << "fleetscope run: no daemon at " << socket << ": running unshared\n";
     return run();
   } catch (const apache::thrift::TApplicationException& e) {
     err << "fleetscope run: the daemon at " << socket
@@ -550,6 +620,7 @@ int run_shared_command(const std::vector<std::string>& args, std::ostream& out, 
   assignment.ledger_directory = grant.ledger_directory;
   assignment.gpu_uuid = grant.gpu_uuid;
   if (grant.__isset.gate_socket) assignment.gate_socket = grant.gate_socket;
+  if (grant.__isset.lane_token) assignment.token = grant.lane_token;
   assignment.priority = static_cast<int>(priority);
   const char* preload = std::getenv("LD_PRELOAD");
   for (auto& variable :

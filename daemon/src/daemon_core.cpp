@@ -48,6 +48,9 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
   traces_->set_window_hooks(
       [this](int64_t id, const std::vector<int>& gpus) { pause_profiling_for(id, gpus); },
       [this](int64_t id, const std::vector<int>&) { resume_profiling_after(id); });
+  if (size_t interrupted = traces_->recover_interrupted())
+    log_ << "fleetscoped: closing " << interrupted
+         << " trace window(s) a previous run left open (at their last committed row)\n";
   sharing_ = std::make_unique<SharingHost>(
       *store_, [this] { return sharing_gpus(); }, clock_, log_);
   last_sample_ns_ = started_ns_;
@@ -70,45 +73,54 @@ DaemonConfig DaemonCore::config() const {
 void DaemonCore::tick() {
   const int64_t now = clock_();
   traces_->expire();
+  {
+    std::lock_guard lock(mutex_);
+    if (shut_down_) return;
+  }
+  // The vendor calls (NVML, DCGM) and the rows they give run with no lock that a status call or
+  // an RPC waits on: mutex_ is taken only to publish the readings.
+  std::vector<DeviceReading> devices;
+  bool sampled = false;
+  if (sampler_->available()) {
+    std::lock_guard sampling(sampler_mutex_);
+    devices = sampler_->sample();
+    sampled = true;
+  }
+  std::vector<ProfilingReading> readings;
+  if (dcgm_) {
+    std::lock_guard dcgm_lock(dcgm_mutex_);
+    readings = dcgm_->sample();  // the GPUs of open CUPTI windows are paused: not read
+  }
+  std::vector<store::DeviceSample> samples;
+  for (const auto& d : devices) {
+    auto put = [&](const char* metric, auto value) {
+      if (value)
+        samples.push_back(
+            {now, std::nullopt, d.index, metric, 0, static_cast<double>(*value), std::nullopt});
+    };
+    put("gpu_util_pct", d.gpu_utilization_pct);
+    put("mem_used_bytes", d.memory_used_bytes);
+    put("power_w", d.power_watts);
+    put("sm_clock_mhz", d.sm_clock_mhz);
+  }
+  for (const auto& r : readings)
+    for (auto [metric, value] : {std::pair{"sm_active_ratio", r.sm_active},
+                                 std::pair{"sm_occupancy_ratio", r.sm_occupancy},
+                                 std::pair{"tensor_active_ratio", r.tensor_active}})
+      if (value) samples.push_back({now, std::nullopt, r.gpu, metric, 0, *value, std::nullopt});
+  if (!samples.empty()) store_->add_device_samples(std::move(samples));
   std::vector<WorkflowMetricRow> window_rows;
   HostStore::RetentionPolicy policy;
   bool retention_due = false;
   {
     std::lock_guard lock(mutex_);
     if (shut_down_) return;
-    if (sampler_->available()) {
-      latest_ = sampler_->sample();
-      std::vector<store::DeviceSample> samples;
-      for (const auto& d : latest_) {
-        auto put = [&](const char* metric, auto value) {
-          if (value)
-            samples.push_back(
-                {now, std::nullopt, d.index, metric, 0, static_cast<double>(*value), std::nullopt});
-        };
-        put("gpu_util_pct", d.gpu_utilization_pct);
-        put("mem_used_bytes", d.memory_used_bytes);
-        put("power_w", d.power_watts);
-        put("sm_clock_mhz", d.sm_clock_mhz);
-      }
-      store_->add_device_samples(std::move(samples));
+    if (sampled) {
+      latest_ = devices;
       aggregator_.add(latest_, now - last_sample_ns_,
                       [this](int pid) { return registry_.workflow_of_pid(pid); });
     }
-    if (dcgm_) {
-      std::vector<ProfilingReading> readings;
-      {
-        std::lock_guard dcgm_lock(dcgm_mutex_);
-        readings = dcgm_->sample();  // the GPUs of open CUPTI windows are paused: not read
-      }
-      std::vector<store::DeviceSample> samples;
-      for (const auto& r : readings)
-        for (auto [metric, value] : {std::pair{"sm_active_ratio", r.sm_active},
-                                     std::pair{"sm_occupancy_ratio", r.sm_occupancy},
-                                     std::pair{"tensor_active_ratio", r.tensor_active}})
-          if (value) samples.push_back({now, std::nullopt, r.gpu, metric, 0, *value, std::nullopt});
-      if (!samples.empty()) store_->add_device_samples(std::move(samples));
-      latest_profiling_ = std::move(readings);
-    }
+    if (dcgm_) latest_profiling_ = std::move(readings);
     last_sample_ns_ = now;
     if (now >= next_window_end_ns_) {
       window_rows = aggregator_.drain(now);
@@ -134,9 +146,12 @@ std::vector<sharer::ServiceGpu> DaemonCore::sharing_gpus() {
   // The GPUs the sampler sees, with their memory: one lane allocator each.
   std::vector<DeviceReading> devices = latest_devices();
   if (devices.empty() && sampler_->available()) {
+    {
+      std::lock_guard sampling(sampler_mutex_);
+      devices = sampler_->sample();
+    }
     std::lock_guard lock(mutex_);
-    latest_ = sampler_->sample();
-    devices = latest_;
+    if (latest_.empty()) latest_ = devices;
   }
   std::vector<sharer::ServiceGpu> gpus;
   for (const auto& d : devices)
@@ -187,6 +202,12 @@ std::string DaemonCore::exposition() const {
   input.agents = static_cast<int64_t>(registry_.size());
   input.open_windows = static_cast<int64_t>(traces_->open_windows(Caller{0, 0}).size());
   input.device_sampling = sampler_->available();
+  input.lane_denials = sharing_->denied_totals();
+  try {
+    input.workflow_captures = store_->workflow_captures();
+  } catch (const std::exception&) {
+    // The page goes out without these series rather than not at all.
+  }
   std::lock_guard lock(mutex_);
   input.devices = latest_;
   input.workflows = aggregator_.totals();

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/device_metrics.h"
@@ -75,6 +76,10 @@ rpc::Capture to_rpc(const store::Capture& c) {
 HostStore::HostStore(const std::string& path, const std::string& hostname) : path_(path) {
   store::Database db = exists(path) ? store::Database::open(path, store::OpenMode::read_write)
                                     : store::Database::create(path);
+  // The host database is read while the daemon writes (fleetscope analyze/report/fleet, the
+  // GUI): WAL, also for a file an older build or a crash left in rollback-journal mode.
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA synchronous = NORMAL");
   db.exec(kOwnerTable);
   db.exec(kWorkflowOwnerTable);
   store::WriterOptions options;
@@ -82,6 +87,13 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   options.keep_wal_after_finish = true;
   options.batch_rows = 16384;
   writer_ = std::make_unique<store::Writer>(std::move(db), options);
+  store::WriterOptions catalog_options;
+  catalog_options.writer_name = "fleetscoped-catalog";
+  catalog_options.keep_wal_after_finish = true;
+  catalog_options.build_indexes = false;
+  catalog_options.batch_rows = 64;
+  catalog_ = std::make_unique<store::Writer>(
+      store::Database::open(path, store::OpenMode::read_write), catalog_options);
   maintenance_ =
       std::make_unique<store::Database>(store::Database::open(path, store::OpenMode::read_write));
   {
@@ -89,7 +101,7 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
     s.bind(1, hostname);
     if (s.step()) host_id_ = s.column_int(0);
   }
-  if (host_id_ == 0) host_id_ = writer_->add_host({0, hostname, std::nullopt});
+  if (host_id_ == 0) host_id_ = catalog_->add_host({0, hostname, std::nullopt});
   auto s = maintenance_->prepare("SELECT id, name FROM workflows");
   while (s.step()) workflows_[s.column_text(1)] = s.column_int(0);
   auto owners = maintenance_->prepare("SELECT name, uid FROM daemon_workflow_owner");
@@ -129,19 +141,22 @@ int HostStore::schema_version() const {
 }
 
 int64_t HostStore::workflow_id(const std::string& name, const std::optional<std::string>& user) {
-  std::lock_guard lock(mutex_);
-  auto it = workflows_.find(name);
-  if (it != workflows_.end()) return it->second;
+  if (auto known = find_workflow(name)) return *known;
+  // Creations are serialized (one row per name) on their own mutex: lookups of known workflows
+  // never wait for the insert.
+  std::lock_guard creating(creating_mutex_);
+  if (auto known = find_workflow(name)) return *known;
   store::Workflow w;
   w.name = name;
   w.user = user;
-  int64_t id = writer_->add_workflow(w);
+  const int64_t id = catalog_->add_workflow(w);
+  std::lock_guard lock(workflows_mutex_);
   workflows_[name] = id;
   return id;
 }
 
 std::optional<int64_t> HostStore::find_workflow(const std::string& name) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(workflows_mutex_);
   auto it = workflows_.find(name);
   if (it == workflows_.end()) return std::nullopt;
   return it->second;
@@ -157,7 +172,7 @@ void HostStore::upsert_process(int64_t capture_id, int pid, int64_t workflow_id,
   p.workflow_id = workflow_id;
   if (!command.empty()) p.command = command;
   p.start_ns = start_ns;
-  writer_->upsert_process(p);
+  catalog_->upsert_process(p);
 }
 
 int64_t HostStore::open_capture(const std::string& source_path, int64_t start_ns) {
@@ -167,7 +182,7 @@ int64_t HostStore::open_capture(const std::string& source_path, int64_t start_ns
   c.source_path = source_path;
   c.start_ns = start_ns;
   c.gpu_vendor = "nvidia";
-  return writer_->add_capture(c);
+  return catalog_->add_capture(c);
 }
 
 size_t HostStore::add_batch(rpc::RecordBatch&& batch, int64_t capture_id) {
@@ -190,8 +205,47 @@ void HostStore::close_capture(int64_t capture_id, int64_t end_ns, int64_t droppe
   capture->dropped_records = dropped;
   capture->collector_overhead_ns = overhead_ns;
   if (note) capture->note = note;
-  writer_->update_capture(*capture);
-  writer_->flush();
+  catalog_->update_capture(*capture);
+}
+
+std::vector<HostStore::InterruptedCapture> HostStore::interrupted_captures() {
+  store::Database db = store::Database::open(path_);
+  std::vector<InterruptedCapture> out;
+  {
+    auto s = db.prepare(
+        "SELECT c.id, c.start_ns, o.uid FROM captures c LEFT JOIN daemon_capture_owner o ON "
+        "o.captureId = c.id WHERE c.end_ns IS NULL AND c.kind = 'on_demand' AND c.source = "
+        "'fleetscope-agent' ORDER BY c.id");
+    while (s.step()) {
+      InterruptedCapture c;
+      c.id = s.column_int(0);
+      c.start_ns = s.column_is_null(1) ? 0 : s.column_int(1);
+      if (!s.column_is_null(2)) c.uid = s.column_int(2);
+      out.push_back(c);
+    }
+  }
+  // The last committed row of each: the latest end (or time) in the tables an agent's batches
+  // fill. Once per start, for the few windows a crash left open.
+  static const char* const kLastRow[] = {
+      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?",
+      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE captureId = ?",
+      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE captureId = ?",
+      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE captureId = ?",
+      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE captureId = ?",
+      "SELECT max(coalesce(end, start)) FROM NVTX_EVENTS WHERE captureId = ?",
+      "SELECT max(end) FROM iterations WHERE captureId = ?",
+      "SELECT max(ts) FROM memory_events WHERE captureId = ?"};
+  for (auto& c : out) {
+    std::optional<int64_t> last;
+    for (const char* sql : kLastRow) {
+      auto s = db.prepare(sql);
+      s.bind(1, c.id);
+      if (s.step() && !s.column_is_null(0))
+        last = std::max(last.value_or(std::numeric_limits<int64_t>::min()), s.column_int(0));
+    }
+    c.last_row_ns = last.value_or(c.start_ns);  // no row: the window ends where it began
+  }
+  return out;
 }
 
 CaptureSummary HostStore::analyze(int64_t capture_id) {
@@ -211,8 +265,7 @@ CaptureSummary HostStore::analyze(int64_t capture_id) {
   auto findings = analyzer::analyze(data);
   if (!findings.empty())
     summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;
-  analyzer::store_findings(*writer_, capture_id, findings);
-  writer_->flush();
+  analyzer::store_findings(*catalog_, capture_id, findings);
   return summary;
 }
 
@@ -227,7 +280,6 @@ void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows)
   if (rows.empty()) return;
   std::vector<int64_t> ids;
   for (const auto& row : rows) ids.push_back(workflow_id(row.workflow, std::nullopt));
-  writer_->flush();
   std::lock_guard lock(mutex_);
   Transaction transaction(*maintenance_);
   {
@@ -263,7 +315,6 @@ std::vector<WorkflowMetricRow> HostStore::workflow_metrics(
 
 std::vector<rpc::Capture> HostStore::captures(std::optional<int64_t> workflow_id,
                                               std::optional<int64_t> since_ns, int limit) {
-  writer_->flush();
   store::Reader reader(store::Database::open(path_));
   std::vector<int64_t> of_workflow;
   if (workflow_id) of_workflow = captures_of_workflow(*workflow_id);
@@ -281,11 +332,32 @@ std::vector<rpc::Capture> HostStore::captures(std::optional<int64_t> workflow_id
 }
 
 std::optional<rpc::Capture> HostStore::capture(int64_t capture_id) {
-  writer_->flush();
   store::Reader reader(store::Database::open(path_));
   auto c = reader.capture(capture_id);
   if (!c) return std::nullopt;
   return to_rpc(*c);
+}
+
+std::map<std::string, HostStore::WorkflowCaptures> HostStore::workflow_captures() {
+  store::Database db = store::Database::open(path_);
+  std::map<std::string, WorkflowCaptures> out;
+  {
+    auto s = db.prepare(
+        "SELECT w.name, count(DISTINCT o.captureId) FROM daemon_capture_owner o JOIN workflows w "
+        "ON w.id = o.workflow_id GROUP BY w.name");
+    while (s.step()) out[s.column_text(0)].captures = s.column_int(1);
+  }
+  // SQLite answers the bare columns of the row that holds max() (sqlite.org/lang_select.html,
+  // "Bare columns in an aggregate query").
+  auto s = db.prepare(
+      "SELECT w.name, f.rule, max(f.impact_ns) FROM findings f JOIN daemon_capture_owner o ON "
+      "o.captureId = f.captureId JOIN workflows w ON w.id = o.workflow_id GROUP BY w.name");
+  while (s.step()) {
+    auto& entry = out[s.column_text(0)];
+    entry.top_rule = s.column_text(1);
+    entry.top_impact_ns = s.column_int(2);
+  }
+  return out;
 }
 
 std::vector<int64_t> HostStore::captures_of_workflow(int64_t workflow_id) {
@@ -325,9 +397,11 @@ int64_t HostStore::size_bytes() {
 HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& policy,
                                                       int64_t now_ns) {
   RetentionResult result;
-  writer_->flush();
-  std::lock_guard lock(mutex_);
-  store::Database& db = *maintenance_;
+  writer_->flush();  // the samples appended so far count (waits for the bulk queue, no lock held)
+  // A connection of its own: no daemon lock is held while it deletes (the trace control, the
+  // RPCs and the writers go on; SQLite serializes the short transactions below with theirs).
+  store::Database retention = store::Database::open(path_, store::OpenMode::read_write);
+  store::Database& db = retention;
   static const char* const kEventTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
                                              "CUPTI_ACTIVITY_KIND_MEMCPY",
                                              "CUPTI_ACTIVITY_KIND_MEMSET",
@@ -423,6 +497,8 @@ void HostStore::close() {
     std::lock_guard lock(mutex_);
     maintenance_.reset();
   }
+  catalog_->finish();
+  catalog_.reset();
   writer_->finish();
   writer_.reset();
 }

@@ -126,6 +126,31 @@ std::string render_exposition(const ExpositionInput& in) {
   profiling_family({"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
                     "Ratio of cycles the tensor pipes are active (DCGM)"},
                    [](const ProfilingReading& r) { return r.tensor_active; });
+  // Lane out-of-memory refusals (the job saw CUDA_ERROR_OUT_OF_MEMORY from its lane's cap, not
+  // from the device): counted per workflow and GPU so an operator can tell one from the other.
+  header({"fleetscope_lane_denied_allocations_total", "counter",
+          "Device allocations a memory lane refused (its cap, not the GPU, was full)"});
+  for (const auto& [key, count] : in.lane_denials)
+    out << "fleetscope_lane_denied_allocations_total{" << device_labels(key.second)
+        << ",workflow=\"" << escape_label_value(key.first) << "\"} " << count << '\n';
+  // What `fleetscope fleet --prometheus` shows beside the GPU time: each workflow's captures in
+  // this host's database and its largest stored finding (one series per workflow: the rule is a
+  // label of the top one only, so the cardinality stays that of the workflows).
+  if (!in.workflow_captures.empty()) {
+    const std::string host = "Hostname=\"" + escape_label_value(in.hostname) + "\"";
+    header({"fleetscope_workflow_captures", "gauge",
+            "Trace captures of the workflow in this host's database"});
+    for (const auto& [workflow, c] : in.workflow_captures)
+      out << "fleetscope_workflow_captures{" << host << ",workflow=\""
+          << escape_label_value(workflow) << "\"} " << c.captures << '\n';
+    header({"fleetscope_workflow_top_finding_impact_seconds", "gauge",
+            "Impact of the workflow's largest stored finding; its rule is the label"});
+    for (const auto& [workflow, c] : in.workflow_captures)
+      if (!c.top_rule.empty())
+        out << "fleetscope_workflow_top_finding_impact_seconds{" << host << ",workflow=\""
+            << escape_label_value(workflow) << "\",rule=\"" << escape_label_value(c.top_rule)
+            << "\"} " << number(static_cast<double>(c.top_impact_ns) / 1e9) << '\n';
+  }
   auto workflow_family = [&](const Family& f, auto value_of) {
     if (in.workflows.empty()) return;
     header(f);

@@ -129,8 +129,10 @@ rpc::AgentOrder Registry::await(int64_t agent_id, std::chrono::milliseconds time
   auto it = slots_.find(agent_id);
   if (it == slots_.end()) return order;
   std::shared_ptr<Slot> slot = it->second;  // stays alive while we wait even if removed
+  ++slot->waiting;
   slot->wake.wait_for(lock, timeout,
                       [&] { return closed_ || slot->removed || !slot->mailbox.empty(); });
+  --slot->waiting;
   if (!closed_ && !slot->removed && !slot->mailbox.empty()) {
     order = slot->mailbox.front();
     slot->mailbox.pop_front();
@@ -141,6 +143,12 @@ rpc::AgentOrder Registry::await(int64_t agent_id, std::chrono::milliseconds time
 }  // namespace fleetscope::daemon
 
 namespace fleetscope::daemon {
+
+bool Registry::polling(int64_t agent_id) const {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(agent_id);
+  return it != slots_.end() && it->second->waiting > 0;
+}
 
 void Registry::close() {
   std::lock_guard lock(mutex_);

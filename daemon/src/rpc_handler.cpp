@@ -106,8 +106,22 @@ rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& 
   int limit = request.__isset.limit ? request.limit : 10000;
   if (limit <= 0 || limit > 1'000'000) invalid("limit must be in 1..1000000", "limit");
   check_capture_access(request.capture_id);
-  core_.store().flush();
+  // Reads see what is committed (the group committer commits continuously): no flush here, so a
+  // read never waits for the agents' bulk rows.
   store::Reader reader(core_.store().path());
+  // Only the names of the kernels returned, looked up one by one (a live host database's
+  // StringIds holds every name ever seen: loading it all per call would dwarf the answer).
+  store::Statement name_of = reader.database().prepare("SELECT value FROM StringIds WHERE id = ?");
+  std::map<int64_t, std::string> names;
+  auto name = [&](int64_t id) -> const std::string& {
+    auto [it, fresh] = names.try_emplace(id);
+    if (fresh) {
+      name_of.bind(1, id);
+      if (name_of.step()) it->second = name_of.column_text(0);
+      name_of.reset();
+    }
+    return it->second;
+  };
   store::EventFilter filter;
   filter.captureId = request.capture_id;
   filter.deviceId = request.device_id;
@@ -128,8 +142,8 @@ rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& 
     row.stream_id = k.streamId;
     if (k.correlationId) row.__set_correlation_id(*k.correlationId);
     if (k.globalPid) row.__set_global_pid(*k.globalPid);
-    row.name = reader.string(k.demangledNameId);
-    row.__set_short_name(reader.string(k.shortNameId));
+    row.name = name(k.demangledNameId);
+    row.__set_short_name(name(k.shortNameId));
     row.__set_grid({k.gridX, k.gridY, k.gridZ});
     row.__set_block({k.blockX, k.blockY, k.blockZ});
     if (k.registersPerThread) row.__set_registers_per_thread(*k.registersPerThread);
@@ -143,7 +157,6 @@ rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& 
 
 std::vector<rpc::Finding> RpcHandler::findings(int64_t capture_id) {
   check_capture_access(capture_id);
-  core_.store().flush();
   store::Reader reader(core_.store().path());
   std::vector<rpc::Finding> out;
   for (const auto& f : reader.findings(capture_id)) {

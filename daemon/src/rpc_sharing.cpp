@@ -65,6 +65,8 @@ rpc::LaneGrant RpcHandler::to_grant(const sharer::LaneTicket& ticket) {
     const auto& gate = core_.sharing().gate_socket();
     if (!gate.empty()) grant.__set_gate_socket(gate);
     grant.__set_ledger_directory(core_.sharing().ledger_directory());
+    // Only to the caller the lane was granted for (its uid was checked by requestLane/awaitLane).
+    if (auto token = core_.sharing().lane_token(ticket.lane_name)) grant.__set_lane_token(*token);
   }
   return grant;
 }
@@ -153,8 +155,17 @@ rpc::ShareStatus RpcHandler::share_status() {
       row.__set_peak_used_bytes(static_cast<int64_t>(usage->second.peak_used_bytes));
     }
     // Lanes and their sizes are the host's; whose jobs are in them is each user's own business.
-    for (const auto& job : lane.jobs)
-      if (caller_.may_access(job.uid)) row.jobs.push_back(to_shared_job(job));
+    int64_t lane_denied = 0;
+    for (const auto& job : lane.jobs) {
+      auto denials = snapshot.job_denials.find(job.pid);
+      const int64_t denied =
+          denials == snapshot.job_denials.end() ? 0 : static_cast<int64_t>(denials->second);
+      lane_denied += denied;
+      if (!caller_.may_access(job.uid)) continue;
+      row.jobs.push_back(to_shared_job(job));
+      row.jobs.back().__set_denied_allocations(denied);
+    }
+    row.__set_denied_allocations(lane_denied);
     out.lanes.push_back(std::move(row));
   }
   for (const auto& ticket : snapshot.queued) {
@@ -205,6 +216,8 @@ rpc::ShareStatus RpcHandler::share_status() {
     out.events.push_back(std::move(event));
   }
   if (!snapshot.gate_socket.empty()) out.__set_gate_socket(snapshot.gate_socket);
+  if (caller_.is_root() || caller_.uid == ::geteuid())
+    out.__set_stray_ledgers(snapshot.stray_ledgers);
   return out;
 }
 
@@ -260,6 +273,16 @@ rpc::PlanApplied RpcHandler::apply_plan(const rpc::ApplyPlanRequest& request) {
 void RpcHandler::sharing_off() {
   check_sharing_admin("switching sharing off");
   core_.sharing().off();
+}
+
+void RpcHandler::sharing_on() {
+  check_sharing_admin("switching sharing on");
+  core_.sharing().on();
+}
+
+std::vector<std::string> RpcHandler::remove_stray_ledgers() {
+  check_sharing_admin("removing stray lane ledgers");
+  return core_.sharing().remove_stray_ledgers();
 }
 
 void RpcHandler::set_automatic(bool on, double max_slowdown) {

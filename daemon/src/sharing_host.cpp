@@ -1,8 +1,12 @@
 #include "fleetscope/daemon/sharing_host.h"
 
+#include <dirent.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +25,25 @@ using json = nlohmann::json;
 // How far up the process tree a gate member's lane holder is looked for: `fleetscope run
 // --share` -> a shell or a launcher (torchrun) -> the worker.
 constexpr int kAncestorDepth = 8;
+
+// 128 random bits from the kernel, as 32 hex digits: a lane's grant token (a job cannot guess it).
+std::string new_grant_token() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("getrandom: cannot make a lane grant token");
+    got += static_cast<size_t>(n);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += hex[b >> 4];
+    token += hex[b & 15];
+  }
+  return token;
+}
 
 }  // namespace
 
@@ -185,8 +208,9 @@ void SharingHost::after_change_locked() {
       case sharer::LedgerChange::Kind::kCreate: {
         std::string error;
         ::unlink(path.c_str());  // a stale file of the same name cannot be ours
+        const std::string token = new_grant_token();
         auto segment = lanes::LaneSegment::open_or_create(
-            path, static_cast<uint64_t>(change.capacity_bytes), &error);
+            path, static_cast<uint64_t>(change.capacity_bytes), &error, token);
         if (!segment) {
           log_ << "fleetscoped: sharing: ledger " << path << ": " << error << '\n';
           break;
@@ -197,6 +221,7 @@ void SharingHost::after_change_locked() {
           log_ << "fleetscoped: sharing: cannot give " << path << " to uid " << uids.front()
                << '\n';
         ledgers_[change.lane_name] = std::move(segment);
+        lane_tokens_[change.lane_name] = token;
         arbiter_.set_lane_policy(change.lane_name, change.policy);
         break;
       }
@@ -206,11 +231,12 @@ void SharingHost::after_change_locked() {
         break;
       case sharer::LedgerChange::Kind::kRemove:
         ledgers_.erase(change.lane_name);
+        lane_tokens_.erase(change.lane_name);
         ::unlink(path.c_str());
         break;
     }
   }
-  std::vector<HostStore::SharingEventRow> rows;
+  std::vector<HostStore::SharingEventRow> rows = std::exchange(pending_events_, {});
   for (auto& record : service_->take_records())
     rows.push_back(
         {record.ts_ns, record.plan_id, std::move(record.kind), std::move(record.detail_json)});
@@ -312,6 +338,8 @@ SharingSnapshot SharingHost::snapshot() {
   for (const auto& gpu : out.gpus) out.gpu_free_bytes.push_back(service.free_bytes(gpu.index));
   out.lanes = service.lanes();
   for (const auto& [name, ledger] : ledgers_) out.usage[name] = ledger->usage();
+  out.job_denials = job_denials_;
+  out.stray_ledgers = stray_ledgers_locked();
   out.queued = service.queued();
   out.plans = service.plans();
   out.gate_socket = gate_socket_;
@@ -337,14 +365,105 @@ std::optional<pid_t> SharingHost::job_pid_of_locked(pid_t member_pid) {
 void SharingHost::feed_boundaries_locked() {
   for (const auto& event : arbiter_.events_since(last_event_)) {
     last_event_ = event.sequence;
-    if (event.kind == lanes::GateEventKind::kLeft) {
-      member_job_.erase(event.pid);
-      continue;
-    }
-    if (event.kind != lanes::GateEventKind::kWaiting) continue;
-    if (auto job = job_pid_of_locked(event.pid))
-      service_->record_boundary(*job, event.monotonic_ns);
+    if (event.kind == lanes::GateEventKind::kLeft) member_job_.erase(event.pid);
   }
+  // Iteration times come from the ledgers' step counters, which every lane member keeps at each
+  // boundary (LaneSegment::record_step): jobs alone in a lane beside other lanes on the GPU are
+  // timed as well as those that take turns (the gate sees only handovers). Per member, the
+  // iterations since the last poll and their mean time go to the service.
+  std::map<std::pair<pid_t, uint64_t>, MemberSteps> seen;
+  for (const auto& [name, ledger] : ledgers_) {
+    for (const auto& member : ledger->members()) {
+      const std::pair<pid_t, uint64_t> key{member.process.pid, member.process.start_ticks};
+      MemberSteps now{member.steps, member.last_step_ns, member.denied_allocations};
+      MemberSteps last;
+      if (auto before = member_steps_.find(key); before != member_steps_.end())
+        last = before->second;
+      if (now.steps > last.steps && last.steps > 0 && now.last_step_ns > last.last_step_ns) {
+        const auto count = static_cast<int64_t>(now.steps - last.steps);
+        const auto mean = static_cast<int64_t>((now.last_step_ns - last.last_step_ns) / count);
+        if (auto job = job_pid_of_locked(member.process.pid))
+          service_->record_iterations(*job, count, mean);
+      }
+      if (now.denied > last.denied)
+        count_denials_locked(name, member.process.pid, now.denied - last.denied, now.denied);
+      seen[key] = now;
+    }
+  }
+  member_steps_ = std::move(seen);  // members that left are forgotten
+}
+
+void SharingHost::count_denials_locked(const std::string& lane, pid_t member_pid, uint64_t fresh,
+                                       uint64_t member_total) {
+  std::string workflow;
+  int gpu = -1;
+  pid_t job_pid = member_pid;
+  if (auto job = job_pid_of_locked(member_pid)) {
+    job_pid = *job;
+    if (const auto* held = service_->job_of(*job)) {
+      workflow = held->workflow;
+      gpu = held->gpu_index;
+    }
+  }
+  job_denials_[job_pid] += fresh;
+  denied_totals_[{workflow, gpu}] += fresh;
+  // A lane out-of-memory refusal the operator can tell from a real one: an event per poll in
+  // which the job was refused more allocations.
+  json detail = {{"pid", job_pid},
+                 {"member_pid", member_pid},
+                 {"workflow", workflow},
+                 {"lane", lane},
+                 {"gpu", gpu},
+                 {"denied_allocations", fresh},
+                 {"member_denied_total", member_total}};
+  pending_events_.push_back({clock_(), std::nullopt, "lane_denials", detail.dump()});
+}
+
+std::optional<std::string> SharingHost::lane_token(const std::string& lane_name) {
+  std::lock_guard lock(mutex_);
+  auto found = lane_tokens_.find(lane_name);
+  if (found == lane_tokens_.end()) return std::nullopt;
+  return found->second;
+}
+
+std::map<std::pair<std::string, int>, uint64_t> SharingHost::denied_totals() {
+  std::lock_guard lock(mutex_);
+  return denied_totals_;
+}
+
+void SharingHost::on() {
+  std::lock_guard lock(mutex_);
+  service_locked().on(clock_());
+  after_change_locked();
+}
+
+std::vector<std::string> SharingHost::stray_ledgers_locked() const {
+  std::vector<std::string> out;
+  DIR* directory = ::opendir(ledger_directory_.c_str());
+  if (!directory) return out;
+  const std::string prefix = "fleetscope-lane-";
+  while (dirent* entry = ::readdir(directory)) {
+    const std::string name = entry->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string lane = name.substr(prefix.size());
+    if (ledgers_.count(lane) || lane.find(".init.") != std::string::npos) continue;
+    out.push_back(lanes::LaneSegment::path_for_lane(ledger_directory_, lane));
+  }
+  ::closedir(directory);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> SharingHost::remove_stray_ledgers() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> removed;
+  for (const auto& path : stray_ledgers_locked())
+    if (::unlink(path.c_str()) == 0) removed.push_back(path);
+  if (!removed.empty()) {
+    json detail = {{"removed", removed}};
+    store_.add_sharing_events({{clock_(), std::nullopt, "stray_ledgers_removed", detail.dump()}});
+  }
+  return removed;
 }
 
 void SharingHost::poll() {

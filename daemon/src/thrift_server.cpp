@@ -118,6 +118,10 @@ class HostAdapter : public rpc::FleetscopeHostIf {
   void setAutomatic(const bool on, const double max_slowdown) override {
     handler().set_automatic(on, max_slowdown);
   }
+  void sharingOn() override { handler().sharing_on(); }
+  void removeStrayLedgers(std::vector<std::string>& out) override {
+    out = handler().remove_stray_ledgers();
+  }
 
  private:
   RpcHandler& handler() {

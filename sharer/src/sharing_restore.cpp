@@ -10,13 +10,14 @@ using json = nlohmann::json;
 const std::vector<std::string>& sharing_state_event_kinds() {
   static const std::vector<std::string> kinds{"plan_applied",   "plan_restored", "plan_superseded",
                                               "plan_withdrawn", "sharing_off",   "automatic_on",
-                                              "automatic_off"};
+                                              "automatic_off",  "sharing_on"};
   return kinds;
 }
 
 SharingResumeState replay_sharing_records(const std::vector<SharingRecord>& records) {
   SharingResumeState state;
   std::map<int64_t, std::vector<std::string>> workflows_of;  // plan id -> its workflows
+  int64_t switched_off = -1;  // the plan a sharing_off stopped (-1: none)
   for (const auto& record : records) {
     json detail = json::parse(record.detail_json, nullptr, /*allow_exceptions=*/false);
     if (!detail.is_object()) detail = json::object();
@@ -45,9 +46,15 @@ SharingResumeState replay_sharing_records(const std::vector<SharingRecord>& reco
       if (record.plan_id)
         for (const auto& w : workflows_of[*record.plan_id]) state.withdrawn_workflows.insert(w);
     } else if (record.kind == "sharing_off") {
+      switched_off = state.active_plan_id.value_or(-1);
       state.active_plan_id.reset();
       state.enabled = false;
       state.automatic = false;
+    } else if (record.kind == "sharing_on") {
+      // As SharingService::on: the plan sharing_off stopped applies again.
+      state.enabled = true;
+      if (record.plan_id && *record.plan_id == switched_off) state.active_plan_id = record.plan_id;
+      switched_off = -1;
     } else if (record.kind == "automatic_on") {
       state.automatic = true;
       state.enabled = true;

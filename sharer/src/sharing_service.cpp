@@ -543,6 +543,7 @@ void SharingService::off(int64_t now_ns) {
     plan.active = false;
     plan.withdrawn_reason = "sharing switched off";
     plan_id = plan.id;
+    switched_off_plan_ = active_plan_;
     active_plan_.reset();
   }
   enabled_ = false;
@@ -550,6 +551,21 @@ void SharingService::off(int64_t now_ns) {
   record(now_ns, plan_id, "sharing_off",
          detail({{"lanes_left", jobs_.size()}, {"queued_answered_unshared", queue_.size()}}));
   retry_queue(now_ns);  // answers every queued request "unshared"
+}
+
+void SharingService::on(int64_t now_ns) {
+  std::optional<int64_t> plan_id;
+  if (!active_plan_ && switched_off_plan_) {
+    ServicePlan& plan = plans_[*switched_off_plan_];
+    plan.active = true;
+    plan.withdrawn_reason.clear();
+    plan_id = plan.id;
+    active_plan_ = switched_off_plan_;
+    label_gpu_.clear();
+  }
+  switched_off_plan_.reset();
+  enabled_ = true;
+  record(now_ns, plan_id, "sharing_on", detail({{"plan_applied_again", plan_id.has_value()}}));
 }
 
 void SharingService::set_automatic(bool on, double max_slowdown, int64_t now_ns) {
@@ -595,6 +611,16 @@ void SharingService::record_boundary(pid_t pid, int64_t ts_ns) {
   job.last_boundary_ns = ts_ns;
 }
 
+void SharingService::record_iterations(pid_t pid, int64_t count, int64_t mean_interval_ns) {
+  auto found = jobs_.find(pid);
+  if (found == jobs_.end() || count <= 0 || mean_interval_ns <= 0) return;
+  ServiceJob& job = found->second;
+  const int64_t kept = std::min<int64_t>(count, static_cast<int64_t>(kMeasuredIntervals));
+  for (int64_t i = 0; i < kept; ++i) job.recent_intervals_ns.push_back(mean_interval_ns);
+  while (job.recent_intervals_ns.size() > kMeasuredIntervals) job.recent_intervals_ns.pop_front();
+  job.iterations += count;
+}
+
 bool SharingService::check_slowdowns(int64_t now_ns) {
   if (!automatic_ || !active_plan_) return false;
   ServicePlan& plan = plans_[*active_plan_];
@@ -609,6 +635,19 @@ bool SharingService::check_slowdowns(int64_t now_ns) {
     plan.active = false;
     plan.withdrawn_reason = text;
     for (const auto& workflow : plan.workflows()) withdrawn_workflows_.insert(workflow);
+    // Every job of the plan with its figures: the record says what the decision saw.
+    json jobs = json::array();
+    for (const auto& [other_pid, other] : jobs_) {
+      if (other.plan_id != plan.id) continue;
+      const auto measured = other.measured_slowdown();
+      jobs.push_back({{"pid", other_pid},
+                      {"workflow", other.workflow},
+                      {"lane", other.lane_name},
+                      {"gpu", other.gpu_index},
+                      {"measured_slowdown", measured ? json(*measured) : json(nullptr)},
+                      {"solo_iteration_ns", other.solo_iteration_ns},
+                      {"iterations", other.iterations}});
+    }
     record(now_ns, plan.id, "plan_withdrawn",
            detail({{"pid", pid},
                    {"workflow", job.workflow},
@@ -616,7 +655,8 @@ bool SharingService::check_slowdowns(int64_t now_ns) {
                    {"max_slowdown", bound},
                    {"solo_iteration_ns", job.solo_iteration_ns},
                    {"iterations", job.iterations},
-                   {"reason", text}}));
+                   {"reason", text},
+                   {"jobs", jobs}}));
     active_plan_.reset();
     return true;
   }

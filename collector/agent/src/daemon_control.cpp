@@ -44,6 +44,13 @@ void DaemonControl::start(WindowController& /*controller*/) {
     ssize_t ignored = write(event_fd_, &one, sizeof one);
     (void)ignored;
   };
+  callbacks.on_disconnected = [this] {
+    // Wakes the control thread: a window of the lost daemon ends now (on_readable).
+    link_epoch_.fetch_add(1);
+    uint64_t one = 1;
+    ssize_t ignored = write(event_fd_, &one, sizeof one);
+    (void)ignored;
+  };
   loop_ = std::make_unique<agent_link::ControlLoop>(options_, agent_link::read_process_facts(),
                                                     callbacks);
   loop_->start();
@@ -69,6 +76,10 @@ void DaemonControl::on_readable(WindowController& controller) {
     std::lock_guard lock(mutex_);
     orders.swap(orders_);
   }
+  // The daemon that ordered the open window went away: end the window here. Its rows so far were
+  // committed by that daemon, which closes the capture when it starts again.
+  if (capture_ && window_epoch_ != link_epoch() && controller.phase() != WindowPhase::idle)
+    controller.close_window();
   for (const auto& order : orders) {
     if (order.kind == agent_link::Order::open_window) {
       if (controller.phase() != WindowPhase::idle) {
@@ -84,6 +95,7 @@ void DaemonControl::on_readable(WindowController& controller) {
       if (!sink_) sink_ = std::make_shared<DaemonRecordSink>(*this);
       request.sink = sink_;
       capture_ = order.capture_id;
+      window_epoch_ = link_epoch();
       final_dropped_.reset();
       final_overhead_ns_.reset();
       WindowReply reply = controller.open_window(request);
@@ -102,6 +114,11 @@ void DaemonControl::window_ended(const WindowReport& report) {
   if (!capture_ || report.capture_id != *capture_) return;  // another source's window
   int64_t capture = *capture_;
   capture_.reset();
+  if (window_epoch_ != link_epoch()) {
+    log_("fleetscoped restarted during the window of capture " + std::to_string(capture) +
+         ": the window ended; the daemon closes that capture at its last committed row");
+    return;  // the new daemon never opened this window: nothing to tell it
+  }
   send_closed(capture, final_dropped_.value_or(report.dropped_records),
               final_overhead_ns_.value_or(0), report.complete ? std::string() : report.note);
 }
@@ -113,11 +130,17 @@ int64_t DaemonRecordSink::begin(const WindowStart& /*start*/) {
   builder_ = std::make_unique<agent_link::BatchBuilder>(
       capture_id_, static_cast<size_t>(control_.link().max_batch_rows()));
   unsent_rows_ = 0;
+  epoch_ = control_.link_epoch();
   return capture_id_;
 }
 
 void DaemonRecordSink::send() {
   agent_link::EncodedBatch batch = builder_->take();
+  if (epoch_ != control_.link_epoch()) {  // the daemon of this window is gone
+    unsent_rows_ += static_cast<int64_t>(batch.rows);
+    throw std::runtime_error("fleetscoped restarted mid-window (capture " +
+                             std::to_string(capture_id_) + " ends at its last committed batch)");
+  }
   if (control_.link().push(batch)) return;
   unsent_rows_ += static_cast<int64_t>(batch.rows);
   // The agent ends the window and counts what it holds as dropped; the daemon commits and keeps

@@ -12,6 +12,7 @@
 // /run/fleetscope/agent.sock); "off" disables the link.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -44,6 +45,10 @@ class DaemonControl final : public ControlSource {
 
   // For the sink (control thread): the capture the daemon opened the current window for.
   std::optional<int64_t> window_capture() const { return capture_; }
+  // How many times the daemon connection was lost. A window belongs to the connection it was
+  // ordered on: a daemon that restarted has closed the capture itself (at its last committed
+  // row), so batches and the end of that window are not sent to the new one.
+  int64_t link_epoch() const { return link_epoch_.load(); }
   agent_link::ControlLoop& link() { return *loop_; }
   const std::string& socket_path() const { return options_.socket_path; }
   // The sink's final numbers for the window (sent to the daemon when the window is reported).
@@ -63,6 +68,8 @@ class DaemonControl final : public ControlSource {
   std::mutex mutex_;  // orders_ (filled by the link thread)
   std::deque<agent_link::Order> orders_;
   std::optional<int64_t> capture_;
+  std::atomic<int64_t> link_epoch_{0};  // bumped by the link thread on each disconnection
+  int64_t window_epoch_ = 0;            // link_epoch() when the current window was ordered
   std::optional<int64_t> final_dropped_, final_overhead_ns_;
   std::shared_ptr<DaemonRecordSink> sink_;  // given to every window the daemon orders
 };
@@ -92,6 +99,7 @@ class DaemonRecordSink final : public RecordSink,
   int64_t capture_id_ = 0;
   std::unique_ptr<agent_link::BatchBuilder> builder_;
   int64_t unsent_rows_ = 0;  // rows the daemon refused or never got
+  int64_t epoch_ = 0;        // the control's link_epoch() at begin()
 };
 
 }  // namespace fleetscope::agent

@@ -519,8 +519,17 @@ void Writer::finish(const std::function<void()>& alongside_indexes) {
   if (alongside_error) std::rethrow_exception(alongside_error);
   impl_->finalize_statements();
   if (!db.in_memory()) {  // an in-memory database has no WAL and no journal file to switch
-    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    if (!impl_->options.keep_wal_after_finish) db.exec("PRAGMA journal_mode = DELETE");
+    if (impl_->options.keep_wal_after_finish) {
+      // A WAL file others may hold (the daemon's host database): never change its journal mode
+      // (that needs every other connection gone: "database is locked") and never wait for its
+      // readers and writers (a TRUNCATE checkpoint blocks new writers while it waits). A
+      // PASSIVE checkpoint copies what it can without waiting; the last connection to close
+      // checkpoints the rest.
+      db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    } else {
+      db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      db.exec("PRAGMA journal_mode = DELETE");
+    }
   }
   {
     std::lock_guard lock(impl_->mu);

@@ -80,10 +80,25 @@ LaneState::LaneState() {
       lanes::LaneSegment::path_for_lane(assignment_.ledger_directory, assignment_.lane_id);
   uint64_t capacity =
       assignment_.lane_bytes > 0 ? assignment_.lane_bytes : lanes::LaneSegment::kUnlimited;
-  segment_ = lanes::LaneSegment::open_or_create(path, capacity, &error);
+  // A lane the daemon granted exists already (the daemon made its ledger, with its size and its
+  // grant token): this process joins it only with that token, and never makes one of its own
+  // under a granted name. Without a token (no daemon: the lanes tool, or a job that names its
+  // own lane) the ledger is made on first use; the daemon lists such ledgers as stray.
+  const bool daemon_grant = !assignment_.token.empty();
+  segment_ = daemon_grant ? lanes::LaneSegment::open_existing(path, &error)
+                          : lanes::LaneSegment::open_or_create(path, capacity, &error);
   if (!segment_) {
     broken_ = true;
-    report("lane ledger " + error + "; refusing device allocations");
+    report(daemon_grant ? "lane '" + assignment_.lane_id + "' is not a lane fleetscoped granted (" +
+                              error + "); refusing device allocations"
+                        : "lane ledger " + error + "; refusing device allocations");
+    return;
+  }
+  if (segment_->granted() && !segment_->token_matches(assignment_.token)) {
+    broken_ = true;
+    report("lane '" + assignment_.lane_id + "' was granted by fleetscoped to other jobs (" +
+           std::string(lanes::kLaneTokenVariable) +
+           (daemon_grant ? " does not match" : " is missing") + "); refusing device allocations");
     return;
   }
   slot_ = segment_->join(lanes::current_process());

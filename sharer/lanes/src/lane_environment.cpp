@@ -54,6 +54,7 @@ Environment interposition_environment(const LaneAssignment& assignment, const st
     environment.emplace_back(kLaneGpuUuidVariable, assignment.gpu_uuid);
   if (!assignment.gate_socket.empty())
     environment.emplace_back(kGateSocketVariable, assignment.gate_socket);
+  if (!assignment.token.empty()) environment.emplace_back(kLaneTokenVariable, assignment.token);
   if (assignment.priority != 0) {
     environment.emplace_back(kJobPriorityVariable, std::to_string(assignment.priority));
   }
@@ -100,6 +101,7 @@ std::optional<LaneAssignment> assignment_from_environment(std::string* error) {
     assignment.ledger_directory = directory;
   if (const char* uuid = std::getenv(kLaneGpuUuidVariable)) assignment.gpu_uuid = uuid;
   if (const char* socket = std::getenv(kGateSocketVariable)) assignment.gate_socket = socket;
+  if (const char* token = std::getenv(kLaneTokenVariable)) assignment.token = token;
   long long value = 0;
   if (const char* priority = std::getenv(kJobPriorityVariable); priority && *priority) {
     if (!parse_integer(priority, -1000000, 1000000, &value)) {

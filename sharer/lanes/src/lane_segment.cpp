@@ -15,7 +15,7 @@ namespace fleetscope::lanes {
 
 namespace {
 constexpr uint64_t kMagic = 0x31304e414c534646ull;  // "FFSLAN01" read as little-endian text
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;              // 2: per-slot step counters
 }  // namespace
 
 struct MemberSlotLayout {
@@ -25,6 +25,11 @@ struct MemberSlotLayout {
   std::atomic<uint64_t> bytes;  // written under the mutex, read lock-free
   uint64_t peak_bytes;
   uint64_t denied_allocations;
+  // Iteration boundaries of the member and the CLOCK_MONOTONIC time of the latest: written by
+  // the member alone (lock-free), read by the daemon to time every job's iterations, shared
+  // lane or not.
+  std::atomic<uint64_t> steps;
+  std::atomic<uint64_t> last_step_ns;
 };
 
 struct SegmentLayout {
@@ -37,6 +42,10 @@ struct SegmentLayout {
   uint64_t peak_used_bytes;
   uint64_t denied_allocations;
   std::atomic<uint64_t> waiting_mask;
+  // The grant token of a lane the daemon made (empty: a lane a job or the lanes tool made): only
+  // processes given it (FLEETSCOPE_LANE_TOKEN, from the daemon's grant) may join. Written once,
+  // before the ledger is linked into place.
+  char grant_token[LaneSegment::kMaxTokenLength + 1];
   MemberSlotLayout slots[LaneSegment::kMaxMembers];
 };
 
@@ -92,7 +101,8 @@ std::string LaneSegment::path_for_lane(std::string_view directory, std::string_v
 
 namespace {
 
-bool initialise_layout(SegmentLayout* layout, uint64_t capacity_bytes, std::string* error) {
+bool initialise_layout(SegmentLayout* layout, uint64_t capacity_bytes, const std::string& token,
+                       std::string* error) {
   std::memset(static_cast<void*>(layout), 0, sizeof(SegmentLayout));
   pthread_mutexattr_t attributes;
   pthread_mutexattr_init(&attributes);
@@ -107,6 +117,8 @@ bool initialise_layout(SegmentLayout* layout, uint64_t capacity_bytes, std::stri
   layout->layout_version = kLayoutVersion;
   layout->max_members = LaneSegment::kMaxMembers;
   layout->capacity_bytes.store(capacity_bytes, std::memory_order_relaxed);
+  std::memcpy(layout->grant_token, token.data(),
+              std::min(token.size(), size_t{LaneSegment::kMaxTokenLength}));
   std::atomic_thread_fence(std::memory_order_release);
   layout->magic = kMagic;  // last: a segment with the magic is complete
   return true;
@@ -152,7 +164,8 @@ std::unique_ptr<LaneSegment> LaneSegment::open_existing(const std::string& path,
 
 std::unique_ptr<LaneSegment> LaneSegment::open_or_create(const std::string& path,
                                                          uint64_t capacity_bytes,
-                                                         std::string* error) {
+                                                         std::string* error,
+                                                         const std::string& grant_token) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd >= 0) return map_file(fd, path, error);
   if (errno != ENOENT) {
@@ -177,7 +190,7 @@ std::unique_ptr<LaneSegment> LaneSegment::open_or_create(const std::string& path
     *error = temporary + ": mmap: " + std::strerror(errno);
   }
   if (ok) {
-    ok = initialise_layout(static_cast<SegmentLayout*>(memory), capacity_bytes, error);
+    ok = initialise_layout(static_cast<SegmentLayout*>(memory), capacity_bytes, grant_token, error);
     ::munmap(memory, sizeof(SegmentLayout));
   }
   ::close(fd);
@@ -212,6 +225,8 @@ void free_slot(SegmentLayout* layout, int index) {
   slot.bytes.store(0, std::memory_order_relaxed);
   slot.peak_bytes = 0;
   slot.denied_allocations = 0;
+  slot.steps.store(0, std::memory_order_relaxed);
+  slot.last_step_ns.store(0, std::memory_order_relaxed);
   slot.start_ticks = 0;
   layout->waiting_mask.fetch_and(~(uint64_t{1} << index), std::memory_order_release);
   slot.pid.store(0, std::memory_order_release);
@@ -345,6 +360,8 @@ std::vector<MemberUsage> LaneSegment::members() const {
     member.bytes = slot.bytes.load(std::memory_order_relaxed);
     member.peak_bytes = slot.peak_bytes;
     member.denied_allocations = slot.denied_allocations;
+    member.steps = slot.steps.load(std::memory_order_acquire);
+    member.last_step_ns = slot.last_step_ns.load(std::memory_order_relaxed);
     member.waiting = (waiting >> i) & 1u;
     result.push_back(member);
   }
@@ -359,6 +376,28 @@ void LaneSegment::set_waiting(int slot, bool waiting) {
   } else {
     layout_->waiting_mask.fetch_and(~bit, std::memory_order_acq_rel);
   }
+}
+
+bool LaneSegment::granted() const {
+  return layout_->grant_token[0] != '\0';
+}
+
+bool LaneSegment::token_matches(std::string_view token) const {
+  const std::string_view own(layout_->grant_token,
+                             ::strnlen(layout_->grant_token, kMaxTokenLength));
+  // Constant time over the stored token: the comparison does not tell how much of a guess was
+  // right.
+  unsigned char differ = own.size() != token.size();
+  for (size_t i = 0; i < own.size(); ++i)
+    differ |= static_cast<unsigned char>(own[i] ^ (i < token.size() ? token[i] : 0));
+  return differ == 0 && !own.empty();
+}
+
+void LaneSegment::record_step(int slot, uint64_t monotonic_ns) {
+  if (slot < 0 || slot >= kMaxMembers) return;
+  MemberSlotLayout& member = layout_->slots[slot];
+  member.last_step_ns.store(monotonic_ns, std::memory_order_relaxed);
+  member.steps.fetch_add(1, std::memory_order_release);  // the time is visible with the count
 }
 
 bool LaneSegment::others_waiting(int slot) const {

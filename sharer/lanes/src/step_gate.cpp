@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -153,6 +154,12 @@ uint64_t StepGate::remaining_estimate_locked() const {
 void StepGate::boundary() {
   std::lock_guard lock(mutex_);
   ++boundaries_;
+  if (segment_) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);  // vDSO: no system call
+    segment_->record_step(slot_, static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u +
+                                     static_cast<uint64_t>(now.tv_nsec));
+  }
   if (open_) return;
   if (holding_) {
     // Fast path: the turn stays here while nobody else waits.

@@ -143,6 +143,47 @@ TEST(AgentEndToEnd, KillMinus9MidWindowKeepsWhatWasCommitted) {
   EXPECT_EQ(check.column_text(0), "ok");
 }
 
+// kill -9 of the daemon mid-window: the agent ends that window by itself (nothing to tell the
+// new daemon, no "capture N is not open" loop), the restarted daemon closes and notes the capture,
+// and the next window of the same job works.
+TEST(AgentEndToEnd, AgentEndsItsWindowWhenTheDaemonDiesAndTracesAgainAfterTheRestart) {
+  DaemonUnderTest daemon;
+  daemon.start();
+  auto job = start_job(daemon, {});
+  ASSERT_TRUE(wait_for_agents(daemon, 1));
+  int64_t capture = 0;
+  {
+    ApiClient api(daemon.api_socket);
+    rpc::TraceRequest request;
+    request.__set_pid(job->pid());
+    request.__set_duration_ms(60'000);
+    rpc::TraceStarted started;
+    api->startTrace(started, request);
+    capture = started.capture_id;
+    rpc::TraceProgress progress;
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    do {
+      api->traceProgress(progress, capture, 100);
+    } while (progress.records == 0 && std::chrono::steady_clock::now() < deadline);
+    ASSERT_GT(progress.records, 0) << "no batch arrived while the window was open";
+  }
+  daemon.process->signal(SIGKILL);
+  ASSERT_TRUE(daemon.process->wait_exit(10s));
+  daemon.start();
+  ASSERT_TRUE(wait_for_agents(daemon, 1)) << "the agent did not register again";
+  ApiClient api(daemon.api_socket);
+  rpc::TraceProgress old;
+  api->traceProgress(old, capture, 20'000);
+  ASSERT_TRUE(old.done);
+  EXPECT_NE(old.note.find("interrupted: fleetscoped stopped"), std::string::npos) << old.note;
+  // The agent is idle again: a new window opens (an agent still in the old one would refuse it).
+  auto progress = trace_pid(daemon, job->pid(), 200);
+  ASSERT_TRUE(progress.done) << progress.note;
+  EXPECT_GT(progress.kernels, 0);
+  EXPECT_FALSE(progress.__isset.note) << progress.note;
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
 TEST(AgentEndToEnd, AnotherCuptiUserInTheProcessIsAClearAnswer) {
   DaemonUnderTest daemon;
   daemon.start();

@@ -29,6 +29,29 @@ std::unique_ptr<Child> start_agent(const std::string& socket, std::vector<std::s
   return std::make_unique<Child>(argv, std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
 }
 
+// Polls `done` (every few ms) until it holds or `timeout` passes: the tests wait on what they
+// need to see, never on a fixed time.
+template <class Condition>
+bool eventually(Condition done, std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// The daemon's status once its sampler has published the devices.
+rpc::DaemonStatus status_with_devices(const std::string& socket) {
+  ApiClient api(socket);
+  rpc::DaemonStatus status;
+  eventually([&] {
+    api->status(status);
+    return !status.devices.empty();
+  });
+  return status;
+}
+
 int64_t query_int(const std::string& database, const std::string& sql) {
   auto db = store::Database::open(database);
   auto s = db.prepare(sql);
@@ -48,10 +71,8 @@ TEST(DaemonProcess, AgentRegistersAndStatusShowsItWithDevicesFromNvml) {
   daemon.start();
   auto agent = start_agent(daemon.agent_socket, {});
   ASSERT_TRUE(agent->wait_line("registered", 10s));
-  std::this_thread::sleep_for(300ms);  // a few sampling ticks
+  rpc::DaemonStatus status = status_with_devices(daemon.api_socket);
   ApiClient api(daemon.api_socket);
-  rpc::DaemonStatus status;
-  api->status(status);
   ASSERT_EQ(status.agents.size(), 1u);
   EXPECT_EQ(status.agents[0].pid, agent->pid());
   EXPECT_EQ(status.agents[0].workflow, "job-a");
@@ -399,13 +420,22 @@ TEST(DaemonProcess, WorkflowMetricsAndPrometheusFromSampledProcesses) {
   ASSERT_TRUE(line);
   std::smatch port;
   ASSERT_TRUE(std::regex_search(*line, port, std::regex(R"(127\.0\.0\.1:(\d+)/metrics)")));
-  std::this_thread::sleep_for(2500ms);  // two metric windows
   ApiClient api(daemon.api_socket);
   rpc::MetricsQuery query;
   query.__set_workflow("job-m");
   std::vector<rpc::WorkflowMetric> rows;
-  api->metrics(rows, query);
-  ASSERT_FALSE(rows.empty());
+  // Until a metrics window with the job's GPU time and memory has been written.
+  ASSERT_TRUE(eventually(
+      [&] {
+        api->metrics(rows, query);
+        bool busy = false, memory = false;
+        for (const auto& row : rows) {
+          busy = busy || row.metric == "busy_fraction";
+          memory = memory || row.metric == "memory_peak_bytes";
+        }
+        return busy && memory;
+      },
+      20s));
   bool busy_seen = false, memory_seen = false;
   for (const auto& row : rows) {
     EXPECT_EQ(row.workflow, "job-m");
@@ -481,7 +511,16 @@ TEST(DaemonProcess, LoopbackTcpCallersAreIdentifiedLikeUnixSocketOnes) {
   daemon.start({"--tcp-port", std::to_string(port)});
   auto agent = start_agent(daemon.agent_socket, {});
   ASSERT_TRUE(agent->wait_line("registered", 10s));
-  std::this_thread::sleep_for(200ms);  // the TCP listener comes up with the others
+  ASSERT_TRUE(eventually([&] {  // the TCP listener comes up with the others
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool up = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    close(fd);
+    return up;
+  }));
   ApiClient api("127.0.0.1:" + std::to_string(port));
   rpc::DaemonStatus status;
   api->status(status);
@@ -502,7 +541,7 @@ TEST(DaemonProcess, CliCommandsTalkToTheDaemon) {
   auto doc = status.output.substr(status.output.find('{'));
   EXPECT_NE(doc.find("\"workflow\": \"cli-job\""), std::string::npos) << doc;
   EXPECT_NE(doc.find("\"device_sampling\": true"), std::string::npos) << doc;
-  std::this_thread::sleep_for(300ms);  // a few sampling ticks
+  status_with_devices(daemon.api_socket);  // the sampler has published the devices
   auto table = run_program({cli, "status", "--socket", daemon.api_socket});
   EXPECT_NE(table.output.find("Stand-in GPU 0"), std::string::npos) << table.output;
   auto jobs = run_program({cli, "jobs", "--socket", daemon.api_socket});
@@ -538,6 +577,120 @@ TEST(DaemonProcess, CliCommandsTalkToTheDaemon) {
   EXPECT_NE(unreachable.output.find("cannot reach fleetscoped at " + daemon.api_socket),
             std::string::npos)
       << unreachable.output;
+}
+
+// `fleetscope analyze/report/fleet/diff HOST.db` while fleetscoped holds the file and an agent
+// streams into it: no "database is locked", and the host database stays in WAL mode.
+TEST(DaemonProcess, AnalysisCommandsWorkOnTheHostDatabaseTheDaemonHoldsOpen) {
+  DaemonUnderTest daemon;
+  daemon.start();
+  auto agent = start_agent(daemon.agent_socket, {"--kernels", "2000", "--batch-rows", "100"});
+  ASSERT_TRUE(agent->wait_line("registered", 10s));
+  ApiClient api(daemon.api_socket);
+  auto trace = [&](int duration_ms) {
+    rpc::TraceRequest request;
+    request.__set_pid(agent->pid());
+    request.__set_duration_ms(duration_ms);
+    rpc::TraceStarted started;
+    api->startTrace(started, request);
+    return started.capture_id;
+  };
+  const int64_t first = trace(50);
+  rpc::TraceProgress progress;
+  api->traceProgress(progress, first, 20'000);
+  ASSERT_TRUE(progress.done) << progress.note;
+  const int64_t second = trace(50);
+  api->traceProgress(progress, second, 20'000);
+  ASSERT_TRUE(progress.done) << progress.note;
+  // A third window stays open while the commands run: the daemon writes meanwhile.
+  const int64_t open = trace(30'000);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  do {
+    api->traceProgress(progress, open, 100);
+  } while (progress.records < 2000 && std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(progress.records, 2000);
+
+  const std::string cli = FLEETSCOPE_CLI;
+  const std::string id = std::to_string(first);
+  auto analyze = run_program({cli, "analyze", daemon.database, "--capture", id});
+  ASSERT_EQ(analyze.exit_code, 0) << analyze.output;
+  EXPECT_EQ(analyze.output.find("locked"), std::string::npos) << analyze.output;
+  std::smatch count;
+  ASSERT_TRUE(std::regex_search(analyze.output, count, std::regex("analyze: ([0-9]+) finding")))
+      << analyze.output;
+  EXPECT_EQ(query_int(daemon.database, "SELECT count(*) FROM findings WHERE captureId = " + id),
+            std::stoll(count[1]));
+  EXPECT_EQ(query_text(daemon.database, "PRAGMA journal_mode"), "wal");
+  for (const auto& argv : std::vector<std::vector<std::string>>{
+           {cli, "report", daemon.database, "--capture", id},
+           {cli, "fleet", daemon.database},
+           {cli, "diff", daemon.database, daemon.database, "--before-capture", id,
+            "--after-capture", std::to_string(second)}}) {
+    auto result = run_program(argv);
+    EXPECT_EQ(result.exit_code, 0) << argv[1] << ": " << result.output;
+    EXPECT_EQ(result.output.find("locked"), std::string::npos) << argv[1] << ": " << result.output;
+  }
+  // The daemon was never locked out: the open window finishes and is analyzed.
+  api->traceProgress(progress, open, 100);
+  EXPECT_FALSE(progress.done);
+  agent->signal(SIGTERM);  // the agent closes its window (stop_requested)
+  api->traceProgress(progress, open, 20'000);
+  ASSERT_TRUE(progress.done) << progress.note;
+  EXPECT_EQ(progress.kernels, 2000);
+  EXPECT_EQ(daemon.stop(), 0);
+  EXPECT_EQ(query_text(daemon.database, "PRAGMA journal_mode"), "wal");
+}
+
+// A daemon killed mid-window leaves the capture open; the next start closes it at its last
+// committed row, notes why, and analyzes it.
+TEST(DaemonProcess, RestartClosesNotesAndAnalyzesTheWindowAKilledDaemonLeftOpen) {
+  DaemonUnderTest daemon;
+  daemon.start();
+  auto agent = start_agent(daemon.agent_socket, {"--kernels", "1000", "--batch-rows", "100"});
+  ASSERT_TRUE(agent->wait_line("registered", 10s));
+  int64_t capture = 0;
+  {
+    ApiClient api(daemon.api_socket);
+    rpc::TraceRequest request;
+    request.__set_pid(agent->pid());
+    request.__set_duration_ms(30'000);
+    rpc::TraceStarted started;
+    api->startTrace(started, request);
+    capture = started.capture_id;
+    rpc::TraceProgress progress;
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    do {  // every batch committed, the window still open
+      api->traceProgress(progress, capture, 100);
+    } while (progress.records < 1000 && std::chrono::steady_clock::now() < deadline);
+    ASSERT_EQ(progress.records, 1000);
+    ASSERT_FALSE(progress.done);
+  }
+  daemon.process->signal(SIGKILL);
+  ASSERT_TRUE(daemon.process->wait_exit(10s));
+  const std::string id = std::to_string(capture);
+  EXPECT_EQ(query_int(daemon.database, "SELECT end_ns IS NULL FROM captures WHERE id = " + id), 1);
+  daemon.start();
+  ApiClient api(daemon.api_socket);
+  rpc::TraceProgress progress;
+  api->traceProgress(progress, capture, 20'000);
+  ASSERT_TRUE(progress.done) << progress.note;
+  EXPECT_NE(progress.note.find("interrupted: fleetscoped stopped (signal/crash) at "),
+            std::string::npos)
+      << progress.note;
+  EXPECT_EQ(progress.kernels, 1000);  // analyzed
+  EXPECT_TRUE(progress.__isset.gpu_busy_pct);
+  rpc::DaemonStatus status;
+  api->status(status);
+  EXPECT_TRUE(status.open_windows.empty());
+  EXPECT_EQ(daemon.stop(), 0);
+  // The end is the last committed row (the 1000th kernel's end), not the restart.
+  EXPECT_EQ(query_int(daemon.database, "SELECT end_ns FROM captures WHERE id = " + id),
+            query_int(daemon.database,
+                      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = " + id));
+  EXPECT_NE(query_text(daemon.database, "SELECT note FROM captures WHERE id = " + id)
+                .find("interrupted: fleetscoped stopped (signal/crash)"),
+            std::string::npos);
+  EXPECT_EQ(query_text(daemon.database, "PRAGMA integrity_check"), "ok");
 }
 
 }  // namespace

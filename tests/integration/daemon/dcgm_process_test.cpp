@@ -49,14 +49,19 @@ TEST(DaemonProcessDcgm, ProfilingFieldsPauseOnTheTracedGpuDuringAWindowAndResume
   EXPECT_EQ(lines_of(calls), (std::vector<std::string>{"watch gpu=0", "watch gpu=1",
                                                        "unwatch gpu=1", "watch gpu=1"}))
       << "GPU 1 resumed after the window; GPU 0 was never paused";
-  std::this_thread::sleep_for(250ms);  // a couple of 100 ms samples with both GPUs watched
+  // Samples of both GPUs reach the live database (read while the daemon writes it).
+  auto gpus_sampled = [&] {
+    auto db = store::Database::open(daemon.database);
+    auto q = db.prepare(
+        "SELECT count(DISTINCT s.deviceId) FROM device_samples s JOIN StringIds m "
+        "ON m.id = s.metric_id WHERE m.value = 'sm_active_ratio'");
+    return q.step() ? q.column_int(0) : 0;
+  };
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (gpus_sampled() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
   EXPECT_EQ(daemon.stop(), 0);
-  auto db = store::Database::open(daemon.database);
-  auto q = db.prepare(
-      "SELECT count(DISTINCT s.deviceId) FROM device_samples s JOIN StringIds m "
-      "ON m.id = s.metric_id WHERE m.value = 'sm_active_ratio'");
-  ASSERT_TRUE(q.step());
-  EXPECT_EQ(q.column_int(0), 2);
+  EXPECT_EQ(gpus_sampled(), 2);
 }
 
 }  // namespace

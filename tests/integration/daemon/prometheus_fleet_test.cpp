@@ -59,6 +59,19 @@ TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
   ASSERT_TRUE(idle->wait_line("registered", 10s) && busy->wait_line("registered", 10s) &&
               half->wait_line("registered", 10s));
 
+  // One analyzed capture of idle-job on host A: CAPTURES and TOP FINDING come from it.
+  rpc::TraceProgress traced;
+  {
+    ApiClient api(a.api_socket);
+    rpc::TraceByName request;
+    request.workflow = "idle-job";
+    request.__set_duration_ms(50);
+    rpc::TraceStarted started;
+    api->startTraceOfWorkflow(started, request);
+    api->traceProgress(traced, started.capture_id, 20'000);
+    ASSERT_TRUE(traced.done) << traced.note;
+  }
+
   TempDir prometheus_dir;
   std::ofstream(prometheus_dir.file("prometheus.yml"))
       << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -76,7 +89,7 @@ TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
     std::this_thread::sleep_for(500ms);
     ranking = run_program({cli, "fleet", "--prometheus", "http://" + web, "--format", "csv"});
   } while ((ranking.exit_code != 0 || ranking.output.find("half-job") == std::string::npos ||
-            ranking.output.find("idle-job") == std::string::npos) &&
+            ranking.output.find("\nidle-job,,1,") == std::string::npos) &&
            std::chrono::steady_clock::now() < deadline);
   ASSERT_EQ(ranking.exit_code, 0) << ranking.output;
   // csv: header, then workflows by wasted GPU-hours: 90 % idle, 50 %, 10 %.
@@ -87,6 +100,16 @@ TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
   ASSERT_NE(busy_at, std::string::npos) << ranking.output;
   EXPECT_LT(idle_at, half_at) << ranking.output;
   EXPECT_LT(half_at, busy_at) << ranking.output;
+  // The daemon's captures and findings: idle-job has its one capture (and, when the analyzer
+  // found something in it, that finding's rule); the others none.
+  const std::string idle_row =
+      ranking.output.substr(idle_at + 1, ranking.output.find('\n', idle_at + 1) - idle_at - 1);
+  EXPECT_EQ(idle_row.rfind("idle-job,,1,", 0), 0u) << ranking.output;
+  if (traced.__isset.top_finding) {
+    const std::string rule = traced.top_finding.substr(0, traced.top_finding.find(':'));
+    EXPECT_EQ(idle_row.substr(idle_row.rfind(',') + 1), rule) << ranking.output;
+  }
+  EXPECT_NE(ranking.output.find("\nbusy-job,,0,"), std::string::npos) << ranking.output;
   auto table = run_program({cli, "fleet", "--prometheus", "http://" + web});
   EXPECT_NE(table.output.find("WASTED GPU-H"), std::string::npos)
       << table.output;  // the same table as FILES...

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
+#include "fleetscope/store/database.h"
 #include "harness.h"
 
 namespace fleetscope::test_support {
@@ -97,17 +99,24 @@ class SharingDaemonTest : public ::testing::Test {
 };
 
 TEST_F(SharingDaemonTest, RunShareCapsTheJobAtItsLaneAndTheLaneIsReclaimedAtExit) {
-  auto result = cli({"run", "--share", "--workflow", "capped", "--persistent", "1GiB",
-                     "--ephemeral", "1GiB", "--", LANE_MEMBER, "dlsym", "meminfo", "alloc",
-                     "1073741824", "alloc", "2147483648", "free", "alloc", "1073741824"});
+  auto result = cli({"run",   "--share",     "--workflow", "capped", "--persistent",
+                     "1GiB",  "--ephemeral", "1GiB",       "--",     LANE_MEMBER,
+                     "dlsym", "meminfo",     "nvml",       "alloc",  "1073741824",
+                     "alloc", "2147483648",  "free",       "alloc",  "1073741824"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   // The job sees its lane (P + T + margin, rounded to 2 MiB), not the 16 GiB the stand-in has.
   EXPECT_NE(result.output.find("lane fs"), std::string::npos) << result.output;
   std::istringstream lines(result.output);
   std::string line;
-  uint64_t total = 0;
+  uint64_t total = 0, nvml_total = 0;
+  int nvml_rc = -1;
   std::vector<std::string> allocs;
   while (std::getline(lines, line)) {
+    if (line.rfind("nvml ", 0) == 0) {
+      std::istringstream fields(line.substr(5));
+      uint64_t free_bytes = 0;
+      fields >> nvml_rc >> free_bytes >> nvml_total;
+    }
     if (line.rfind("meminfo ", 0) == 0) {
       std::istringstream fields(line.substr(8));
       uint64_t device = 0, free_bytes = 0;
@@ -117,6 +126,10 @@ TEST_F(SharingDaemonTest, RunShareCapsTheJobAtItsLaneAndTheLaneIsReclaimedAtExit
   }
   EXPECT_GE(total, 2ull * kGiB);
   EXPECT_LT(total, 3ull * kGiB);
+  // The job's NVML names the lane's GPU as the daemon's NVML does (tests/support/stand_in_gpu.h),
+  // so NVML shows the lane too.
+  EXPECT_EQ(nvml_rc, 0) << result.output;
+  EXPECT_EQ(nvml_total, total) << result.output;
   // 1 GiB fits; 2 GiB more does not (CUDA_ERROR_OUT_OF_MEMORY = 2); after a free it fits again.
   EXPECT_EQ(allocs, (std::vector<std::string>{"alloc 1073741824 0", "alloc 2147483648 2",
                                               "alloc 1073741824 0"}));
@@ -124,6 +137,67 @@ TEST_F(SharingDaemonTest, RunShareCapsTheJobAtItsLaneAndTheLaneIsReclaimedAtExit
   EXPECT_TRUE(status["lanes"].empty()) << status.dump(2);
   auto kinds = event_kinds();
   EXPECT_EQ(kinds, (std::vector<std::string>{"job_admitted", "job_released"}));
+}
+
+// Enforcement an operator can see: a lane's out-of-memory refusals are counted per job (share
+// status, sharing_events); a process that names a granted lane without its grant token gets no
+// memory from it; a ledger a job made for itself is listed as stray and removed.
+TEST_F(SharingDaemonTest, LaneGrantsDenialsAndStrayLedgersAreVisibleAndEnforced) {
+  auto job = start_cli({"run", "--share", "--workflow", "capped", "--persistent", "1GiB",
+                        "--ephemeral", "1GiB", "--", LANE_MEMBER, "dlsym", "alloc", "1073741824",
+                        "alloc", "2147483648", "ready", "sleep", "3000"});
+  ASSERT_TRUE(job->wait_line("ready", 20s));
+  // The daemon reads the ledgers each period: wait for the job's denial to show.
+  json status, lane;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    status = share_status();
+    if (!status["lanes"].empty() && status["lanes"][0].value("denied_allocations", 0) == 1) {
+      lane = status["lanes"][0];
+      break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_FALSE(lane.is_null()) << status.dump(2);
+  ASSERT_EQ(lane["jobs"].size(), 1u);
+  EXPECT_EQ(lane["jobs"][0]["denied_allocations"], 1);
+  bool denial_event = false;
+  for (const auto& e : status["events"])
+    if (e["kind"] == "lane_denials" && e["detail"]["workflow"] == "capped" &&
+        e["detail"]["denied_allocations"] == 1)
+      denial_event = true;
+  EXPECT_TRUE(denial_event) << status.dump(2);
+  auto table = cli({"share", "status"});
+  EXPECT_NE(table.output.find("1 allocation(s) refused (lane full)"), std::string::npos)
+      << table.output;
+
+  // An intruder names the granted lane (and a bigger size) without the grant token.
+  const std::string lane_id = lane["lane_id"];
+  auto member = [&](const std::string& id) {
+    Child intruder(
+        {LANE_MEMBER, "dlsym", "alloc", "1073741824"},
+        {"LD_PRELOAD=" LANES_LIBRARY, "LD_LIBRARY_PATH=" STAND_IN_DIR,
+         "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0", "FLEETSCOPE_LANE_ID=" + id,
+         "FLEETSCOPE_LANE_BYTES=64GiB", "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()});
+    ProgramResult result;
+    while (auto line = intruder.wait_line("", 20s)) result.output += *line + "\n";
+    intruder.wait_exit(20s);
+    return result.output;
+  };
+  const std::string refused = member(lane_id);
+  EXPECT_NE(refused.find("was granted by fleetscoped to other jobs"), std::string::npos) << refused;
+  EXPECT_EQ(refused.find("alloc 1073741824 0"), std::string::npos) << refused;
+  // A lane of its own: the interposition cannot stop that (docs/sharer.md), the daemon lists it.
+  const std::string own = member("my-own-lane");
+  EXPECT_NE(own.find("alloc 1073741824 0"), std::string::npos) << own;
+  const std::string stray = daemon_.dir.file("fleetscope-lane-my-own-lane");
+  EXPECT_EQ(share_status()["stray_ledgers"], json::array({stray}));
+  auto removed = cli({"share", "ledgers", "--remove"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.output;
+  EXPECT_NE(removed.output.find("removed " + stray), std::string::npos) << removed.output;
+  EXPECT_FALSE(std::filesystem::exists(stray));
+  EXPECT_EQ(share_status()["stray_ledgers"], json::array());
+  EXPECT_EQ(finish(*job).exit_code, 0);
 }
 
 TEST_F(SharingDaemonTest, GateSocketAndLaneDirectoryFollowTheConfig) {
@@ -298,6 +372,35 @@ TEST_F(SharingDaemonTest, AutomaticModeWithdrawsAPlanWhoseJobsSlowDownTooMuch) {
   EXPECT_FALSE(share_status()["plans"][0]["active"]);
 }
 
+// A planned job that never waits for a turn (alone in its lane, as beside other lanes on the GPU)
+// is timed too: from its lane ledger's step counter, not the gate. Too slow: the plan goes, and
+// the event carries every job's figures.
+TEST_F(SharingDaemonTest, AutomaticModeTimesAJobThatNeverWaitsForATurn) {
+  const std::string plan = make_plan();
+  ASSERT_EQ(cli({"share", "apply", plan, "--auto", "--max-slowdown", "1.5"}).exit_code, 0);
+  // 25 ms iterations against the plan's 10 ms alone: 2.5 > 1.5, with no lane mate to wait for.
+  auto a = start_cli({"run", "--share-if-planned", "--workflow", "wa", "--", LANE_MEMBER, "dlsym",
+                      "steps", "40", "25000", "a"});
+  json withdrawn;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (withdrawn.is_null() && std::chrono::steady_clock::now() < deadline) {
+    const json status = share_status();
+    for (const auto& e : status["events"])
+      if (e["kind"] == "plan_withdrawn") withdrawn = e;
+    if (withdrawn.is_null()) std::this_thread::sleep_for(20ms);
+  }
+  auto ra = finish(*a);
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_FALSE(withdrawn.is_null()) << share_status().dump(2);
+  EXPECT_EQ(withdrawn["detail"]["workflow"], "wa");
+  EXPECT_GT(withdrawn["detail"]["measured_slowdown"].get<double>(), 2.0);
+  EXPECT_LT(withdrawn["detail"]["measured_slowdown"].get<double>(), 4.0);
+  ASSERT_EQ(withdrawn["detail"]["jobs"].size(), 1u) << withdrawn.dump(2);
+  EXPECT_EQ(withdrawn["detail"]["jobs"][0]["workflow"], "wa");
+  EXPECT_EQ(withdrawn["detail"]["jobs"][0]["solo_iteration_ns"], 10'000'000);
+  EXPECT_GE(withdrawn["detail"]["jobs"][0]["iterations"].get<int>(), 3);
+}
+
 TEST_F(SharingDaemonTest, AutomaticModeKeepsAPlanWithinItsBound) {
   const std::string plan = make_plan();
   ASSERT_EQ(cli({"share", "apply", plan, "--auto", "--max-slowdown", "4"}).exit_code, 0);
@@ -307,8 +410,18 @@ TEST_F(SharingDaemonTest, AutomaticModeKeepsAPlanWithinItsBound) {
                       "steps", "30", "10000", "b"});
   ASSERT_EQ(finish(*a).exit_code, 0);
   ASSERT_EQ(finish(*b).exit_code, 0);
-  std::this_thread::sleep_for(400ms);  // two of the daemon's checks
-  auto status = share_status();
+  // Until both released jobs carry their measured slowdown (the daemon's checks run each period).
+  nlohmann::json status;
+  auto measured_events = [&] {
+    status = share_status();
+    int count = 0;
+    for (const auto& e : status["events"])
+      if (e["kind"] == "job_released" && e["detail"].contains("measured_slowdown")) ++count;
+    return count;
+  };
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (measured_events() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(status["plans"][0]["active"]) << status.dump(2);
   // The released jobs carry their measured slowdown in sharing_events.
   int measured = 0;
@@ -319,6 +432,92 @@ TEST_F(SharingDaemonTest, AutomaticModeKeepsAPlanWithinItsBound) {
       EXPECT_LT(e["detail"]["measured_slowdown"].get<double>(), 4.0);
     }
   EXPECT_EQ(measured, 2) << status.dump(2);
+}
+
+// The loop on a live host, stand-ins only: two jobs with the agent, one trace each, `analyze
+// HOST.db` on the database the daemon holds (findings stored), a plan applied in automatic mode,
+// the jobs restarted into it with `run --share-if-planned`, one slowed down -> the plan is
+// withdrawn with the event; then the daemon killed with -9 mid-window -> after the restart the
+// capture is closed, noted and analyzed.
+// (The plan comes from `share plan --candidates` here: planning straight from HOST.db's live data
+// is the analysis session's part of issue 21.)
+TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
+  auto job = [&](const std::string& workflow) {
+    return std::make_unique<Child>(
+        std::vector<std::string>{TEST_AGENT, "--socket", daemon_.agent_socket, "--kernels", "500"},
+        std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
+  };
+  auto ja = job("wa"), jb = job("wb");
+  ASSERT_TRUE(ja->wait_line("registered", 10s));
+  ASSERT_TRUE(jb->wait_line("registered", 10s));
+  for (Child* j : {ja.get(), jb.get()}) {
+    auto traced = cli({"trace", "--pid", std::to_string(j->pid()), "--duration-ms", "50"});
+    ASSERT_EQ(traced.exit_code, 0) << traced.output;
+    EXPECT_NE(traced.output.find("kernels:     500"), std::string::npos) << traced.output;
+  }
+  for (const char* capture : {"1", "2"}) {
+    auto analyzed = cli({"analyze", daemon_.database, "--capture", capture});
+    ASSERT_EQ(analyzed.exit_code, 0) << analyzed.output;
+    std::smatch count;
+    ASSERT_TRUE(std::regex_search(analyzed.output, count, std::regex("analyze: ([0-9]+) finding")))
+        << analyzed.output;
+    auto db = store::Database::open(daemon_.database);
+    auto stored =
+        db.prepare("SELECT count(*) FROM findings WHERE captureId = " + std::string(capture));
+    ASSERT_TRUE(stored.step());
+    EXPECT_EQ(stored.column_int(0), std::stoll(count[1]));
+  }
+  ja.reset();  // the jobs end, to be restarted into the plan
+  jb.reset();
+
+  ASSERT_EQ(cli({"share", "apply", make_plan(), "--auto", "--max-slowdown", "1.5"}).exit_code, 0);
+  // wb is slowed down (40 ms iterations against 10 ms alone): the plan must go.
+  auto a = start_cli({"run", "--share-if-planned", "--workflow", "wa", "--", LANE_MEMBER, "dlsym",
+                      "steps", "30", "10000", "a"});
+  auto b = start_cli({"run", "--share-if-planned", "--workflow", "wb", "--", LANE_MEMBER, "dlsym",
+                      "steps", "30", "40000", "b"});
+  auto ra = finish(*a), rb = finish(*b);
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  ASSERT_EQ(rb.exit_code, 0) << rb.output;
+  EXPECT_NE(ra.output.find("lane fs"), std::string::npos) << ra.output;
+  json withdrawn;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (withdrawn.is_null() && std::chrono::steady_clock::now() < deadline) {
+    const json status = share_status();
+    for (const auto& e : status["events"])
+      if (e["kind"] == "plan_withdrawn") withdrawn = e;
+    if (withdrawn.is_null()) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_FALSE(withdrawn.is_null()) << share_status().dump(2);
+  EXPECT_GT(withdrawn["detail"]["measured_slowdown"].get<double>(), 1.5);
+  EXPECT_FALSE(share_status()["plans"][0]["active"]);
+
+  // kill -9 of the daemon mid-window.
+  auto jc = job("wc");
+  ASSERT_TRUE(jc->wait_line("registered", 10s));
+  auto open = cli({"trace", "--pid", std::to_string(jc->pid()), "--duration-ms", "30000",
+                   "--no-wait", "--format", "json"});
+  ASSERT_EQ(open.exit_code, 0) << open.output;
+  const int64_t capture = json::parse(open.output.substr(open.output.find('{')))["capture_id"];
+  {
+    ApiClient api(daemon_.api_socket);
+    rpc::TraceProgress progress;
+    deadline = std::chrono::steady_clock::now() + 10s;
+    do {
+      api->traceProgress(progress, capture, 100);
+    } while (progress.records < 500 && std::chrono::steady_clock::now() < deadline);
+    ASSERT_EQ(progress.records, 500);
+  }
+  daemon_.process->signal(SIGKILL);
+  ASSERT_TRUE(daemon_.process->wait_exit(10s));
+  start_daemon();
+  ApiClient api(daemon_.api_socket);
+  rpc::TraceProgress after;
+  api->traceProgress(after, capture, 20'000);
+  ASSERT_TRUE(after.done);
+  EXPECT_NE(after.note.find("interrupted: fleetscoped stopped (signal/crash)"), std::string::npos)
+      << after.note;
+  EXPECT_EQ(after.kernels, 500);
 }
 
 }  // namespace

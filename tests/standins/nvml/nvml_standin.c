@@ -8,13 +8,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "stand_in_gpu.h"
 
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st* nvmlDevice_t;
-typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
-typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
-typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gpuInstanceId, computeInstanceId; } nvmlProcessInfo_t;
-typedef struct { unsigned int pid; unsigned long long timeStamp; unsigned int smUtil, memUtil, encUtil, decUtil; } nvmlProcessUtilizationSample_t;
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
@@ -24,7 +37,12 @@ typedef struct { unsigned int pid; unsigned long long timeStamp; unsigned int sm
 #define MAX_DEVICES 16
 #define MAX_PROCESSES 64
 
-struct standin_process { int device; unsigned int pid; unsigned long long memory; unsigned int sm; };
+struct standin_process {
+  int device;
+  unsigned int pid;
+  unsigned long long memory;
+  unsigned int sm;
+};
 
 static struct nvmlDevice_st { int index; } devices[MAX_DEVICES];
 static struct standin_process processes[MAX_PROCESSES];
@@ -48,7 +66,8 @@ nvmlReturn_t nvmlInit_v2(void) {
   const char* list = getenv("FLEETSCOPE_NVML_STANDIN_PROCESSES");
   while (list && *list && process_count < MAX_PROCESSES) {
     struct standin_process p;
-    if (sscanf(list, "%d:%u:%llu:%u", &p.device, &p.pid, &p.memory, &p.sm) == 4) processes[process_count++] = p;
+    if (sscanf(list, "%d:%u:%llu:%u", &p.device, &p.pid, &p.memory, &p.sm) == 4)
+      processes[process_count++] = p;
     list = strchr(list, ',');
     if (list) ++list;
   }
@@ -63,11 +82,16 @@ nvmlReturn_t nvmlShutdown(void) {
 
 const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -87,14 +111,14 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* dev
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
   int i = index_of(device);
   if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
-  snprintf(name, length, "Stand-in GPU %d", i);
+  fleetscope_stand_in_gpu_name(i, name, length);
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
   int i = index_of(device);
   if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
-  snprintf(uuid, length, "GPU-5eed0000-0000-0000-0000-%012d", i);
+  fleetscope_stand_in_gpu_uuid(i, uuid, length);
   return NVML_SUCCESS;
 }
 
@@ -131,7 +155,8 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int*
   return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_t* infos) {
   int i = index_of(device);
   if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
   unsigned int n = 0;
@@ -155,7 +180,8 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
 
 /* Like the driver: a NULL buffer asks for the count (INSUFFICIENT_SIZE); only samples newer than
  * lastSeenTimeStamp come back. Each call produces one fresh sample per process. */
-nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* samples,
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                             nvmlProcessUtilizationSample_t* samples,
                                              unsigned int* count, unsigned long long last_seen) {
   int i = index_of(device);
   if (i < 0 || !count) return NVML_ERROR_INVALID_ARGUMENT;

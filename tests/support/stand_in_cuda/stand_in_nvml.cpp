@@ -1,6 +1,7 @@
 // A stand-in libnvidia-ml.so.1: one device whose memory information mirrors the stand-in
 // libcuda's byte counter (FLEETSCOPE_STANDIN_DEVICE_BYTES / FLEETSCOPE_STANDIN_DEVICE_FILE), and
-// the UUID "GPU-standin-0".
+// the identity of the stand-in GPU 0 (tests/support/stand_in_gpu.h: the daemon's stand-in NVML
+// names it the same way).
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,6 +11,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+
+#include "stand_in_gpu.h"
 
 namespace {
 
@@ -65,10 +68,11 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_st** d
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_st* device, char* uuid, unsigned int length) {
-  static const char kUuid[] = "GPU-standin-0";
   if (device != &g_device || !uuid) return kInvalidArgument;
-  if (length < sizeof kUuid) return kInsufficientSize;
-  std::memcpy(uuid, kUuid, sizeof kUuid);
+  char text[FLEETSCOPE_STAND_IN_GPU_TEXT_SIZE];
+  const int size = fleetscope_stand_in_gpu_uuid(device->index, text, sizeof text);
+  if (size < 0 || static_cast<unsigned int>(size) >= length) return kInsufficientSize;
+  std::memcpy(uuid, text, static_cast<size_t>(size) + 1);
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_st* device, nvmlMemory_t* memory) {

@@ -57,8 +57,12 @@ TEST(Registry, OrdersReachAWaitingPollAndRemovalWakesIt) {
   Registry registry;
   auto agent = registry.add(hello(100, {}, "job"), Caller{100, 1}, 0);
   EXPECT_EQ(registry.await(agent.id, 10ms).kind, rpc::AgentOrderKind::NOTHING);
+  // Each helper thread acts once the test thread is inside await() (polling() says so).
+  auto until_polling = [&] {
+    while (!registry.polling(agent.id)) std::this_thread::yield();
+  };
   std::thread poster([&] {
-    std::this_thread::sleep_for(20ms);
+    until_polling();
     rpc::AgentOrder order;
     order.kind = rpc::AgentOrderKind::OPEN_WINDOW;
     order.__set_capture_id(4);
@@ -66,11 +70,12 @@ TEST(Registry, OrdersReachAWaitingPollAndRemovalWakesIt) {
   });
   auto order = registry.await(agent.id, 5s);
   poster.join();
+  EXPECT_FALSE(registry.polling(agent.id));
   EXPECT_EQ(order.kind, rpc::AgentOrderKind::OPEN_WINDOW);
   EXPECT_EQ(order.capture_id, 4);
   auto start = std::chrono::steady_clock::now();
   std::thread remover([&] {
-    std::this_thread::sleep_for(20ms);
+    until_polling();
     registry.remove(agent.id);
   });
   EXPECT_EQ(registry.await(agent.id, 5s).kind, rpc::AgentOrderKind::NOTHING);

@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fleetscope/analyzer/fleet.h"
@@ -21,6 +22,19 @@ std::string devices_query(const std::string& range);
 // Parses a /api/v1/query answer of resultType "vector" into (workflow label, value) pairs.
 // Throws std::runtime_error naming what was wrong (status error, another result type, ...).
 std::vector<std::pair<std::string, double>> parse_vector_by_workflow(const std::string& json_text);
+
+// The daemons' capture counts per workflow, and their top findings (series with a `rule` label).
+std::string captures_query();
+std::string top_finding_query();
+// Like parse_vector_by_workflow, with one more label of each sample (empty when absent).
+std::vector<std::tuple<std::string, std::string, double>> parse_vector_by_workflow_and(
+    const std::string& json_text, const std::string& label);
+// Fills CAPTURES (summed over hosts) and TOP FINDING (the rule with the largest impact on any
+// host) of the ranking's workflows.
+void add_captures_and_findings(
+    std::vector<analyzer::WorkflowWaste>& ranking,
+    const std::vector<std::pair<std::string, double>>& captures,
+    const std::vector<std::tuple<std::string, std::string, double>>& top_findings);
 
 // Ranking from the three query answers, sorted like rank_workflows (wasted time, largest first).
 std::vector<analyzer::WorkflowWaste> ranking_from_prometheus(

@@ -20,6 +20,10 @@ int run_share_off_command(const std::vector<std::string>& args, std::ostream& ou
                           std::ostream& err);
 int run_share_auto_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err);
+int run_share_on_command(const std::vector<std::string>& args, std::ostream& out,
+                         std::ostream& err);
+int run_share_ledgers_command(const std::vector<std::string>& args, std::ostream& out,
+                              std::ostream& err);
 
 // `fleetscope run --share ...`: true when the arguments (before `--`) ask for a lane.
 bool wants_share(const std::vector<std::string>& args);

@@ -81,7 +81,8 @@ class DaemonCore {
   void apply_profiling_pauses();          // dcgm_mutex_ held
   std::unique_ptr<SharingHost> sharing_;  // its GPUs are the sampler's (sharing_gpus())
   std::vector<sharer::ServiceGpu> sharing_gpus();
-  mutable std::mutex mutex_;  // guards latest_, aggregator_, config_, timing below
+  std::mutex sampler_mutex_;  // serializes sampler_'s NVML calls (tick, sharing_gpus)
+  mutable std::mutex mutex_;  // guards latest_, aggregator_, config_, timing below; no I/O under it
   std::vector<DeviceReading> latest_;
   std::vector<ProfilingReading> latest_profiling_;
   WorkflowAggregator aggregator_;

@@ -1,9 +1,13 @@
-// The daemon's host database: the one store::Writer (the single writer, WAL) plus a maintenance
-// connection for the daemon's own tables (workflow_metrics) and retention, and short-lived
-// read-only connections for queries. Batches from agents are appended to the writer as they
-// arrive and made durable by the trace control's group committer (group_committer.h): what the
-// daemon took is committed even when the agent is killed, and its acknowledgements tell the agent
-// which sequence is committed.
+// The daemon's host database (WAL): the bulk store::Writer, which only ever takes the agents'
+// event rows and device samples (its thread inserts them; flush() waits for its queue), a catalog
+// store::Writer on its own connection for the few synchronous rows (captures, workflows,
+// processes, findings: one short transaction each, never behind the bulk queue), a maintenance
+// connection for the daemon's own tables (workflow_metrics, owners, sharing records), a
+// connection of its own for each retention run, and short-lived read-only connections for
+// queries. Batches from agents are appended to the bulk writer as they arrive and made durable by
+// the trace control's group committer (group_committer.h): what the daemon took is committed even
+// when the agent is killed, and its acknowledgements tell the agent which sequence is committed.
+// No call here that an RPC makes waits for the bulk queue: reads see what is committed.
 #pragma once
 
 #include <sys/types.h>
@@ -67,6 +71,15 @@ class HostStore {
   size_t commit_batch(rpc::RecordBatch batch, int64_t capture_id);
   void close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped, int64_t overhead_ns,
                      const std::optional<std::string>& note);
+  // Windows a previous run of the daemon opened and never closed (it was killed or crashed
+  // mid-window): their id, owner and the time of their last committed row (the start when none).
+  struct InterruptedCapture {
+    int64_t id = 0;
+    int64_t start_ns = 0;
+    int64_t last_row_ns = 0;
+    std::optional<int64_t> uid;
+  };
+  std::vector<InterruptedCapture> interrupted_captures();
   // Runs the analyzer on a finished capture, stores its findings, and summarizes it.
   CaptureSummary analyze(int64_t capture_id);
 
@@ -78,6 +91,14 @@ class HostStore {
   std::vector<rpc::Capture> captures(std::optional<int64_t> workflow_id,
                                      std::optional<int64_t> since_ns, int limit);
   std::optional<rpc::Capture> capture(int64_t capture_id);
+  // Per workflow: its captures in this database and its stored finding of the largest impact
+  // (for the Prometheus page: `fleetscope fleet --prometheus` fills CAPTURES and TOP FINDING).
+  struct WorkflowCaptures {
+    int64_t captures = 0;
+    std::string top_rule;  // empty: no finding stored
+    int64_t top_impact_ns = 0;
+  };
+  std::map<std::string, WorkflowCaptures> workflow_captures();
   // Captures linked to a workflow through the processes of its agents' windows.
   std::vector<int64_t> captures_of_workflow(int64_t workflow_id);
   // Owner uid recorded for a capture (the uid of the process traced), if any.
@@ -125,8 +146,11 @@ class HostStore {
 
  private:
   std::string path_;
-  std::unique_ptr<store::Writer> writer_;
-  std::mutex mutex_;  // guards workflows_, maintenance_
+  std::unique_ptr<store::Writer> writer_;   // bulk: event rows, device samples
+  std::unique_ptr<store::Writer> catalog_;  // synchronous catalog rows
+  std::mutex workflows_mutex_;              // guards workflows_ (no I/O under it)
+  std::mutex creating_mutex_;               // one workflow row created at a time
+  std::mutex mutex_;                        // guards maintenance_
   std::map<std::string, int64_t> workflows_;
   std::map<std::string, uid_t> workflow_owners_;
   std::unique_ptr<store::Database> maintenance_;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fleetscope/daemon/dcgm_sampler.h"
+#include "fleetscope/daemon/host_store.h"
 #include "fleetscope/daemon/nvml_sampler.h"
 #include "fleetscope/daemon/workflow_metrics.h"
 
@@ -36,6 +37,10 @@ struct ExpositionInput {
   bool device_sampling = false;
   std::vector<ProfilingReading> profiling;  // DCGM, the latest sample (GPUs not paused)
   bool profiling_sampling = false;
+  // Allocations refused by memory lanes since the daemon started, by (workflow, GPU index).
+  std::map<std::pair<std::string, int>, uint64_t> lane_denials;
+  // Per workflow: captures in the host database, and the rule and impact of its largest finding.
+  std::map<std::string, HostStore::WorkflowCaptures> workflow_captures;
 };
 
 std::string render_exposition(const ExpositionInput& input);

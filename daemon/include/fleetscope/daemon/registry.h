@@ -55,6 +55,8 @@ class Registry {
   bool post(int64_t agent_id, const rpc::AgentOrder& order);
   // Waits up to `timeout` for an order; NOTHING on timeout or when the agent is removed.
   rpc::AgentOrder await(int64_t agent_id, std::chrono::milliseconds timeout);
+  // Whether the agent's control connection is in await() now (its long poll is pending).
+  bool polling(int64_t agent_id) const;
   // Shutdown: every pending and later await returns NOTHING at once.
   void close();
 
@@ -64,6 +66,7 @@ class Registry {
     std::deque<rpc::AgentOrder> mailbox;
     std::condition_variable wake;
     bool removed = false;
+    int waiting = 0;  // await() calls in progress
   };
   mutable std::mutex mutex_;
   std::map<int64_t, std::shared_ptr<Slot>> slots_;

@@ -40,6 +40,8 @@ class RpcHandler {
   rpc::PlanApplied apply_plan(const rpc::ApplyPlanRequest& request);
   void sharing_off();
   void set_automatic(bool on, double max_slowdown);
+  void sharing_on();
+  std::vector<std::string> remove_stray_ledgers();
 
   const Caller& caller() const { return caller_; }
 

@@ -38,6 +38,8 @@ struct SharingSnapshot {
   std::vector<sharer::LaneTicket> queued;
   std::vector<sharer::ServicePlan> plans;
   std::string gate_socket;
+  std::map<pid_t, uint64_t> job_denials;   // job pid -> allocations its lane refused
+  std::vector<std::string> stray_ledgers;  // ledger files of no lane of this daemon
 };
 
 struct AppliedPlan {
@@ -77,6 +79,16 @@ class SharingHost {
   AppliedPlan apply_plan(const std::string& plan_json, const std::string& source, bool automatic,
                          double max_slowdown, const std::string& policy);
   void off();
+  void on();
+  // The grant token of a lane (written into its ledger when the daemon made it); nullopt when the
+  // lane has no ledger.
+  std::optional<std::string> lane_token(const std::string& lane_name);
+  // Lane ledger files in the ledger directory that no lane of this daemon owns (left by a
+  // crashed run, or made by a job that named its own lane): removed, and their paths answered.
+  std::vector<std::string> remove_stray_ledgers();
+  // Allocations refused by lanes since the daemon started, by (workflow, GPU index): the
+  // fleetscope_lane_denied_allocations_total counter.
+  std::map<std::pair<std::string, int>, uint64_t> denied_totals();
   void set_automatic(bool on, double max_slowdown);
   SharingSnapshot snapshot();
   // The uid a lane's jobs were granted to (for the gate's admission); nullopt for unknown lanes.
@@ -115,7 +127,19 @@ class SharingHost {
   lanes::GateArbiter arbiter_;
   std::unique_ptr<lanes::GateServer> gate_;
   std::map<std::string, std::unique_ptr<lanes::LaneSegment>> ledgers_;
+  std::map<std::string, std::string> lane_tokens_;  // lane name -> its grant token
   std::map<pid_t, pid_t> member_job_;  // gate member pid -> pid of the job holding the lane
+  struct MemberSteps {
+    uint64_t steps = 0, last_step_ns = 0, denied = 0;
+  };
+  void count_denials_locked(const std::string& lane, pid_t member_pid, uint64_t fresh,
+                            uint64_t member_total);
+  std::vector<std::string> stray_ledgers_locked() const;
+  std::map<pid_t, uint64_t> job_denials_;
+  std::map<std::pair<std::string, int>, uint64_t> denied_totals_;
+  std::vector<HostStore::SharingEventRow> pending_events_;  // written by after_change_locked
+  // Ledger members (pid, start ticks) -> their step counter at the last poll.
+  std::map<std::pair<pid_t, uint64_t>, MemberSteps> member_steps_;
   uint64_t last_event_ = 0;
 
   std::mutex thread_mutex_;

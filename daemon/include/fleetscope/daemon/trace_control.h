@@ -57,6 +57,11 @@ class TraceControl {
   void on_closed(int64_t agent_id, const rpc::WindowClosed& closed, const Caller& caller);
   void on_agent_gone(int64_t agent_id);
 
+  // At start: closes every window a previous run left open (killed or crashed mid-window) at its
+  // last committed row, with the note "interrupted: fleetscoped stopped (signal/crash) ...", and
+  // analyzes it, on the finalizer thread. Returns how many were found.
+  size_t recover_interrupted();
+
   // Waits up to timeout_ms for the window to be finalized.
   rpc::TraceProgress progress(int64_t capture_id, int32_t timeout_ms, const Caller& caller);
   std::vector<rpc::OpenWindow> open_windows(const Caller& caller) const;
@@ -64,10 +69,10 @@ class TraceControl {
   // Sends CLOSE orders at deadlines and finalizes overdue windows; the daemon calls it each tick.
   void expire();
 
-  // Called (with this class's lock held: the hooks must not call back into it) right before a
-  // window's OPEN orders go out, with the GPUs its processes may use (empty: unknown, so all),
-  // and once every process of the window has closed it. The daemon pauses DCGM's profiling
-  // fields on those GPUs in between (CUPTI and profiling counters exclude each other).
+  // Called right before a window's OPEN orders go out, with the GPUs its processes may use
+  // (empty: unknown, so all), and once every process of the window has closed it. The daemon
+  // pauses DCGM's profiling fields on those GPUs in between (CUPTI and profiling counters exclude
+  // each other). Both hooks run with no lock of this class held.
   using WindowHook = std::function<void(int64_t capture_id, const std::vector<int>& gpus)>;
   void set_window_hooks(WindowHook opening, WindowHook closed);
 
@@ -86,7 +91,11 @@ class TraceControl {
     bool close_sent = false;
     int64_t records = 0, dropped = 0, overhead_ns = 0;
     std::vector<std::string> notes;
+    std::vector<std::string> refusals;  // agents that closed with an error before any batch
     bool finalizing = false, done = false;
+    int64_t done_ns = 0;            // when it was finalized (pruning)
+    bool interrupted = false;       // left open by a previous run (recover_interrupted)
+    std::optional<int64_t> end_ns;  // set: the end to record (else the finalizing time)
     CaptureSummary summary;
   };
 
@@ -97,6 +106,8 @@ class TraceControl {
   void on_committed(const TakenBatch& batch, const std::string& error);
   static int uncommitted_of(const Window& window);
   rpc::TraceProgress progress_of(const Window& window) const;
+  // A window pruned from memory: done, with what the database keeps (end, drops, note).
+  rpc::TraceProgress finished_progress(int64_t capture_id, const Caller& caller);
 
   Registry& registry_;
   HostStore& store_;
@@ -104,8 +115,18 @@ class TraceControl {
   int64_t grace_ns_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<int64_t, Window> windows_;  // by capture id; finished ones stay for progress()
+  // By capture id. Finished windows stay for progress() a while (kFinishedWindowKeepNs, at most
+  // kFinishedWindowsKept), then are pruned; progress() answers for older ones from the database.
+  std::map<int64_t, Window> windows_;
+  static constexpr int64_t kFinishedWindowKeepNs = int64_t{600} * 1'000'000'000;
+  static constexpr size_t kFinishedWindowsKept = 256;
+  void prune_finished_locked(int64_t now);
   std::deque<int64_t> to_finalize_;
+  std::set<int64_t> opening_;  // agents whose window is being opened (start(), outside the lock)
+  std::vector<int64_t> closed_pending_;  // windows whose closed hook has not run yet
+  // Runs the closed hook of every window in closed_pending_, with no lock of this class held.
+  void run_closed_hooks();
+  void expire_windows();
   bool stopping_ = false;
   std::thread finalizer_;
   std::unique_ptr<GroupCommitter> committer_;

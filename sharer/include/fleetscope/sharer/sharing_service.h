@@ -164,6 +164,9 @@ class SharingService {
   // Sharing off: new requests run unshared, queued ones are answered unshared, existing lanes
   // stay until their jobs end, the active plan is no longer applied.
   void off(int64_t now_ns);
+  // Sharing back on after off(): new requests get lanes again, and the plan that off() stopped
+  // applies again (a "sharing_on" record naming it).
+  void on(int64_t now_ns);
   void set_automatic(bool on, double max_slowdown, int64_t now_ns);
   // After a daemon restart (sharing_restore.h): takes back the state its records describe and,
   // with `plan`, makes it the active plan again (a "plan_restored" record). Before any request.
@@ -176,6 +179,10 @@ class SharingService {
 
   // A step boundary of a process in a lane (the gate saw it ask for the next turn).
   void record_boundary(pid_t pid, int64_t ts_ns);
+  // `count` iterations of the job of `pid` that took `mean_interval_ns` each on average (the host
+  // reads them from the lane ledgers' step counters: every job, whether its lane is shared or
+  // runs beside others on the GPU). At most kMeasuredIntervals of them are kept.
+  void record_iterations(pid_t pid, int64_t count, int64_t mean_interval_ns);
   // Automatic mode: withdraws the active plan when one of its jobs' measured slowdown exceeds
   // the bound. Returns true when it withdrew one.
   bool check_slowdowns(int64_t now_ns);
@@ -226,6 +233,7 @@ class SharingService {
   double max_slowdown_ = 0;
   std::vector<ServicePlan> plans_;
   std::optional<size_t> active_plan_;
+  std::optional<size_t> switched_off_plan_;  // the plan off() stopped (on() applies it again)
   std::map<std::string, size_t> label_gpu_;  // the active plan's GPU labels -> GPU
   // (plan id, planner GPU label, planner lane) -> (GPU, allocator lane id)
   std::map<std::tuple<int64_t, std::string, int>, std::pair<size_t, int>> planned_lanes_;

@@ -25,6 +25,8 @@ inline constexpr const char* kGateSocketVariable = "FLEETSCOPE_GATE_SOCKET";  //
 inline constexpr const char* kJobPriorityVariable = "FLEETSCOPE_JOB_PRIORITY";
 inline constexpr const char* kJobStepsVariable = "FLEETSCOPE_JOB_STEPS";  // total iterations
 inline constexpr const char* kLanesLogVariable = "FLEETSCOPE_LANES_LOG";  // 1: diagnostics
+// The daemon's grant of the lane (LaneGrant.lane_token): joining a lane the daemon made needs it.
+inline constexpr const char* kLaneTokenVariable = "FLEETSCOPE_LANE_TOKEN";
 
 struct LaneAssignment {
   std::string lane_id;
@@ -34,6 +36,7 @@ struct LaneAssignment {
   std::string gate_socket;       // empty: no iteration gate
   int priority = 0;              // PRIORITY policy: higher goes first
   uint64_t total_steps = 0;      // SRTF's remaining-time estimate; 0: unknown
+  std::string token;             // the daemon's grant token; empty: a lane without a daemon
 };
 
 // Parses "123", "64MiB", "1.5GiB", "2G" (binary units: K/M/G/T with or without "iB"). Empty

@@ -39,6 +39,8 @@ struct MemberUsage {
   uint64_t bytes = 0;
   uint64_t peak_bytes = 0;
   uint64_t denied_allocations = 0;
+  uint64_t steps = 0;         // iteration boundaries the member reported (record_step)
+  uint64_t last_step_ns = 0;  // CLOCK_MONOTONIC time of the latest
   bool waiting = false;
 };
 
@@ -46,6 +48,8 @@ class LaneSegment {
  public:
   // One bit of the waiting mask per slot.
   static constexpr int kMaxMembers = 64;
+  // Longest grant token a ledger keeps.
+  static constexpr size_t kMaxTokenLength = 64;
   // Capacity of a lane that only gates (no memory cap).
   static constexpr uint64_t kUnlimited = ~uint64_t{0};
 
@@ -57,8 +61,10 @@ class LaneSegment {
   // existing segment keeps its capacity: the first creator, normally the daemon, decides). The
   // file is created fully initialised under a temporary name and then linked into place, so no
   // process ever maps a half-initialised ledger. Returns nullptr and sets `error` on failure.
+  // `grant_token` (the daemon's): only processes given it may join the lane (token_matches).
   static std::unique_ptr<LaneSegment> open_or_create(const std::string& path,
-                                                     uint64_t capacity_bytes, std::string* error);
+                                                     uint64_t capacity_bytes, std::string* error,
+                                                     const std::string& grant_token = {});
   // Maps an existing segment only.
   static std::unique_ptr<LaneSegment> open_existing(const std::string& path, std::string* error);
 
@@ -93,6 +99,15 @@ class LaneSegment {
   // atomic load, whether anybody else waits before it talks to the arbiter.
   void set_waiting(int slot, bool waiting);
   bool others_waiting(int slot) const;
+
+  // An iteration boundary of the member in `slot` (lock-free, no system call beyond the clock the
+  // caller read): the daemon times every job's iterations from these, whether or not the job
+  // shares its lane, to judge its slowdown against the unshared baseline.
+  void record_step(int slot, uint64_t monotonic_ns);
+
+  // Whether the daemon made this lane with a grant token, and whether `token` is it.
+  bool granted() const;
+  bool token_matches(std::string_view token) const;
 
   const std::string& path() const { return path_; }
 
