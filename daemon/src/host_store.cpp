@@ -92,10 +92,14 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   catalog_options.keep_wal_after_finish = true;
   catalog_options.build_indexes = false;
   catalog_options.batch_rows = 64;
-  catalog_ = std::make_unique<store::Writer>(
-      store::Database::open(path, store::OpenMode::read_write), catalog_options);
+  // synchronous is a per-connection setting: NORMAL on each writing connection (in WAL mode a
+  // commit then writes the log without an fsync; the default FULL syncs every commit).
+  store::Database catalog = store::Database::open(path, store::OpenMode::read_write);
+  catalog.exec("PRAGMA synchronous = NORMAL");
+  catalog_ = std::make_unique<store::Writer>(std::move(catalog), catalog_options);
   maintenance_ =
       std::make_unique<store::Database>(store::Database::open(path, store::OpenMode::read_write));
+  maintenance_->exec("PRAGMA synchronous = NORMAL");
   {
     auto s = maintenance_->prepare("SELECT id FROM hosts WHERE hostname = ? ORDER BY id LIMIT 1");
     s.bind(1, hostname);
@@ -197,7 +201,8 @@ size_t HostStore::commit_batch(rpc::RecordBatch batch, int64_t capture_id) {
 
 void HostStore::close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped,
                               int64_t overhead_ns, const std::optional<std::string>& note) {
-  writer_->flush();
+  // No flush of the bulk queue: the trace control finalizes a window once its own batches are
+  // committed, and other windows' rows do not matter here.
   store::Reader reader(store::Database::open(path_));
   auto capture = reader.capture(capture_id);
   if (!capture) return;
@@ -249,7 +254,7 @@ std::vector<HostStore::InterruptedCapture> HostStore::interrupted_captures() {
 }
 
 CaptureSummary HostStore::analyze(int64_t capture_id) {
-  writer_->flush();
+  // The capture's rows are committed (see close_capture): no wait for other agents' rows.
   CaptureSummary summary;
   store::Reader reader(store::Database::open(path_));
   analyzer::CaptureData data = analyzer::load_capture(reader, capture_id);
@@ -401,6 +406,7 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   // A connection of its own: no daemon lock is held while it deletes (the trace control, the
   // RPCs and the writers go on; SQLite serializes the short transactions below with theirs).
   store::Database retention = store::Database::open(path_, store::OpenMode::read_write);
+  retention.exec("PRAGMA synchronous = NORMAL");
   store::Database& db = retention;
   static const char* const kEventTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
                                              "CUPTI_ACTIVITY_KIND_MEMCPY",
