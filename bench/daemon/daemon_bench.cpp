@@ -435,6 +435,7 @@ int contended(int agents, int n) {
   row("status()", idle.status_us, loaded.status_us);
   row("window open", idle.open_us, loaded.open_us);
   row("window close+analyze", idle.close_us, loaded.close_us);
+  std::fflush(stdout);  // before the daemon's shutdown (its index build on the streamed rows)
   return 0;
 }
 

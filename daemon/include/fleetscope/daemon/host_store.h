@@ -150,7 +150,7 @@ class HostStore {
   std::unique_ptr<store::Writer> catalog_;  // synchronous catalog rows
   std::mutex workflows_mutex_;              // guards workflows_ (no I/O under it)
   std::mutex creating_mutex_;               // one workflow row created at a time
-  std::mutex mutex_;                        // guards maintenance_
+  std::mutex mutex_;                        // guards maintenance_, workflow_owners_
   std::map<std::string, int64_t> workflows_;
   std::map<std::string, uid_t> workflow_owners_;
   std::unique_ptr<store::Database> maintenance_;
