@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <exception>
 #include <limits>
 
 #include "fleetscope/analyzer/analysis.h"
@@ -503,10 +504,23 @@ void HostStore::close() {
     std::lock_guard lock(mutex_);
     maintenance_.reset();
   }
-  catalog_->finish();
-  catalog_.reset();
-  writer_->finish();
-  writer_.reset();
+  // Each writer is finished once, even when finishing fails (a damaged file): both are taken out
+  // first, the bulk writer is finished even if the catalog's finish threw, and the first error
+  // is reported after both were tried.
+  std::unique_ptr<store::Writer> catalog = std::move(catalog_);
+  std::unique_ptr<store::Writer> writer = std::move(writer_);
+  std::exception_ptr error;
+  try {
+    if (catalog) catalog->finish();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  try {
+    writer->finish();
+  } catch (...) {
+    if (!error) error = std::current_exception();
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace fleetscope::daemon
