@@ -4,6 +4,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <vector>
@@ -38,25 +39,27 @@ std::vector<std::string> already_loaded_cupti() {
   return found;
 }
 
+// Where load() looks, in order: the explicit path alone if given; else a libcupti the process
+// already mapped, the copy beside the agent, the toolkit's, then the loader's search.
+std::vector<std::string> candidates(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return {explicit_path};  // named by the user: that one or none
+  std::vector<std::string> list = already_loaded_cupti();
+  if (std::string beside = beside_this_library("libcupti.so.13"); !beside.empty())
+    list.push_back(beside);
+#ifdef FLEETSCOPE_CUPTI_DEFAULT_PATH
+  list.push_back(FLEETSCOPE_CUPTI_DEFAULT_PATH);
+#endif
+  list.push_back("libcupti.so.13");
+  list.push_back("libcupti.so");
+  return list;
+}
+
 }  // namespace
 
 std::string CuptiApi::load(const std::string& explicit_path) {
-  std::vector<std::string> candidates;
-  if (!explicit_path.empty()) {
-    candidates.push_back(explicit_path);  // named by the user: that one or none
-  } else {
-    candidates = already_loaded_cupti();
-    if (std::string beside = beside_this_library("libcupti.so.13"); !beside.empty())
-      candidates.push_back(beside);
-#ifdef FLEETSCOPE_CUPTI_DEFAULT_PATH
-    candidates.push_back(FLEETSCOPE_CUPTI_DEFAULT_PATH);
-#endif
-    candidates.push_back("libcupti.so.13");
-    candidates.push_back("libcupti.so");
-  }
   // The first candidate that loads, has every entry point and the right major version wins.
   std::string errors;
-  for (const std::string& candidate : candidates) {
+  for (const std::string& candidate : candidates(explicit_path)) {
     std::string why = try_load(candidate);
     if (why.empty()) return {};
     errors += (errors.empty() ? "" : "; ") + why;
@@ -66,22 +69,19 @@ std::string CuptiApi::load(const std::string& explicit_path) {
 
 std::string CuptiApi::preferred_path(const std::string& explicit_path) {
   if (!explicit_path.empty()) return explicit_path;
-  for (const std::string& loaded : already_loaded_cupti()) {
-    CuptiApi probe;
-    if (probe.try_load(loaded).empty()) {
-      dlclose(probe.handle);  // mapped by the process itself: it stays loaded
-      return loaded;
+  const std::vector<std::string> mapped = already_loaded_cupti();
+  for (const std::string& candidate : candidates(explicit_path)) {
+    if (std::find(mapped.begin(), mapped.end(), candidate) != mapped.end()) {
+      CuptiApi probe;  // mapped by the process itself: checking it loads nothing new
+      if (probe.try_load(candidate).empty()) {
+        dlclose(probe.handle);
+        return candidate;
+      }
+    } else if (candidate.find('/') != std::string::npos && access(candidate.c_str(), R_OK) == 0) {
+      return candidate;  // a file not loaded yet: existence only (loading waits for start())
     }
   }
-  std::vector<std::string> files;
-  if (std::string beside = beside_this_library("libcupti.so.13"); !beside.empty())
-    files.push_back(beside);
-#ifdef FLEETSCOPE_CUPTI_DEFAULT_PATH
-  files.push_back(FLEETSCOPE_CUPTI_DEFAULT_PATH);
-#endif
-  for (const std::string& file : files)
-    if (file.find('/') != std::string::npos && access(file.c_str(), R_OK) == 0) return file;
-  return {};
+  return {};  // only the loader's search is left: NVTX cannot be pointed at it by path
 }
 
 std::string CuptiApi::try_load(const std::string& candidate) {
