@@ -10,9 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
+#include "fleetscope/store/unreadable_file.h"
 
 namespace fleetscope::analyzer {
 
@@ -428,9 +430,8 @@ CaptureData CaptureSink::take(int64_t capture_id, const LoadProgress& progress) 
 CaptureData load_trace_file(const std::string& path, const LoadProgress& progress,
                             const ImportProgressFn& import_progress) {
   if (importers::detect_format(path) == importers::Format::unknown)
-    throw InputError(
-        path, "byte 0",
-        "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
+    throw unreadable_file(path, "not a trace file (it holds " + common::describe_file_start(path) +
+                                    "); expected Kineto JSON, .json.gz or an nsys SQLite export");
   CaptureSink sink;
   importers::ImportOptions options;
   if (import_progress) {

@@ -31,7 +31,9 @@
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
+#include "fleetscope/common/text_table.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
@@ -457,11 +459,8 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
 
     // The full document: load, analyse (as `fleetscope analyze` does, without storing), write.
     if (!output.empty()) {  // fail before a long analysis (write_report_document checks again)
-      const std::filesystem::path parent = std::filesystem::path(output).parent_path();
-      std::error_code ec;
-      if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-        throw InputError(output, "",
-                         "cannot write: directory '" + parent.string() + "' does not exist");
+      if (auto problem = common::output_problem(output))
+        throw Error(common::cannot_write(output, *problem));
     }
     AnalyzeOptions options;
     options.rules = rules;
@@ -650,6 +649,7 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
   std::vector<std::string> positionals, memory_jobs;
   std::string format = "table", memory_from;
   double max_util = 0.5;
+  bool wide = false;
   common::ArgParser parser(
       "fleetscope candidates DB [--max-utilization F] [--memory-from SALUS_WORKLOADS.csv "
       "--memory-job CAPTURE=NAME...] [--format table|json|profiles]",
@@ -667,7 +667,9 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
       .list("--memory-job", "CAPTURE=NAME",
             "the workload row whose memory a capture without memory events takes (repeatable)",
             &memory_jobs)
-      .option("--format", "FORMAT", "table (default), json or profiles", &format);
+      .option("--format", "FORMAT", "table (default), json or profiles", &format)
+      .flag("--wide", "print workflow names in full (the table cuts long ones in the middle)",
+            &wide);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (format != "table" && format != "json" && format != "profiles") {
     err << "error: --format must be table, json or profiles\n";
@@ -756,16 +758,21 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
       out << rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return 0;
     }
-    out << std::left << std::setw(28) << "WORKFLOW" << std::setw(5) << "GPU" << std::setw(9)
-        << "UTIL" << std::setw(12) << "P (MiB)" << std::setw(12) << "T (MiB)" << std::setw(12)
-        << "ITER"
-        << "VERDICT\n";
+    using Align = common::TextTable::Align;
+    common::TextTable table({{"WORKFLOW", Align::left, 40},
+                             {"GPU", Align::right},
+                             {"UTIL", Align::right},
+                             {"P (MiB)", Align::right},
+                             {"T (MiB)", Align::right},
+                             {"ITER", Align::right},
+                             {"VERDICT"}});
     for (const auto& c : list)
-      out << std::left << std::setw(28) << c.workflow.substr(0, 27) << std::setw(5) << c.device
-          << std::setw(9) << pct(c.utilization) << std::setw(12) << (c.persistent_bytes >> 20)
-          << std::setw(12) << (c.ephemeral_peak_bytes >> 20) << std::setw(12)
-          << format_duration(c.iteration_ns) << (c.co_location_candidate ? "candidate" : "keep")
-          << " (" << c.reason << ")\n";
+      table.add_row(
+          {c.workflow, std::to_string(c.device), pct(c.utilization),
+           std::to_string(c.persistent_bytes >> 20), std::to_string(c.ephemeral_peak_bytes >> 20),
+           format_duration(c.iteration_ns),
+           std::string(c.co_location_candidate ? "candidate" : "keep") + " (" + c.reason + ")"});
+    table.print(out, wide);
     return 0;
   });
 }

@@ -17,6 +17,7 @@
 #include "fleetscope/analyzer/rules.h"
 #include "fleetscope/analyzer/step_metrics.h"
 #include "fleetscope/analyzer/svg_chart.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 
@@ -827,8 +828,8 @@ void write_report_document(const std::string& path, const ReportDocument& doc) {
   const fs::path target(path);
   const fs::path base = target.parent_path();
   std::error_code ec;
-  if (!base.empty() && !fs::is_directory(base, ec))
-    throw InputError(path, "", "cannot write: directory '" + base.string() + "' does not exist");
+  if (auto problem = common::output_problem(path))
+    throw Error(common::cannot_write(path, *problem));
 
   std::vector<fs::path> created_dirs;  // chart directories this call created
   std::vector<std::unique_ptr<store::AtomicOutput>> pending;

@@ -134,6 +134,8 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
       "always-on GPU metrics, Thrift API on a Unix socket, Prometheus endpoint.");
   parser.option("--config", "FILE", "config file (key = value lines; keys are the options below)",
                 &config_file);
+  bool show_version = false;
+  parser.flag("--version", "print the version and exit", &show_version);
   auto table = keys(defaults);
   std::map<std::string, std::string> help = {
       {"database", "host database (created when missing)"},
@@ -178,6 +180,10 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
     parser.option(flag, spec.text ? "TEXT" : "N", help[key] + " [" + shown + "]", &given[key]);
   }
   if (auto code = parser.parse(args, out, err)) return code;
+  if (show_version) {
+    out << "fleetscoped " << FLEETSCOPE_DAEMON_VERSION << '\n';
+    return 0;
+  }
   try {
     if (!config_file.empty()) apply_config_file(config, config_file);
     std::string flags;

@@ -18,6 +18,7 @@
 #include "fleetscope/daemon/config.h"
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/prometheus.h"
+#include "fleetscope/daemon/state_directories.h"
 #include "fleetscope/daemon/thrift_server.h"
 
 namespace fleetscope::daemon {
@@ -49,6 +50,7 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
   std::unique_ptr<ThriftServers> servers;
   std::unique_ptr<MetricsEndpoint> metrics;
   try {
+    prepare_state_directories(config);
     core = std::make_unique<DaemonCore>(config, err);
     servers = std::make_unique<ThriftServers>(*core, config);
     servers->start();

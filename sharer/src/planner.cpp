@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "fleetscope/common/text_table.h"
 #include "fleetscope/sharer/lane_allocator.h"
 #include "fleetscope/sharer/policy.h"
 #include "fleetscope/sharer/simulator.h"
@@ -435,20 +436,28 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
   return out;
 }
 
-void write_plan_table(const ConsolidationPlan& plan, std::ostream& out) {
+void write_plan_table(const ConsolidationPlan& plan, std::ostream& out, bool wide) {
   out << "GPUs: " << plan.gpus_before << " -> " << plan.gpus_after << " (" << plan.gpus_freed.size()
       << " freed)\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-24s %-16s %-16s %5s %9s %9s\n", "JOB", "FROM", "TO", "LANE",
-                "SLOWDOWN", "MAX");
-  out << line;
+  using Align = common::TextTable::Align;
+  common::TextTable table({{"JOB", Align::left, 40},
+                           {"FROM", Align::left, 24},
+                           {"TO", Align::left, 24},
+                           {"LANE", Align::right},
+                           {"SLOWDOWN", Align::right},
+                           {"MAX", Align::right}});
+  auto fixed3 = [](double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", value);
+    return std::string(text);
+  };
   for (const auto& job : plan.jobs) {
-    std::snprintf(line, sizeof line, "%-24s %-16s %-16s %5d %9.3f %9.3f\n", job.job_id.c_str(),
-                  job.from_gpu.c_str(), job.to_gpu.empty() ? "-" : job.to_gpu.c_str(), job.lane_id,
-                  job.predicted_slowdown, job.max_slowdown);
-    out << line;
-    if (!job.reason.empty()) out << "  not placed: " << job.reason << "\n";
+    table.add_row({job.job_id, job.from_gpu, job.to_gpu.empty() ? "-" : job.to_gpu,
+                   std::to_string(job.lane_id), fixed3(job.predicted_slowdown),
+                   fixed3(job.max_slowdown)});
+    if (!job.reason.empty()) table.add_note("  not placed: " + job.reason);
   }
+  table.print(out, wide);
   if (!plan.gpus_freed.empty()) {
     out << "freed:";
     for (const auto& gpu : plan.gpus_freed) out << " " << gpu;

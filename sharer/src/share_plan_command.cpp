@@ -18,7 +18,7 @@ CandidateLoader& candidate_loader() {
 constexpr const char* kPlanUsage =
     "usage: fleetscope share plan [DB...] [--candidates FILE.json] [--max-slowdown X]\n"
     "                             [--interference-alpha A | --calibration RUNS.csv]\n"
-    "                             [--margin-sigma Z] [--replay] [--format table|json]\n"
+    "                             [--margin-sigma Z] [--replay] [--format table|json] [--wide]\n"
     "\n"
     "Plans which jobs share which GPU and lane so that GPUs are freed, never violating\n"
     "sum(P) + max(T) + margin <= lane capacity, never putting a latency/priority job behind a "
@@ -29,7 +29,8 @@ constexpr const char* kPlanUsage =
     "\"no model: bounded by measured slowdown only\" (alpha = 0); the output names the one used. "
     "Candidates come from analyzer databases (DB...) or from a\n"
     "JSON array of job profiles (--candidates). --replay runs the plan in the simulator and\n"
-    "prints each job's predicted and simulated slowdown.\n";
+    "prints each job's predicted and simulated slowdown. --wide prints names in full (the table\n"
+    "otherwise cuts long ones in the middle, keeping both ends).\n";
 
 }  // namespace
 
@@ -43,7 +44,7 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
     const Arguments arguments(args,
                               {"--candidates", "--max-slowdown", "--interference-alpha",
                                "--margin-sigma", "--format", "--calibration"},
-                              {"--help", "--replay"});
+                              {"--help", "--replay", "--wide"});
     if (arguments.has("--help")) {
       out << kPlanUsage;
       return 0;
@@ -109,7 +110,7 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
         out << document.dump(2) << "\n";
       } else {
         out << "interference: " << interference.description << "\n";
-        write_plan_table(plan, out);
+        write_plan_table(plan, out, arguments.has("--wide"));
         if (arguments.has("--replay")) {
           out << "replay (simulator, round robin in lanes):\n";
           for (const auto& row : replay) {

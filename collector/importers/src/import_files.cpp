@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <sstream>
 
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/reader.h"
+#include "fleetscope/store/unreadable_file.h"
 #include "fleetscope/timeline/timeline_cache.h"
 #include "parallel_import.h"
 
@@ -27,12 +29,21 @@ const char* to_string(Format format) {
   return "unknown";
 }
 
+namespace {
+
+[[noreturn]] void throw_unrecognised_format(const std::string& path) {
+  throw unreadable_file(path, "not a trace file (it holds " + common::describe_file_start(path) +
+                                  "); expected Kineto JSON, .json.gz or an nsys SQLite export");
+}
+
+}  // namespace
+
 Format detect_format(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(path, "", "is a directory, expected a trace file");
+  if (auto problem = common::input_problem(
+          path, "a trace file (Kineto JSON, .json.gz, or an nsys SQLite export)"))
+    throw unreadable_file(path, *problem);
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
+  if (!f) throw unreadable_file(path, std::strerror(errno));
   unsigned char head[512];
   size_t n = std::fread(head, 1, sizeof head, f);
   std::fclose(f);
@@ -59,10 +70,7 @@ ImportResult import_file(const std::string& path, store::RowSink& writer,
     case Format::unknown:
       break;
   }
-  throw InputError(
-      path, "byte 0",
-      "unrecognised format: expected Kineto JSON ('{'), gzip-compressed JSON, or an SQLite "
-      "nsys export");
+  throw_unrecognised_format(path);
 }
 
 store::WriterOptions import_writer_options() {
@@ -81,10 +89,7 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
     throw Error(out_db + ": already exists (use --force to replace it)");
   // Check every input is readable and recognisable before building anything.
   for (const auto& p : paths)
-    if (detect_format(p) == Format::unknown)
-      throw InputError(
-          p, "byte 0",
-          "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
+    if (detect_format(p) == Format::unknown) throw_unrecognised_format(p);
   store::AtomicOutput output(
       out_db, overwrite ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   std::vector<ImportResult> results;
@@ -126,10 +131,7 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
 }
 
 MemoryImport import_to_memory(const std::string& path, const ImportOptions& options) {
-  if (detect_format(path) == Format::unknown)
-    throw InputError(
-        path, "byte 0",
-        "unrecognised format: expected Kineto JSON, gzip JSON, or an nsys SQLite export");
+  if (detect_format(path) == Format::unknown) throw_unrecognised_format(path);
   store::Database database = store::Database::create_in_memory();
   ImportResult result;
   {

@@ -17,8 +17,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/rows.h"
+#include "fleetscope/store/unreadable_file.h"
 
 namespace fleetscope::store {
 namespace embedded {
@@ -88,8 +90,8 @@ int read_schema_version(sqlite3* db, const std::string& path) {
     std::string message = sqlite3_errmsg(db);
     sqlite3_finalize(stmt);
     if (rc == SQLITE_NOTADB || message.find("not a database") != std::string::npos)
-      throw InputError(path, "byte 0",
-                       "not a SQLite database (file header is not 'SQLite format 3')");
+      throw unreadable_file(
+          path, "not a fleetscope database (it holds " + common::describe_file_start(path) + ")");
     if (message.find("no such table") != std::string::npos)
       throw InputError(path, "table meta",
                        "not a fleetscope trace database (no 'meta' table with schema_version)");
@@ -252,7 +254,8 @@ std::string Statement::column_name(int col) const {
 
 Database Database::open(const std::string& path, OpenMode mode) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
+  if (auto problem = common::input_problem(path, "a fleetscope database"))
+    throw unreadable_file(path, *problem);
   if (std::filesystem::file_size(path, ec) == 0)
     throw InputError(path, "byte 0", "empty file, expected a SQLite trace database");
   sqlite3* raw = nullptr;
@@ -292,7 +295,8 @@ Database Database::open(const std::string& path, OpenMode mode) {
 
 Database Database::open_external(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
+  if (auto problem = common::input_problem(path, "an SQLite database"))
+    throw unreadable_file(path, *problem);
   if (std::filesystem::file_size(path, ec) == 0)
     throw InputError(path, "byte 0", "empty file, expected a SQLite database");
   sqlite3* raw = nullptr;
@@ -327,6 +331,8 @@ void write_schema(Database& db) {
 Database Database::create(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) throw Error(path + ": already exists, not overwriting");
+  if (auto problem = common::output_problem(path))
+    throw Error(common::cannot_write(path, *problem));
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(path.c_str(), &raw,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -515,6 +521,9 @@ void AtomicOutput::remove_temporaries_on_signal() {
 
 AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
     : final_path_(std::move(final_path)), replace_(replace) {
+  // Checked here, so that no error names the temporary file below.
+  if (auto problem = common::output_problem(final_path_))
+    throw Error(common::cannot_write(final_path_, *problem));
   if (const long other = sweep_and_find_live_writer(final_path_))
     throw Error(final_path_ + ": another fleetscope process (pid " + std::to_string(other) +
                 ") is writing this file; wait for it to finish (two writers would lose one "

@@ -1,11 +1,13 @@
 #include "fleetscope/rpc/transport.h"
 
 #include <thrift/TConfiguration.h>
+#include <thrift/TOutput.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSSLSocket.h>
 #include <thrift/transport/TSocket.h>
 
+#include <mutex>
 #include <stdexcept>
 
 namespace fleetscope::rpc {
@@ -54,8 +56,21 @@ class TlsFramedTransport : private FactoryHolder, public TFramedTransport {
 
 }  // namespace
 
+namespace {
+
+// Thrift logs a failed connect on stderr itself (GlobalOutput) before throwing the exception that
+// says the same; a client reports the exception in its own one-line error, so Thrift's line is
+// dropped (servers keep Thrift's logging).
+void quiet_thrift_client_logging() {
+  static std::once_flag once;
+  std::call_once(once, [] { apache::thrift::GlobalOutput.setOutputFunction([](const char*) {}); });
+}
+
+}  // namespace
+
 std::shared_ptr<TTransport> make_client_transport(const std::string& address,
                                                   const TransportLimits& limits, int timeout_ms) {
+  quiet_thrift_client_logging();
   auto config = make_configuration(limits);
   std::shared_ptr<TSocket> socket;
   if (!address.empty() && address[0] == '/') {
@@ -72,6 +87,7 @@ std::shared_ptr<TTransport> make_client_transport(const std::string& address,
                                                   const TransportLimits& limits, int timeout_ms,
                                                   const TlsClientFiles& tls) {
   if (!tls.enabled()) return make_client_transport(address, limits, timeout_ms);
+  quiet_thrift_client_logging();
   if (!address.empty() && address[0] == '/')
     throw std::invalid_argument("daemon address '" + address +
                                 "': TLS applies to HOST:PORT addresses, not socket paths");

@@ -5,23 +5,30 @@
 
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <string>
 
+#include "fleetscope/common/args.h"
 #include "fleetscope/lanes/gate_arbiter.h"
 #include "fleetscope/lanes/gate_server.h"
 #include "fleetscope/lanes/turn_policy.h"
 
 int main(int argc, char** argv) {
   std::string socket_path, policy = "fifo";
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if ((arg == "--socket" || arg == "--policy") && i + 1 < argc) {
-      (arg == "--socket" ? socket_path : policy) = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: fleetscope-lane-arbiter --socket PATH [--policy fifo|srtf|priority]\n");
-      return 2;
-    }
+  bool show_version = false;
+  fleetscope::common::ArgParser parser(
+      "fleetscope-lane-arbiter --socket PATH [--policy fifo|srtf|priority]",
+      "Hosts the iteration gate's arbiter of shared GPU lanes on a Unix socket until SIGINT or "
+      "SIGTERM (docs/sharer.md).");
+  parser.option("--socket", "PATH", "Unix socket to serve the gate on", &socket_path)
+      .option("--policy", "NAME", "whose turn comes next: fifo, srtf or priority [fifo]", &policy)
+      .flag("--version", "print the version and exit", &show_version);
+  if (auto code =
+          parser.parse(std::vector<std::string>(argv + 1, argv + argc), std::cout, std::cerr))
+    return *code;
+  if (show_version) {
+    std::printf("fleetscope-lane-arbiter %s\n", FLEETSCOPE_LANE_ARBITER_VERSION);
+    return 0;
   }
   if (socket_path.empty() || !fleetscope::lanes::make_turn_policy(policy)) {
     std::fprintf(

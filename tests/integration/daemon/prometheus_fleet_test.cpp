@@ -41,8 +41,7 @@ std::unique_ptr<Child> start_agent(const std::string& socket, const std::string&
 
 TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
   if (access(PROMETHEUS, X_OK) != 0)
-    GTEST_SKIP() << PROMETHEUS
-                 << " is missing: scripts/install-deps installs Debian's prometheus package";
+    GTEST_SKIP() << PROMETHEUS << " is missing: `scripts/install-deps prometheus` installs it";
   // Host A: "idle-job" at 10 % SM. Host B: "busy-job" at 90 % and "half-job" at 50 %.
   DaemonUnderTest a, b;
   auto idle = start_agent(a.agent_socket, "idle-job");

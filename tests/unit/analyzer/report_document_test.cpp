@@ -184,7 +184,7 @@ TEST(ReportDocument, WritesSidecarsThenTheDocument) {
   EXPECT_FALSE(std::filesystem::exists(other));
   EXPECT_FALSE(std::filesystem::exists(dir.file("o_files/a.svg")));
   // A missing parent directory is an error, and creates nothing.
-  EXPECT_THROW(write_report_document(dir.file("missing/x.md"), doc), InputError);
+  EXPECT_THROW(write_report_document(dir.file("missing/x.md"), doc), Error);
   EXPECT_FALSE(std::filesystem::exists(dir.file("missing")));
 }
 

@@ -327,16 +327,22 @@ TEST(Store, NotSqliteNotOursEmptyAndMissingAreClearErrors) {
   auto message = [](const std::string& p) {
     try {
       Reader r(p);
-    } catch (const InputError& e) {
+    } catch (const Error& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
-  EXPECT_NE(message(text).find("not a SQLite database"), std::string::npos) << message(text);
+  EXPECT_NE(message(text).find("not a fleetscope database (it holds text starting with"),
+            std::string::npos)
+      << message(text);
   EXPECT_NE(message(empty).find("empty file"), std::string::npos) << message(empty);
   EXPECT_NE(message(foreign).find("no 'meta' table"), std::string::npos) << message(foreign);
   EXPECT_NE(message(dir.file("missing.db")).find("no such file"), std::string::npos);
-  EXPECT_EQ(message(text).rfind(text, 0), 0u) << "message must start with the file name";
+  EXPECT_EQ(message(text).rfind("cannot read " + text + ": ", 0), 0u)
+      << "the message names the file as given";
+  EXPECT_EQ(
+      message(dir.path().string()),
+      "cannot read " + dir.path().string() + ": it is a directory; expected a fleetscope database");
 }
 
 TEST(Store, AtomicOutputRemovesTempUnlessCommitted) {

@@ -83,6 +83,8 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
                                      double cycles = 400);
 
 nlohmann::json plan_to_json(const ConsolidationPlan& plan);
-void write_plan_table(const ConsolidationPlan& plan, std::ostream& out);
+// The plan as an aligned table; job and GPU names longer than their column are cut in the middle
+// unless `wide`.
+void write_plan_table(const ConsolidationPlan& plan, std::ostream& out, bool wide = false);
 
 }  // namespace fleetscope::sharer

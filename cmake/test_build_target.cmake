@@ -1,0 +1,26 @@
+# `fleetscope_test_build`: every target that the default build makes outside bench/ (programs,
+# libraries, test executables, stand-ins, man pages). `make test` builds this one instead of `all`,
+# so the test path never compiles a benchmark; `all` (and `make bench`) still build bench/.
+function(fleetscope_collect_buildable dir out)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  set(buildable "")
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    get_target_property(excluded ${target} EXCLUDE_FROM_ALL)
+    if(NOT type STREQUAL "INTERFACE_LIBRARY" AND NOT excluded)
+      list(APPEND buildable ${target})
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    if(NOT sub MATCHES "^${CMAKE_SOURCE_DIR}/bench(/|$)")
+      fleetscope_collect_buildable(${sub} below)
+      list(APPEND buildable ${below})
+    endif()
+  endforeach()
+  set(${out} ${buildable} PARENT_SCOPE)
+endfunction()
+
+fleetscope_collect_buildable(${CMAKE_SOURCE_DIR} fleetscope_test_build_targets)
+add_custom_target(fleetscope_test_build)
+add_dependencies(fleetscope_test_build ${fleetscope_test_build_targets})
