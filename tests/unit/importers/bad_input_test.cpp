@@ -304,7 +304,9 @@ TEST(BadInput, RandomCorruptionsOnlyRaiseInputError) {
     } catch (const InputError& e) {
       ++rejected;
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
-      EXPECT_EQ(std::string(e.what()).rfind(in, 0), 0u) << e.what();
+      const std::string message = e.what();
+      EXPECT_TRUE(message.rfind(in, 0) == 0 || message.rfind("cannot read " + in + ": ", 0) == 0)
+          << message;
     } catch (const std::exception& e) {
       ADD_FAILURE() << "case " << i << ": not an InputError: " << e.what();
     }
