@@ -9,6 +9,9 @@
       records.thrift                     the agent link's record structs and RecordBatch
       include/fleetscope/store/tables.h  row structs, the event-row list, RowVectors
       include/fleetscope/store/table_io.h          per-table insert binding and row reading
+      include/fleetscope/store/table_columns.h     every table's columns as data (type, range,
+                                                   Chrome-trace arg), for code that maps columns
+                                                   by table (the Chrome-trace export)
       include/fleetscope/agent_link/record_encoder.h   rows -> Thrift binary (the agent)
       include/fleetscope/daemon/record_decoder.h       Thrift structs -> rows (the daemon)
   gen_schema.py --docs FILE          writes schema.md to FILE (scripts/schema-doc)
@@ -346,6 +349,108 @@ def table_io_h():
 
 
 # ---------------------------------------------------------------------------------------------
+# C++: the tables as data (table_columns.h)
+
+
+def sql_type(c):
+    return re.match(r"[A-Z]+", c.sql).group(0)
+
+
+def column_kind(c):
+    """How a reader takes the column's value: by its SQL type, a StringIds id apart."""
+    if c.strid:
+        return "string_id"
+    return {"INTEGER": "integer", "REAL": "real", "TEXT": "text"}[sql_type(c)]
+
+
+def column_range(c):
+    """The integer range a value must lie in before a reader narrows it: the row member's type."""
+    if c.time:
+        return "-kTimeLimitNs", "kTimeLimitNs"
+    if column_kind(c) == "integer" and (c.t == "i32" or (c.t and is_enum(c))):
+        return "INT32_MIN", "INT32_MAX"
+    return "INT64_MIN", "INT64_MAX"
+
+
+def chrome_role(t, c):
+    if c.chrome is False or not t.chrome:
+        return "Chrome::none", '""'
+    if c.chrome == T.FIELD:
+        return "Chrome::field", '""'
+    return "Chrome::arg", '"' + (c.chrome or c.name) + '"'
+
+
+def columns_symbol(t):
+    return "k" + "".join(w[:1].upper() + w[1:] for w in re.split(r"[_]", t.name.lower())) + "Columns"
+
+
+def table_columns_h():
+    out = cpp_header(["Every table of the trace store as data: its columns in order, with the SQL type a reader",
+                      "takes, the range a value must lie in before it is narrowed, and the Chrome-trace arg it",
+                      "becomes. Code that maps columns by table (the Chrome-trace export) reads this instead of",
+                      "naming columns by hand, so a column added in schema/tables.py reaches it without a second",
+                      "edit. Included by no widely used header: including it recompiles little."],
+                     ["cstdint", "span", "string_view"], [], "fleetscope::store::table_columns")
+    out += ["// Times: an INTEGER within +-2^62 ns (+-146 years), so differences and sums stay in int64.",
+            "inline constexpr int64_t kTimeLimitNs = int64_t{1} << 62;", "",
+            "enum class Kind : uint8_t { integer, real, text, string_id /* an INTEGER StringIds id */ };",
+            "// arg: an event arg named chrome_arg; field: placed by the exporter in the event itself",
+            "// (ts, dur, name, cat, pid, tid); none: not exported.",
+            "enum class Chrome : uint8_t { arg, field, none };", "",
+            "struct Column {",
+            "  std::string_view name;",
+            "  Kind kind;",
+            "  bool nullable;",
+            "  bool time;",
+            "  int64_t min, max;  // integer range (integer and string_id kinds)",
+            "  Chrome chrome;",
+            "  std::string_view chrome_arg;  // columns sharing one name form one array arg",
+            "  std::string_view labels;      // ENUM_* table whose label the arg shows, or empty",
+            "};", "",
+            "struct Table {",
+            "  std::string_view name;",
+            "  std::span<const Column> columns;",
+            "  bool chrome;  // the Chrome-trace export writes its rows",
+            "  // The column called `column`, or nullptr.",
+            "  constexpr const Column* find(std::string_view column) const {",
+            "    for (const Column& c : columns)",
+            "      if (c.name == column) return &c;",
+            "    return nullptr;",
+            "  }",
+            "  constexpr int index(std::string_view column) const {",
+            "    for (size_t i = 0; i < columns.size(); ++i)",
+            "      if (columns[i].name == column) return static_cast<int>(i);",
+            "    return -1;",
+            "  }",
+            "};", ""]
+    for t in T.TABLES:
+        out.append(f"inline constexpr Column {columns_symbol(t)}[] = {{")
+        for c in t.columns:
+            lo, hi = column_range(c)
+            role, arg = chrome_role(t, c)
+            labels = f'"{c.labels}"' if c.labels else '""'
+            nullable = "true" if c.nullable else "false"
+            time = "true" if c.time else "false"
+            out.append(f'    {{"{c.name}", Kind::{column_kind(c)}, {nullable}, {time}, {lo}, {hi}, {role}, {arg}, {labels}}},')
+        out.append("};")
+    out.append("")
+    out.append("inline constexpr Table kTables[] = {")
+    for t in T.TABLES:
+        out.append(f'    {{"{t.name}", {columns_symbol(t)}, {"true" if t.chrome else "false"}}},')
+    out.append("};")
+    out.append("")
+    out.append("// The table named `name` (a compile-time constant: a misspelt name fails the build).")
+    out.append("consteval const Table& table(std::string_view name) {")
+    out.append("  for (const Table& t : kTables)")
+    out.append("    if (t.name == name) return t;")
+    out.append("  throw \"no such table in schema/tables.py\";")
+    out.append("}")
+    out.append("")
+    out.append("}  // namespace fleetscope::store::table_columns")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
 # Agent link: IDL, encoder, decoder
 
 
@@ -503,6 +608,7 @@ def main():
         write(out / "records.thrift", records_thrift())
         write(out / "include/fleetscope/store/tables.h", tables_h())
         write(out / "include/fleetscope/store/table_io.h", table_io_h())
+        write(out / "include/fleetscope/store/table_columns.h", table_columns_h())
         write(out / "include/fleetscope/agent_link/record_encoder.h", encoder_h())
         write(out / "include/fleetscope/daemon/record_decoder.h", decoder_h())
 

@@ -30,6 +30,16 @@
 #            even though the member is not (sent only when non-empty)
 #   nsys     False where an nsys-named table carries a column nsys does not have
 #   since    schema version that added the column (generates the migration's ALTER TABLE)
+#   strid    the INTEGER column holds a StringIds id (implied by `intern`; for columns without `t`)
+#
+# The Chrome-trace export (collector/export) writes every column of the tables it exports from
+# this description (the generated fleetscope/store/table_columns.h), so a new column reaches it
+# without a second edit:
+#   chrome   the event arg the column becomes (Kineto's name where Kineto writes one; columns that
+#            share a name form one array arg, as Kineto's "grid": [x, y, z]). Default: the column
+#            name. FIELD: the exporter places it in the event itself (ts, dur, name, cat, pid,
+#            tid). False: not exported (the doc or a comment says why).
+#   labels   the ENUM_* table whose label the arg shows instead of the number
 
 SCHEMA_VERSION = 4
 
@@ -37,7 +47,7 @@ SCHEMA_VERSION = 4
 class C:
     def __init__(self, name, sql, doc, t=None, m=None, opt=None, default=None, time=False,
                  intern=None, bind=None, read=None, read_sql=None, wire=None, wire_opt=False,
-                 nsys=True, since=None):
+                 nsys=True, since=None, strid=False, chrome=None, labels=None):
         self.name, self.sql, self.doc = name, sql, doc
         self.t, self.m = t, (m or name) if t else None
         self.nullable = "NOT NULL" not in sql and "PRIMARY KEY" not in sql
@@ -45,16 +55,22 @@ class C:
         self.default, self.time, self.intern = default, time, intern
         self.bind, self.read, self.read_sql = bind, read, read_sql
         self.wire, self.wire_opt, self.nsys, self.since = wire, wire_opt, nsys, since
+        self.strid, self.chrome, self.labels = strid or bool(intern), chrome, labels
+
+
+# `chrome=FIELD`: the exporter writes the column as the event's own field, not as an arg.
+FIELD = "<field>"
 
 
 class Table:
     def __init__(self, name, doc, columns, struct=None, plural=None, nsys=False, event=False,
                  constraints=(), after="", wire_batch=None, extent=None, struct_doc=None,
-                 upsert=False):
+                 upsert=False, chrome=False):
         self.name, self.doc, self.columns = name, doc, columns
         self.struct, self.plural, self.nsys, self.event = struct, plural, nsys, event
         self.constraints, self.after, self.wire_batch = constraints, after, wire_batch
         self.extent, self.struct_doc, self.upsert = extent, struct_doc, upsert
+        self.chrome = chrome  # the Chrome-trace export writes its rows (every column: see C.chrome)
 
 
 def enum_table(name, enum, label_doc, values):
@@ -67,21 +83,22 @@ def enum_table(name, enum, label_doc, values):
     ], nsys=True, after=f"INSERT OR IGNORE INTO {name} VALUES{rows};\n")
 
 
-CAPTURE = C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", nsys=False)
+# Not an event arg: the export's metadata names the capture it holds.
+CAPTURE = C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", nsys=False, chrome=False)
 # The columns every CUPTI GPU-activity table shares, in nsys order (the CUPTI translator fills them
 # in one place too: RecordTranslator::gpu_activity). A synchronization may have no device or stream.
 def gpu_activity(start_doc, end_doc, correlation_doc, sync=False):
     return [
-        C("start", "INTEGER NOT NULL", start_doc, t="i64", default="0", time=True, wire=1),
-        C("end", "INTEGER NOT NULL", end_doc, t="i64", default="0", time=True, wire=2),
+        C("start", "INTEGER NOT NULL", start_doc, t="i64", default="0", time=True, wire=1, chrome=FIELD),
+        C("end", "INTEGER NOT NULL", end_doc, t="i64", default="0", time=True, wire=2, chrome=FIELD),
         C("deviceId", "INTEGER" if sync else "INTEGER NOT NULL",
           "CUDA device ordinal" + (" (NULL when unknown)" if sync else ""), t="i32",
-          default=None if sync else "0", wire=3),
-        C("contextId", "INTEGER", "CUDA context id", t="i32", wire=4),
+          default=None if sync else "0", wire=3, chrome="device"),
+        C("contextId", "INTEGER", "CUDA context id", t="i32", wire=4, chrome="context"),
         C("streamId", "INTEGER" if sync else "INTEGER NOT NULL",
           "stream waited on (NULL for context/device syncs)" if sync else "CUDA stream id", t="i32",
-          default=None if sync else "0", wire=5),
-        C("correlationId", "INTEGER", correlation_doc, t="i64", wire=6),
+          default=None if sync else "0", wire=5, chrome="stream"),
+        C("correlationId", "INTEGER", correlation_doc, t="i64", wire=6, chrome="correlation"),
         C("globalPid", "INTEGER", "nsys-encoded process id", t="i64", wire=7),
     ]
 
@@ -138,13 +155,13 @@ TABLES = [
         C("note", "TEXT", "human-readable remark (e.g. 'no GPU activity in this trace')", t="str"),
     ], struct="Capture", plural="captures"),
     Table("TARGET_INFO_GPU", "GPU facts at attach time. nsys TARGET_INFO_GPU names; captureId added.", [
-        C("id", "INTEGER NOT NULL", "device ordinal (CUDA device id, = deviceId in activity tables)", t="i32", default="0", wire=1),
-        C("captureId", "INTEGER NOT NULL", "capture the facts were read in", t="i64", default="0", nsys=False),
+        C("id", "INTEGER NOT NULL", "device ordinal (CUDA device id, = deviceId in activity tables)", t="i32", default="0", wire=1, chrome="id"),
+        C("captureId", "INTEGER NOT NULL", "capture the facts were read in", t="i64", default="0", nsys=False, chrome=False),
         C("name", "TEXT", "marketing name, e.g. 'NVIDIA A100-SXM4-40GB'", t="str", opt=False, wire=2),
         C("uuid", "TEXT", "GPU UUID when known", t="str", wire=3),
         C("busLocation", "TEXT", "PCI bus id when known", t="str"),
-        C("totalMemory", "INTEGER", "device memory in bytes", t="i64", wire=4),
-        C("smCount", "INTEGER", "number of streaming multiprocessors", t="i32", wire=5),
+        C("totalMemory", "INTEGER", "device memory in bytes", t="i64", wire=4, chrome="totalGlobalMem"),
+        C("smCount", "INTEGER", "number of streaming multiprocessors", t="i32", wire=5, chrome="numSms"),
         C("computeMajor", "INTEGER", "compute capability, major", t="i32", wire=6),
         C("computeMinor", "INTEGER", "compute capability, minor", t="i32", wire=7),
         C("clockRate", "INTEGER", "SM clock in Hz", t="i64"),
@@ -152,138 +169,144 @@ TABLES = [
         C("maxThreadsPerBlock", "INTEGER", "per-block thread limit", t="i32"),
         C("maxWarpsPerSm", "INTEGER", "resident warps per SM (occupancy denominator)", t="i32"),
         C("maxBlocksPerSm", "INTEGER", "resident blocks per SM", t="i32"),
-        C("maxRegistersPerSm", "INTEGER", "registers per SM", t="i32"),
-        C("maxShmemPerSm", "INTEGER", "shared memory per SM in bytes", t="i64"),
-        C("threadsPerWarp", "INTEGER", "warp size (32 on NVIDIA, 64 on AMD CDNA)", t="i32"),
+        C("maxRegistersPerSm", "INTEGER", "registers per SM", t="i32", chrome="regsPerMultiprocessor"),
+        C("maxShmemPerSm", "INTEGER", "shared memory per SM in bytes", t="i64", chrome="sharedMemPerMultiprocessor"),
+        C("threadsPerWarp", "INTEGER", "warp size (32 on NVIDIA, 64 on AMD CDNA)", t="i32", chrome="warpSize"),
         C("vendor", "TEXT", "'nvidia' or 'amd'", t="str", opt=False, default='"nvidia"', nsys=False),
-    ], struct="GpuInfo", plural="gpus", nsys=True, upsert=True, constraints=["PRIMARY KEY (captureId, id)"],
+    ], chrome=True, struct="GpuInfo", plural="gpus", nsys=True, upsert=True, constraints=["PRIMARY KEY (captureId, id)"],
         wire_batch=12),
     Table("CUPTI_ACTIVITY_KIND_KERNEL", "Kernel executions. nsys CUPTI_ACTIVITY_KIND_KERNEL names; captureId added.",
           gpu_activity("kernel start on the GPU, ns", "kernel end on the GPU, ns (>= start)",
                        "matches the launching CUPTI_ACTIVITY_KIND_RUNTIME row") + [
         C("demangledName", "INTEGER NOT NULL", "StringIds id of the demangled name", t="str",
-          intern="demangledNameId", bind="in.kernel_names(r).demangled", wire=8),
+          intern="demangledNameId", bind="in.kernel_names(r).demangled", wire=8, chrome=FIELD),
         C("shortName", "INTEGER NOT NULL", "StringIds id of the short name (function name without args/templates)",
           t="str", intern="shortNameId", bind="in.kernel_names(r).short_name", wire=9, wire_opt=True),
-        C("mangledName", "INTEGER", "StringIds id of the mangled name when known"),
-        C("gridX", "INTEGER", "grid dimension X (blocks)", t="i32", opt=False, default="0", wire=19),
-        C("gridY", "INTEGER", "grid dimension Y", t="i32", opt=False, default="0", wire=20),
-        C("gridZ", "INTEGER", "grid dimension Z", t="i32", opt=False, default="0", wire=21),
-        C("blockX", "INTEGER", "block dimension X (threads)", t="i32", opt=False, default="0", wire=22),
-        C("blockY", "INTEGER", "block dimension Y", t="i32", opt=False, default="0", wire=23),
-        C("blockZ", "INTEGER", "block dimension Z", t="i32", opt=False, default="0", wire=24),
-        C("registersPerThread", "INTEGER", "registers per thread", t="i32", wire=12),
-        C("staticSharedMemory", "INTEGER", "static shared memory per block, bytes", t="i32", wire=13),
-        C("dynamicSharedMemory", "INTEGER", "dynamic shared memory per block, bytes", t="i32", wire=14),
-        C("localMemoryPerThread", "INTEGER", "local memory per thread, bytes", t="i32", wire=15),
-        C("graphId", "INTEGER", "CUDA graph id when launched from a graph, else NULL", t="i64", wire=16),
-        C("graphNodeId", "INTEGER", "CUDA graph node id when launched from a graph, else NULL", t="i64", wire=17),
-        C("launchType", "INTEGER", "0 regular, 1 cooperative single-device, 2 cooperative multi-device", t="i32", wire=18),
-        C("blocksPerSm", "REAL", "Kineto 'blocks per SM' when imported (grid blocks / SM count)", t="f64", nsys=False),
-        C("warpsPerSm", "REAL", "Kineto 'warps per SM' when imported", t="f64", nsys=False),
-        C("estOccupancy", "REAL", "Kineto 'est. achieved occupancy %' when imported, else NULL", t="f64", nsys=False),
+        C("mangledName", "INTEGER", "StringIds id of the mangled name when known", strid=True),
+        C("gridX", "INTEGER", "grid dimension X (blocks)", t="i32", opt=False, default="0", wire=19, chrome="grid"),
+        C("gridY", "INTEGER", "grid dimension Y", t="i32", opt=False, default="0", wire=20, chrome="grid"),
+        C("gridZ", "INTEGER", "grid dimension Z", t="i32", opt=False, default="0", wire=21, chrome="grid"),
+        C("blockX", "INTEGER", "block dimension X (threads)", t="i32", opt=False, default="0", wire=22, chrome="block"),
+        C("blockY", "INTEGER", "block dimension Y", t="i32", opt=False, default="0", wire=23, chrome="block"),
+        C("blockZ", "INTEGER", "block dimension Z", t="i32", opt=False, default="0", wire=24, chrome="block"),
+        C("registersPerThread", "INTEGER", "registers per thread", t="i32", wire=12, chrome="registers per thread"),
+        C("staticSharedMemory", "INTEGER", "static shared memory per block, bytes", t="i32", wire=13, chrome="static shared memory"),
+        C("dynamicSharedMemory", "INTEGER", "dynamic shared memory per block, bytes", t="i32", wire=14, chrome="dynamic shared memory"),
+        C("localMemoryPerThread", "INTEGER", "local memory per thread, bytes", t="i32", wire=15, chrome="local memory per thread"),
+        C("graphId", "INTEGER", "CUDA graph id when launched from a graph, else NULL", t="i64", wire=16, chrome="graph id"),
+        C("graphNodeId", "INTEGER", "CUDA graph node id when launched from a graph, else NULL", t="i64", wire=17,
+          chrome="graph node id"),
+        C("launchType", "INTEGER", "0 regular, 1 cooperative single-device, 2 cooperative multi-device", t="i32", wire=18, chrome="launch type"),
+        C("blocksPerSm", "REAL", "Kineto 'blocks per SM' when imported (grid blocks / SM count)", t="f64", nsys=False, chrome="blocks per SM"),
+        C("warpsPerSm", "REAL", "Kineto 'warps per SM' when imported", t="f64", nsys=False, chrome="warps per SM"),
+        C("estOccupancy", "REAL", "Kineto 'est. achieved occupancy %' when imported, else NULL", t="f64", nsys=False,
+          chrome="est. achieved occupancy %"),
         CAPTURE,
         C("gridId", "INTEGER", "CUPTI grid id: unique per kernel launch within the process (CUpti_ActivityKernel gridId)",
           t="i64", wire=25, since=4),
-    ], struct="Kernel", plural="kernels", nsys=True, event=True, wire_batch=3, extent="end",
+    ], chrome=True, struct="Kernel", plural="kernels", nsys=True, event=True, wire_batch=3, extent="end",
         struct_doc="Write side: names as strings. Read side: the same struct with the *Id fields filled and the\n"
                    "// string fields empty (see Reader). An empty shortName is derived from demangledName."),
     Table("CUPTI_ACTIVITY_KIND_MEMCPY", "Memory copies. nsys CUPTI_ACTIVITY_KIND_MEMCPY names; captureId added.",
           gpu_activity("copy start on the GPU, ns", "copy end, ns", "matches the issuing runtime/driver call") + [
         C("bytes", "INTEGER NOT NULL", "bytes copied", t="i64", default="0", wire=8),
         C("copyKind", "INTEGER NOT NULL", "CUpti_ActivityMemcpyKind (ENUM_CUDA_MEMCPY_OPER): 1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP ...",
-          t="i32", default="kMemcpyUnknown", wire=9),
-        C("srcKind", "INTEGER", "CUpti_ActivityMemoryKind of the source (ENUM_CUDA_MEM_KIND): 1 pageable, 2 pinned, 3 device ...", t="i32", wire=10),
-        C("dstKind", "INTEGER", "CUpti_ActivityMemoryKind of the destination", t="i32", wire=11),
-        C("srcDeviceId", "INTEGER", "source device for peer copies", t="i32", wire=12),
-        C("dstDeviceId", "INTEGER", "destination device for peer copies", t="i32", wire=13),
-        C("graphNodeId", "INTEGER", "CUDA graph node id when from a graph", t="i64", wire=14),
+          t="i32", default="kMemcpyUnknown", wire=9, chrome="copy kind", labels="ENUM_CUDA_MEMCPY_OPER"),
+        C("srcKind", "INTEGER", "CUpti_ActivityMemoryKind of the source (ENUM_CUDA_MEM_KIND): 1 pageable, 2 pinned, 3 device ...", t="i32", wire=10,
+          chrome="src kind", labels="ENUM_CUDA_MEM_KIND"),
+        C("dstKind", "INTEGER", "CUpti_ActivityMemoryKind of the destination", t="i32", wire=11, chrome="dst kind",
+          labels="ENUM_CUDA_MEM_KIND"),
+        C("srcDeviceId", "INTEGER", "source device for peer copies", t="i32", wire=12, chrome="src device"),
+        C("dstDeviceId", "INTEGER", "destination device for peer copies", t="i32", wire=13, chrome="dst device"),
+        C("graphNodeId", "INTEGER", "CUDA graph node id when from a graph", t="i64", wire=14, chrome="graph node id"),
         CAPTURE,
-    ], struct="Memcpy", plural="memcpys", nsys=True, event=True, wire_batch=4, extent="end"),
+    ], chrome=True, struct="Memcpy", plural="memcpys", nsys=True, event=True, wire_batch=4, extent="end"),
     Table("CUPTI_ACTIVITY_KIND_MEMSET", "Memsets. nsys CUPTI_ACTIVITY_KIND_MEMSET names; captureId added.",
           gpu_activity("memset start on the GPU, ns", "memset end, ns", "matches the issuing runtime/driver call") + [
         C("value", "INTEGER", "byte value written", t="i32", wire=8),
         C("bytes", "INTEGER NOT NULL", "bytes set", t="i64", default="0", wire=9),
-        C("memKind", "INTEGER", "CUpti_ActivityMemoryKind of the target", t="i32", wire=10),
-        C("graphNodeId", "INTEGER", "CUDA graph node id when from a graph", t="i64", wire=11),
+        C("memKind", "INTEGER", "CUpti_ActivityMemoryKind of the target", t="i32", wire=10, chrome="memory kind",
+          labels="ENUM_CUDA_MEM_KIND"),
+        C("graphNodeId", "INTEGER", "CUDA graph node id when from a graph", t="i64", wire=11, chrome="graph node id"),
         CAPTURE,
-    ], struct="Memset", plural="memsets", nsys=True, event=True, wire_batch=5, extent="end"),
+    ], chrome=True, struct="Memset", plural="memsets", nsys=True, event=True, wire_batch=5, extent="end"),
     Table("CUPTI_ACTIVITY_KIND_RUNTIME", "CUDA runtime and driver API calls on the host. nsys CUPTI_ACTIVITY_KIND_RUNTIME names.", [
-        C("start", "INTEGER NOT NULL", "call entry on the CPU, ns", t="i64", default="0", time=True, wire=1),
-        C("end", "INTEGER NOT NULL", "call exit, ns", t="i64", default="0", time=True, wire=2),
+        C("start", "INTEGER NOT NULL", "call entry on the CPU, ns", t="i64", default="0", time=True, wire=1, chrome=FIELD),
+        C("end", "INTEGER NOT NULL", "call exit, ns", t="i64", default="0", time=True, wire=2, chrome=FIELD),
         C("eventClass", "INTEGER NOT NULL", "0 = CUDA runtime API, 1 = CUDA driver API (fleetscope; nsys keeps driver calls apart)",
           t="ApiClass", default="ApiClass::runtime", nsys=False,
-          read="s.column_int(i) == 1 ? ApiClass::driver : ApiClass::runtime", wire=9),
-        C("globalTid", "INTEGER NOT NULL", "nsys-encoded thread id (pid * 0x1000000 + tid)", t="i64", default="0", wire=4),
-        C("correlationId", "INTEGER", "links the call to the GPU work it issued", t="i64", wire=5),
+          read="s.column_int(i) == 1 ? ApiClass::driver : ApiClass::runtime", wire=9, chrome=FIELD),
+        C("globalTid", "INTEGER NOT NULL", "nsys-encoded thread id (pid * 0x1000000 + tid)", t="i64", default="0", wire=4, chrome=FIELD),
+        C("correlationId", "INTEGER", "links the call to the GPU work it issued", t="i64", wire=5, chrome="correlation"),
         C("nameId", "INTEGER NOT NULL", "StringIds id of the API name, e.g. 'cudaLaunchKernel'", t="str", m="name",
-          intern="nameId", wire=6),
-        C("returnValue", "INTEGER", "CUresult / cudaError_t returned (0 = success)", t="i32", wire=7),
+          intern="nameId", wire=6, chrome=FIELD),
+        C("returnValue", "INTEGER", "CUresult / cudaError_t returned (0 = success)", t="i32", wire=7, chrome="return value"),
         C("cbid", "INTEGER", "CUPTI callback id when known", t="i32", nsys=False, wire=8),
         CAPTURE,
-    ], struct="RuntimeCall", plural="runtime_calls", nsys=True, event=True, wire_batch=6, extent="end"),
+    ], chrome=True, struct="RuntimeCall", plural="runtime_calls", nsys=True, event=True, wire_batch=6, extent="end"),
     Table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "Synchronization calls and their GPU-side waits. nsys CUPTI_ACTIVITY_KIND_SYNCHRONIZATION names.",
           gpu_activity("wait start, ns", "wait end, ns", "matches the runtime call that waited", sync=True) + [
         C("globalTid", "INTEGER", "nsys-encoded waiting thread when known", t="i64", wire=8),
         C("syncType", "INTEGER NOT NULL", "CUpti_ActivitySynchronizationType (ENUM_CUPTI_SYNC_TYPE): 1 event, 2 stream-wait-event, 3 stream, 4 context",
-          t="i32", default="kSyncUnknown", wire=9),
-        C("eventId", "INTEGER", "CUDA event id for event syncs", t="i64", wire=10),
+          t="i32", default="kSyncUnknown", wire=9, chrome=FIELD),
+        C("eventId", "INTEGER", "CUDA event id for event syncs", t="i64", wire=10, chrome="wait_on_cuda_event_id"),
         CAPTURE,
-    ], struct="Sync", plural="syncs", nsys=True, event=True, wire_batch=7, extent="end"),
+    ], chrome=True, struct="Sync", plural="syncs", nsys=True, event=True, wire_batch=7, extent="end"),
     Table("NVTX_EVENTS", "NVTX ranges and markers. nsys NVTX_EVENTS names (subset); captureId added.", [
-        C("start", "INTEGER NOT NULL", "range start or mark time, ns", t="i64", default="0", time=True, wire=1),
-        C("end", "INTEGER", "range end, ns (NULL for marks)", t="i64", time=True, wire=2),
+        C("start", "INTEGER NOT NULL", "range start or mark time, ns", t="i64", default="0", time=True, wire=1, chrome=FIELD),
+        C("end", "INTEGER", "range end, ns (NULL for marks)", t="i64", time=True, wire=2, chrome=FIELD),
         C("eventType", "INTEGER NOT NULL", "nsys NvtxEventType: 34 mark, 59 push/pop range, 60 start/end range",
           t="i32", default="kNvtxPushPopRange", wire=3),
         C("rangeId", "INTEGER", "start/end range id", t="i64", wire=4),
         C("text", "TEXT", "inline text (nsys stores short text here)", t="str", opt=False, wire=5,
-          read_sql="COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))"),
-        C("textId", "INTEGER", "StringIds id of the text (registered strings)", bind="in.intern(r.text)"),
+          read_sql="COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))", chrome=FIELD),
+        C("textId", "INTEGER", "StringIds id of the text (registered strings)", bind="in.intern(r.text)", strid=True, chrome=FIELD),
         C("domainId", "INTEGER", "NVTX domain id (0 = default)", t="i32", wire=6),
-        C("globalTid", "INTEGER", "nsys-encoded thread id", t="i64", wire=7),
+        C("globalTid", "INTEGER", "nsys-encoded thread id", t="i64", wire=7, chrome=FIELD),
         CAPTURE,
-    ], struct="NvtxEvent", plural="nvtx_events", nsys=True, event=True, wire_batch=8, extent="end"),
+    ], chrome=True, struct="NvtxEvent", plural="nvtx_events", nsys=True, event=True, wire_batch=8, extent="end"),
     Table("cpu_ops", "CPU-side operators and annotations (Kineto cpu_op, user_annotation, python_function).", [
-        C("start", "INTEGER NOT NULL", "op start on the CPU, ns", t="i64", default="0", time=True, wire=1),
-        C("end", "INTEGER NOT NULL", "op end, ns", t="i64", default="0", time=True, wire=2),
-        C("globalTid", "INTEGER NOT NULL", "nsys-encoded thread id", t="i64", default="0", wire=3),
+        C("start", "INTEGER NOT NULL", "op start on the CPU, ns", t="i64", default="0", time=True, wire=1, chrome=FIELD),
+        C("end", "INTEGER NOT NULL", "op end, ns", t="i64", default="0", time=True, wire=2, chrome=FIELD),
+        C("globalTid", "INTEGER NOT NULL", "nsys-encoded thread id", t="i64", default="0", wire=3, chrome=FIELD),
         C("nameId", "INTEGER NOT NULL", "StringIds id of the op name, e.g. 'aten::mm', 'enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__'",
-          t="str", m="name", intern="nameId", wire=4),
+          t="str", m="name", intern="nameId", wire=4, chrome=FIELD),
         C("category", "TEXT NOT NULL", "'cpu_op', 'user_annotation', 'gpu_user_annotation', 'python_function'",
-          t="str", default='"cpu_op"', wire=5),
-        C("externalId", "INTEGER", "Kineto 'External id' linking ops to runtime calls", t="i64", wire=6),
+          t="str", default='"cpu_op"', wire=5, chrome=FIELD),
+        C("externalId", "INTEGER", "Kineto 'External id' linking ops to runtime calls", t="i64", wire=6, chrome="External id"),
         CAPTURE,
-    ], struct="CpuOp", plural="cpu_ops", event=True, wire_batch=13, extent="end"),
+    ], chrome=True, struct="CpuOp", plural="cpu_ops", event=True, wire_batch=13, extent="end"),
     Table("iterations", "Step boundaries: ProfilerStep#N, NVTX ranges, or the step API.", [
-        C("captureId", "INTEGER NOT NULL", "capture the step was seen in", t="i64", default="0"),
-        C("globalPid", "INTEGER", "process that ran the step", t="i64", wire=1),
+        C("captureId", "INTEGER NOT NULL", "capture the step was seen in", t="i64", default="0", chrome=False),
+        C("globalPid", "INTEGER", "process that ran the step", t="i64", wire=1, chrome=FIELD),
         C("step", "INTEGER NOT NULL", "step number (N of ProfilerStep#N, or a running count)", t="i64", default="0", wire=2),
-        C("start", "INTEGER NOT NULL", "step start on the CPU, ns", t="i64", default="0", time=True, wire=3),
-        C("end", "INTEGER NOT NULL", "step end on the CPU, ns", t="i64", default="0", time=True, wire=4),
+        C("start", "INTEGER NOT NULL", "step start on the CPU, ns", t="i64", default="0", time=True, wire=3, chrome=FIELD),
+        C("end", "INTEGER NOT NULL", "step end on the CPU, ns", t="i64", default="0", time=True, wire=4, chrome=FIELD),
         C("source", "TEXT NOT NULL", "'ProfilerStep', 'nvtx', 'api'", t="str", default='"ProfilerStep"', wire=5),
-    ], struct="Iteration", plural="iterations", event=True, wire_batch=9, upsert=True,
+    ], chrome=True, struct="Iteration", plural="iterations", event=True, wire_batch=9, upsert=True,
         constraints=["PRIMARY KEY (captureId, globalPid, step)"]),
     Table("memory_events", "Device memory allocations and frees (memory timeline; persistent P and ephemeral T per iteration).", [
-        C("ts", "INTEGER NOT NULL", "time of the event, ns", t="i64", default="0", time=True, wire=1),
-        C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", default="0"),
-        C("globalPid", "INTEGER", "allocating process", t="i64", wire=2),
-        C("deviceId", "INTEGER NOT NULL", "device ordinal (-1 = host)", t="i32", default="0", wire=3),
-        C("address", "INTEGER", "allocation address when known", t="i64", wire=4),
-        C("bytes", "INTEGER NOT NULL", "size; positive for alloc, negative for free", t="i64", default="0", wire=5),
-        C("total_allocated", "INTEGER", "bytes allocated on the device after the event, when the source reports it", t="i64", wire=6),
-        C("total_reserved", "INTEGER", "bytes reserved by the caching allocator after the event, when known", t="i64", wire=7),
-    ], struct="MemoryEvent", plural="memory_events", event=True, wire_batch=10),
+        C("ts", "INTEGER NOT NULL", "time of the event, ns", t="i64", default="0", time=True, wire=1, chrome=FIELD),
+        C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", default="0", chrome=False),
+        C("globalPid", "INTEGER", "allocating process", t="i64", wire=2, chrome=FIELD),
+        C("deviceId", "INTEGER NOT NULL", "device ordinal (-1 = host)", t="i32", default="0", wire=3, chrome="Device Id"),
+        C("address", "INTEGER", "allocation address when known", t="i64", wire=4, chrome="Addr"),
+        C("bytes", "INTEGER NOT NULL", "size; positive for alloc, negative for free", t="i64", default="0", wire=5, chrome="Bytes"),
+        C("total_allocated", "INTEGER", "bytes allocated on the device after the event, when the source reports it", t="i64", wire=6, chrome="Total Allocated"),
+        C("total_reserved", "INTEGER", "bytes reserved by the caching allocator after the event, when known", t="i64", wire=7, chrome="Total Reserved"),
+    ], chrome=True, struct="MemoryEvent", plural="memory_events", event=True, wire_batch=10),
     Table("device_samples", "Device metrics sampled over time, long and narrow (like nsys GPU_METRICS).", [
-        C("ts", "INTEGER NOT NULL", "sample time, ns", t="i64", default="0", time=True, wire=1),
-        C("host_id", "INTEGER", "host of the device", t="i64", wire=2),
-        C("deviceId", "INTEGER NOT NULL", "device ordinal", t="i32", default="0", wire=3),
+        C("ts", "INTEGER NOT NULL", "sample time, ns", t="i64", default="0", time=True, wire=1, chrome=FIELD),
+        C("host_id", "INTEGER", "host of the device", t="i64", wire=2, chrome=False),
+        C("deviceId", "INTEGER NOT NULL", "device ordinal", t="i32", default="0", wire=3, chrome=FIELD),
         C("metric_id", "INTEGER NOT NULL", "StringIds id of the metric name, e.g. 'gpu_util_pct', 'mem_used_bytes' (NVML); "
           "'sm_active_ratio', 'sm_occupancy_ratio', 'tensor_active_ratio' (DCGM profiling fields 1002-1004, 0..1)",
           t="str", m="metric", intern="metricId", wire=4,
-          read_sql="(SELECT value FROM StringIds WHERE id = metric_id)"),
-        C("value", "REAL NOT NULL", "metric value in the unit its name states", t="f64", default="0", wire=5),
-        C("captureId", "INTEGER", "capture the sample was taken in, NULL for continuous sampling", t="i64"),
-    ], struct="DeviceSample", plural="device_samples", event=True, wire_batch=14),
+          read_sql="(SELECT value FROM StringIds WHERE id = metric_id)", chrome=FIELD),
+        C("value", "REAL NOT NULL", "metric value in the unit its name states", t="f64", default="0", wire=5, chrome=FIELD),
+        C("captureId", "INTEGER", "capture the sample was taken in, NULL for continuous sampling", t="i64", chrome=False),
+    ], chrome=True, struct="DeviceSample", plural="device_samples", event=True, wire_batch=14),
+    # Not in the Chrome-trace export: Kineto traces carry the link as cpu_ops' externalId.
     Table("external_correlation", "CUPTI external correlations: which framework-level id (e.g. a PyTorch op id pushed with "
           "cuptiActivityPushExternalCorrelationId) issued which CUDA API call.", [
         C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", default="0"),

@@ -9,8 +9,10 @@
 
 #include "event_builder.h"
 #include "fleetscope/export/json_text.h"
+#include "fleetscope/store/checked_column.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
+#include "table_rows.h"
 
 namespace fleetscope::exporter {
 namespace {
@@ -20,6 +22,9 @@ using store::Statement;
 // Host events whose process is unknown (NULL globalPid) go to one synthetic process. Linux pids
 // stay below 2^22 (pid_max limit), so the largest 24-bit pid of the nsys encoding never collides.
 constexpr int64_t kUnattributedPid = 0xFFFFFF;
+// Flow ids of a several-capture export: capture * 2^40 + correlation id.
+constexpr int64_t kMaxFlowCorrelation = (int64_t{1} << 40) - 1,
+                  kMaxFlowCapture = (int64_t{1} << 22) - 1;
 // Iteration spans get their own track in each process; 0 is never a user thread id on Linux.
 constexpr int64_t kIterationsTid = 0;
 // Kineto names device memory in "[memory]" events with c10::DeviceType values.
@@ -34,9 +39,30 @@ const char* sync_name(int32_t type) {
   return store::sync_type_label(type);
 }
 
-std::optional<int64_t> optional_int(const Statement& row, int col) {
-  if (row.column_is_null(col)) return std::nullopt;
-  return row.column_int(col);
+// The tables the export writes, as schema/tables.py describes them (table_columns.h).
+constexpr const columns::Table& kGpuTable = columns::table("TARGET_INFO_GPU");
+constexpr const columns::Table& kKernelTable = columns::table("CUPTI_ACTIVITY_KIND_KERNEL");
+constexpr const columns::Table& kMemcpyTable = columns::table("CUPTI_ACTIVITY_KIND_MEMCPY");
+constexpr const columns::Table& kMemsetTable = columns::table("CUPTI_ACTIVITY_KIND_MEMSET");
+constexpr const columns::Table& kRuntimeTable = columns::table("CUPTI_ACTIVITY_KIND_RUNTIME");
+constexpr const columns::Table& kSyncTable = columns::table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION");
+constexpr const columns::Table& kNvtxTable = columns::table("NVTX_EVENTS");
+constexpr const columns::Table& kCpuOpsTable = columns::table("cpu_ops");
+constexpr const columns::Table& kIterationsTable = columns::table("iterations");
+constexpr const columns::Table& kMemoryEventsTable = columns::table("memory_events");
+constexpr const columns::Table& kDeviceSamplesTable = columns::table("device_samples");
+
+// A deviceId from one of the structural queries (UNIONs over the activity tables), checked
+// against the column's range in the description before it is narrowed, as TableRows does.
+int32_t checked_device(const Statement& row, int col, const char* table) {
+  constexpr const columns::Column& device =
+      kKernelTable.columns[column_index(kKernelTable, "deviceId")];
+  return static_cast<int32_t>(
+      store::checked_int(row, col, "", table, -1, "deviceId", device.min, device.max));
+}
+// The same, the table named by column `table_col` of the row.
+int32_t checked_device(const Statement& row, int col, int table_col) {
+  return checked_device(row, col, row.column_text(table_col).c_str());
 }
 
 // The SQL filters for the exported scope: one capture or everything.
@@ -140,7 +166,8 @@ class ChromeExporter {
         " UNION ALL SELECT MIN(ts) FROM memory_events WHERE 1" + c +
         " UNION ALL SELECT MIN(ts) FROM device_samples WHERE 1" + scope_.and_sample_capture() + ")";
     Statement query = db_.prepare(sql);
-    if (query.step() && !query.column_is_null(0)) return query.column_int(0);
+    if (query.step() && !query.column_is_null(0))
+      return store::checked_time(query, 0, "", "event tables", -1, "start");
     if (scope_.capture && scope_.capture->start_ns) return *scope_.capture->start_ns;
     return 0;
   }
@@ -152,40 +179,26 @@ class ChromeExporter {
 
     // GPU facts under Kineto's "deviceProperties" keys, so a re-import recovers TARGET_INFO_GPU.
     h += "\"deviceProperties\": [";
+    constexpr const columns::Table& t = kGpuTable;
+    constexpr int kId = column_index(t, "id"), kName = column_index(t, "name"),
+                  kWarps = column_index(t, "maxWarpsPerSm"),
+                  kWarpSize = column_index(t, "threadsPerWarp");
     std::set<int32_t> seen;
-    for (const store::GpuInfo& gpu : reader_.gpus(scope_.capture_id)) {
-      if (!seen.insert(gpu.id).second) continue;
-      gpu_names_.emplace(gpu.id, gpu.name);
-      h += seen.size() == 1 ? "\n" : ",\n";
-      h += "{\"id\":";
-      append_integer(h, gpu.id);
-      h += ",\"name\":";
-      append_json_string(h, gpu.name);
-      const auto put = [&h](const char* key, const auto& value) {
-        if (!value) return;
-        h += ",\"";
-        h += key;
-        h += "\":";
-        append_integer(h, static_cast<int64_t>(*value));
-      };
-      put("totalGlobalMem", gpu.totalMemory);
-      put("computeMajor", gpu.computeMajor);
-      put("computeMinor", gpu.computeMinor);
-      put("numSms", gpu.smCount);
-      put("maxThreadsPerBlock", gpu.maxThreadsPerBlock);
-      if (gpu.maxWarpsPerSm && gpu.threadsPerWarp)
-        put("maxThreadsPerMultiprocessor",
-            std::optional<int64_t>(int64_t{*gpu.maxWarpsPerSm} * *gpu.threadsPerWarp));
-      put("regsPerMultiprocessor", gpu.maxRegistersPerSm);
-      put("sharedMemPerMultiprocessor", gpu.maxShmemPerSm);
-      put("warpSize", gpu.threadsPerWarp);
-      put("clockRate", gpu.clockRate);
-      if (gpu.uuid) {
-        h += ",\"uuid\":";
-        append_json_string(h, *gpu.uuid);
+    std::string members;
+    TableRows gpus(db_, t, scope_.and_capture() + " ORDER BY captureId, id");
+    while (gpus.step()) {
+      const int32_t id = gpus.int32(kId);
+      if (!seen.insert(id).second) continue;
+      if (!gpus.is_null(kName)) gpu_names_.emplace(id, gpus.text(kName));
+      // Every column the description exports, under Kineto's key where Kineto has one.
+      members.clear();
+      gpus.append_args(members, strings_);
+      if (!gpus.is_null(kWarps) && !gpus.is_null(kWarpSize)) {
+        members += ",\"maxThreadsPerMultiprocessor\":";
+        append_integer(members, gpus.integer(kWarps) * gpus.integer(kWarpSize));
       }
-      h += ",\"vendor\":";
-      append_json_string(h, gpu.vendor);
+      h += seen.size() == 1 ? "\n{" : ",\n{";
+      h += members;
       h += "}";
     }
     h += seen.empty() ? "],\n" : "\n],\n";
@@ -260,15 +273,22 @@ class ChromeExporter {
     const std::string c = scope_.and_capture();
     std::set<int32_t> devices;
     for (const auto& [id, name] : gpu_names_) devices.insert(id);
+    // Each part names its table, so that a bad value is reported where it is.
     Statement device_query = db_.prepare(
-        "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" + c +
-        " UNION SELECT deviceId FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" + c +
-        " UNION SELECT deviceId FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" + c +
-        " UNION SELECT deviceId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE deviceId IS NOT "
-        "NULL" +
-        c + " UNION SELECT deviceId FROM memory_events WHERE deviceId >= 0" + c +
-        " UNION SELECT deviceId FROM device_samples WHERE 1" + scope_.and_sample_capture());
-    while (device_query.step()) devices.insert(static_cast<int32_t>(device_query.column_int(0)));
+        "SELECT deviceId, 'CUPTI_ACTIVITY_KIND_KERNEL' FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" +
+        c +
+        " UNION SELECT deviceId, 'CUPTI_ACTIVITY_KIND_MEMCPY' FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+        "WHERE 1" +
+        c +
+        " UNION SELECT deviceId, 'CUPTI_ACTIVITY_KIND_MEMSET' FROM CUPTI_ACTIVITY_KIND_MEMSET "
+        "WHERE 1" +
+        c +
+        " UNION SELECT deviceId, 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION' FROM "
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE deviceId IS NOT NULL" +
+        c + " UNION SELECT deviceId, 'memory_events' FROM memory_events WHERE deviceId >= 0" + c +
+        " UNION SELECT deviceId, 'device_samples' FROM device_samples WHERE 1" +
+        scope_.and_sample_capture());
+    while (device_query.step()) devices.insert(checked_device(device_query, 0, 1));
 
     for (int32_t device : devices) {
       auto name = gpu_names_.find(device);
@@ -306,7 +326,7 @@ class ChromeExporter {
         "IS NOT NULL AND streamId IS NOT NULL" +
         c);
     while (streams.step()) {
-      const auto device = static_cast<int32_t>(streams.column_int(0));
+      const auto device = checked_device(streams, 0, "activity tables");
       const int64_t stream = streams.column_int(1);
       emit(event_.begin("M")
                .field("name", "thread_name")
@@ -377,195 +397,172 @@ class ChromeExporter {
     return kUnattributedPid;
   }
 
+  // The scope's rows of `table`, every column as its description says.
+  TableRows rows_of(const columns::Table& table, const std::string& order = "") const {
+    return TableRows(db_, table, scope_.and_capture() + order);
+  }
+  // Every column the description marks as an arg, then the event is complete.
+  void emit_with_args(const TableRows& rows) {
+    args_.clear();
+    rows.append_args(args_, strings_);
+    emit(event_.args_raw(args_).end());
+  }
+
   void write_kernels() {
-    Statement rows = db_.prepare(
-        "SELECT start, end, deviceId, contextId, streamId, correlationId, demangledName, gridX, "
-        "gridY, gridZ, blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
-        "dynamicSharedMemory, localMemoryPerThread, graphId, graphNodeId, blocksPerSm, warpsPerSm, "
-        "estOccupancy, launchType FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" +
-        scope_.and_capture());
+    constexpr const columns::Table& t = kKernelTable;
+    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
+                  kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
+                  kName = column_index(t, "demangledName"),
+                  kStaticShared = column_index(t, "staticSharedMemory"),
+                  kDynamicShared = column_index(t, "dynamicSharedMemory");
+    TableRows rows = rows_of(t);
     while (rows.step()) {
-      const int64_t start = rows.column_int(0), end = rows.column_int(1);
-      const auto device = static_cast<int32_t>(rows.column_int(2));
+      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
       event_.begin("X")
           .field("cat", "kernel")
-          .field("name", text(rows.column_int(6)))
-          .field("pid", gpu_pid(device))
-          .field("tid", rows.column_int(4))
+          .field("name", text(rows.integer(kName)))
+          .field("pid", gpu_pid(rows.int32(kDevice)))
+          .field("tid", rows.integer(kStream))
           .time("ts", start)
           .duration(start, end);
-      event_.arg("device", int64_t{device});
-      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
-      event_.arg("stream", rows.column_int(4));
-      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
-      const auto static_shared = optional_int(rows, 14), dynamic_shared = optional_int(rows, 15);
-      if (auto registers = optional_int(rows, 13)) event_.arg("registers per thread", *registers);
-      if (static_shared || dynamic_shared)
-        event_.arg("shared memory", static_shared.value_or(0) + dynamic_shared.value_or(0));
-      if (static_shared) event_.arg("static shared memory", *static_shared);
-      if (dynamic_shared) event_.arg("dynamic shared memory", *dynamic_shared);
-      if (auto local = optional_int(rows, 16)) event_.arg("local memory per thread", *local);
-      if (!rows.column_is_null(19)) event_.arg("blocks per SM", rows.column_double(19));
-      if (!rows.column_is_null(20)) event_.arg("warps per SM", rows.column_double(20));
-      event_.arg_dim3("grid", rows.column_int(7), rows.column_int(8), rows.column_int(9));
-      event_.arg_dim3("block", rows.column_int(10), rows.column_int(11), rows.column_int(12));
-      if (!rows.column_is_null(21)) event_.arg("est. achieved occupancy %", rows.column_double(21));
-      if (auto graph = optional_int(rows, 17)) event_.arg("graph id", *graph);
-      if (auto node = optional_int(rows, 18)) event_.arg("graph node id", *node);
-      if (auto launch = optional_int(rows, 22)) event_.arg("launch type", *launch);
-      emit(event_.end());
+      // Kineto's total besides the two parts the description exports.
+      if (!rows.is_null(kStaticShared) || !rows.is_null(kDynamicShared))
+        event_.arg("shared memory", rows.integer(kStaticShared) + rows.integer(kDynamicShared));
+      emit_with_args(rows);
       ++stats_.kernels;
     }
   }
 
   void write_memcpys() {
-    Statement rows = db_.prepare(
-        "SELECT start, end, deviceId, contextId, streamId, correlationId, bytes, copyKind, "
-        "srcKind, dstKind, srcDeviceId, dstDeviceId FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" +
-        scope_.and_capture());
+    constexpr const columns::Table& t = kMemcpyTable;
+    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
+                  kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
+                  kBytes = column_index(t, "bytes"), kKind = column_index(t, "copyKind"),
+                  kSrc = column_index(t, "srcKind"), kDst = column_index(t, "dstKind");
+    TableRows rows = rows_of(t);
     std::string name;
     while (rows.step()) {
-      const int64_t start = rows.column_int(0), end = rows.column_int(1);
-      const auto device = static_cast<int32_t>(rows.column_int(2));
-      const int64_t bytes = rows.column_int(6);
-      const auto kind = static_cast<int32_t>(rows.column_int(7));
-      const auto src = static_cast<int32_t>(optional_int(rows, 8).value_or(store::kMemUnknown));
-      const auto dst = static_cast<int32_t>(optional_int(rows, 9).value_or(store::kMemUnknown));
-      name = std::string("Memcpy ") + memcpy_kind_short(kind) + " (" + memory_kind_label(src) +
-             " -> " + memory_kind_label(dst) + ")";
+      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
+      const int64_t bytes = rows.integer(kBytes);
+      const int32_t src = rows.is_null(kSrc) ? store::kMemUnknown : rows.int32(kSrc);
+      const int32_t dst = rows.is_null(kDst) ? store::kMemUnknown : rows.int32(kDst);
+      name = std::string("Memcpy ") + memcpy_kind_short(rows.int32(kKind)) + " (" +
+             memory_kind_label(src) + " -> " + memory_kind_label(dst) + ")";
       event_.begin("X")
           .field("cat", "gpu_memcpy")
           .field("name", name)
-          .field("pid", gpu_pid(device))
-          .field("tid", rows.column_int(4))
+          .field("pid", gpu_pid(rows.int32(kDevice)))
+          .field("tid", rows.integer(kStream))
           .time("ts", start)
           .duration(start, end);
-      event_.arg("device", int64_t{device});
-      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
-      event_.arg("stream", rows.column_int(4));
-      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
-      event_.arg("bytes", bytes);
       // bytes per ns is GB/s, the unit Kineto reports.
       if (end > start)
         event_.arg("memory bandwidth (GB/s)",
                    static_cast<double>(bytes) / static_cast<double>(end - start));
-      event_.arg("copy kind", memcpy_kind_label(kind));
-      event_.arg("src kind", memory_kind_label(src));
-      event_.arg("dst kind", memory_kind_label(dst));
-      if (auto src_device = optional_int(rows, 10)) event_.arg("src device", *src_device);
-      if (auto dst_device = optional_int(rows, 11)) event_.arg("dst device", *dst_device);
-      emit(event_.end());
+      emit_with_args(rows);
       ++stats_.memcpys;
     }
   }
 
   void write_memsets() {
-    Statement rows = db_.prepare(
-        "SELECT start, end, deviceId, contextId, streamId, correlationId, bytes, value, memKind "
-        "FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" +
-        scope_.and_capture());
+    constexpr const columns::Table& t = kMemsetTable;
+    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
+                  kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
+                  kKind = column_index(t, "memKind");
+    TableRows rows = rows_of(t);
     std::string name;
     while (rows.step()) {
-      const int64_t start = rows.column_int(0), end = rows.column_int(1);
-      const auto device = static_cast<int32_t>(rows.column_int(2));
-      const auto kind = static_cast<int32_t>(optional_int(rows, 8).value_or(store::kMemUnknown));
+      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
+      const int32_t kind = rows.is_null(kKind) ? store::kMemUnknown : rows.int32(kKind);
       name = std::string("Memset (") + memory_kind_label(kind) + ")";
       event_.begin("X")
           .field("cat", "gpu_memset")
           .field("name", name)
-          .field("pid", gpu_pid(device))
-          .field("tid", rows.column_int(4))
+          .field("pid", gpu_pid(rows.int32(kDevice)))
+          .field("tid", rows.integer(kStream))
           .time("ts", start)
           .duration(start, end);
-      event_.arg("device", int64_t{device});
-      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
-      event_.arg("stream", rows.column_int(4));
-      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
-      event_.arg("bytes", rows.column_int(6));
-      if (auto value = optional_int(rows, 7)) event_.arg("value", *value);
-      event_.arg("memory kind", memory_kind_label(kind));
-      emit(event_.end());
+      emit_with_args(rows);
       ++stats_.memsets;
     }
   }
 
   void write_runtime_calls() {
-    Statement rows = db_.prepare(
-        "SELECT start, end, eventClass, globalTid, correlationId, nameId, returnValue, cbid "
-        "FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 1" +
-        scope_.and_capture());
+    constexpr const columns::Table& t = kRuntimeTable;
+    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
+                  kClass = column_index(t, "eventClass"), kTid = column_index(t, "globalTid"),
+                  kName = column_index(t, "nameId");
+    TableRows rows = rows_of(t);
     while (rows.step()) {
-      const int64_t start = rows.column_int(0), end = rows.column_int(1);
-      const int64_t global_tid = rows.column_int(3);
-      const bool driver = rows.column_int(2) == static_cast<int64_t>(store::ApiClass::driver);
+      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
+      const int64_t global_tid = rows.integer(kTid);
+      const bool driver = rows.integer(kClass) == static_cast<int64_t>(store::ApiClass::driver);
       event_.begin("X")
           .field("cat", driver ? "cuda_driver" : "cuda_runtime")
-          .field("name", text(rows.column_int(5)))
+          .field("name", text(rows.integer(kName)))
           .field("pid", store::pid_of(global_tid))
           .field("tid", store::tid_of(global_tid))
           .time("ts", start)
           .duration(start, end);
-      if (auto cbid = optional_int(rows, 7)) event_.arg("cbid", *cbid);
-      if (auto correlation = optional_int(rows, 4)) event_.arg("correlation", *correlation);
-      if (auto result = optional_int(rows, 6)) event_.arg("return value", *result);
-      emit(event_.end());
+      emit_with_args(rows);
       ++stats_.runtime_calls;
     }
   }
 
   void write_syncs() {
-    Statement rows = db_.prepare(
-        "SELECT start, end, deviceId, contextId, streamId, correlationId, globalPid, globalTid, "
-        "syncType, eventId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE 1" +
-        scope_.and_capture());
+    constexpr const columns::Table& t = kSyncTable;
+    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
+                  kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
+                  kPid = column_index(t, "globalPid"), kTid = column_index(t, "globalTid"),
+                  kType = column_index(t, "syncType");
+    TableRows rows = rows_of(t);
     while (rows.step()) {
-      const int64_t start = rows.column_int(0), end = rows.column_int(1);
-      const auto device = optional_int(rows, 2), stream = optional_int(rows, 4);
-      const auto global_tid = optional_int(rows, 7);
-      const auto type = static_cast<int32_t>(rows.column_int(8));
+      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
+      const auto global_tid = rows.optional_integer(kTid);
+      const char* name = sync_name(rows.int32(kType));
       // On the stream's track when the wait concerns a stream, else on the waiting thread.
       int64_t pid = 0, tid = 0;
-      if (device && stream) {
-        pid = gpu_pid(static_cast<int32_t>(*device));
-        tid = *stream;
+      if (!rows.is_null(kDevice) && !rows.is_null(kStream)) {
+        pid = gpu_pid(rows.int32(kDevice));
+        tid = rows.integer(kStream);
       } else if (global_tid) {
         pid = store::pid_of(*global_tid);
         tid = store::tid_of(*global_tid);
-      } else if (device) {
-        pid = gpu_pid(static_cast<int32_t>(*device));
+      } else if (!rows.is_null(kDevice)) {
+        pid = gpu_pid(rows.int32(kDevice));
       } else {
-        pid = host_pid(optional_int(rows, 6));
+        pid = host_pid(rows.optional_integer(kPid));
       }
       event_.begin("X")
           .field("cat", "cuda_sync")
-          .field("name", sync_name(type))
+          .field("name", name)
           .field("pid", pid)
           .field("tid", tid)
           .time("ts", start)
           .duration(start, end);
-      if (device) event_.arg("device", *device);
-      if (auto context = optional_int(rows, 3)) event_.arg("context", *context);
-      if (stream) event_.arg("stream", *stream);
-      if (auto correlation = optional_int(rows, 5)) event_.arg("correlation", *correlation);
-      if (auto event_id = optional_int(rows, 9)) event_.arg("wait_on_cuda_event_id", *event_id);
-      event_.arg("cuda_sync_kind", sync_name(type));
-      emit(event_.end());
+      event_.arg("cuda_sync_kind", name);
+      emit_with_args(rows);
       ++stats_.syncs;
     }
   }
 
   void write_nvtx_events() {
-    Statement rows = db_.prepare(
-        "SELECT n.start, n.end, n.eventType, n.rangeId, COALESCE(n.text, s.value, ''), n.domainId, "
-        "n.globalTid FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE 1" +
-        scope_.and_capture("n.captureId"));
+    constexpr const columns::Table& t = kNvtxTable;
+    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
+                  kText = column_index(t, "text"), kTextId = column_index(t, "textId"),
+                  kTid = column_index(t, "globalTid");
+    TableRows rows = rows_of(t);
+    std::string label;
     while (rows.step()) {
-      const int64_t start = rows.column_int(0);
-      const auto end = optional_int(rows, 1);
-      const auto global_tid = optional_int(rows, 6);
+      const int64_t start = rows.integer(kStart);
+      const auto end = rows.optional_integer(kEnd);
+      const auto global_tid = rows.optional_integer(kTid);
       const int64_t pid = global_tid ? store::pid_of(*global_tid) : host_pid(std::nullopt);
       const int64_t tid = global_tid ? store::tid_of(*global_tid) : 0;
-      const std::string label = rows.column_text(4);
+      // nsys keeps short text inline and registered strings in StringIds.
+      label = !rows.is_null(kText)     ? rows.text(kText)
+              : !rows.is_null(kTextId) ? std::string(text(rows.integer(kTextId)))
+                                       : std::string();
       if (end) {
         event_.begin("X")
             .field("cat", "nvtx")
@@ -583,32 +580,30 @@ class ChromeExporter {
             .field("tid", tid)
             .time("ts", start);
       }
-      event_.arg("eventType", rows.column_int(2));
-      if (auto range = optional_int(rows, 3)) event_.arg("rangeId", *range);
-      if (auto domain = optional_int(rows, 5)) event_.arg("domainId", *domain);
-      emit(event_.end());
+      emit_with_args(rows);
       ++stats_.nvtx_events;
     }
   }
 
   void write_cpu_ops() {
-    Statement rows = db_.prepare(
-        "SELECT start, end, globalTid, nameId, category, externalId FROM cpu_ops WHERE 1" +
-        scope_.and_capture());
+    constexpr const columns::Table& t = kCpuOpsTable;
+    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
+                  kTid = column_index(t, "globalTid"), kName = column_index(t, "nameId"),
+                  kCategory = column_index(t, "category");
+    TableRows rows = rows_of(t);
     std::string category;
     while (rows.step()) {
-      const int64_t start = rows.column_int(0), end = rows.column_int(1);
-      const int64_t global_tid = rows.column_int(2);
-      category = rows.column_text(4);
+      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
+      const int64_t global_tid = rows.integer(kTid);
+      category = rows.text(kCategory);
       event_.begin("X")
           .field("cat", category)
-          .field("name", text(rows.column_int(3)))
+          .field("name", text(rows.integer(kName)))
           .field("pid", store::pid_of(global_tid))
           .field("tid", store::tid_of(global_tid))
           .time("ts", start)
           .duration(start, end);
-      if (auto external = optional_int(rows, 5)) event_.arg("External id", *external);
-      emit(event_.end());
+      emit_with_args(rows);
       ++stats_.cpu_ops;
     }
   }
@@ -628,10 +623,17 @@ class ChromeExporter {
           scope_.and_capture("r.captureId"));
       while (pairs.step()) {
         const int64_t global_tid = pairs.column_int(0);
-        const int64_t correlation = pairs.column_int(5);
-        // Correlation ids restart in every capture; keep flow ids unique across captures.
-        const int64_t id =
-            several_captures ? (pairs.column_int(6) << 40) + correlation : correlation;
+        // Correlation ids restart in every capture; keep flow ids unique across captures (ids of
+        // 2^40 and captures of 2^22 or more are refused rather than made to collide).
+        const int64_t correlation =
+            several_captures ? store::checked_int(pairs, 5, "", table, -1, "correlationId", 0,
+                                                  kMaxFlowCorrelation)
+                             : pairs.column_int(5);
+        const int64_t id = several_captures ? store::checked_int(pairs, 6, "", table, -1,
+                                                                 "captureId", 0, kMaxFlowCapture) *
+                                                      (kMaxFlowCorrelation + 1) +
+                                                  correlation
+                                            : correlation;
         emit(event_.begin("s")
                  .field("id", id)
                  .field("pid", store::pid_of(global_tid))
@@ -642,7 +644,7 @@ class ChromeExporter {
                  .end());
         emit(event_.begin("f")
                  .field("id", id)
-                 .field("pid", gpu_pid(static_cast<int32_t>(pairs.column_int(2))))
+                 .field("pid", gpu_pid(checked_device(pairs, 2, table)))
                  .field("tid", pairs.column_int(3))
                  .time("ts", pairs.column_int(4))
                  .field("cat", "ac2g")
@@ -655,21 +657,21 @@ class ChromeExporter {
   }
 
   void write_device_samples() {
-    Statement rows = db_.prepare(
-        "SELECT d.ts, d.deviceId, s.value, d.value FROM device_samples d JOIN StringIds s ON "
-        "s.id = d.metric_id WHERE 1" +
-        scope_.and_sample_capture());
+    constexpr const columns::Table& t = kDeviceSamplesTable;
+    constexpr int kTs = column_index(t, "ts"), kDevice = column_index(t, "deviceId"),
+                  kMetric = column_index(t, "metric_id"), kValue = column_index(t, "value");
+    // A counter event's args are its series: the sample is one value, no other column.
+    TableRows rows(db_, t, scope_.and_sample_capture());
     std::string metric;
     while (rows.step()) {
-      metric = rows.column_text(2);
-      const double value = rows.column_double(3);
+      metric = text(rows.integer(kMetric));
       event_.begin("C")
           .field("cat", "device_sample")
           .field("name", metric)
-          .field("pid", gpu_pid(static_cast<int32_t>(rows.column_int(1))))
+          .field("pid", gpu_pid(rows.int32(kDevice)))
           .field("tid", int64_t{0})
-          .time("ts", rows.column_int(0))
-          .arg(metric, value);
+          .time("ts", rows.integer(kTs))
+          .arg(metric, rows.real(kValue));
       emit(event_.end());
       ++stats_.device_samples;
     }
@@ -678,21 +680,26 @@ class ChromeExporter {
   // Allocated memory over time as a counter per device, plus Kineto's "[memory]" instants. When
   // the source gave no running total, the counter is the running sum of the event sizes.
   void write_memory_events() {
-    Statement rows = db_.prepare(
-        "SELECT ts, globalPid, deviceId, address, bytes, total_allocated, total_reserved FROM "
-        "memory_events WHERE 1" +
-        scope_.and_capture() + " ORDER BY ts");
+    constexpr const columns::Table& t = kMemoryEventsTable;
+    constexpr int kTs = column_index(t, "ts"), kPid = column_index(t, "globalPid"),
+                  kDevice = column_index(t, "deviceId"), kBytes = column_index(t, "bytes"),
+                  kAllocated = column_index(t, "total_allocated");
+    TableRows rows = rows_of(t, " ORDER BY ts");
     std::map<std::pair<int64_t, int32_t>, int64_t> running;  // (pid, device) -> bytes allocated
     std::string counter_name;
     while (rows.step()) {
-      const int64_t ts = rows.column_int(0);
-      const auto global_pid = optional_int(rows, 1);
-      const auto device = static_cast<int32_t>(rows.column_int(2));
-      const int64_t bytes = rows.column_int(4);
-      const auto total_allocated = optional_int(rows, 5), total_reserved = optional_int(rows, 6);
-      const int64_t pid = host_pid(global_pid);
+      const int64_t ts = rows.integer(kTs);
+      const int32_t device = rows.int32(kDevice);
+      const int64_t bytes = rows.integer(kBytes);
+      const auto total_allocated = rows.optional_integer(kAllocated);
+      const int64_t pid = host_pid(rows.optional_integer(kPid));
       int64_t& sum = running[{pid, device}];
-      sum = total_allocated ? *total_allocated : sum + bytes;
+      // Sizes come from the file: a sum that overflows is refused, not wrapped.
+      if (total_allocated)
+        sum = *total_allocated;
+      else if (__builtin_add_overflow(sum, bytes, &sum))
+        throw InputError(reader_.database().path(), "table memory_events",
+                         "the running sum of bytes overflows 64 bits (the database is corrupt)");
 
       // One counter per allocating process on each GPU's track, so that co-located jobs (the
       // sharer's lanes) show as separate lines; host memory goes on the process itself.
@@ -708,44 +715,39 @@ class ChromeExporter {
           .arg("allocated bytes", sum);
       emit(event_.end());
       if (options_.memory_instants) {
+        // Only what the source recorded (NULL columns are left out), so that a re-import gives
+        // back the same row.
         event_.begin("i")
             .field("cat", "cpu_instant_event")
             .field("name", "[memory]")
             .field("s", "t")
             .field("pid", pid)
             .field("tid", pid)
-            .time("ts", ts);
-        if (total_reserved) event_.arg("Total Reserved", *total_reserved);
-        // Only what the source recorded, so that a re-import gives back the same row.
-        if (total_allocated) event_.arg("Total Allocated", *total_allocated);
-        event_.arg("Bytes", bytes);
-        if (auto address = optional_int(rows, 3)) event_.arg("Addr", *address);
-        event_.arg("Device Type", device >= 0 ? kDeviceTypeCuda : kDeviceTypeCpu);
-        event_.arg("Device Id", int64_t{device});
-        emit(event_.end());
+            .time("ts", ts)
+            .arg("Device Type", device >= 0 ? kDeviceTypeCuda : kDeviceTypeCpu);
+        emit_with_args(rows);
       }
       ++stats_.memory_events;
     }
   }
 
   void write_iterations() {
-    Statement rows =
-        db_.prepare("SELECT globalPid, step, start, end, source FROM iterations WHERE 1" +
-                    scope_.and_capture());
+    constexpr const columns::Table& t = kIterationsTable;
+    constexpr int kPid = column_index(t, "globalPid"), kStep = column_index(t, "step"),
+                  kStart = column_index(t, "start"), kEnd = column_index(t, "end");
+    TableRows rows = rows_of(t);
     while (rows.step()) {
-      const int64_t pid = host_pid(optional_int(rows, 0));
+      const int64_t pid = host_pid(rows.optional_integer(kPid));
       iteration_pids_.insert(pid);
-      const int64_t start = rows.column_int(2), end = rows.column_int(3);
+      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
       event_.begin("X")
           .field("cat", "iteration")
-          .field("name", "Iteration " + std::to_string(rows.column_int(1)))
+          .field("name", "Iteration " + std::to_string(rows.integer(kStep)))
           .field("pid", pid)
           .field("tid", kIterationsTid)
           .time("ts", start)
-          .duration(start, end)
-          .arg("step", rows.column_int(1))
-          .arg("source", rows.column_text(4));
-      emit(event_.end());
+          .duration(start, end);
+      emit_with_args(rows);
       ++stats_.iterations;
     }
   }
@@ -764,6 +766,7 @@ class ChromeExporter {
   std::set<std::pair<int64_t, int64_t>> host_threads_;
   std::set<int64_t> iteration_pids_;
   bool used_unattributed_pid_ = false;
+  std::string args_;  // the args of the event being written (reused)
 };
 
 bool ends_with(const std::string& text, const std::string& suffix) {

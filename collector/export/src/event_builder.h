@@ -91,6 +91,19 @@ class EventBuilder {
     return *this;
   }
 
+  // `members` must be valid JSON object members ("k":v,"k2":v2), e.g. TableRows::append_args.
+  EventBuilder& args_raw(std::string_view members) {
+    if (members.empty()) return *this;
+    if (!in_args_) {
+      text_ += ",\"args\":{";
+      in_args_ = true;
+    }
+    if (!first_arg_) text_ += ',';
+    first_arg_ = false;
+    text_ += members;
+    return *this;
+  }
+
   std::string_view end() {
     if (in_args_) text_ += '}';
     text_ += '}';

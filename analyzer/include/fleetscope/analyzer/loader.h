@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fleetscope/analyzer/capture_data.h"
+#include "fleetscope/store/checked_column.h"
 #include "fleetscope/store/reader.h"
 
 namespace fleetscope::analyzer {
@@ -26,15 +27,9 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
                          const LoadProgress& progress = {},
                          const CaptureParts& parts = CaptureParts::all());
 
-// Values read from a trace database are untrusted (a corrupted or hand-edited file): each is
-// checked before it is used, and a bad one is an InputError naming the file, the table, the row
-// and the column. checked_int: an INTEGER (not a REAL, text or blob) in [lo, hi]; NULL only when
-// `null_value` is given. checked_time: an INTEGER time within +-2^62 ns (+-146 years), so that
-// every difference and sum of two times the rules compute stays inside int64.
-int64_t checked_int(const store::Statement& stmt, int column, const std::string& path,
-                    const char* table, int64_t row, const char* name, int64_t lo = INT64_MIN,
-                    int64_t hi = INT64_MAX, std::optional<int64_t> null_value = std::nullopt);
-int64_t checked_time(const store::Statement& stmt, int column, const std::string& path,
-                     const char* table, int64_t row, const char* name);
+// Values read from a trace database are checked before use (store/checked_column.h: the one
+// definition the export shares).
+using store::checked_int;
+using store::checked_time;
 
 }  // namespace fleetscope::analyzer

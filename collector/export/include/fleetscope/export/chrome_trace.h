@@ -14,6 +14,9 @@
 //   events
 //     also as Kineto "[memory]" instant events;
 //   - iterations as "X" spans on a per-process "iterations" track; findings as instant events.
+// Columns are not listed here by hand: each exported table is read through its description
+// generated from schema/tables.py (store/table_columns.h), whose `chrome` names say which arg each
+// column becomes, and every value is range-checked before it is narrowed (docs/export.md).
 // Times: "ts"/"dur" in microseconds with exactly three decimals relative to baseTimeNanoseconds
 // (the earliest exported event), Kineto's top-level field, also repeated under "metadata".
 #pragma once
