@@ -54,6 +54,7 @@ void wire_integrations() {
   static const bool wired = [] {
     sharer::set_candidate_loader(job_profiles_from_database);
     sharer::set_trial_loader(trials_from_database);
+    sharer::set_work_loader(captured_work_from_database);
     return true;
   }();
   (void)wired;

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <cstdint>
+#include <optional>
+
+#include "fleetscope/sharer/gpu_advice.h"
 #include "fleetscope/sharer/job_profile.h"
 
 namespace fleetscope::sharer {
@@ -35,5 +39,13 @@ struct TrialMeasurement {
 };
 using TrialLoader = std::function<std::vector<TrialMeasurement>(const std::string& db_path)>;
 void set_trial_loader(TrialLoader loader);
+
+// `fleetscope advise DB`: GPU-type advice from a capture's per-kernel times (gpu_advice.h).
+int run_advise_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// Reads one capture's GPU activities, GPU names and steps (capture: the newest when absent). The
+// CLI wires the analyzer's loader in.
+using WorkLoader =
+    std::function<CapturedWork(const std::string& db_path, std::optional<int64_t> capture)>;
+void set_work_loader(WorkLoader loader);
 
 }  // namespace fleetscope::sharer
