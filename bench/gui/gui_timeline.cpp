@@ -1,6 +1,11 @@
-// Timeline performance on a large capture: time to first paint and repaint times while panning
-// and zooming, against the named reference "a plain SELECT of the visible rows" (what a viewer
-// without zoom levels must at least do per frame), measured in the same run on the same database.
+// Timeline performance on a large capture: time to first paint (with and without the zoom
+// summary) and repaint times while panning and zooming, against named references measured in the
+// same run on the same database:
+//   - "the Perfetto route": the same capture written by `fleetscope export` as a Chrome trace and
+//     that JSON parsed once (nlohmann::json SAX, no DOM: a lower bound of what a JSON trace
+//     viewer does before its first frame);
+//   - "a plain SELECT of the visible rows" (what a viewer without zoom levels reads at least, per
+//     frame).
 //
 // The database is generated here with store::Writer (never committed): EVENTS kernels (default
 // 10 million) on 2 GPUs × 4 streams, durations 2–50 µs, gaps 1–20 µs, 1000 kernel names.
@@ -10,21 +15,28 @@
 // Reported:
 //   summary at write      write_capture_summaries(DB): the step the importer runs once the
 //                         database is in place (zoom levels of every capture, cached beside it)
-//   first paint, first open  what the GUI does on its first open of the freshly written
-//                         database: open_session + the summary + first frame (raw events then
-//                         load in the background)
-//   first paint, no summary  open + load_timeline (all events, zoom levels) + first frame: what
-//                         the first open cost before the summary was written at import
-//   reference             SELECT of the rows visible in the first frame (every row)
+//   first paint, summary  the GUI's loader (gui::Loader::open, as `fleetscope-gui DB` runs it) on
+//                         the written database until its first timeline frame is rendered
+//   first paint, no summary  the same with the summary removed: the loader shows the first part of
+//                         the capture (load_timeline_head) while the rest is read
+//   all events painted    load_timeline (every event, the zoom levels) + a frame: what the loader
+//                         then delivers, and what the first paint cost before the staged load
+//   reference (Perfetto route)  export_chrome of the capture + a SAX parse of the JSON
+//   reference (SELECT)    SELECT of the rows visible in the first frame (every row)
 //   repaint p50/p99       one 1400×900 frame (TimelineWidget::render) per pan step of 70 px,
 //                         40 steps at each of 8 zoom levels from the whole capture to 20 µs; wall
 //                         time, and the painting thread's CPU time (apart from scheduling delays
 //                         on a shared machine)
 //   reference p50/p99     SELECT of the rows visible in those frames (index on start; at most 5 s
 //                         of SELECTs per zoom level)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <QApplication>
+#include <QEventLoop>
 #include <QImage>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -36,9 +48,11 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/export/chrome_trace.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
 #include "fleetscope/timeline/timeline_cache.h"
+#include "loader.h"
 #include "session.h"
 #include "timeline_data.h"
 #include "timeline_widget.h"
@@ -112,6 +126,97 @@ int64_t select_visible(const store::Reader& reader, gui::TimeRange vis, int64_t 
   return rows + (sum == 42 ? 1 : 0);  // keeps the loop from being optimised away
 }
 
+// Opens `db` with the GUI's loader and renders the first timeline it delivers (summary, first
+// part or all events); then cancels the rest. Returns the ms from open() to that frame and what
+// the frame showed.
+double loader_first_paint(const std::string& db, QSize size, QImage& image, std::string& what) {
+  gui::Loader loader;
+  gui::TimelineWidget widget;
+  widget.resize(size);
+  QEventLoop loop;
+  double ms = -1;
+  const auto t0 = Clock::now();
+  QObject::connect(&loader, &gui::Loader::timeline_ready, &loop,
+                   [&](int, gui::TimelinePtr timeline, bool) {
+                     if (ms >= 0) return;
+                     widget.set_timeline(timeline);
+                     widget.render(&image);
+                     ms = ms_since(t0);
+                     what = timeline->complete()   ? "all events"
+                            : timeline->has_events ? "first part of the events"
+                                                   : "zoom summary";
+                     loop.quit();
+                   });
+  QObject::connect(&loader, &gui::Loader::failed, &loop, [&](int, QString, QString m) {
+    std::fprintf(stderr, "loader failed: %s\n", qPrintable(m));
+    loop.quit();
+  });
+  loader.open(QString::fromStdString(db));
+  loop.exec();
+  loader.cancel();
+  loader.wait();
+  return ms;
+}
+
+// Counts the trace events of a Chrome trace with a SAX parse (no DOM).
+struct EventCounter : nlohmann::json_sax<nlohmann::json> {
+  int depth = 0;
+  int64_t objects = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    objects += depth == 2;  // {"traceEvents": [ {...}, ... ]}
+    ++depth;
+    return true;
+  }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return ++depth, true; }
+  bool end_array() override { return --depth, true; }
+  bool key(string_t&) override { return true; }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& e) override {
+    std::fprintf(stderr, "JSON parse error at byte %zu: %s\n", position, e.what());
+    return false;
+  }
+};
+
+// The Perfetto route: the capture exported as a Chrome trace, then that file parsed once.
+struct PerfettoRoute {
+  double export_ms = 0, parse_ms = 0;
+  int64_t bytes = 0, events = 0;
+};
+PerfettoRoute perfetto_route(const store::Reader& reader, const std::string& json) {
+  PerfettoRoute r;
+  auto t0 = Clock::now();
+  exporter::ChromeExportOptions options;
+  options.capture_id = 1;
+  options.gzip = false;
+  exporter::export_chrome(reader, json, options);
+  r.export_ms = ms_since(t0);
+  t0 = Clock::now();
+  const int fd = ::open(json.c_str(), O_RDONLY);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) throw std::runtime_error(json + ": cannot open");
+  r.bytes = st.st_size;
+  void* map = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) throw std::runtime_error(json + ": cannot map");
+  const char* text = static_cast<const char*>(map);
+  EventCounter counter;
+  const bool ok = nlohmann::json::sax_parse(text, text + st.st_size, &counter);
+  ::munmap(map, size_t(st.st_size));
+  r.parse_ms = ms_since(t0);
+  if (!ok) throw std::runtime_error(json + ": not valid JSON");
+  r.events = counter.objects;
+  std::filesystem::remove(json);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,21 +255,15 @@ int main(int argc, char** argv) {
   const QSize size(1400, 900);
   QImage image(size, QImage::Format_ARGB32_Premultiplied);
 
-  // First open of the freshly written database, as the GUI's loader does it.
-  t0 = Clock::now();
-  auto session = gui::open_session(db);
-  auto cached = gui::load_timeline_cache(session->cache_base(), 1);
-  if (!cached) {
-    std::fprintf(stderr, "the summary written at import was not found by the GUI\n");
-    return 1;
-  }
-  gui::TimelineWidget first;
-  first.resize(size);
-  first.set_timeline(std::make_shared<gui::TimelineData>(std::move(*cached)));
-  first.render(&image);
-  const double first_open_ms = ms_since(t0);
+  // First open of the freshly written database, as the GUI's loader does it: from the summary.
+  std::string what_summary, what_cold;
+  const double first_open_ms = loader_first_paint(db, size, image, what_summary);
+  // The same without the summary (a database written by another tool, or changed since).
+  std::filesystem::rename(gui::timeline_cache_path(db, 1),
+                          gui::timeline_cache_path(db, 1) + ".off");
+  const double first_cold_ms = loader_first_paint(db, size, image, what_cold);
 
-  // Without a summary: every event read and the levels built before the first frame.
+  // Every event read and the levels built (what the loader delivers next).
   t0 = Clock::now();
   auto reader = std::make_unique<store::Reader>(db);
   auto data = std::make_shared<gui::TimelineData>(gui::load_timeline(*reader, 1));
@@ -174,6 +273,11 @@ int main(int argc, char** argv) {
   widget.render(&image);
   const double cold_ms = ms_since(t0);
   const int64_t total = data->event_count();
+  std::filesystem::rename(gui::timeline_cache_path(db, 1) + ".off",
+                          gui::timeline_cache_path(db, 1));
+
+  // Reference: the Perfetto route on the same capture.
+  const PerfettoRoute perfetto = perfetto_route(*reader, db + ".export.json");
 
   int64_t max_duration = 0;
   for (const auto& e : data->events) max_duration = std::max(max_duration, e.max_duration);
@@ -224,16 +328,27 @@ int main(int argc, char** argv) {
   }
   std::printf("\nevents: %lld on %zu tracks, span %.1f s\n", (long long)total, data->tracks.size(),
               double(span.length()) / 1e9);
+  const double route_ms = perfetto.export_ms + perfetto.parse_ms;
   std::printf("summary at write (write_capture_summaries, once per database):    %8.0f ms\n",
               summary_ms);
-  std::printf("first paint, first open of the written database (session + summary): %8.0f ms\n",
-              first_open_ms);
-  std::printf("first paint without a summary (load all events + zoom levels):      %8.0f ms\n",
+  std::printf("first paint, loader, with the summary (%s):              %8.0f ms\n",
+              what_summary.c_str(), first_open_ms);
+  std::printf("first paint, loader, no summary (%s):        %8.0f ms\n", what_cold.c_str(),
+              first_cold_ms);
+  std::printf("all events loaded and painted (load_timeline + zoom levels + frame): %8.0f ms\n",
               cold_ms);
   std::printf(
+      "reference, the Perfetto route: fleetscope export %.0f ms (%lld events, %.0f MB) + JSON "
+      "SAX parse %.0f ms = %.0f ms\n",
+      perfetto.export_ms, (long long)perfetto.events, double(perfetto.bytes) / 1e6,
+      perfetto.parse_ms, route_ms);
+  std::printf("  ratio reference / first paint: %.1fx with the summary, %.1fx without\n",
+              route_ms / first_open_ms, route_ms / first_cold_ms);
+  std::printf("  ratio reference / all events painted: %.1fx\n", route_ms / cold_ms);
+  std::printf(
       "reference: SELECT of the %lld rows visible in that frame:  %8.0f ms (%.1fx the first "
-      "paint)\n",
-      (long long)all_rows, select_all_ms, select_all_ms / first_open_ms);
+      "paint without a summary)\n",
+      (long long)all_rows, select_all_ms, select_all_ms / first_cold_ms);
   std::printf(
       "repaint over all zoom levels (%zu frames): p50 %.2f ms, p99 %.2f ms (thread CPU p99 %.2f "
       "ms); "

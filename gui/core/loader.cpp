@@ -58,10 +58,12 @@ void Loader::run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& ses
                           int64_t capture) {
   const int id = job->id;
   const std::string cache_base = session->cache_base();
+  bool painted = false;
   if (!cache_base.empty()) {
     if (auto cached = load_timeline_cache(cache_base, capture)) {
       auto ptr = std::make_shared<const TimelineData>(std::move(*cached));
       post(this, [this, id, ptr] { emit timeline_ready(id, ptr, true); });
+      painted = true;
     }
   }
   TimelineLoadOptions options;
@@ -70,6 +72,12 @@ void Loader::run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& ses
     post(this, [this, id, s = QString::fromStdString(stage), rows] { emit progress(id, s, rows); });
   };
   auto reader = session->reader();
+  // No summary: a first part of a large capture is shown before the whole is read.
+  if (!painted)
+    if (auto head = load_timeline_head(*reader, capture, kFirstPartEvents, options)) {
+      auto ptr = std::make_shared<const TimelineData>(std::move(*head));
+      post(this, [this, id, ptr] { emit timeline_ready(id, ptr, false); });
+    }
   auto timeline = std::make_shared<TimelineData>(load_timeline(*reader, capture, options));
   if (!cache_base.empty()) save_timeline_cache(cache_base, *timeline);
   TimelinePtr ptr = timeline;

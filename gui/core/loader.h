@@ -34,13 +34,16 @@ class Loader : public QObject {
   int load_capture(SessionPtr session, int64_t capture_id);
   void cancel();
   bool busy() const;
+  // Events per table in the first part of a capture without a zoom summary (load_timeline_head).
+  static constexpr int64_t kFirstPartEvents = 200'000;
   // Waits until the workers are idle (tests, --screenshot); false on timeout.
   bool wait(int timeout_ms = -1);
 
  signals:
   void progress(int job, QString stage, qint64 done);
   void opened(int job, fleetscope::gui::SessionPtr session);
-  // summary_only: from the zoom cache, raw events still loading.
+  // summary_only: from the zoom cache, raw events still loading. Without a cache, a large
+  // capture first arrives as its first part (TimelineData::loaded_until), then whole.
   void timeline_ready(int job, fleetscope::gui::TimelinePtr timeline, bool summary_only);
   void analysis_ready(int job, fleetscope::gui::AnalysisPtr analysis);
   void failed(int job, QString path, QString message);

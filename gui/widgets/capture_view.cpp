@@ -170,7 +170,7 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
     if (search_->text().isEmpty())
       search_status_->clear();
     else if (count == 0)
-      search_status_->setText(timeline_data_ && !timeline_data_->has_events
+      search_status_->setText(timeline_data_ && !timeline_data_->complete()
                                   ? "no matches yet (events loading)"
                                   : "no matches");
     else
@@ -313,8 +313,11 @@ void CaptureView::set_timeline(TimelinePtr timeline) {
     const int index = captures_->findData(QVariant::fromValue<qlonglong>(timeline->capture_id));
     if (index >= 0) captures_->setCurrentIndex(index);
     status_->setText(
-        timeline->has_events
-            ? QString("%1 tracks, %2 events")
+        timeline->complete() ? QString("%1 tracks, %2 events")
+                                   .arg(timeline->tracks.size())
+                                   .arg(timeline->event_count())
+        : timeline->has_events
+            ? QString("%1 tracks, the first %2 events (the rest loading…)")
                   .arg(timeline->tracks.size())
                   .arg(timeline->event_count())
             : QString("%1 tracks (zoom summary; events loading…)").arg(timeline->tracks.size()));

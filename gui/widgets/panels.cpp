@@ -189,9 +189,10 @@ void FindingsPanel::select_row(int row) {
 }
 
 void FindingsPanel::set_timeline(TimelinePtr timeline) {
-  const bool refresh = timeline && timeline->has_events && (!timeline_ || !timeline_->has_events);
+  const bool refresh = timeline && timeline->has_events && timeline != timeline_;
   timeline_ = std::move(timeline);
-  // The raw events arrived: locate the selected finding's events now (without re-emitting).
+  // Raw events arrived (a first part, or all): locate the selected finding's events now (without
+  // re-emitting).
   if (refresh && current_finding()) {
     QSignalBlocker block(this);
     show_row(table_->currentIndex());

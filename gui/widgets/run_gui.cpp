@@ -23,13 +23,17 @@ void report_timing(TimelineWidget* timeline, QElapsedTimer clock) {
     bool first = true, all = false;
   };
   auto state = std::make_shared<State>();
-  QObject::connect(timeline, &TimelineWidget::painted, timeline, [clock, state](bool has_events) {
+  QObject::connect(timeline, &TimelineWidget::painted, timeline, [timeline, clock, state](bool) {
+    const TimelineData* data = timeline->timeline();
+    const bool all = data && data->complete();
     if (state->first) {
       state->first = false;
       std::fprintf(stderr, "fleetscope-gui: first paint %lld ms (%s)\n", (long long)clock.elapsed(),
-                   has_events ? "events" : "zoom summary");
+                   all                ? "events"
+                   : data->has_events ? "first part of the events"
+                                      : "zoom summary");
     }
-    if (has_events && !state->all) {
+    if (all && !state->all) {
       state->all = true;
       std::fprintf(stderr, "fleetscope-gui: painted with all events %lld ms\n",
                    (long long)clock.elapsed());

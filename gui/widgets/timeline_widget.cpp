@@ -59,9 +59,18 @@ int TimelineWidget::time_area_width() const {
 }
 
 void TimelineWidget::set_timeline(TimelinePtr timeline) {
+  // The same capture arriving in stages (summary or first part, then whole) keeps the view; the
+  // selection only while the tracks stay the same (events keep their index: a first part holds
+  // each track's first events in the same order).
   const bool same_capture = timeline_ && timeline &&
                             timeline_->capture_id == timeline->capture_id &&
-                            timeline_->span == timeline->span;
+                            (timeline_->span == timeline->span || !timeline_->complete());
+  const bool same_tracks =
+      same_capture && std::equal(timeline_->tracks.begin(), timeline_->tracks.end(),
+                                 timeline->tracks.begin(), timeline->tracks.end(),
+                                 [](const Track& a, const Track& b) { return a.key == b.key; });
+  const TimeRange shown = view_.visible();
+  const bool new_span = same_capture && timeline_->span != timeline->span;
   timeline_ = std::move(timeline);
   if (!same_capture) {
     view_ = TimeView(timeline_ ? timeline_->span : TimeRange{0, 1}, time_area_width());
@@ -71,8 +80,19 @@ void TimelineWidget::set_timeline(TimelinePtr timeline) {
     marked_.clear();
     hidden_.clear();
     scroll_y_ = 0;
-  } else if (selected_ && !timeline_->has_events) {
-    selected_.reset();
+  } else {
+    if (new_span) {
+      view_ = TimeView(timeline_->span, time_area_width());
+      view_.show(shown);
+    }
+    if (!same_tracks) {
+      selected_.reset();
+      flow_.reset();
+      marked_.clear();
+      hidden_.clear();
+    } else if (selected_ && !timeline_->has_events) {
+      selected_.reset();
+    }
   }
   relayout();
   build_overview();
@@ -443,6 +463,20 @@ std::optional<QRectF> TimelineWidget::event_rect(size_t track, int64_t event) co
   return QRectF(x0, y + 1, std::max(2.0, x_of(e.end[i]) - x0), row_height - 2);
 }
 
+void TimelineWidget::paint_loading(QPainter& p) {
+  // A first part: hatch where events are still being read, and say from when.
+  if (timeline_->loaded_until == INT64_MAX) return;
+  const double right = label_width + time_area_width();
+  const double x0 = std::max<double>(label_width, x_of(timeline_->loaded_until));
+  if (x0 >= right) return;
+  const QRectF area(x0, header_height, right - x0, height() - header_height);
+  p.fillRect(area, QBrush(QColor(120, 120, 130, 110), Qt::BDiagPattern));
+  p.setPen(QColor(70, 70, 80));
+  p.drawText(area.adjusted(6, 4, -6, 0), Qt::AlignTop | Qt::AlignLeft,
+             "loading events after " +
+                 duration_text(timeline_->loaded_until - timeline_->span.begin) + "…");
+}
+
 void TimelineWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), QColor(250, 250, 250));
@@ -467,6 +501,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   paint_step_bands(p, header_height, height());
   p.setClipping(false);
   paint_rows(p);
+  paint_loading(p);
   paint_overview(p);
   paint_ruler(p);
   p.setClipRect(QRect(label_width, overview_height, area, height() - overview_height));

@@ -128,6 +128,7 @@ class TimelineWidget : public QWidget {
   void paint_ruler(QPainter& p);
   void paint_step_bands(QPainter& p, int top, int bottom);
   void paint_rows(QPainter& p);
+  void paint_loading(QPainter& p);
   void move_overview_to(double x);
   bool go_to_match(int index);
   std::optional<QRectF> event_rect(size_t track, int64_t event) const;

@@ -56,6 +56,47 @@ TEST_F(TimelineDataTest, TracksFollowHostProcessGpuStreamThenThreads) {
   EXPECT_EQ(data_.span.end, at_us(10950));
 }
 
+TEST_F(TimelineDataTest, AFirstPartHoldsEachTracksEarlyEventsOverTheWholeSpan) {
+  // The span from the indexes equals the one of every event.
+  EXPECT_EQ(capture_span(*reader_, fixture_.capture), data_.span);
+  EXPECT_TRUE(data_.complete());
+  // A capture whose tables all fit the part is loaded whole.
+  EXPECT_FALSE(load_timeline_head(*reader_, fixture_.capture, 1000));
+  const auto head = load_timeline_head(*reader_, fixture_.capture, 5);
+  ASSERT_TRUE(head);
+  EXPECT_TRUE(head->has_events);
+  EXPECT_FALSE(head->complete());
+  EXPECT_EQ(head->span, data_.span);
+  const int64_t cut = head->loaded_until;
+  EXPECT_GT(cut, data_.span.begin);
+  EXPECT_LT(cut, data_.span.end);
+  int64_t before = 0;
+  for (const auto& e : data_.events)
+    for (int64_t s : e.start) before += s < cut;
+  EXPECT_EQ(head->event_count(), before);
+  EXPECT_LT(before, data_.event_count());
+  // Each track of the part: exactly the whole track's events that start before the cut, in the
+  // same order (so a selection keeps its index when the rest arrives), on the same rows.
+  for (size_t t = 0; t < head->tracks.size(); ++t) {
+    size_t u = 0;
+    while (u < data_.tracks.size() && !(data_.tracks[u].key == head->tracks[t].key)) ++u;
+    ASSERT_LT(u, data_.tracks.size()) << head->tracks[t].label;
+    const TrackEvents& h = head->events[t];
+    const TrackEvents& f = data_.events[u];
+    ASSERT_LE(h.size(), f.size());
+    for (size_t i = 0; i < h.size(); ++i) {
+      EXPECT_EQ(h.start[i], f.start[i]) << head->tracks[t].label << " #" << i;
+      EXPECT_EQ(h.end[i], f.end[i]);
+      EXPECT_EQ(h.depth[i], f.depth[i]);
+      EXPECT_EQ(head->name(h.name[i]), data_.name(f.name[i]));
+      EXPECT_LT(h.start[i], cut);
+    }
+    if (h.size() < f.size()) {
+      EXPECT_GE(f.start[h.size()], cut);
+    }
+  }
+}
+
 TEST_F(TimelineDataTest, LevelsAreDisjointPerRowAndCountEveryEvent) {
   for (size_t t = 0; t < data_.tracks.size(); ++t) {
     ASSERT_EQ(data_.levels[t].size(), data_.rows[t].size());

@@ -83,6 +83,46 @@ TEST_F(WidgetsTest, TimelinePaintsAKnownKernelAtItsComputedX) {
   EXPECT_NE(image.pixel(int(w.x_of(at_us(1540))), y), relu);
 }
 
+TEST_F(WidgetsTest, AFirstPartHatchesWhatIsLoadingAndTheWholeKeepsTheView) {
+  store::Reader reader(path_);
+  auto head = load_timeline_head(reader, fixture_.capture, 5);
+  ASSERT_TRUE(head);
+  auto part = std::make_shared<TimelineData>(std::move(*head));
+  auto whole = std::make_shared<TimelineData>(load_timeline(reader, fixture_.capture));
+  TimelineWidget w;
+  w.resize(1200, 600);  // taller than the tracks: an empty band at the bottom
+  w.set_timeline(part);
+  // The whole capture is in view, not only the part.
+  EXPECT_EQ(w.view().visible(), whole->span);
+  // Along the empty bottom band past the cut: the hatch's dark strokes on the light background.
+  const int y = w.height() - 4;
+  auto dark_pixels = [&](const QImage& image, int x0, int x1) {
+    int dark = 0;
+    for (int x = x0; x < x1; ++x) dark += qGray(image.pixel(x, y)) < 200;
+    return dark;
+  };
+  const int cut_x = int(w.x_of(part->loaded_until));
+  const int right = int(w.x_of(whole->span.end)) - 2;
+  ASSERT_GT(right - cut_x, 40);
+  // (Only the step lines cross the band elsewhere: a pixel each.)
+  const int hatched = dark_pixels(w.grab().toImage(), cut_x + 2, right);
+  EXPECT_GT(hatched, (right - cut_x) / 20);
+  const int left = int(w.x_of(whole->span.begin)) + 2;
+  EXPECT_LT(dark_pixels(w.grab().toImage(), left, cut_x - 2), (cut_x - 2 - left) / 20);
+  // Zoomed in and an event selected while the rest loads: both stay when the whole arrives.
+  const size_t s7 = stream_track(*part, 7);
+  const TimeRange zoomed{part->span.begin, part->loaded_until};
+  w.show_range(zoomed);
+  w.select_event(s7, 0);
+  w.set_timeline(whole);
+  EXPECT_EQ(w.view().visible(), zoomed);
+  ASSERT_TRUE(w.selected_event());
+  EXPECT_EQ(*w.selected_event(), (std::pair<size_t, int64_t>{stream_track(*whole, 7), 0}));
+  // Everything loaded: no hatch.
+  w.show_range(whole->span);
+  EXPECT_LT(dark_pixels(w.grab().toImage(), cut_x + 2, right), hatched / 3);
+}
+
 TEST_F(WidgetsTest, SharingPanelListsTheSharingEventsUnderThePlans) {
   {
     auto db = store::Database::open(path_, store::OpenMode::read_write);

@@ -344,10 +344,16 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
   };
   const auto& db = reader.database();
   const std::string cap = std::to_string(capture_id);
+  // A first part: the events that start before options.until (index on start).
+  auto before = [&](const char* column) {
+    return options.until == INT64_MAX
+               ? std::string()
+               : std::string(" AND ") + column + " < " + std::to_string(options.until);
+  };
   auto gpu_table = [&](const char* table, const char* name_expr, EventKind kind) {
     auto st =
         db.prepare(std::string("SELECT ifnull(globalPid,-1), deviceId, streamId, start, end, ") +
-                   name_expr + " FROM " + table + " WHERE captureId = " + cap);
+                   name_expr + " FROM " + table + " WHERE captureId = " + cap + before("start"));
     check_cancel(options, 0);
     int32_t fixed = kind == EventKind::memset ? data.intern("Memset") : -1;
     std::unordered_map<int64_t, int32_t> copy_names;
@@ -386,18 +392,20 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
   };
   thread_table(
       "SELECT globalTid, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE captureId = " +
-          cap,
+          cap + before("start"),
       TrackKind::thread_runtime, EventKind::runtime, false);
   thread_table(
       "SELECT ifnull(n.globalTid,0), n.start, ifnull(n.end,n.start), ifnull(n.text, s.value) "
       "FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.captureId = " +
-          cap,
+          cap + before("n.start"),
       TrackKind::thread_nvtx, EventKind::nvtx, true);
-  thread_table("SELECT globalTid, start, end, nameId FROM cpu_ops WHERE captureId = " + cap,
+  thread_table("SELECT globalTid, start, end, nameId FROM cpu_ops WHERE captureId = " + cap +
+                   before("start"),
                TrackKind::thread_cpu, EventKind::cpu_op, false);
   {
     auto st = db.prepare(
-        "SELECT ifnull(globalPid,-1), step, start, end FROM iterations WHERE captureId = " + cap);
+        "SELECT ifnull(globalPid,-1), step, start, end FROM iterations WHERE captureId = " + cap +
+        before("start"));
     while (st.step()) {
       TrackKey key{TrackKind::iterations, st.column_int(0), -1, -1, -1};
       add(track(key), st.column_int(2), st.column_int(3),
@@ -447,6 +455,85 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
   }
   if (options.progress) options.progress("zoom levels", rows);
   data.finalize();
+  return data;
+}
+
+namespace {
+
+// The event tables the timeline reads, with the expression of an event's end as load_timeline
+// takes it (never before its start).
+struct TimedTable {
+  const char* table;
+  const char* end;
+};
+constexpr TimedTable kTimedTables[] = {
+    {"CUPTI_ACTIVITY_KIND_KERNEL", "max(start, end)"},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", "max(start, end)"},
+    {"CUPTI_ACTIVITY_KIND_MEMSET", "max(start, end)"},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", "max(start, end)"},
+    {"NVTX_EVENTS", "max(start, ifnull(end, start))"},
+    {"cpu_ops", "max(start, end)"},
+    {"iterations", "max(start, end)"},
+};
+
+std::optional<int64_t> single_int(const store::Database& db, const std::string& sql,
+                                  std::initializer_list<int64_t> args) {
+  auto st = db.prepare(sql);
+  int i = 1;
+  for (int64_t a : args) st.bind(i++, a);
+  if (!st.step() || st.column_is_null(0)) return std::nullopt;
+  return st.column_int(0);
+}
+
+}  // namespace
+
+TimeRange capture_span(const store::Reader& reader, int64_t capture_id) {
+  const auto& db = reader.database();
+  TimeRange span{INT64_MAX, INT64_MIN};
+  for (const TimedTable& t : kTimedTables) {
+    const std::string table = t.table;
+    // min() and max() of an indexed column are one index lookup each (not both in one query).
+    const auto first =
+        single_int(db, "SELECT min(start) FROM " + table + " WHERE captureId = ?", {capture_id});
+    if (!first) continue;
+    const auto last_start =
+        single_int(db, "SELECT max(start) FROM " + table + " WHERE captureId = ?", {capture_id});
+    // Only events starting within the longest duration of the last start can end last.
+    auto st = db.prepare("SELECT max_duration FROM event_extent WHERE tbl = ? AND captureId = ?");
+    st.bind(1, table).bind(2, capture_id);
+    const int64_t from = st.step() ? *last_start - st.column_int(0) : INT64_MIN;
+    const auto last_end = single_int(db,
+                                     std::string("SELECT max(") + t.end + ") FROM " + table +
+                                         " WHERE captureId = ? AND start >= ?",
+                                     {capture_id, from});
+    span.begin = std::min(span.begin, *first);
+    span.end = std::max(span.end, last_end.value_or(*last_start));
+  }
+  if (span.begin >= span.end) return {0, 1};
+  return span;
+}
+
+std::optional<TimelineData> load_timeline_head(const store::Reader& reader, int64_t capture_id,
+                                               int64_t events, const TimelineLoadOptions& options) {
+  const auto& db = reader.database();
+  // The earliest time by which one table has `events` events: the other tables' events before it
+  // are fewer, so the part holds at most `events` per table.
+  std::optional<int64_t> cut;
+  for (const TimedTable& t : kTimedTables) {
+    const auto at = single_int(db,
+                               std::string("SELECT start FROM ") + t.table +
+                                   " WHERE captureId = ? ORDER BY start LIMIT 1 OFFSET ?",
+                               {capture_id, events});
+    if (at && (!cut || *at < *cut)) cut = at;
+  }
+  if (!cut) return std::nullopt;
+  const TimeRange span = capture_span(reader, capture_id);
+  if (*cut <= span.begin) return std::nullopt;  // nothing before the cut: no part to show
+  TimelineLoadOptions part = options;
+  part.until = *cut;
+  TimelineData data = load_timeline(reader, capture_id, part);
+  data.span = {std::min(span.begin, data.span.begin), std::max(span.end, data.span.end)};
+  data.loaded_until = *cut;
   return data;
 }
 

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -136,6 +137,10 @@ class TimelineData {
   std::vector<std::vector<RowLevels>> levels;  // per track, per depth
   std::vector<std::string> names;              // index → text
   bool has_events = false;                     // raw events loaded (not only the cache)
+  // A first part (load_timeline_head): only the events that start before this time are loaded,
+  // the rest is still being read; `span` is the whole capture's all the same. INT64_MAX: all.
+  int64_t loaded_until = INT64_MAX;
+  bool complete() const { return has_events && loaded_until == INT64_MAX; }
 
   int32_t intern(const std::string& text);
   const std::string& name(int32_t index) const { return names.at(size_t(index)); }
@@ -172,10 +177,26 @@ class TimelineData {
 struct TimelineLoadOptions {
   std::function<void(const std::string& stage, int64_t rows)> progress;
   const std::atomic<bool>* cancel = nullptr;  // checked every few thousand rows
+  // Only the events that start before this time (a first part: TimelineData::loaded_until).
+  int64_t until = INT64_MAX;
 };
 
 // Everything: tracks, raw events and zoom levels. Throws LoadCancelled when cancelled.
 TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
                            const TimelineLoadOptions& options = {});
+
+// The capture's span as load_timeline computes it (first start to last end over its events),
+// read from the indexes on start and the stored maximum durations instead of every row.
+TimeRange capture_span(const store::Reader& reader, int64_t capture_id);
+
+// The first part of a large capture, for a first paint before its events are all read (staged
+// loading when there is no zoom summary): every table's events that start before the time by
+// which the first table reaches `events` events in start order (read through the indexes on
+// start), nested into rows and levelled as load_timeline does, with `span` the whole capture's
+// (capture_span) and `loaded_until` that time. Nothing when no table of the capture has more
+// than `events` events (load it whole: it is as quick).
+std::optional<TimelineData> load_timeline_head(const store::Reader& reader, int64_t capture_id,
+                                               int64_t events,
+                                               const TimelineLoadOptions& options = {});
 
 }  // namespace fleetscope::timeline
