@@ -135,12 +135,20 @@ std::vector<std::string> summary_lines(const CaptureData& data) {
                     format_duration(host) + ", kernel wait " + format_duration(kernel) +
                     ", other " + format_duration(other));
   }
+  std::map<int32_t, GpuUtilization> utilization;
+  for (const GpuUtilization& u : gpu_utilization(data)) utilization[u.device] = u;
   for (const auto& m : device_metrics(data)) {
-    std::string line = "GPU " + std::to_string(m.device) + ": busy " +
-                       format_duration(m.busy_all_ns) + " (kernels " +
-                       format_duration(m.busy_kernels_ns) + ") of " + format_duration(m.span_ns);
-    if (m.gpu_utilization_steps)
-      line += ", utilization over the steps " + pct(*m.gpu_utilization_steps);
+    std::string line = "GPU " + std::to_string(m.device) + ": ";
+    if (auto u = utilization.find(m.device); u != utilization.end())
+      line += "GPU utilization " + pct(u->second.utilization()) + " (" +
+              format_duration(u->second.busy_ns) + " busy in the " +
+              (u->second.window_is_steps ? "steps' span " : "span ") +
+              format_duration(u->second.window.length()) + "); ";
+    line += "busy " + format_duration(m.busy_all_ns) + " (kernels " +
+            format_duration(m.busy_kernels_ns) + ") of the first-to-last span " +
+            format_duration(m.span_ns);
+    if (m.kernel_utilization_steps)
+      line += ", kernel utilization in steps (profiler plugin) " + pct(*m.kernel_utilization_steps);
     if (m.est_sm_efficiency) line += ", est. SM efficiency " + pct(*m.est_sm_efficiency);
     if (m.est_achieved_occupancy)
       line += ", est. achieved occupancy " + pct(*m.est_achieved_occupancy / 100.0);
@@ -189,7 +197,7 @@ std::string diff_value_text(const std::string& metric, double value) {
     return metric.size() >= s.size() && metric.compare(metric.size() - s.size(), s.size(), s) == 0;
   };
   if (ends_with("_ns")) return format_duration(static_cast<int64_t>(value));
-  if (metric == "utilization" || ends_with("_fraction") || ends_with("_share")) return pct(value);
+  if (ends_with("utilization") || ends_with("_fraction") || ends_with("_share")) return pct(value);
   std::ostringstream s;
   if (value == static_cast<double>(static_cast<int64_t>(value)))
     s << static_cast<int64_t>(value);
@@ -643,6 +651,13 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
   });
 }
 
+namespace {
+// P and T are known when measured or declared (declared_memory.h); else the table says unknown.
+bool memory_known(const ConsolidationCandidate& c) {
+  return c.memory_measured || !c.memory_source.empty();
+}
+}  // namespace
+
 int run_candidates_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
@@ -749,6 +764,7 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
                         {"ephemeral_peak_stddev_bytes", c.ephemeral_peak_stddev_bytes},
                         {"gpu_uuid", c.gpu_uuid},
                         {"memory_measured", c.memory_measured},
+                        {"memory_totals_known", c.memory_totals_known},
                         {"memory_source", c.memory_source},
                         {"utilization", c.utilization},
                         {"iteration_ns", c.iteration_ns},
@@ -769,7 +785,10 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
     for (const auto& c : list)
       table.add_row(
           {c.workflow, std::to_string(c.device), pct(c.utilization),
-           std::to_string(c.persistent_bytes >> 20), std::to_string(c.ephemeral_peak_bytes >> 20),
+           !memory_known(c)         ? std::string("unknown")
+           : !c.memory_totals_known ? ">= " + std::to_string(c.persistent_bytes >> 20)
+                                    : std::to_string(c.persistent_bytes >> 20),
+           memory_known(c) ? std::to_string(c.ephemeral_peak_bytes >> 20) : std::string("unknown"),
            format_duration(c.iteration_ns),
            std::string(c.co_location_candidate ? "candidate" : "keep") + " (" + c.reason + ")"});
     table.print(out, wide);

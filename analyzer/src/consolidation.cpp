@@ -20,6 +20,7 @@ MemoryFootprint memory_footprint(const std::vector<store::MemoryEvent>& events,
   const auto& first = events.front();
   int64_t running = first.total_allocated ? *first.total_allocated - first.bytes : 0;
   const int64_t initial = running;
+  fp.totals_known = first.total_allocated.has_value();
   for (size_t i = 0; i < events.size(); ++i) {
     running += events[i].bytes;
     level[i] = events[i].total_allocated ? *events[i].total_allocated : running;
@@ -108,20 +109,11 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
     c.iterations = static_cast<int64_t>(steps.size());
     c.iteration_ns = quantile(step_ns, 0.5);
 
-    std::vector<Interval> spans;
-    for (uint32_t i : members) spans.push_back({data.gpu.start[i], data.gpu.end[i]});
-    const IntervalSet busy = unite_sorted(spans);
-    // No iterations and only zero-length GPU intervals (a corrupt trace; found by
-    // fuzz_kineto_json): an empty window, not a read of an empty set.
-    Interval window{0, 0};
-    if (!steps.empty())
-      window = {steps.front().begin, steps.back().end};
-    else if (!busy.empty())
-      window = {busy.front().begin, busy.back().end};
-    for (const Interval& s : steps) window.end = std::max(window.end, s.end);
-    c.window_ns = window.length();
-    c.busy_ns = covered_length(busy, window);
-    c.utilization = c.window_ns ? double(c.busy_ns) / double(c.window_ns) : 0.0;
+    // The job's GPU utilization (gpu_utilization.h: its steps' span, else its work's span).
+    const GpuUtilization u = job_gpu_utilization(data, workflow_id, device, members);
+    c.window_ns = u.window.length();
+    c.busy_ns = u.busy_ns;
+    c.utilization = u.utilization();
 
     std::vector<store::MemoryEvent> memory;
     for (const auto& e : data.memory)
@@ -133,11 +125,16 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
     c.persistent_bytes = fp.persistent_bytes;
     c.ephemeral_peak_bytes = fp.ephemeral_peak_bytes;
     c.ephemeral_peak_stddev_bytes = fp.ephemeral_peak_stddev_bytes;
+    c.memory_totals_known = !c.memory_measured || fp.totals_known;
 
     if (c.utilization >= options.max_utilization) {
-      c.reason = "busy " + std::to_string(int(c.utilization * 100)) + " % of its window";
+      c.reason = "GPU utilization " + std::to_string(int(c.utilization * 100)) + " %";
     } else if (!c.memory_measured) {
       c.reason = "no memory events: P and T unknown";
+    } else if (!c.memory_totals_known) {
+      c.reason =
+          "memory events without allocator totals: P unknown (memory allocated before "
+          "the capture is not seen)";
     } else if (c.gpu_memory_bytes > 0 && fp.footprint_bytes() > c.gpu_memory_bytes) {
       c.reason = fp.footprint_bytes() > c.persistent_bytes + c.ephemeral_peak_bytes
                      ? "the allocator's reserved peak exceeds the GPU's memory"

@@ -75,7 +75,7 @@ void apply_declared_memory(ConsolidationCandidate& c, const DeclaredMemory& memo
   c.memory_source = memory.source;
   c.co_location_candidate = false;
   if (c.utilization >= options.max_utilization) {
-    c.reason = "busy " + std::to_string(int(c.utilization * 100)) + " % of its window";
+    c.reason = "GPU utilization " + std::to_string(int(c.utilization * 100)) + " %";
   } else if (c.gpu_memory_bytes > 0 && c.persistent_bytes > c.gpu_memory_bytes) {
     c.reason = "declared peak exceeds the GPU's memory";
   } else {

@@ -257,10 +257,10 @@ std::vector<DeviceMetrics> device_metrics(const CaptureData& data) {
     const std::string no_steps = "ProfilerStep iterations or CPU ops (the steps span)";
     // GPU utilization over the steps.
     if (!window || window->empty()) {
-      m.gpu_utilization_steps_needs = window ? "a non-empty steps span" : no_steps;
+      m.kernel_utilization_steps_needs = window ? "a non-empty steps span" : no_steps;
     } else {
       m.kernel_busy_in_steps_ns = covered_length(kernels, *window);
-      m.gpu_utilization_steps = double(m.kernel_busy_in_steps_ns) / double(window->length());
+      m.kernel_utilization_steps = double(m.kernel_busy_in_steps_ns) / double(window->length());
     }
 
     // Estimated SM efficiency.

@@ -23,7 +23,7 @@ CaptureSummary summarize(const CaptureData& data) {
     s.non_compute_ns += t.non_compute_ns;
   }
   s.busy_ns = s.span_ns - s.idle_ns;
-  s.utilization = s.span_ns ? double(s.busy_ns) / double(s.span_ns) : 0.0;
+  s.utilization = capture_gpu_utilization(data).value_or(0.0);
   for (const auto& i : idle_time_breakdown(data, idle_options)) {
     s.host_wait_ns += i.host_wait_ns, s.kernel_wait_ns += i.kernel_wait_ns;
     s.other_idle_ns += i.other_ns;
@@ -55,7 +55,7 @@ CaptureDiff diff_captures(const CaptureData& before, const CaptureData& after,
   metric("span_ns", double(b.span_ns), double(a.span_ns));
   metric("busy_ns", double(b.busy_ns), double(a.busy_ns));
   metric("idle_ns", double(b.idle_ns), double(a.idle_ns));
-  metric("utilization", b.utilization, a.utilization);
+  metric("gpu_utilization", b.utilization, a.utilization);
   metric("compute_ns", double(b.compute_ns), double(a.compute_ns));
   metric("non_compute_ns", double(b.non_compute_ns), double(a.non_compute_ns));
   metric("host_wait_ns", double(b.host_wait_ns), double(a.host_wait_ns));

@@ -10,6 +10,7 @@
 
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/attribution.h"
+#include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/store/error.h"
 
@@ -66,6 +67,30 @@ void add_capture(const store::Reader& reader, const std::string& path,
       group->push_back({start, end});
     }
   }
+  // The jobs' steps (iterations of their processes, and iterations of no process): the window of
+  // their GPU utilization (gpu_utilization.h).
+  std::map<int64_t, std::vector<Interval>> steps_of_workflow;
+  std::vector<Interval> unattributed_steps;
+  {
+    auto stmt = reader.database().prepare(
+        "SELECT start, end, globalPid FROM iterations WHERE captureId = ?1");
+    stmt.bind(1, capture.id);
+    int64_t row = 0;
+    while (stmt.step()) {
+      ++row;
+      const Interval step{checked_time(stmt, 0, path, "iterations", row, "start"),
+                          checked_time(stmt, 1, path, "iterations", row, "end")};
+      if (stmt.column_is_null(2)) {
+        unattributed_steps.push_back(step);
+        continue;
+      }
+      const int64_t pid = stmt.column_int(2);
+      auto it = workflow_by_pid.find(pid);
+      if (it == workflow_by_pid.end())
+        it = workflow_by_pid.emplace(pid, workflow_of_process(context, pid)).first;
+      steps_of_workflow[it->second].push_back(step);
+    }
+  }
   std::set<std::string> names_in_capture;
   for (auto& [key, spans] : groups) {
     const auto by_begin = [](const Interval& a, const Interval& b) { return a.begin < b.begin; };
@@ -77,11 +102,13 @@ void add_capture(const store::Reader& reader, const std::string& path,
     if (w.user.empty()) w.user = info.user;
     int64_t last = INT64_MIN;
     for (const Interval& x : spans) last = std::max(last, x.end);
-    const int64_t span = last - spans.front().begin;
-    const int64_t busy = total_length(unite_sorted(spans));
-    w.span_ns += span;
-    w.busy_ns += busy;
-    w.idle_ns += span - busy;
+    std::vector<Interval> steps = steps_of_workflow[key.first];
+    steps.insert(steps.end(), unattributed_steps.begin(), unattributed_steps.end());
+    const GpuUtilization u = measure_gpu_utilization(
+        unite_sorted(spans), {spans.front().begin, last}, steps_span(steps));
+    w.span_ns += u.window.length();
+    w.busy_ns += u.busy_ns;
+    w.idle_ns += u.window.length() - u.busy_ns;
     ++w.devices;
     share.captures_of[info.name].insert(path + "#" + std::to_string(capture.id));
     names_in_capture.insert(info.name);

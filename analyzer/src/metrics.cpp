@@ -205,24 +205,6 @@ LaunchStatistics launch_statistics(const CaptureData& data,
   return stats;
 }
 
-std::vector<GpuUtilization> gpu_utilization(const CaptureData& data) {
-  std::vector<GpuUtilization> out;
-  auto steps = data.step_span();
-  for (const auto& [device, busy] : data.busy_by_device) {
-    GpuUtilization row;
-    row.device = device;
-    if (steps) {
-      row.window = *steps;
-      row.window_is_steps = true;
-    } else {
-      row.window = data.device_span(device).value_or(Interval{});
-    }
-    row.busy_ns = covered_length(busy, row.window);
-    out.push_back(row);
-  }
-  return out;
-}
-
 std::vector<KernelSummary> kernel_summary(const CaptureData& data, size_t limit) {
   std::unordered_map<int64_t, KernelSummary> by_name;
   const auto& g = data.gpu;

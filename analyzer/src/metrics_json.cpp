@@ -87,11 +87,13 @@ json devices_json(const CaptureData& data) {
     put(d, "temporal_idle_fraction", opt([](const auto& r) { return r.idle_fraction(); }),
         hta_needs);
 
-    put(d, "gpu_utilization_steps", m.gpu_utilization_steps, m.gpu_utilization_steps_needs);
+    put(d, "kernel_utilization_steps", m.kernel_utilization_steps,
+        m.kernel_utilization_steps_needs);
     d["kernel_busy_in_steps_ns"] = m.kernel_busy_in_steps_ns;
     const GpuUtilization& u = all_ops.at(m.device);
-    d["gpu_utilization_all_ops"] = u.utilization();
-    d["gpu_utilization_all_ops_window_ns"] = interval_json(u.window);
+    d["gpu_utilization"] = u.utilization();
+    d["gpu_utilization_window_ns"] = interval_json(u.window);
+    d["gpu_utilization_window_is_steps"] = u.window_is_steps;
     put(d, "est_sm_efficiency", m.est_sm_efficiency, m.est_sm_efficiency_needs);
     put(d, "est_achieved_occupancy", m.est_achieved_occupancy, m.est_achieved_occupancy_needs);
 
@@ -242,7 +244,18 @@ json memory_json(const std::vector<DeviceMemory>& memory) {
     auto value = [&](int64_t v) { return measured ? std::optional<int64_t>(v) : std::nullopt; };
     put(d, "peak_bytes", value(m.peak_bytes), needs);
     put(d, "baseline_bytes", value(m.baseline_bytes), needs);
-    put(d, "persistent_bytes", value(m.persistent_bytes), needs);
+    // Without allocator totals the level before the capture is unknown: P is null (its lower
+    // bound stays in persistent_bytes_at_least) rather than a misleading 0.
+    const std::string totals_needs =
+        "allocator totals on the memory events (PyTorch's \"Total Allocated\"); memory "
+        "allocated before the capture is not seen";
+    d["memory_totals_known"] = !measured || m.totals_known;
+    if (measured && !m.totals_known) {
+      put(d, "persistent_bytes", std::optional<int64_t>(), totals_needs);
+      d["persistent_bytes_at_least"] = m.persistent_bytes;
+    } else {
+      put(d, "persistent_bytes", value(m.persistent_bytes), needs);
+    }
     put(d, "ephemeral_peak_bytes", value(m.ephemeral_peak_bytes), needs);
     put(d, "ephemeral_peak_stddev_bytes",
         m.ephemeral_peak_stddev_bytes >= 0 ? std::optional(m.ephemeral_peak_stddev_bytes)

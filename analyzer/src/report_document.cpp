@@ -359,6 +359,9 @@ std::string humanize(const std::string& key) {
         out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0)
       out.resize(out.size() - suffix.size());
   std::replace(out.begin(), out.end(), '_', ' ');
+  // A sum of possibly overlapping times says so ("summed_delay_ns" → "Summed delay (Σ, not
+  // wall time)"): it can exceed the capture.
+  if (out.rfind("summed ", 0) == 0) out += " (Σ, not wall time)";
   if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
   return out;
 }
@@ -477,8 +480,9 @@ class Builder {
     metric("Temporal: compute (HTA)", "temporal_compute_fraction", Unit::fraction);
     metric("Temporal: non-compute (HTA)", "temporal_non_compute_fraction", Unit::fraction);
     metric("Temporal: idle (HTA)", "temporal_idle_fraction", Unit::fraction);
-    metric("GPU utilization in steps (plugin)", "gpu_utilization_steps", Unit::fraction);
-    metric("GPU utilization, all ops", "gpu_utilization_all_ops", Unit::fraction);
+    metric("GPU utilization", "gpu_utilization", Unit::fraction);
+    metric("Kernel utilization in steps (profiler plugin)", "kernel_utilization_steps",
+           Unit::fraction);
     metric("Est. SM efficiency", "est_sm_efficiency", Unit::fraction);
     metric("Est. achieved occupancy", "est_achieved_occupancy", Unit::percent_value);
     for (const char* type : {"compute", "communication", "memory", "other"})
@@ -490,7 +494,7 @@ class Builder {
   }
 
   void utilization_charts() {
-    doc_.h2("GPU utilization over time");
+    doc_.h2("Kernel utilization over time");
     doc_.note(
         "Kernel time in each bucket / bucket length (the PyTorch profiler plugin's timeline): "
         "the device's span (first to last GPU event) cut into buckets of a power-of-ten µs, the "
@@ -498,8 +502,8 @@ class Builder {
         "the windows named in the findings' evidence (e.g. the longest gaps).");
     if (data_.events_by_device.empty()) {
       UtilizationChart empty;
-      empty.title = "GPU utilization";
-      doc_.chart("GPU utilization", render_utilization_svg(empty), "gpu-utilization.svg");
+      empty.title = "Kernel utilization";
+      doc_.chart("Kernel utilization", render_utilization_svg(empty), "gpu-utilization.svg");
       return;
     }
     if (options_.format == DocumentFormat::markdown && options_.chart_dir.empty())
@@ -591,7 +595,8 @@ class Builder {
     add("Short kernels: launch-call time", "short_kernel_cpu_ns", Unit::duration);
     add("Runtime outliers", "runtime_outliers", Unit::count);
     add("Launch delay outliers", "launch_delay_outliers", Unit::count);
-    add("Launch delay beyond the cutoff", "launch_delay_excess_ns", Unit::duration);
+    add("Launch delay beyond the cutoff, summed (Σ, not wall time)", "launch_delay_excess_ns",
+        Unit::duration);
     add("Launch delay mean (HTA, clipped at 0)", "launch_delay_mean_ns", Unit::duration);
     add("Launch delay p50", "launch_delay_p50_ns", Unit::duration);
     add("Launch delay p95", "launch_delay_p95_ns", Unit::duration);
@@ -647,8 +652,11 @@ class Builder {
       std::string stddev = "n/a";
       if (!m["ephemeral_peak_stddev_bytes"].is_null())
         stddev = format_bytes(static_cast<int64_t>(m["ephemeral_peak_stddev_bytes"].get<double>()));
-      t.rows.push_back({key, metric_text(m, "peak_bytes", Unit::bytes),
-                        metric_text(m, "persistent_bytes", Unit::bytes),
+      std::string persistent = metric_text(m, "persistent_bytes", Unit::bytes);
+      if (m.contains("persistent_bytes_at_least"))
+        persistent = "unknown (≥ " + format_bytes(m["persistent_bytes_at_least"].get<int64_t>()) +
+                     "; no allocator totals)";
+      t.rows.push_back({key, metric_text(m, "peak_bytes", Unit::bytes), persistent,
                         metric_text(m, "ephemeral_peak_bytes", Unit::bytes), stddev,
                         metric_text(m, "baseline_bytes", Unit::bytes)});
     }

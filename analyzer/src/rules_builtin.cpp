@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/device_features.h"
 #include "fleetscope/analyzer/kernel_sequences.h"
 #include "fleetscope/analyzer/rules.h"
+#include "fleetscope/analyzer/step_metrics.h"
 
 namespace fleetscope::analyzer {
 
@@ -116,8 +118,10 @@ struct Offender {
   int64_t count = 0;
   int64_t total_ns = 0;
 };
+// `total_key`: what total_ns sums, named as a sum where the parts can overlap in time (summed
+// launch delays of concurrent launches exceed the capture: "summed_delay_ns", not a duration).
 json offenders_json(const CaptureData& data, const std::unordered_map<int64_t, Offender>& by_name,
-                    size_t limit) {
+                    size_t limit, const char* total_key = "total_ns") {
   std::vector<Offender> list;
   for (const auto& [id, o] : by_name) list.push_back(o);
   std::sort(list.begin(), list.end(), [](const Offender& a, const Offender& b) {
@@ -127,7 +131,7 @@ json offenders_json(const CaptureData& data, const std::unordered_map<int64_t, O
   for (size_t i = 0; i < list.size() && i < limit; ++i)
     out.push_back({{"name", data.name(list[i].name_id)},
                    {"count", list[i].count},
-                   {"total_ns", list[i].total_ns}});
+                   {total_key, list[i].total_ns}});
   return out;
 }
 
@@ -291,8 +295,8 @@ class LowGpuUtilization : public Rule {
                        {"busy_ns", u.busy_ns},
                        {"window_ns", u.window.length()},
                        {"window_is_steps", u.window_is_steps}};
-      std::string advice = "GPU " + std::to_string(u.device) + " is busy " +
-                           percent(u.utilization()) + " of the " +
+      std::string advice = "GPU " + std::to_string(u.device) + ": GPU utilization " +
+                           percent(u.utilization()) + " over the " +
                            (u.window_is_steps ? "profiled steps" : "capture") + "; " + ms(idle) +
                            " of GPU time is idle. Check the other findings for the cause (input "
                            "pipeline, launch overhead, synchronization); if the job is small for "
@@ -439,7 +443,7 @@ class LaunchDelayOutliers : public Rule {
                      {"launch_delay_max_ns", stats.launch_delay_max_ns},
                      {"idle_while_delayed_ns", impact},
                      {"longest_waits", windows_json(longest(all_waits, 10), 10)},
-                     {"top_offenders", offenders_json(data, by_name, 10)}};
+                     {"top_offenders", offenders_json(data, by_name, 10, "summed_delay_ns")}};
     add_offending_gpu_events(evidence, data, std::move(delayed));
     if (!all_waits.empty()) add_focus(evidence, longest(all_waits, 1).front());
     std::string advice =
@@ -462,7 +466,8 @@ class LaunchDelayOutliers : public Rule {
 // ---------------------------------------------------------------------------------------------
 class DataLoaderBottleneck : public Rule {
  public:
-  CaptureParts reads() const override { return with_host_ops(); }
+  // The plugin's steps move to the device side along the launches: the API calls are read too.
+  CaptureParts reads() const override { return host_activity(); }
   std::string id() const override { return "dataloader_bottleneck"; }
   std::string title() const override { return "Input pipeline takes a large share of each step"; }
   std::vector<Threshold> thresholds() const override {
@@ -489,24 +494,27 @@ class DataLoaderBottleneck : public Rule {
     const IntervalSet steps = unite(std::move(step_list));
     const int64_t step_ns = total_length(steps);
     const IntervalSet loading_in_steps = intersect(loading, steps);
-    const int64_t loading_ns = total_length(loading_in_steps);
     if (step_ns <= 0) return {};
-    const double share = double(loading_ns) / double(step_ns);
-    if (share <= max_share) return {};
+    // The share the step table shows (the plugin's breakdown: DataLoader time not covered by GPU
+    // work or communication), so the finding and the table quote one figure.
+    const std::optional<DataLoaderShare> table = dataloader_share(step_breakdown(data));
+    if (!table || table->share() <= max_share) return {};
+    const double share = table->share();
 
     // Impact: DataLoader time during which no GPU had work.
     IntervalSet any_busy;
     for (const auto& [device, busy] : data.busy_by_device) any_busy = unite(any_busy, busy);
     const int64_t impact = total_length(subtract(loading_in_steps, any_busy));
-    json evidence = {{"steps", data.iterations.size()},
-                     {"step_ns", step_ns},
-                     {"dataloader_ns", loading_ns},
+    json evidence = {{"steps", table->steps},
+                     {"step_ns", table->step_ns},
+                     {"dataloader_ns", table->dataloader_ns},
                      {"dataloader_share", share},
+                     {"dataloader_host_ns", total_length(loading_in_steps)},
                      {"gpu_idle_during_dataloader_ns", impact},
                      {"longest_fetches", windows_json(longest(loading_in_steps, 10), 10)}};
     std::string advice =
-        "The DataLoader takes " + percent(share) + " of step time (" + ms(loading_ns) + " over " +
-        std::to_string(data.iterations.size()) + " steps), " + ms(impact) +
+        "The DataLoader takes " + percent(share) + " of step time (" + ms(table->dataloader_ns) +
+        " over " + std::to_string(table->steps) + " steps, as in the step table), " + ms(impact) +
         " of it with the GPU idle. Load data in parallel and ahead of time: DataLoader("
         "num_workers=N>0, pin_memory=True, persistent_workers=True, prefetch_factor=2+), and move "
         "heavy preprocessing off the training process.";
@@ -836,9 +844,10 @@ class ConsolidationCandidateRule : public Rule {
                        {"gpu_memory_bytes", c.gpu_memory_bytes},
                        {"reason", c.reason}};
       std::string advice =
-          "The job keeps GPU " + std::to_string(c.device) + " busy " + percent(c.utilization) +
-          " of the time and needs " + std::to_string(c.persistent_bytes + c.ephemeral_peak_bytes) +
-          " bytes (P + T) of its " + std::to_string(c.gpu_memory_bytes) +
+          "The job's GPU utilization on GPU " + std::to_string(c.device) + " is " +
+          percent(c.utilization) + " and it needs " +
+          std::to_string(c.persistent_bytes + c.ephemeral_peak_bytes) + " bytes (P + T) of its " +
+          std::to_string(c.gpu_memory_bytes) +
           ": it can share the GPU with another job (MPS, time-slicing or MIG). Run `fleetscope "
           "share plan` to pair it; " +
           ms(idle) + " of idle GPU time would be reused.";
@@ -957,17 +966,36 @@ class TensorCoresUnused : public Rule {
       const int64_t plain_ns = total_length(plain_set);
       const double share = kernel_ns > 0 ? double(plain_ns) / double(kernel_ns) : 0.0;
       if (share <= max_share || plain_ns < min_ns) continue;
+      // The advice names only what this GPU has (device_features.h): no tensor cores before
+      // compute capability 7.0, TF32 and bf16 only from 8.0 (Ampere).
+      const std::optional<ComputeCapability> cc = compute_capability(data, device);
+      if (cc && !cc->has_tensor_cores()) continue;
       json evidence = {{"non_tc_gemm_ns", plain_ns},
                        {"kernel_busy_ns", kernel_ns},
                        {"non_tc_share", share},
                        {"top_offenders", offenders_json(data, by_name, 10)}};
+      if (cc) evidence["compute_capability"] = cc->text();
+      std::string how;
+      if (!cc)
+        how =
+            "torch.autocast (fp16; bf16 from compute capability 8.0) or, from compute "
+            "capability 8.0 (Ampere) on, TF32: torch.backends.cuda.matmul.allow_tf32 = True / "
+            "torch.set_float32_matmul_precision('high')";
+      else if (cc->has_tf32())
+        how =
+            "torch.autocast (bf16/fp16) or torch.backends.cuda.matmul.allow_tf32 = True / "
+            "torch.set_float32_matmul_precision('high')";
+      else
+        how =
+            "torch.autocast(dtype=torch.float16) with a GradScaler (this GPU, compute "
+            "capability " +
+            cc->text() + ", has fp16 tensor cores but no TF32 or bf16)";
       std::string advice =
           "GEMM/convolution kernels without a tensor-core marker in their name take " +
           percent(share) + " of GPU " + std::to_string(device) + "'s kernel time (" + ms(plain_ns) +
-          "). Run them on tensor cores: torch.autocast (bf16/fp16) or "
-          "torch.backends.cuda.matmul.allow_tf32 = True / torch.set_float32_matmul_precision("
-          "'high'), and keep matrix dimensions multiples of 8 (16 for int8). Impact is the "
-          "kernels' time (upper bound).";
+          "). Run them on tensor cores: " + how +
+          ", and keep matrix dimensions multiples of 8 (16 for int8). Impact is the kernels' time "
+          "(upper bound).";
       out.push_back(make_finding(*this, context, device,
                                  {plain_set.front().begin, plain_set.back().end}, plain_ns,
                                  kernel_ns, std::move(evidence), std::move(advice)));

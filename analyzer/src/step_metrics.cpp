@@ -241,6 +241,7 @@ std::vector<DeviceMemory> memory_by_device(const CaptureData& data) {
       row.reserved_peak_bytes = fp.reserved_peak_bytes;
       row.fragmentation = fp.fragmentation;
       row.allocations = fp.allocations, row.allocated_bytes = fp.allocated_bytes;
+      row.totals_known = fp.totals_known;
       // One iteration at a time through the same function: its P is the level at the
       // iteration's start, its T the rise above it.
       for (size_t k = 0; k < steps.size(); ++k) {
@@ -264,6 +265,18 @@ std::vector<DeviceMemory> memory_by_device(const CaptureData& data) {
     }
     out.push_back(std::move(row));
   }
+  return out;
+}
+
+std::optional<DataLoaderShare> dataloader_share(const std::vector<StepBreakdown>& steps) {
+  DataLoaderShare out;
+  for (const StepBreakdown& s : steps) {
+    if (!s.in_overview) continue;
+    ++out.steps;
+    out.step_ns += s.step_ns;
+    out.dataloader_ns += s.dataloader_ns;
+  }
+  if (out.steps == 0) return std::nullopt;
   return out;
 }
 

@@ -94,7 +94,7 @@ double ChartLayout::y_of(double utilization) const {
 UtilizationChart utilization_chart(const CaptureData& data, int32_t device,
                                    const std::vector<store::Finding>& findings) {
   UtilizationChart chart;
-  chart.title = "GPU " + std::to_string(device) + " utilization (kernels)";
+  chart.title = "GPU " + std::to_string(device) + " kernel utilization";
   const auto span = data.device_span(device);
   if (!span || span->empty()) {
     chart.empty_message = "no GPU activity";

@@ -372,16 +372,16 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
     }
     if (refused) return 1;
     out << "capture " << progress.capture_id << " in " << progress.database_path << "\n";
-    out << "  processes:   " << join(progress.pids) << "\n";
-    out << "  records:     " << progress.records << " (" << progress.dropped_records
+    out << "  processes:       " << join(progress.pids) << "\n";
+    out << "  records:         " << progress.records << " (" << progress.dropped_records
         << " dropped)\n";
-    out << "  kernels:     " << (progress.__isset.kernels ? std::to_string(progress.kernels) : "-")
-        << "\n";
-    out << "  GPU busy:    "
+    out << "  kernels:         "
+        << (progress.__isset.kernels ? std::to_string(progress.kernels) : "-") << "\n";
+    out << "  GPU utilization: "
         << (progress.__isset.gpu_busy_pct ? percent(progress.gpu_busy_pct) : "-") << "\n";
-    out << "  top finding: " << (progress.__isset.top_finding ? progress.top_finding : "none")
+    out << "  top finding:     " << (progress.__isset.top_finding ? progress.top_finding : "none")
         << "\n";
-    if (progress.__isset.note) out << "  note:        " << progress.note << "\n";
+    if (progress.__isset.note) out << "  note:            " << progress.note << "\n";
     out << "(fleetscope report " << progress.database_path << " --capture " << progress.capture_id
         << " for every finding)\n";
     return 0;

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "fleetscope/analyzer/analysis.h"
-#include "fleetscope/analyzer/device_metrics.h"
+#include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/daemon/batch_decoder.h"
 #include "fleetscope/store/reader.h"
@@ -261,13 +261,8 @@ CaptureSummary HostStore::analyze(int64_t capture_id) {
   analyzer::CaptureData data = analyzer::load_capture(reader, capture_id);
   for (size_t i = 0; i < data.gpu.size(); ++i)
     if (data.gpu.kind[i] == analyzer::GpuEventKind::kernel) ++summary.kernels;
-  int64_t busy = 0, span = 0;
-  for (const auto& device : analyzer::device_metrics(data)) {
-    busy += device.busy_all_ns;
-    span += device.span_ns;
-  }
-  if (span > 0)
-    summary.gpu_busy_pct = 100.0 * static_cast<double>(busy) / static_cast<double>(span);
+  if (auto utilization = analyzer::capture_gpu_utilization(data))
+    summary.gpu_busy_pct = 100.0 * *utilization;  // the analyzer's GPU utilization
   auto findings = analyzer::analyze(data);
   if (!findings.empty())
     summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;

@@ -29,7 +29,7 @@ QString fleet_totals(const std::vector<FleetRow>& rows) {
   return QString("Total: %1 job(s), %2 GPU-hours, %3 wasted (%4 % utilization)")
       .arg(rows.size())
       .arg(format_gpu_hours(hours), format_gpu_hours(wasted))
-      .arg(QString::number(span ? 100.0 * double(busy) / double(span) : 0.0, 'f', 1));
+      .arg(QString::number(100.0 * analyzer::utilization_ratio(busy, span), 'f', 1));
 }
 
 namespace {

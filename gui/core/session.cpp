@@ -6,6 +6,7 @@
 #include <set>
 
 #include "fleetscope/analyzer/attribution.h"
+#include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/error.h"
@@ -150,21 +151,18 @@ SessionAnalysis analyze_session(const Session& session, const Progress& progress
                                 : (series.empty() ? 0 : series.back().bytes) + m.bytes;
       series.push_back({m.ts, level});
     }
-    // Fleet rows: the same per-(job, device) span/busy as analyzer::rank_workflows.
+    // Fleet rows: each job's GPU utilization per device (analyzer/gpu_utilization.h), as
+    // analyzer::rank_workflows sums it.
     std::set<std::string> jobs_here;
     for (const auto& [key, members] : analyzer::events_by_workflow_device(*data)) {
       const analyzer::WorkflowInfo info = analyzer::workflow_info(*data, key.first);
       FleetRow& row = fleet[info.name];
       row.workflow = info.name;
       if (row.user.empty()) row.user = info.user;
-      std::vector<analyzer::Interval> spans;
-      int64_t last = INT64_MIN;
-      for (uint32_t i : members) {
-        spans.push_back({data->gpu.start[i], data->gpu.end[i]});
-        last = std::max(last, data->gpu.end[i]);
-      }
-      row.span_ns += last - data->gpu.start[members.front()];
-      row.busy_ns += analyzer::total_length(analyzer::unite_sorted(spans));
+      const analyzer::GpuUtilization u =
+          analyzer::job_gpu_utilization(*data, key.first, key.second, members);
+      row.span_ns += u.window.length();
+      row.busy_ns += u.busy_ns;
       ++row.devices;
       if (std::find(row.capture_ids.begin(), row.capture_ids.end(), capture.id) ==
           row.capture_ids.end())

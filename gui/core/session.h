@@ -17,6 +17,7 @@
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/capture_data.h"
 #include "fleetscope/analyzer/consolidation.h"
+#include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/step_metrics.h"
 #include "fleetscope/sharer/planner.h"
 #include "fleetscope/store/reader.h"
@@ -61,8 +62,8 @@ struct CaptureAnalysis {
 };
 
 // One job (workflow) across the open database's captures, as the fleet ranking defines it
-// (analyzer/fleet.h): GPU-hours = summed per-device first-to-last event spans, wasted = idle
-// inside them; the top finding is the largest-impact finding of the job's captures.
+// (analyzer/fleet.h): GPU-hours = summed per-device GPU-utilization windows, wasted = idle inside
+// them; the top finding is the largest-impact finding of the job's captures.
 struct FleetRow {
   std::string workflow;
   std::string user;
@@ -73,7 +74,7 @@ struct FleetRow {
   int64_t top_impact_ns = 0;
   double gpu_hours() const { return double(span_ns) / 3.6e12; }
   double wasted_gpu_hours() const { return double(span_ns - busy_ns) / 3.6e12; }
-  double utilization() const { return span_ns ? double(busy_ns) / double(span_ns) : 0.0; }
+  double utilization() const { return analyzer::utilization_ratio(busy_ns, span_ns); }
 };
 
 // The sharing panel's state: plans already recorded (lane_plans) and the plan the sharer's

@@ -550,8 +550,8 @@ TEST(DaemonProcess, CliCommandsTalkToTheDaemon) {
   auto trace = run_program({cli, "trace", "--pid", std::to_string(agent->pid()), "--duration-ms",
                             "100", "--socket", daemon.api_socket});
   ASSERT_EQ(trace.exit_code, 0) << trace.output;
-  EXPECT_NE(trace.output.find("kernels:     200"), std::string::npos) << trace.output;
-  EXPECT_NE(trace.output.find("GPU busy:"), std::string::npos) << trace.output;
+  EXPECT_NE(trace.output.find("kernels:         200"), std::string::npos) << trace.output;
+  EXPECT_NE(trace.output.find("GPU utilization:"), std::string::npos) << trace.output;
   EXPECT_NE(trace.output.find("in " + daemon.database), std::string::npos) << trace.output;
 
   auto by_workflow = run_program({cli, "trace", "--workflow", "cli-job", "--iterations", "2",

@@ -453,7 +453,7 @@ TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
   for (Child* j : {ja.get(), jb.get()}) {
     auto traced = cli({"trace", "--pid", std::to_string(j->pid()), "--duration-ms", "50"});
     ASSERT_EQ(traced.exit_code, 0) << traced.output;
-    EXPECT_NE(traced.output.find("kernels:     500"), std::string::npos) << traced.output;
+    EXPECT_NE(traced.output.find("kernels:         500"), std::string::npos) << traced.output;
   }
   for (const char* capture : {"1", "2"}) {
     auto analyzed = cli({"analyze", daemon_.database, "--capture", capture});

@@ -313,7 +313,7 @@ TEST_F(Commands, AnalyzeJsonHasMetricsPerDeviceAndCapture) {
   EXPECT_EQ(gpu.at("gpu_idle_ns").get<int64_t>(),
             gpu.at("span_ns").get<int64_t>() - gpu.at("gpu_busy_all_ns").get<int64_t>());
   EXPECT_LE(gpu.at("gpu_busy_kernels_ns").get<int64_t>(), gpu.at("gpu_busy_all_ns").get<int64_t>());
-  EXPECT_TRUE(gpu.contains("gpu_utilization_steps"));
+  EXPECT_TRUE(gpu.contains("kernel_utilization_steps"));
   EXPECT_TRUE(metrics.contains("launches"));
   for (const json& f : doc.at("findings")) {
     EXPECT_TRUE(f.contains("windows")) << f.dump();

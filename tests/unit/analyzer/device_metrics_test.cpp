@@ -42,8 +42,8 @@ TEST(DeviceMetrics, SharedCaseBusyIdleAndTypes) {
   ASSERT_TRUE(m.comm_comp_overlap.ratio().has_value());
   EXPECT_DOUBLE_EQ(*m.comm_comp_overlap.ratio(), 0.0);
   // No steps, no CPU ops, no GPU facts, no occupancy: each says what it needs.
-  EXPECT_FALSE(m.gpu_utilization_steps.has_value());
-  EXPECT_NE(m.gpu_utilization_steps_needs.find("ProfilerStep"), std::string::npos);
+  EXPECT_FALSE(m.kernel_utilization_steps.has_value());
+  EXPECT_NE(m.kernel_utilization_steps_needs.find("ProfilerStep"), std::string::npos);
   EXPECT_FALSE(m.est_sm_efficiency.has_value());
   EXPECT_NE(m.est_sm_efficiency_needs.find("smCount"), std::string::npos);
   EXPECT_FALSE(m.est_achieved_occupancy.has_value());
@@ -61,8 +61,8 @@ TEST(DeviceMetrics, PluginUtilizationCaseCountsKernelsOnly) {
   CaptureData plain = b.build();
   auto rows = device_metrics(plain);
   ASSERT_EQ(rows.size(), 1u);
-  ASSERT_TRUE(rows[0].gpu_utilization_steps.has_value());
-  EXPECT_DOUBLE_EQ(*rows[0].gpu_utilization_steps, 0.5);
+  ASSERT_TRUE(rows[0].kernel_utilization_steps.has_value());
+  EXPECT_DOUBLE_EQ(*rows[0].kernel_utilization_steps, 0.5);
   EXPECT_EQ(rows[0].kernel_busy_in_steps_ns, us(60));
   ASSERT_TRUE(rows[0].steps_span.has_value());
   EXPECT_EQ(*rows[0].steps_span, (Interval{us(100), us(220)}));
@@ -70,7 +70,7 @@ TEST(DeviceMetrics, PluginUtilizationCaseCountsKernelsOnly) {
   // A memcpy [100,130) is GPU work for metrics.h gpu_utilization() but not for the plugin.
   b.memcpy(us(100), us(130), 7, store::kMemcpyHtoD, store::kMemPinned, store::kMemDevice, 64);
   CaptureData with_copy = b.build();
-  EXPECT_DOUBLE_EQ(*device_metrics(with_copy)[0].gpu_utilization_steps, 0.5);
+  EXPECT_DOUBLE_EQ(*device_metrics(with_copy)[0].kernel_utilization_steps, 0.5);
   EXPECT_DOUBLE_EQ(gpu_utilization(with_copy)[0].utilization(), 90.0 / 120.0);
 }
 
@@ -120,7 +120,7 @@ TEST(DeviceMetrics, SmEfficiencyNamesTheMissingLaunchShape) {
   auto m = device_metrics(b.build()).at(0);
   EXPECT_FALSE(m.est_sm_efficiency.has_value());
   EXPECT_NE(m.est_sm_efficiency_needs.find("grid"), std::string::npos);
-  EXPECT_DOUBLE_EQ(*m.gpu_utilization_steps, 1.0);
+  EXPECT_DOUBLE_EQ(*m.kernel_utilization_steps, 1.0);
 }
 
 TEST(GpuUtilizationTimeline, PowerOfTenBucketsAndALongerLastBucket) {
@@ -225,7 +225,7 @@ TEST(TbPluginGpuMetrics, MatchesThePluginsExpectedOutput) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].steps_span, (Interval{1621401187223358 * 1000, 1621401187236768 * 1000}));
   EXPECT_EQ(rows[0].kernel_busy_in_steps_ns, us(48));
-  EXPECT_DOUBLE_EQ(*rows[0].gpu_utilization_steps, 48.0 / 13410.0);
+  EXPECT_DOUBLE_EQ(*rows[0].kernel_utilization_steps, 48.0 / 13410.0);
   EXPECT_NEAR(*rows[0].est_sm_efficiency, 0.7375 / 13410.0, 1e-15);
   EXPECT_FALSE(rows[0].est_achieved_occupancy.has_value());
   EXPECT_NE(rows[0].est_achieved_occupancy_needs.find("estOccupancy"), std::string::npos);

@@ -51,10 +51,10 @@ TEST(MetricsJson, SharedCaseValuesAndNames) {
   EXPECT_EQ(d["kernel_time_by_type_ns"]["memory"], us(30));
   EXPECT_DOUBLE_EQ(d["comm_comp_overlap"].get<double>(), 0.0);
   EXPECT_EQ(d["comm_ns"], us(100));
-  EXPECT_DOUBLE_EQ(d["gpu_utilization_all_ops"].get<double>(), 380.0 / 500.0);
+  EXPECT_DOUBLE_EQ(d["gpu_utilization"].get<double>(), 380.0 / 500.0);
   // No steps and no CPU ops; no GPU facts; no occupancy.
-  EXPECT_TRUE(d["gpu_utilization_steps"].is_null());
-  EXPECT_NE(d["gpu_utilization_steps_needs"].get<std::string>().find("ProfilerStep"),
+  EXPECT_TRUE(d["kernel_utilization_steps"].is_null());
+  EXPECT_NE(d["kernel_utilization_steps_needs"].get<std::string>().find("ProfilerStep"),
             std::string::npos);
   EXPECT_TRUE(d["est_sm_efficiency"].is_null());
   EXPECT_TRUE(d["est_achieved_occupancy"].is_null());
@@ -89,7 +89,7 @@ TEST(MetricsJson, PluginCaseIterationBreakdownAndUtilization) {
     b.kernel(us(s), us(e));
   b.step(1, us(100), us(220));
   const json j = metrics_json(b.build());
-  EXPECT_DOUBLE_EQ(j["devices"]["0"]["gpu_utilization_steps"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["devices"]["0"]["kernel_utilization_steps"].get<double>(), 0.5);
   EXPECT_EQ(j["capture"]["steps_source"], "iterations");
   EXPECT_EQ(j["capture"]["steps_span_ns"], json::array({us(100), us(220)}));
   ASSERT_EQ(j["iterations"].size(), 1u);

@@ -27,7 +27,7 @@ using testing::us;
 // (kernels) = 360 µs (72.0 %); idle 120 µs (24.0 %); compute kernels 0–150 ∪ 160–170 ∪ 400–500 =
 // 260 µs; communication 100 µs; memory 30 µs; HTA temporal (no steps, so no filter): compute
 // 260/500 = 52.0 %, idle 24.0 %, non-compute 24.0 %; comm/comp overlap 0 %. No steps, no CPU ops,
-// no SM count: gpu_utilization_steps and est_sm_efficiency are null.
+// no SM count: kernel_utilization_steps and est_sm_efficiency are null.
 CaptureData report_case() {
   CaptureData data = testing::shared_case("gemm<T&U>");
   data.capture.source_path = "runs/<rank 0> & co.json";
@@ -68,12 +68,12 @@ TEST(ReportDocument, HtmlHasMetricsChartsFindingsAndNeeds) {
   EXPECT_TRUE(has(html_row(html, "Kernel time: memory"), ">30.0 us<"));
   EXPECT_TRUE(has(html_row(html, "Comm/comp overlap (HTA)"), ">0.0 %<"));
   // Null metrics say what they need.
-  EXPECT_TRUE(has(html_row(html, "GPU utilization in steps (plugin)"),
+  EXPECT_TRUE(has(html_row(html, "Kernel utilization in steps (profiler plugin)"),
                   ">n/a (needs ProfilerStep iterations or CPU ops (the steps span))<"));
   EXPECT_TRUE(has(html_row(html, "Est. SM efficiency"), ">n/a (needs "));
   // The utilization chart, inline.
   EXPECT_TRUE(has(html, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
-  EXPECT_TRUE(has(html, "GPU 0 utilization (kernels)"));
+  EXPECT_TRUE(has(html, "GPU 0 kernel utilization"));
   // Launches: 5 correlated launches, the 145 µs delay is the max.
   EXPECT_TRUE(has(html_row(html, "Launch delay max"), ">145.0 us<"));
   // Findings, largest impact first, with their recommendation (escaped like every text).
@@ -100,7 +100,7 @@ TEST(ReportDocument, HtmlHasMetricsChartsFindingsAndNeeds) {
   }
   EXPECT_TRUE(has(html, "dataloader_bottleneck"));
   // Order of the sections.
-  const std::vector<std::string> order = {"Headline metrics", "GPU utilization over time",
+  const std::vector<std::string> order = {"Headline metrics", "Kernel utilization over time",
                                           "Iterations",       "Kernel launches",
                                           "Stream idle time", "Memory",
                                           ">Findings<",       "Rules not evaluated"};

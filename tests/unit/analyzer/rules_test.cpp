@@ -7,6 +7,7 @@
 #include "db_fixture.h"
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/analyzer/step_metrics.h"
 #include "fleetscope/store/reader.h"
 #include "shared_case.h"
 
@@ -115,10 +116,18 @@ TEST(DataLoaderBottleneck, ShareOfStepsAndIdleOverlap) {
   b.kernel(20 * kMs, 100 * kMs).kernel(125 * kMs, 200 * kMs);
   auto findings = run(b.build(), "dataloader_bottleneck");
   ASSERT_EQ(findings.size(), 1u);
-  // DataLoader 50 of 200 ms; GPU idle during [0,20) and [100,125) → 45 ms.
+  // GPU idle during the DataLoader's [0,20) and [100,125) → 45 ms.
   EXPECT_EQ(findings[0].impact_ns, 45 * kMs);
   auto evidence = json::parse(findings[0].evidence_json);
-  EXPECT_DOUBLE_EQ(evidence["dataloader_share"].get<double>(), 0.25);
+  // The step table's figure (the plugin's breakdown: kernels win over the DataLoader in
+  // [125,130)): 20 + 25 of 200 ms; the host-side ranges cover 50 ms.
+  EXPECT_DOUBLE_EQ(evidence["dataloader_share"].get<double>(), 0.225);
+  EXPECT_EQ(evidence["dataloader_host_ns"].get<int64_t>(), 50 * kMs);
+  const auto table = dataloader_share(step_breakdown(b.build()));
+  ASSERT_TRUE(table.has_value());
+  EXPECT_DOUBLE_EQ(table->share(), 0.225);
+  EXPECT_NE(findings[0].recommendation.find("22.5 %"), std::string::npos)
+      << findings[0].recommendation;
   EXPECT_TRUE(
       run(b.build(), "dataloader_bottleneck", {{"dataloader_bottleneck.max_step_share", 0.3}})
           .empty());
@@ -242,6 +251,39 @@ TEST(TensorCoresUnused, PlainSgemmAboveTwentyPercent) {
   testing::CaptureBuilder clean;
   clean.kernel(0, 3 * kMs, 7, "volta_h884gemm_128x64_nn").kernel(3 * kMs, 4 * kMs, 7, "add");
   EXPECT_TRUE(run(clean.build(), "tensor_cores_unused").empty());
+}
+
+// The advice names only what the GPU has: TF32 and bf16 from compute capability 8.0 (Ampere),
+// fp16 tensor cores from 7.0, nothing to recommend below that.
+TEST(TensorCoresUnused, AdviceFollowsTheComputeCapability) {
+  auto advice_on = [](std::optional<std::pair<int, int>> cc) -> std::optional<std::string> {
+    testing::CaptureBuilder b;
+    b.kernel(0, 3 * kMs, 7, "volta_sgemm_128x64_nn").kernel(3 * kMs, 4 * kMs, 7, "elementwise");
+    if (cc) {
+      b.gpu_info(0, 80);
+      b.raw().gpus.back().computeMajor = cc->first;
+      b.raw().gpus.back().computeMinor = cc->second;
+    }
+    auto findings = run(b.build(), "tensor_cores_unused");
+    if (findings.empty()) return std::nullopt;
+    return findings[0].recommendation;
+  };
+  const auto v100 = advice_on(std::pair{7, 0});
+  ASSERT_TRUE(v100.has_value());
+  EXPECT_EQ(v100->find("tf32"), std::string::npos) << *v100;
+  EXPECT_EQ(v100->find("bf16"), std::string::npos) << *v100;
+  EXPECT_NE(v100->find("float16"), std::string::npos) << *v100;
+  EXPECT_NE(v100->find("compute capability 7.0"), std::string::npos) << *v100;
+  const auto a100 = advice_on(std::pair{8, 0});
+  ASSERT_TRUE(a100.has_value());
+  EXPECT_NE(a100->find("allow_tf32"), std::string::npos) << *a100;
+  const auto h100 = advice_on(std::pair{9, 0});
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_NE(h100->find("allow_tf32"), std::string::npos) << *h100;
+  EXPECT_FALSE(advice_on(std::pair{6, 1}).has_value());  // Pascal: no tensor cores at all
+  const auto unknown = advice_on(std::nullopt);
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_NE(unknown->find("from compute capability 8.0 (Ampere)"), std::string::npos) << *unknown;
 }
 
 TEST(FusionCandidates, RunOfTinyKernelsImpactIsTheGaps) {

@@ -39,6 +39,9 @@ struct ConsolidationCandidate {
   // when fewer than two iterations were measured.
   double ephemeral_peak_stddev_bytes = -1.0;
   bool memory_measured = false;  // false: no memory events for this job/device (P = T = 0)
+  // false: the memory events carry no allocator totals, so P is unknown (a lower bound); see
+  // MemoryFootprint::totals_known.
+  bool memory_totals_known = true;
   // Where P and T come from when not measured: "FILE:NAME" of a declared source
   // (declared_memory.h); empty when measured or unknown.
   std::string memory_source;
@@ -80,6 +83,10 @@ struct MemoryFootprint {
   int64_t reserved_peak_bytes = 0;
   double fragmentation = 0;  // 0 without reserved levels
   int64_t allocations = 0, allocated_bytes = 0;
+  // Whether the levels are absolute: the events carry the allocator's total (PyTorch's "Total
+  // Allocated"). Without it the level starts at 0 at the first event, memory allocated before
+  // the capture is not counted, and P is unknown (the figures are a lower bound).
+  bool totals_known = true;
   // What a co-located job needs the device to hold: P + T, or the reserved peak when the
   // allocator keeps more than that (it does not give cached blocks back to other processes).
   int64_t footprint_bytes() const {

@@ -22,7 +22,7 @@
 //                     |∪ communication ∩ ∪ computation| / |∪ communication| over the device's GPU
 //                     events and stream-carrying sync waits, with HTA's last-step filter
 //                     (HtaStepFilter) by default; undefined without communication kernels.
-//   gpu_utilization_steps  the TensorBoard profiler plugin's GPU utilization
+//   kernel_utilization_steps  the TensorBoard profiler plugin's GPU utilization
 //                     (tb_plugin torch_tb_profiler/profiler/gpu_metrics_parser.py,
 //                     calculate_gpu_utilization): |∪ kernels ∩ steps span| / |steps span|, with the
 //                     plugin's steps span (step_metrics.h PluginSteps::span). Kernels only — unlike
@@ -103,8 +103,8 @@ struct DeviceMetrics {
   CommCompOverlap comm_comp_overlap;
   std::optional<Interval> steps_span;  // the plugin's, the same for every device
   int64_t kernel_busy_in_steps_ns = 0;
-  std::optional<double> gpu_utilization_steps;
-  std::string gpu_utilization_steps_needs;
+  std::optional<double> kernel_utilization_steps;
+  std::string kernel_utilization_steps_needs;
   std::optional<double> est_sm_efficiency;
   std::string est_sm_efficiency_needs;
   std::optional<double> est_achieved_occupancy;  // percent

@@ -17,7 +17,7 @@ struct CaptureSummary {
   int64_t kernels = 0, memcpys = 0, memsets = 0;
   int64_t launches = 0, short_kernels = 0, launch_delay_p50_ns = 0, launch_delay_p95_ns = 0;
   int64_t steps = 0, step_median_ns = 0;
-  double utilization = 0;  // busy / span
+  double utilization = 0;  // GPU utilization (gpu_utilization.h) over all devices
 };
 CaptureSummary summarize(const CaptureData& data);
 

@@ -1,7 +1,8 @@
 // Fleet view: rank jobs (workflows) across one or more trace databases by wasted GPU-hours.
-// Wasted time of a job on a GPU = its idle time inside its own first-to-last GPU-event span on
-// that GPU (HTA's temporal-breakdown idle time, per job); GPU-hours = that span. Findings already
-// stored by `fleetscope analyze` add their summed impact as a second column.
+// A job's GPU-hours on a GPU = the window of its GPU utilization (gpu_utilization.h: its steps'
+// span when it recorded steps, else its first-to-last GPU-event span on that GPU); wasted = the
+// idle time inside that window; utilization = the GPU utilization, Σ busy / Σ window. Findings
+// already stored by `fleetscope analyze` add their summed impact as a second column.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/analyzer/gpu_utilization.h"
+
 namespace fleetscope::analyzer {
 
 struct WorkflowWaste {
@@ -17,14 +20,14 @@ struct WorkflowWaste {
   std::string user;
   int64_t captures = 0;
   int64_t devices = 0;             // (capture, device) pairs the job used
-  int64_t span_ns = 0;             // summed per-device spans (GPU time held)
-  int64_t busy_ns = 0;             // summed per-device busy union
+  int64_t span_ns = 0;             // summed per-device GPU-utilization windows (GPU time held)
+  int64_t busy_ns = 0;             // summed GPU work inside them
   int64_t idle_ns = 0;             // span − busy
   int64_t findings_impact_ns = 0;  // summed impact of stored findings on the job's captures
   std::string top_rule;            // stored finding with the largest impact, if any
   double gpu_hours() const { return double(span_ns) / 3.6e12; }
   double wasted_gpu_hours() const { return double(idle_ns) / 3.6e12; }
-  double utilization() const { return span_ns ? double(busy_ns) / double(span_ns) : 0.0; }
+  double utilization() const { return utilization_ratio(busy_ns, span_ns); }
 };
 
 using FleetProgress = std::function<void(const std::string& database, size_t index, size_t total)>;

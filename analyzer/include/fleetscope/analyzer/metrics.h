@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fleetscope/analyzer/capture_data.h"
+#include "fleetscope/analyzer/gpu_utilization.h"
 
 namespace fleetscope::analyzer {
 
@@ -138,19 +139,7 @@ struct LaunchStatistics {
 LaunchStatistics launch_statistics(const CaptureData& data,
                                    const LaunchStatisticsOptions& options = {});
 
-// ---- GPU utilization (TensorBoard profiler plugin) --------------------------------------------
-// |union of GPU events on the device ∩ window| / |window|, with the window = the ProfilerStep span
-// [first step start, last step end] when the capture has steps, else the device's HTA span.
-struct GpuUtilization {
-  int32_t device = 0;
-  Interval window;
-  bool window_is_steps = false;
-  int64_t busy_ns = 0;
-  double utilization() const {
-    return window.length() ? double(busy_ns) / double(window.length()) : 0.0;
-  }
-};
-std::vector<GpuUtilization> gpu_utilization(const CaptureData& data);
+// GPU utilization (the one figure of that name): gpu_utilization.h, included here.
 
 // ---- Kernel summary (`nsys stats cuda_gpu_kern_sum`: sums, not unions) ------------------------
 struct KernelSummary {

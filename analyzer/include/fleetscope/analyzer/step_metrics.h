@@ -71,6 +71,15 @@ struct StepBreakdown {
 std::vector<StepBreakdown> step_breakdown(const CaptureData& data);
 std::vector<StepBreakdown> step_breakdown(const CaptureData& data, const PluginSteps& steps);
 
+// The DataLoader's share of step time as the step table and the profiler plugin's overview show
+// it: Σ dataloader_ns / Σ step_ns over the steps in the overview (the figure the
+// dataloader_bottleneck finding quotes); none without such steps.
+struct DataLoaderShare {
+  int64_t steps = 0, step_ns = 0, dataloader_ns = 0;
+  double share() const { return step_ns > 0 ? double(dataloader_ns) / double(step_ns) : 0.0; }
+};
+std::optional<DataLoaderShare> dataloader_share(const std::vector<StepBreakdown>& steps);
+
 // ---- Memory per iteration ---------------------------------------------------------------------
 // Per device (memory_events with deviceId >= 0, every process), with consolidation.h's
 // memory_footprint definitions so that these numbers are the sharer's inputs: the allocated level
@@ -97,6 +106,7 @@ struct DeviceMemory {
   int64_t reserved_peak_bytes = 0;            // memory_footprint's (0: never reported)
   double fragmentation = 0;                   // 1 − peak allocated / reserved peak
   int64_t allocations = 0, allocated_bytes = 0;
+  bool totals_known = true;  // MemoryFootprint::totals_known: false = P, peak are lower bounds
   std::vector<IterationMemory> iterations;
 };
 // One row per device that has memory events or GPU events (events == 0 when unmeasured).

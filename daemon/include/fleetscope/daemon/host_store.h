@@ -28,7 +28,7 @@ namespace fleetscope::daemon {
 
 struct CaptureSummary {
   int64_t kernels = 0;
-  std::optional<double> gpu_busy_pct;
+  std::optional<double> gpu_busy_pct;      // GPU utilization (analyzer/gpu_utilization.h), %
   std::optional<std::string> top_finding;  // "rule: recommendation"
 };
 
