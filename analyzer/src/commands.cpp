@@ -31,10 +31,12 @@
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/capture_choice.h"
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/common/text_table.h"
 #include "fleetscope/importers/importers.h"
+#include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/writer.h"
@@ -278,27 +280,71 @@ int analyze_ranks_command(const std::vector<std::string>& inputs, const std::str
 
 }  // namespace
 
+// What analyze and report read: a fleetscope database as it is, a Kineto trace or an nsys export
+// through the importers (importers/open_input.h), and the captures `--capture` selects.
+struct ReadingInput {
+  importers::InputKind kind = importers::InputKind::fleetscope_database;
+  std::optional<importers::OpenedInput> opened;  // databases and nsys exports
+  std::optional<CaptureData> trace;              // a Kineto trace, imported straight to memory
+  std::vector<int64_t> captures;
+};
+
+ReadingInput open_reading_input(const std::string& input, const common::CaptureChoice& choice,
+                                bool default_all, const char* command, const LoadProgress& progress,
+                                const ImportProgressFn& import_progress, std::ostream& err) {
+  ReadingInput in;
+  in.kind = importers::input_kind(input);
+  if (in.kind == importers::InputKind::kineto_json) {
+    // A Kineto trace is one capture, imported straight into memory (analyzer::load_trace_file:
+    // no database) and dropped afterwards.
+    err << command << ": importing " << input
+        << " in memory (use `fleetscope import` to keep it)\n";
+    in.trace = load_trace_file(input, progress, import_progress);
+    if (choice.id && *choice.id != in.trace->capture.id)
+      throw InputError(input, "",
+                       "no capture with id " + std::to_string(*choice.id) +
+                           " (a trace file is one capture, id " +
+                           std::to_string(in.trace->capture.id) + ")");
+    in.captures = {in.trace->capture.id};
+    return in;
+  }
+  if (in.kind == importers::InputKind::nsys_sqlite)
+    err << command << ": importing the nsys SQLite export " << input
+        << " in memory (use `fleetscope import` to keep it)\n";
+  importers::ImportOptions options;
+  options.progress = [&](const importers::ImportProgress& p) {
+    if (import_progress) import_progress(p.bytes_done, p.bytes_total, p.events);
+  };
+  in.opened = importers::open_input(input, options);
+  in.captures = select_captures(in.opened->reader(), choice, default_all, input);
+  return in;
+}
+
 int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
   std::vector<std::string> positionals, rules, sets;
-  int64_t capture = -1;
+  std::string capture_text;
   std::string format = "table", output, config;
   bool no_store = false, show_rules = false, series = false;
   common::ArgParser parser(
-      "fleetscope analyze DB|TRACE|RANK_TRACES...|DIR [--capture ID] [--rules LIST] [--config "
-      "FILE] "
-      "[--set RULE.THRESHOLD=VALUE] "
+      "fleetscope analyze DB|TRACE|NSYS.sqlite|RANK_TRACES...|DIR [--capture ID|all] "
+      "[--rules LIST] [--config FILE] [--set RULE.THRESHOLD=VALUE] "
       "[--format table|markdown|json|chrome-trace] [--series] [-o FILE] [--no-store]",
-      "Runs the antipattern rules on one capture, stores the findings in the database's "
-      "findings table (replacing earlier ones for that capture) and prints them. A trace file "
-      "(Kineto JSON or .json.gz) is imported in memory and analysed without writing anything.");
+      "Runs the antipattern rules on a capture, stores the findings in the database's "
+      "findings table (replacing earlier ones for that capture) and prints them. A Kineto trace "
+      "(JSON or .json.gz) or an Nsight Systems SQLite export (`nsys export --type sqlite`) is "
+      "imported in memory and analysed without writing anything. A database with several "
+      "captures needs --capture ID, or --capture all (each in turn).");
   parser
       .positionals("DB|TRACE...",
-                   "trace database (fleetscope import / run / daemon), or a Kineto trace file; "
-                   "several trace files or a directory of them: the ranks of one job",
+                   "trace database (fleetscope import / run / daemon), a Kineto trace file or an "
+                   "nsys SQLite export; several trace files or a directory of them: the ranks "
+                   "of one job",
                    &positionals, 0)
-      .option("--capture", "ID", "capture to analyse (default: the newest)", &capture)
+      .option("--capture", "ID|all",
+              "capture to analyse (default: the only one); all: every capture in turn",
+              &capture_text)
       .list("--rules", "LIST", "comma-separated rule ids (default: all; see --list-rules)", &rules)
       .option("--config", "FILE",
               "threshold overrides, one 'RULE.THRESHOLD = VALUE' per line ([RULE] sections "
@@ -326,14 +372,13 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     return guarded(err,
                    [&] { return analyze_ranks_command(positionals, format, output, out, err); });
   return guarded(err, [&] {
+    const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     const ReportFormat fmt = parse_format(format);
     AnalyzeOptions options;
     options.rules = rules;
     if (!config.empty()) options.thresholds = read_threshold_config(config);
     for (const auto& [key, value] : parse_overrides(sets)) options.thresholds[key] = value;
     const std::string& input = positionals[0];
-    AnalysisResult result;
-    ReportHeader header;
     // Progress on a terminal only (common/progress_line.h): rows loaded, or bytes imported.
     common::ProgressLine line(err, "analyze", isatty(STDERR_FILENO) == 1);
     const LoadProgress progress = [&](const std::string& stage, int64_t rows) {
@@ -343,56 +388,74 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     const ImportProgressFn import_progress = [&](int64_t done, int64_t total, int64_t events) {
       line.update(done, total, "bytes", events);
     };
+    ReadingInput in =
+        open_reading_input(input, choice, false, "analyze", progress, import_progress, err);
+    line.finish();
+    if (fmt == ReportFormat::chrome_trace && in.captures.size() > 1)
+      throw UsageError("chrome-trace holds one capture: choose it with --capture ID");
+    struct Analysed {
+      AnalysisResult result;
+      ReportHeader header;
+    };
+    std::vector<Analysed> analysed;
     auto analyse_data = [&](const CaptureData& data, int64_t id) {
-      result = analyze_capture(data, options);
-      header.capture_id = id;
-      header.rules = result.rules;
-      header.source = data.capture.source_path;
-      header.summary_lines = summary_lines(data);
+      Analysed a;
+      a.result = analyze_capture(data, options);
+      a.header.capture_id = id;
+      a.header.rules = a.result.rules;
+      a.header.source = data.capture.source_path;
+      a.header.summary_lines = summary_lines(data);
       MetricsJsonOptions json_options;
       json_options.series = series;
-      if (fmt == ReportFormat::json) header.metrics = metrics_json(data, json_options);
+      if (fmt == ReportFormat::json) a.header.metrics = metrics_json(data, json_options);
+      err << "analyze: capture " << id << " of " << input << ": " << a.result.findings.size()
+          << " finding(s), " << a.result.not_evaluated().size() << " rule(s) not evaluated\n";
+      analysed.push_back(std::move(a));
     };
-    auto analyse = [&](const store::Reader& reader, std::optional<int64_t> capture_id) {
-      const int64_t id = resolve_capture_id(reader, capture_id);
+    if (in.trace) {
+      analyse_data(*in.trace, in.trace->capture.id);
+    } else {
+      const store::Reader reader = in.opened->reader();
       // Only the tables the selected rules and the summary read; the JSON metrics document
       // reads every part.
       const CaptureParts parts =
           fmt == ReportFormat::json ? CaptureParts::all() : parts_needed(options);
-      analyse_data(load_capture(reader, id, progress, parts), id);
-    };
-    const bool trace_file = is_trace_file(input);
-    if (trace_file) {
-      // A trace file is imported straight into memory (analyzer::load_trace_file: no database),
-      // analysed, and dropped: there is nowhere to store the findings.
-      if (capture >= 0) throw UsageError("--capture applies to a database, not to a trace file");
-      err << "analyze: importing " << input << " in memory (use `fleetscope import` to keep it)\n";
-      const CaptureData data = load_trace_file(input, progress, import_progress);
-      analyse_data(data, data.capture.id);
-    } else {
-      store::Reader reader(input);
-      analyse(reader, optional_id(capture));
+      for (int64_t id : in.captures) analyse_data(load_capture(reader, id, progress, parts), id);
     }
-    std::vector<store::Finding>& findings = result.findings;
-    err << "analyze: " << findings.size() << " finding(s), " << result.not_evaluated().size()
-        << " rule(s) not evaluated\n";
-    if (!no_store && !trace_file) {
+    if (!no_store && in.kind == importers::InputKind::fleetscope_database) {
       store::Database db = store::Database::open(input, store::OpenMode::read_write);
       // A file in WAL mode is a live host database (fleetscoped holds it) or one that was being
       // written: the findings go in as short transactions beside the other writer, and finish()
       // leaves the journal mode as it is and builds nothing (the file's indexes are its writer's
       // business), so analyzing never locks out the daemon nor is locked out by it.
-      store::WriterOptions options;
+      store::WriterOptions writer_options;
       {
         auto mode = db.prepare("PRAGMA journal_mode");
-        options.keep_wal_after_finish = mode.step() && mode.column_text(0) == "wal";
+        writer_options.keep_wal_after_finish = mode.step() && mode.column_text(0) == "wal";
       }
-      options.build_indexes = !options.keep_wal_after_finish;
-      store::Writer writer(std::move(db), options);
-      store_findings(writer, header.capture_id, findings);
+      writer_options.build_indexes = !writer_options.keep_wal_after_finish;
+      store::Writer writer(std::move(db), writer_options);
+      for (const Analysed& a : analysed)
+        store_findings(writer, a.header.capture_id, a.result.findings);
       writer.finish();
     }
-    emit(output, out, [&](std::ostream& os) { render_findings(findings, fmt, header, os); });
+    emit(output, out, [&](std::ostream& os) {
+      if (fmt == ReportFormat::json && analysed.size() > 1) {
+        // Several captures: a JSON array of the one-capture documents.
+        json list = json::array();
+        for (const Analysed& a : analysed) {
+          std::ostringstream one;
+          render_findings(a.result.findings, fmt, a.header, one);
+          list.push_back(json::parse(one.str()));
+        }
+        os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+        return;
+      }
+      for (size_t i = 0; i < analysed.size(); ++i) {
+        if (i) os << "\n";
+        render_findings(analysed[i].result.findings, fmt, analysed[i].header, os);
+      }
+    });
     return 0;
   });
 }
@@ -400,32 +463,35 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
 int run_report_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
   std::vector<std::string> positionals, rules, sets;
-  int64_t capture = -1;
+  std::string capture_text;
   std::string format, output, config;
   common::ArgParser parser(
-      "fleetscope report DB [--capture ID] [-o FILE] "
+      "fleetscope report DB|TRACE|NSYS.sqlite [--capture ID|all] [-o FILE] "
       "[--format html|markdown|table|json|chrome-trace] [--rules LIST] [--config FILE] "
       "[--set RULE.THRESHOLD=VALUE]",
-      "Writes the report of one capture. html and markdown: a full document analysed now "
-      "(metrics per device, GPU utilization charts, iterations, launches, idle streams, memory, "
-      "findings by impact, rules not evaluated); Markdown charts go to FILE_files/ next to "
-      "FILE.md. table, json and chrome-trace: the findings stored by `fleetscope analyze`. "
-      "Without --format the format follows the -o extension (.html/.htm, .md/.markdown), "
-      "else table.");
-  parser.positionals("DB", "trace database", &positionals, 1, 1)
-      .option("--capture", "ID", "capture (default: the newest)", &capture)
+      "Analyses a capture now (as `fleetscope analyze --no-store` does, with the same rules and "
+      "thresholds in every format) and writes its report. html and markdown: the full document "
+      "(metrics per device, kernel utilization charts, iterations, launches, idle streams, "
+      "memory, findings by impact, rules not evaluated); Markdown charts go to FILE_files/ next "
+      "to FILE.md. table, json and chrome-trace: the findings. Without --format the format "
+      "follows the -o extension (.html/.htm, .md/.markdown), else table. A Kineto trace or an "
+      "nsys SQLite export is imported in memory first.");
+  parser
+      .positionals("DB", "trace database, Kineto trace file or nsys SQLite export", &positionals, 1,
+                   1)
+      .option("--capture", "ID|all",
+              "capture (default: the only one); all: each in turn (table and json)", &capture_text)
       .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
       .option("--format", "FORMAT",
               "html, markdown, table, json or chrome-trace (default: from the -o extension, "
               "else table)",
               &format)
-      .list("--rules", "LIST", "html/markdown: comma-separated rule ids (default: all)", &rules)
-      .option("--config", "FILE", "html/markdown: threshold overrides file (as for analyze)",
-              &config)
-      .list("--set", "RULE.THRESHOLD=VALUE", "html/markdown: override a threshold (repeatable)",
-            &sets);
+      .list("--rules", "LIST", "comma-separated rule ids (default: all)", &rules)
+      .option("--config", "FILE", "threshold overrides file (as for analyze)", &config)
+      .list("--set", "RULE.THRESHOLD=VALUE", "override a threshold (repeatable)", &sets);
   if (auto code = parser.parse(args, out, err)) return *code;
   return guarded(err, [&] {
+    const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     std::string name = format;
     if (name.empty() && !output.empty()) {
       std::string ext = std::filesystem::path(output).extension().string();
@@ -443,30 +509,11 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
     if (!document && !report_format_from_string(name))
       throw UsageError("--format must be html, markdown, table, json or chrome-trace, got '" +
                        name + "'");
-
-    if (!document) {
-      // The findings stored by `fleetscope analyze`.
-      if (!rules.empty() || !config.empty() || !sets.empty())
-        throw UsageError(
-            "--rules, --config and --set apply to html and markdown reports; table, json and "
-            "chrome-trace show the findings stored by `fleetscope analyze`");
-      const ReportFormat fmt = parse_format(name);
-      store::Reader reader(positionals[0]);
-      ReportHeader header;
-      header.capture_id = resolve_capture_id(reader, optional_id(capture));
-      if (auto c = reader.capture(header.capture_id)) header.source = c->source_path;
-      auto findings = reader.findings(header.capture_id);
-      std::stable_sort(findings.begin(), findings.end(),
-                       [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
-      if (findings.empty())
-        err << "report: no stored findings for capture " << header.capture_id
-            << " (run `fleetscope analyze` first)\n";
-      emit(output, out, [&](std::ostream& os) { render_findings(findings, fmt, header, os); });
-      return 0;
-    }
-
-    // The full document: load, analyse (as `fleetscope analyze` does, without storing), write.
-    if (!output.empty()) {  // fail before a long analysis (write_report_document checks again)
+    if (choice.all && (document || name == "chrome-trace"))
+      throw UsageError(name +
+                       " holds one capture: choose it with --capture ID (table and json take "
+                       "--capture all)");
+    if (!output.empty()) {  // fail before a long analysis (the writers check again)
       if (auto problem = common::output_problem(output))
         throw Error(common::cannot_write(output, *problem));
     }
@@ -474,17 +521,56 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
     options.rules = rules;
     if (!config.empty()) options.thresholds = read_threshold_config(config);
     for (const auto& [key, value] : parse_overrides(sets)) options.thresholds[key] = value;
-    const std::string& db = positionals[0];
-    err << "report: loading " << db << "\n";
-    store::Reader reader(db);
-    const int64_t id = resolve_capture_id(reader, optional_id(capture));
-    const CaptureData data = load_capture(reader, id, [&](const std::string& stage, int64_t rows) {
+    const std::string& input = positionals[0];
+    err << "report: loading " << input << "\n";
+    const LoadProgress progress = [&](const std::string& stage, int64_t rows) {
       err << "report: " << stage << ": " << rows << " rows\n";
-    });
-    err << "report: analysing capture " << id << "\n";
-    const AnalysisResult result = analyze_capture(data, options);
-    err << "report: " << result.findings.size() << " finding(s), " << result.not_evaluated().size()
-        << " rule(s) not evaluated\n";
+    };
+    ReadingInput in = open_reading_input(input, choice, false, "report", progress, {}, err);
+    // Every format shows the analysis made now, so the report never changes meaning with its
+    // format (findings `fleetscope analyze` stored with other thresholds are not mixed in).
+    auto analysed = [&](int64_t id,
+                        const std::function<void(const CaptureData&, const AnalysisResult&)>& use) {
+      const CaptureData data =
+          in.trace ? std::move(*in.trace) : load_capture(in.opened->reader(), id, progress);
+      err << "report: analysing capture " << id << " of " << input << "\n";
+      const AnalysisResult result = analyze_capture(data, options);
+      err << "report: " << result.findings.size() << " finding(s), "
+          << result.not_evaluated().size() << " rule(s) not evaluated\n";
+      use(data, result);
+    };
+
+    if (!document) {
+      const ReportFormat fmt = parse_format(name);
+      std::vector<std::pair<std::vector<store::Finding>, ReportHeader>> reports;
+      for (int64_t id : in.captures)
+        analysed(id, [&](const CaptureData& data, const AnalysisResult& result) {
+          ReportHeader header;
+          header.capture_id = id;
+          header.source = data.capture.source_path;
+          header.rules = result.rules;
+          reports.emplace_back(result.findings, std::move(header));
+        });
+      emit(output, out, [&](std::ostream& os) {
+        if (fmt == ReportFormat::json && reports.size() > 1) {
+          json list = json::array();
+          for (const auto& [findings, header] : reports) {
+            std::ostringstream one;
+            render_findings(findings, fmt, header, one);
+            list.push_back(json::parse(one.str()));
+          }
+          os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+          return;
+        }
+        for (size_t i = 0; i < reports.size(); ++i) {
+          if (i) os << "\n";
+          render_findings(reports[i].first, fmt, reports[i].second, os);
+        }
+      });
+      return 0;
+    }
+
+    // The full document of one capture.
     ReportDocumentOptions doc_options;
     doc_options.format = *document;
     if (*document == DocumentFormat::markdown) {
@@ -494,17 +580,19 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       else
         doc_options.chart_dir = chart_dir_for(output);
     }
-    const ReportDocument doc = render_report_document(data, result, doc_options);
-    if (output.empty()) {
-      out << doc.text;
-      return 0;
-    }
-    err << "report: writing " << output;
-    if (!doc.charts.empty())
-      err << " and " << doc.charts.size() << " chart(s) in "
-          << (std::filesystem::path(output).parent_path() / doc_options.chart_dir).string();
-    err << "\n";
-    write_report_document(output, doc);
+    analysed(in.captures.front(), [&](const CaptureData& data, const AnalysisResult& result) {
+      const ReportDocument doc = render_report_document(data, result, doc_options);
+      if (output.empty()) {
+        out << doc.text;
+        return;
+      }
+      err << "report: writing " << output;
+      if (!doc.charts.empty())
+        err << " and " << doc.charts.size() << " chart(s) in "
+            << (std::filesystem::path(output).parent_path() / doc_options.chart_dir).string();
+      err << "\n";
+      write_report_document(output, doc);
+    });
     return 0;
   });
 }
@@ -554,18 +642,26 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
 int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
   std::vector<std::string> positionals;
-  std::string format = "table";
+  std::string format = "table", capture_text;
   int64_t top = 20;
   common::ArgParser parser(
-      "fleetscope fleet DB... [--format table|json|csv] [--top N]\n"
+      "fleetscope fleet DB... [--capture ID|all] [--format table|json|csv] [--top N]\n"
       "       fleetscope fleet --prometheus URL [--range DURATION] [--format table|json|csv] "
       "[--top N]",
-      "Ranks jobs across trace databases by wasted GPU-hours (GPU idle time inside each job's "
-      "first-to-last GPU-event span, per GPU). With --prometheus URL, across every host a "
+      "Ranks jobs across trace databases (or Kineto traces and nsys SQLite exports) by wasted "
+      "GPU-hours: GPU idle time inside the window of each job's GPU utilization, per GPU (its "
+      "steps' span, else its first-to-last GPU-event span). With --prometheus URL, across every "
+      "host a "
       "Prometheus server scrapes (each host's fleetscoped: GPU-seconds held minus busy, its "
       "captures and top finding); --range DURATION (PromQL, e.g. 1d) limits it to the last "
       "DURATION (see `fleetscope fleet --prometheus URL --help`).");
-  parser.positionals("DB...", "trace databases (one per host or capture)", &positionals, 1)
+  parser
+      .positionals("DB...",
+                   "trace databases (one per host or capture), Kineto traces or nsys "
+                   "SQLite exports",
+                   &positionals, 1)
+      .option("--capture", "ID|all", "only the capture with this id in each input (default: all)",
+              &capture_text)
       .option("--format", "FORMAT", "table (default), json or csv", &format)
       .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);
   if (auto code = parser.parse(args, out, err)) return *code;
@@ -574,10 +670,14 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
     return 2;
   }
   return guarded(err, [&] {
+    const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     common::ProgressLine line(err, "fleet", isatty(STDERR_FILENO) == 1);
-    auto ranking = rank_workflows(positionals, [&](const std::string&, size_t i, size_t n) {
-      line.update(static_cast<int64_t>(i + 1), static_cast<int64_t>(n), "databases", 0, true);
-    });
+    auto ranking = rank_workflows(
+        positionals,
+        [&](const std::string&, size_t i, size_t n) {
+          line.update(static_cast<int64_t>(i + 1), static_cast<int64_t>(n), "databases", 0, true);
+        },
+        choice);
     line.finish();
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
@@ -589,16 +689,20 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
 int run_diff_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
   std::vector<std::string> positionals;
-  int64_t before_capture = -1, after_capture = -1;
+  std::string capture_text, before_text, after_text;
   std::string format = "table";
   common::ArgParser parser(
-      "fleetscope diff BEFORE.db AFTER.db [--before-capture ID] [--after-capture ID] "
+      "fleetscope diff BEFORE AFTER [--capture ID] [--before-capture ID] [--after-capture ID] "
       "[--format table|json]",
-      "Compares the metrics of two captures (e.g. before and after a fix). With one database "
-      "given twice, pick the captures with --before-capture / --after-capture.");
-  parser.positionals("BEFORE AFTER", "trace databases", &positionals, 2, 2)
-      .option("--before-capture", "ID", "capture in BEFORE (default: newest)", &before_capture)
-      .option("--after-capture", "ID", "capture in AFTER (default: newest)", &after_capture)
+      "Compares the metrics of two captures (e.g. before and after a fix). Each input is a "
+      "trace database, a Kineto trace or an nsys SQLite export. --capture picks the capture in "
+      "both; with one database given twice, pick them with --before-capture / --after-capture.");
+  parser
+      .positionals("BEFORE AFTER", "trace databases, Kineto traces or nsys SQLite exports",
+                   &positionals, 2, 2)
+      .option("--capture", "ID", "capture in both inputs (default: the only one)", &capture_text)
+      .option("--before-capture", "ID", "capture in BEFORE (wins over --capture)", &before_text)
+      .option("--after-capture", "ID", "capture in AFTER (wins over --capture)", &after_text)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (format != "table" && format != "json") {
@@ -606,12 +710,20 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
     return 2;
   }
   return guarded(err, [&] {
-    auto load = [&](const std::string& path, int64_t requested) {
-      store::Reader reader(path);
-      return load_capture(reader, resolve_capture_id(reader, optional_id(requested)));
+    const common::CaptureChoice both = common::parse_capture_choice(capture_text);
+    auto load = [&](const std::string& path, const std::string& own_text) {
+      const common::CaptureChoice own = common::parse_capture_choice(own_text);
+      const common::CaptureChoice choice = own.given() ? own : both;
+      if (choice.all)
+        throw UsageError("diff compares two captures: --capture takes an id here, not 'all'");
+      const importers::OpenedInput input = importers::open_input(path);
+      const store::Reader reader = input.reader();
+      const int64_t id = select_captures(reader, choice, false, path).front();
+      err << "diff: capture " << id << " of " << path << "\n";
+      return load_capture(reader, id);
     };
-    CaptureData before = load(positionals[0], before_capture);
-    CaptureData after = load(positionals[1], after_capture);
+    CaptureData before = load(positionals[0], before_text);
+    CaptureData after = load(positionals[1], after_text);
     CaptureDiff d = diff_captures(before, after);
     if (format == "json") {
       json metrics = json::array(), kernels = json::array();
@@ -666,15 +778,18 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
   double max_util = 0.5;
   bool wide = false;
   common::ArgParser parser(
-      "fleetscope candidates DB [--max-utilization F] [--memory-from SALUS_WORKLOADS.csv "
+      "fleetscope candidates DB [--capture ID|all] [--max-utilization F] [--memory-from "
+      "SALUS_WORKLOADS.csv "
       "--memory-job CAPTURE=NAME...] [--format table|json|profiles]",
       "Lists jobs per GPU with utilization, persistent memory P and ephemeral peak T per "
       "iteration (Salus's lane inputs), marking those that could share a GPU. A capture without "
       "memory events can take its memory from a declared source: a row of Salus's workloads "
       "table (peak taken whole as P). --format profiles writes the JSON that `share plan "
       "--candidates` reads.");
-  parser.positionals("DB", "trace database", &positionals, 1, 1)
-      .option("--max-utilization", "F", "utilization below which a job is a candidate (0.5)",
+  std::string capture_text;
+  parser.positionals("DB", "trace database, Kineto trace or nsys SQLite export", &positionals, 1, 1)
+      .option("--capture", "ID|all", "only this capture (default: all)", &capture_text)
+      .option("--max-utilization", "F", "GPU utilization below which a job is a candidate (0.5)",
               &max_util)
       .option("--memory-from", "FILE",
               "Salus workloads table (name_bs_duration,jct_s,peak_mb,iterations,command)",
@@ -707,10 +822,17 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
     job_of_capture[capture] = m.substr(eq + 1);
   }
   return guarded(err, [&] {
-    store::Reader reader(positionals[0]);
+    const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
+    const importers::OpenedInput input = importers::open_input(positionals[0]);
+    const store::Reader reader = input.reader();
     ConsolidationOptions options;
     options.max_utilization = max_util;
-    auto list = consolidation_candidates(reader, options);
+    std::vector<ConsolidationCandidate> list;
+    for (int64_t id : select_captures(reader, choice, true, positionals[0])) {
+      auto part = consolidation_candidates(load_capture(reader, id), options);
+      list.insert(list.end(), std::make_move_iterator(part.begin()),
+                  std::make_move_iterator(part.end()));
+    }
     if (!memory_from.empty()) {
       const auto workloads = read_salus_workloads(memory_from);
       for (const auto& [capture, name] : job_of_capture)

@@ -12,6 +12,7 @@
 #include "fleetscope/analyzer/attribution.h"
 #include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/error.h"
 
 namespace fleetscope::analyzer {
@@ -131,22 +132,25 @@ void add_capture(const store::Reader& reader, const std::string& path,
   }
 }
 
-DatabaseShare rank_database(const std::string& path) {
+DatabaseShare rank_database(const std::string& path, const common::CaptureChoice& captures) {
   DatabaseShare share;
-  store::Reader reader(path);
+  const importers::OpenedInput input = importers::open_input(path);
+  const store::Reader reader = input.reader();
   const auto findings = reader.findings();
   CaptureData context;  // what workflow attribution reads: processes, workflows, the capture
   const auto processes = reader.processes();
   context.workflows = reader.workflows();
   for (const auto& capture : reader.captures())
-    add_capture(reader, path, capture, findings, processes, context, share);
+    if (!captures.id || capture.id == *captures.id)
+      add_capture(reader, path, capture, findings, processes, context, share);
   return share;
 }
 
 }  // namespace
 
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
-                                          const FleetProgress& progress) {
+                                          const FleetProgress& progress,
+                                          const common::CaptureChoice& captures) {
   // Databases are independent: read on every core, merged in the order given.
   std::vector<DatabaseShare> shares(database_paths.size());
   std::vector<std::exception_ptr> errors(database_paths.size());
@@ -156,7 +160,7 @@ std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& databa
   auto work = [&] {
     for (size_t d; (d = next.fetch_add(1)) < database_paths.size();) {
       try {
-        shares[d] = rank_database(database_paths[d]);
+        shares[d] = rank_database(database_paths[d], captures);
       } catch (...) {
         errors[d] = std::current_exception();
       }

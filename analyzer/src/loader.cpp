@@ -230,6 +230,31 @@ int64_t resolve_capture_id(const store::Reader& reader, std::optional<int64_t> r
   return best;
 }
 
+std::vector<int64_t> select_captures(const store::Reader& reader,
+                                     const common::CaptureChoice& choice, bool default_all,
+                                     const std::string& shown_path) {
+  std::vector<int64_t> ids;
+  for (const auto& c : reader.captures()) ids.push_back(c.id);
+  std::sort(ids.begin(), ids.end());
+  if (choice.id) {
+    if (!std::binary_search(ids.begin(), ids.end(), *choice.id))
+      throw InputError(shown_path, "table captures",
+                       "no capture with id " + std::to_string(*choice.id) +
+                           (ids.empty() ? std::string(" (it holds none)")
+                                        : " (`fleetscope info " + shown_path + "` lists them)"));
+    return {*choice.id};
+  }
+  if (ids.empty()) throw InputError(shown_path, "table captures", "no capture in this database");
+  if (choice.all || ids.size() == 1 || default_all) return ids;
+  std::string list;
+  for (size_t i = 0; i < ids.size() && i < 10; ++i)
+    list += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > 10) list += ", ...";
+  throw InputError(shown_path, "table captures",
+                   "holds " + std::to_string(ids.size()) + " captures (" + list +
+                       "): choose one with --capture ID, or --capture all for each in turn");
+}
+
 CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
                          const LoadProgress& progress, const CaptureParts& parts) {
   CaptureData data;

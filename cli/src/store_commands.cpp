@@ -6,7 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "fleetscope/analyzer/loader.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/capture_choice.h"
+#include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/query_stream.h"
 #include "fleetscope/store/reader.h"
@@ -52,12 +55,13 @@ const std::map<std::string, std::string>& table_labels() {
   return labels;
 }
 
-nlohmann::json info_json(const store::Reader& reader) {
+nlohmann::json info_json(const store::Reader& reader, const std::vector<int64_t>& capture_ids) {
   using nlohmann::json;
   json j;
   j["schema_version"] = reader.schema_version();
   json captures = json::array();
   for (const store::Capture& c : reader.captures()) {
+    if (std::find(capture_ids.begin(), capture_ids.end(), c.id) == capture_ids.end()) continue;
     json cj = {{"id", c.id},
                {"kind", store::to_string(c.kind)},
                {"source", c.source},
@@ -107,7 +111,10 @@ nlohmann::json info_json(const store::Reader& reader) {
 }
 
 void print_info_table(const nlohmann::json& j, const std::string& path, std::ostream& out) {
-  out << path << " (schema v" << j["schema_version"].get<int>() << ")\n";
+  out << path << " (";
+  if (j.contains("input") && j["input"] != "fleetscope database")
+    out << j["input"].get<std::string>() << ", imported in memory; ";
+  out << "schema v" << j["schema_version"].get<int>() << ")\n";
   for (const auto& p : j["processes"]) {
     out << "  process " << p["pid"].get<int64_t>();
     if (!p["rank"].is_null()) {
@@ -151,23 +158,35 @@ void print_info_table(const nlohmann::json& j, const std::string& path, std::ost
 
 int run_info_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> files;
-  std::string format = "table";
-  common::ArgParser parser("fleetscope info [--format table|json] DB...",
-                           "Summarize trace databases: devices, processes and ranks, time span, "
-                           "iterations and counts per event kind, per capture.");
-  parser.option("--format", "FORMAT", "table (default) or json", &format)
-      .positionals("DB", "trace database(s) written by fleetscope", &files, 1);
+  std::string format = "table", capture_text;
+  common::ArgParser parser(
+      "fleetscope info [--capture ID|all] [--format table|json] DB...",
+      "Summarize trace databases (or Kineto traces and nsys SQLite exports, imported in memory): "
+      "devices, processes and ranks, time span, iterations and counts per event kind, per "
+      "capture.");
+  parser.option("--capture", "ID|all", "only this capture (default: all)", &capture_text)
+      .option("--format", "FORMAT", "table (default) or json", &format)
+      .positionals("DB", "trace databases, Kineto traces or nsys SQLite exports", &files, 1);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (format != "table" && format != "json") {
     err << "error: --format must be table or json, got '" << format << "'\n";
     return 2;
   }
+  common::CaptureChoice choice;
+  try {
+    choice = common::parse_capture_choice(capture_text);
+  } catch (const std::invalid_argument& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  }
   nlohmann::json all = nlohmann::json::array();
   for (const std::string& file : files) {
     try {
-      store::Reader reader(file);
-      nlohmann::json j = info_json(reader);
+      const importers::OpenedInput input = importers::open_input(file);
+      const store::Reader reader = input.reader();
+      nlohmann::json j = info_json(reader, analyzer::select_captures(reader, choice, true, file));
       j["path"] = file;
+      j["input"] = importers::describe(input.kind);
       if (format == "json")
         all.push_back(j);
       else

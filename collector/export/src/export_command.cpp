@@ -6,8 +6,10 @@
 #include <exception>
 
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/capture_choice.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/export/chrome_trace.h"
+#include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
 
@@ -17,19 +19,23 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   std::vector<std::string> positionals;
   std::string output_path;
   std::string format = "chrome";
-  int64_t capture_id = -1;
+  std::string capture_text;
   bool no_flows = false;
   bool quiet = false;
   common::ArgParser parser(
-      "fleetscope export DB -o FILE [--format chrome] [--capture ID]",
+      "fleetscope export DB|TRACE|NSYS.sqlite -o FILE [--format chrome] [--capture ID|all]",
       "Write a trace database (or one capture) as Chrome-trace JSON for Perfetto, "
       "chrome://tracing\n"
-      "and the Kineto tool chain (HTA, TensorBoard). FILE ending in .gz is gzip-compressed.\n"
+      "and the Kineto tool chain (HTA, TensorBoard); an nsys SQLite export (or a Kineto trace) "
+      "is imported in memory first.\n"
+      "FILE ending in .gz is gzip-compressed.\n"
       "The output appears only when complete (temporary file, then rename).");
-  parser.positionals("DB", "trace database to export", &positionals, 1, 1)
+  parser
+      .positionals("DB", "trace database, nsys SQLite export or Kineto trace to export",
+                   &positionals, 1, 1)
       .option("-o, --output", "FILE", "output file (.json or .json.gz)", &output_path)
       .option("--format", "FORMAT", "output format: chrome (default)", &format)
-      .option("--capture", "ID", "export only this capture (default: all)", &capture_id)
+      .option("--capture", "ID|all", "export only this capture (default: all)", &capture_text)
       .flag("--no-flows", "leave out the launch -> kernel flow arrows", &no_flows)
       .flag("--quiet", "no progress on stderr", &quiet);
   if (auto code = parser.parse(args, out, err)) return *code;
@@ -42,8 +48,15 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
     return 2;
   }
 
+  common::CaptureChoice choice;
+  try {
+    choice = common::parse_capture_choice(capture_text);
+  } catch (const std::invalid_argument& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  }
   ChromeExportOptions options;
-  if (capture_id >= 0) options.capture_id = capture_id;
+  options.capture_id = choice.id;
   options.flows = !no_flows;
   common::ProgressLine line(err, "export", !quiet && isatty(STDERR_FILENO) == 1);
   int64_t total_events = 0;
@@ -52,7 +65,12 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
       line.update(events, total_events, "events");
     };
   try {
-    store::Reader reader(positionals[0]);
+    const importers::OpenedInput input = importers::open_input(positionals[0]);
+    const store::Reader reader = input.reader();
+    if (choice.id && !reader.capture(*choice.id))
+      throw InputError(positionals[0], "table captures",
+                       "no capture with id " + std::to_string(*choice.id) + " (`fleetscope info " +
+                           positionals[0] + "` lists them)");
     const ChromeExportStats stats = export_chrome(reader, output_path, options);
     line.finish();
     out << "wrote " << output_path << ": " << stats.events << " events (" << stats.kernels

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fleetscope/analyzer/gpu_utilization.h"
+#include "fleetscope/common/capture_choice.h"
 
 namespace fleetscope::analyzer {
 
@@ -38,7 +39,11 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
                          std::ostream& out);
 
 // Jobs with the same name across databases are merged. Sorted by wasted time, largest first.
+// Each path is anything importers/open_input.h opens (a fleetscope database, a Kineto trace, an
+// nsys SQLite export); `captures`: every capture, or the one with that id in each input (an
+// input without it contributes nothing).
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
-                                          const FleetProgress& progress = {});
+                                          const FleetProgress& progress = {},
+                                          const common::CaptureChoice& captures = {});
 
 }  // namespace fleetscope::analyzer
