@@ -109,6 +109,37 @@ class ChromeExporter {
 
     file.write_raw(header());
     file.begin_events();
+    // Several captures: each gets its own process group (its own pids, names starting "capture
+    // N: "), so captures recorded hours apart do not share one "GPU 0" track.
+    std::vector<store::Capture> groups;
+    if (!scope_.capture_id) {
+      groups = reader_.captures();
+      if (groups.size() < 2) groups.clear();
+    }
+    if (groups.empty()) write_sections();
+    for (size_t k = 0; k < groups.size(); ++k) {
+      scope_ = Scope{groups[k].id, groups[k]};
+      grouped_ = true;
+      group_pid_base_ = static_cast<int64_t>(k) * kGroupPidStride;
+      group_label_ = "capture " + std::to_string(groups[k].id) + ": ";
+      gpu_names_.clear(), host_pids_.clear(), host_threads_.clear(), iteration_pids_.clear();
+      used_unattributed_pid_ = false;
+      for (const store::GpuInfo& gpu : reader_.gpus(groups[k].id))
+        gpu_names_.emplace(gpu.id, gpu.name);
+      collect_host_processes();
+      write_sections();
+    }
+    stats_.events = file.events_written();
+    file.finish();
+    stats_.bytes = file.bytes_written();
+    if (options_.on_progress) options_.on_progress(stats_.events);
+    return stats_;
+  }
+
+ private:
+  EventSink* file_sink() { return file_; }
+
+  void write_sections() {
     write_process_and_thread_names();
     write_kernels();
     write_memcpys();
@@ -122,19 +153,12 @@ class ChromeExporter {
     write_memory_events();
     write_iterations();
     if (options_.findings) {
-      stats_.findings = append_findings_events(
-          *this->file_sink(), reader_.findings(scope_.capture_id), stats_.base_time_ns);
+      stats_.findings +=
+          append_findings_events(*this->file_sink(), reader_.findings(scope_.capture_id),
+                                 stats_.base_time_ns, group_pid_base_);
     }
     write_late_names();
-    stats_.events = file.events_written();
-    file.finish();
-    stats_.bytes = file.bytes_written();
-    if (options_.on_progress) options_.on_progress(stats_.events);
-    return stats_;
   }
-
- private:
-  EventSink* file_sink() { return file_; }
 
   void emit(std::string_view event) {
     file_->write_event(event);
@@ -292,18 +316,18 @@ class ChromeExporter {
 
     for (int32_t device : devices) {
       auto name = gpu_names_.find(device);
-      std::string label = "GPU " + std::to_string(device);
+      std::string label = group_label_ + "GPU " + std::to_string(device);
       if (name != gpu_names_.end() && !name->second.empty()) label += ": " + name->second;
       emit(event_.begin("M")
                .field("name", "process_name")
-               .field("pid", gpu_pid(device))
+               .field("pid", group_pid_base_ + gpu_pid(device))
                .field("tid", int64_t{0})
                .time("ts", stats_.base_time_ns)
                .arg("name", label)
                .end());
       emit(event_.begin("M")
                .field("name", "process_labels")
-               .field("pid", gpu_pid(device))
+               .field("pid", group_pid_base_ + gpu_pid(device))
                .field("tid", int64_t{0})
                .time("ts", stats_.base_time_ns)
                .arg("labels", "GPU")
@@ -311,10 +335,10 @@ class ChromeExporter {
       // Kineto sorts GPU processes after the host ones by a large sort index.
       emit(event_.begin("M")
                .field("name", "process_sort_index")
-               .field("pid", gpu_pid(device))
+               .field("pid", group_pid_base_ + gpu_pid(device))
                .field("tid", int64_t{0})
                .time("ts", stats_.base_time_ns)
-               .arg("sort_index", int64_t{0x1000000} + device)
+               .arg("sort_index", group_pid_base_ + int64_t{0x1000000} + device)
                .end());
     }
 
@@ -330,14 +354,14 @@ class ChromeExporter {
       const int64_t stream = streams.column_int(1);
       emit(event_.begin("M")
                .field("name", "thread_name")
-               .field("pid", gpu_pid(device))
+               .field("pid", group_pid_base_ + gpu_pid(device))
                .field("tid", stream)
                .time("ts", stats_.base_time_ns)
                .arg("name", "stream " + std::to_string(stream))
                .end());
       emit(event_.begin("M")
                .field("name", "thread_sort_index")
-               .field("pid", gpu_pid(device))
+               .field("pid", group_pid_base_ + gpu_pid(device))
                .field("tid", stream)
                .time("ts", stats_.base_time_ns)
                .arg("sort_index", stream)
@@ -349,12 +373,13 @@ class ChromeExporter {
       if (process.command) commands.emplace(process.pid, basename_of_command(*process.command));
     for (int64_t pid : host_pids_) {
       auto command = commands.find(pid);
-      std::string label = command != commands.end() && !command->second.empty()
+      std::string label =
+          group_label_ + (command != commands.end() && !command->second.empty()
                               ? command->second + " (pid " + std::to_string(pid) + ")"
-                              : "process " + std::to_string(pid);
+                              : "process " + std::to_string(pid));
       emit(event_.begin("M")
                .field("name", "process_name")
-               .field("pid", pid)
+               .field("pid", group_pid_base_ + pid)
                .field("tid", int64_t{0})
                .time("ts", stats_.base_time_ns)
                .arg("name", label)
@@ -363,7 +388,7 @@ class ChromeExporter {
     for (const auto& [pid, tid] : host_threads_) {
       emit(event_.begin("M")
                .field("name", "thread_name")
-               .field("pid", pid)
+               .field("pid", group_pid_base_ + pid)
                .field("tid", tid)
                .time("ts", stats_.base_time_ns)
                .arg("name", "thread " + std::to_string(tid))
@@ -376,7 +401,7 @@ class ChromeExporter {
     for (int64_t pid : iteration_pids_)
       emit(event_.begin("M")
                .field("name", "thread_name")
-               .field("pid", pid)
+               .field("pid", group_pid_base_ + pid)
                .field("tid", kIterationsTid)
                .time("ts", stats_.base_time_ns)
                .arg("name", "iterations")
@@ -384,10 +409,10 @@ class ChromeExporter {
     if (used_unattributed_pid_)
       emit(event_.begin("M")
                .field("name", "process_name")
-               .field("pid", kUnattributedPid)
+               .field("pid", group_pid_base_ + kUnattributedPid)
                .field("tid", int64_t{0})
                .time("ts", stats_.base_time_ns)
-               .arg("name", "unattributed (no process recorded)")
+               .arg("name", group_label_ + "unattributed (no process recorded)")
                .end());
   }
 
@@ -421,7 +446,7 @@ class ChromeExporter {
       event_.begin("X")
           .field("cat", "kernel")
           .field("name", text(rows.integer(kName)))
-          .field("pid", gpu_pid(rows.int32(kDevice)))
+          .field("pid", group_pid_base_ + gpu_pid(rows.int32(kDevice)))
           .field("tid", rows.integer(kStream))
           .time("ts", start)
           .duration(start, end);
@@ -451,7 +476,7 @@ class ChromeExporter {
       event_.begin("X")
           .field("cat", "gpu_memcpy")
           .field("name", name)
-          .field("pid", gpu_pid(rows.int32(kDevice)))
+          .field("pid", group_pid_base_ + gpu_pid(rows.int32(kDevice)))
           .field("tid", rows.integer(kStream))
           .time("ts", start)
           .duration(start, end);
@@ -478,7 +503,7 @@ class ChromeExporter {
       event_.begin("X")
           .field("cat", "gpu_memset")
           .field("name", name)
-          .field("pid", gpu_pid(rows.int32(kDevice)))
+          .field("pid", group_pid_base_ + gpu_pid(rows.int32(kDevice)))
           .field("tid", rows.integer(kStream))
           .time("ts", start)
           .duration(start, end);
@@ -500,7 +525,7 @@ class ChromeExporter {
       event_.begin("X")
           .field("cat", driver ? "cuda_driver" : "cuda_runtime")
           .field("name", text(rows.integer(kName)))
-          .field("pid", store::pid_of(global_tid))
+          .field("pid", group_pid_base_ + store::pid_of(global_tid))
           .field("tid", store::tid_of(global_tid))
           .time("ts", start)
           .duration(start, end);
@@ -536,7 +561,7 @@ class ChromeExporter {
       event_.begin("X")
           .field("cat", "cuda_sync")
           .field("name", name)
-          .field("pid", pid)
+          .field("pid", group_pid_base_ + pid)
           .field("tid", tid)
           .time("ts", start)
           .duration(start, end);
@@ -567,7 +592,7 @@ class ChromeExporter {
         event_.begin("X")
             .field("cat", "nvtx")
             .field("name", label)
-            .field("pid", pid)
+            .field("pid", group_pid_base_ + pid)
             .field("tid", tid)
             .time("ts", start)
             .duration(start, *end);
@@ -576,7 +601,7 @@ class ChromeExporter {
             .field("cat", "nvtx")
             .field("name", label)
             .field("s", "t")
-            .field("pid", pid)
+            .field("pid", group_pid_base_ + pid)
             .field("tid", tid)
             .time("ts", start);
       }
@@ -599,7 +624,7 @@ class ChromeExporter {
       event_.begin("X")
           .field("cat", category)
           .field("name", text(rows.integer(kName)))
-          .field("pid", store::pid_of(global_tid))
+          .field("pid", group_pid_base_ + store::pid_of(global_tid))
           .field("tid", store::tid_of(global_tid))
           .time("ts", start)
           .duration(start, end);
@@ -611,7 +636,7 @@ class ChromeExporter {
   // One "s"/"f" pair per launch and GPU activity that share a correlation id. The join lets SQLite
   // pair them (an index or an automatic index), so the exporter keeps no id table in memory.
   void write_flows() {
-    const bool several_captures = !scope_.capture_id && reader_.captures().size() > 1;
+    const bool several_captures = grouped_ || (!scope_.capture_id && reader_.captures().size() > 1);
     for (const char* table : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                               "CUPTI_ACTIVITY_KIND_MEMSET"}) {
       Statement pairs = db_.prepare(
@@ -636,7 +661,7 @@ class ChromeExporter {
                                             : correlation;
         emit(event_.begin("s")
                  .field("id", id)
-                 .field("pid", store::pid_of(global_tid))
+                 .field("pid", group_pid_base_ + store::pid_of(global_tid))
                  .field("tid", store::tid_of(global_tid))
                  .time("ts", pairs.column_int(1))
                  .field("cat", "ac2g")
@@ -644,7 +669,7 @@ class ChromeExporter {
                  .end());
         emit(event_.begin("f")
                  .field("id", id)
-                 .field("pid", gpu_pid(checked_device(pairs, 2, table)))
+                 .field("pid", group_pid_base_ + gpu_pid(checked_device(pairs, 2, table)))
                  .field("tid", pairs.column_int(3))
                  .time("ts", pairs.column_int(4))
                  .field("cat", "ac2g")
@@ -668,7 +693,7 @@ class ChromeExporter {
       event_.begin("C")
           .field("cat", "device_sample")
           .field("name", metric)
-          .field("pid", gpu_pid(rows.int32(kDevice)))
+          .field("pid", group_pid_base_ + gpu_pid(rows.int32(kDevice)))
           .field("tid", int64_t{0})
           .time("ts", rows.integer(kTs))
           .arg(metric, rows.real(kValue));
@@ -709,7 +734,7 @@ class ChromeExporter {
       event_.begin("C")
           .field("cat", "memory")
           .field("name", counter_name)
-          .field("pid", counter_pid)
+          .field("pid", group_pid_base_ + counter_pid)
           .field("tid", int64_t{0})
           .time("ts", ts)
           .arg("allocated bytes", sum);
@@ -721,7 +746,7 @@ class ChromeExporter {
             .field("cat", "cpu_instant_event")
             .field("name", "[memory]")
             .field("s", "t")
-            .field("pid", pid)
+            .field("pid", group_pid_base_ + pid)
             .field("tid", pid)
             .time("ts", ts)
             .arg("Device Type", device >= 0 ? kDeviceTypeCuda : kDeviceTypeCpu);
@@ -743,7 +768,7 @@ class ChromeExporter {
       event_.begin("X")
           .field("cat", "iteration")
           .field("name", "Iteration " + std::to_string(rows.integer(kStep)))
-          .field("pid", pid)
+          .field("pid", group_pid_base_ + pid)
           .field("tid", kIterationsTid)
           .time("ts", start)
           .duration(start, end);
@@ -766,6 +791,12 @@ class ChromeExporter {
   std::set<std::pair<int64_t, int64_t>> host_threads_;
   std::set<int64_t> iteration_pids_;
   bool used_unattributed_pid_ = false;
+  // Process groups of a several-capture export (run()): the k-th capture's pids are offset by
+  // k * kGroupPidStride (above every Linux pid and kUnattributedPid), its names prefixed.
+  static constexpr int64_t kGroupPidStride = int64_t{1} << 25;
+  bool grouped_ = false;
+  int64_t group_pid_base_ = 0;
+  std::string group_label_;
   std::string args_;  // the args of the event being written (reused)
 };
 
@@ -776,11 +807,14 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 }  // namespace
 
-std::string finding_event_json(const store::Finding& finding, int64_t base_time_ns) {
+std::string finding_event_json(const store::Finding& finding, int64_t base_time_ns,
+                               int64_t pid_base) {
   EventBuilder event(base_time_ns);
   event.begin("i").field("cat", "finding").field("name", finding.severity + ": " + finding.rule);
   if (finding.deviceId) {
-    event.field("s", "p").field("pid", gpu_pid(*finding.deviceId)).field("tid", int64_t{0});
+    event.field("s", "p")
+        .field("pid", pid_base + gpu_pid(*finding.deviceId))
+        .field("tid", int64_t{0});
   } else {
     event.field("s", "g").field("pid", int64_t{0}).field("tid", int64_t{0});
   }
@@ -810,9 +844,9 @@ std::string finding_event_json(const store::Finding& finding, int64_t base_time_
 }
 
 int64_t append_findings_events(EventSink& sink, const std::vector<store::Finding>& findings,
-                               int64_t base_time_ns) {
+                               int64_t base_time_ns, int64_t pid_base) {
   for (const store::Finding& finding : findings)
-    sink.write_event(finding_event_json(finding, base_time_ns));
+    sink.write_event(finding_event_json(finding, base_time_ns, pid_base));
   return static_cast<int64_t>(findings.size());
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <filesystem>
 
 #include "export_test_support.h"
@@ -444,6 +446,23 @@ TEST(ChromeExport, CaptureOptionSelectsOneCapture) {
   EXPECT_THROW(export_chrome(reader, dir.file("c9.json"), options), InputError);
   EXPECT_FALSE(std::filesystem::exists(dir.file("c9.json")));
   EXPECT_EQ(dir.entries().size(), 2u);  // two.db and c2.json only
+
+  // Every capture: each in its own process group, not both on one "GPU 0" track.
+  options.capture_id.reset();
+  const ChromeExportStats all = export_chrome(reader, dir.file("all.json"), options);
+  EXPECT_EQ(all.kernels, 3);
+  const json both = read_json(dir.file("all.json"));
+  std::map<std::string, int64_t> pid_of_name;
+  for (const auto& e : both.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "process_name")
+      pid_of_name[e.at("args").at("name").get<std::string>()] = e.at("pid").get<int64_t>();
+  ASSERT_TRUE(pid_of_name.count("capture 1: GPU 0")) << both.dump();
+  ASSERT_TRUE(pid_of_name.count("capture 2: GPU 0")) << both.dump();
+  const int64_t first = pid_of_name["capture 1: GPU 0"], second = pid_of_name["capture 2: GPU 0"];
+  EXPECT_NE(first, second);
+  for (const auto& kernel : events_of(both, "X", "kernel"))
+    EXPECT_EQ(kernel.at("pid").get<int64_t>(), kernel.at("name") == "k1" ? first : second)
+        << kernel.dump();
 }
 
 TEST(ChromeExport, EmptyDatabaseGivesAValidEmptyTrace) {

@@ -70,10 +70,12 @@ inline int64_t gpu_pid(int32_t device_id) {
 // `base_time_ns` when the finding has no window). Args carry rule, severity, impact (ns and ms),
 // the windows, the evidence (as JSON when it parses, else as text) and the recommendation.
 // Returns the number of events written. The analyzer uses this for its Chrome-trace rendering.
+// `pid_base`: added to the GPU pid (a several-capture export's process group).
 int64_t append_findings_events(EventSink& sink, const std::vector<store::Finding>& findings,
-                               int64_t base_time_ns);
+                               int64_t base_time_ns, int64_t pid_base = 0);
 
 // The JSON object of one finding event (what append_findings_events writes per finding).
-std::string finding_event_json(const store::Finding& finding, int64_t base_time_ns);
+std::string finding_event_json(const store::Finding& finding, int64_t base_time_ns,
+                               int64_t pid_base = 0);
 
 }  // namespace fleetscope::exporter
