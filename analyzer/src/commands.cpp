@@ -67,10 +67,6 @@ int guarded(std::ostream& err, const std::function<int()>& body) {
   }
 }
 
-std::optional<int64_t> optional_id(int64_t value) {
-  return value >= 0 ? std::optional<int64_t>(value) : std::nullopt;
-}
-
 // Writes to `path` atomically (temporary file, rename), or to `out` when path is empty.
 void emit(const std::string& path, std::ostream& out,
           const std::function<void(std::ostream&)>& fn) {
@@ -435,8 +431,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       }
       writer_options.build_indexes = !writer_options.keep_wal_after_finish;
       store::Writer writer(std::move(db), writer_options);
-      for (const Analysed& a : analysed)
-        store_findings(writer, a.header.capture_id, a.result.findings);
+      for (Analysed& a : analysed) store_findings(writer, a.header.capture_id, a.result.findings);
       writer.finish();
     }
     emit(output, out, [&](std::ostream& os) {

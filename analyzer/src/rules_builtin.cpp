@@ -989,7 +989,8 @@ class TensorCoresUnused : public Rule {
         how =
             "torch.autocast(dtype=torch.float16) with a GradScaler (this GPU, compute "
             "capability " +
-            cc->text() + ", has fp16 tensor cores but no TF32 or bf16)";
+            cc->text() +
+            ", has fp16 tensor cores only: TF32 and bfloat16 need compute capability 8.0)";
       std::string advice =
           "GEMM/convolution kernels without a tensor-core marker in their name take " +
           percent(share) + " of GPU " + std::to_string(device) + "'s kernel time (" + ms(plain_ns) +
