@@ -71,7 +71,7 @@ TEST(ReadingInputs, EveryReadingCommandTakesEveryKind) {
       EXPECT_EQ(r.code, 0) << args[0] << " " << input << ": " << r.err;
     }
     // Not a capture id, nor 'all': a usage error in every command, the same words.
-    for (const std::string& command : {"info", "analyze", "report", "fleet", "candidates"}) {
+    for (const char* command : {"info", "analyze", "report", "fleet", "candidates"}) {
       const CliRun r = run_cli({command, input, "--capture", "first"});
       EXPECT_EQ(r.code, 2) << command << " " << input << ": " << r.err;
       EXPECT_NE(r.err.find("--capture expects a capture id"), std::string::npos) << r.err;
