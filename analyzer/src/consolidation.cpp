@@ -131,17 +131,16 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
       c.reason = "GPU utilization " + std::to_string(int(c.utilization * 100)) + " %";
     } else if (!c.memory_measured) {
       c.reason = "no memory events: P and T unknown";
-    } else if (!c.memory_totals_known) {
-      c.reason =
-          "memory events without allocator totals: P unknown (memory allocated before "
-          "the capture is not seen)";
     } else if (c.gpu_memory_bytes > 0 && fp.footprint_bytes() > c.gpu_memory_bytes) {
       c.reason = fp.footprint_bytes() > c.persistent_bytes + c.ephemeral_peak_bytes
                      ? "the allocator's reserved peak exceeds the GPU's memory"
                      : "P + T exceed the GPU's memory";
     } else {
       c.co_location_candidate = true;
-      c.reason = "low utilization; P + T measured";
+      c.reason = c.memory_totals_known
+                     ? "low utilization; P + T measured"
+                     : "low utilization; P + T measured from the capture's own allocations (no "
+                       "allocator totals: P is a lower bound)";
     }
     out.push_back(std::move(c));
   }

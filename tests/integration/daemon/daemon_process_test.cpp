@@ -616,7 +616,8 @@ TEST(DaemonProcess, AnalysisCommandsWorkOnTheHostDatabaseTheDaemonHoldsOpen) {
   ASSERT_EQ(analyze.exit_code, 0) << analyze.output;
   EXPECT_EQ(analyze.output.find("locked"), std::string::npos) << analyze.output;
   std::smatch count;
-  ASSERT_TRUE(std::regex_search(analyze.output, count, std::regex("analyze: ([0-9]+) finding")))
+  ASSERT_TRUE(std::regex_search(analyze.output, count,
+                                std::regex("analyze: capture [0-9]+ of [^\\n]*: ([0-9]+) finding")))
       << analyze.output;
   EXPECT_EQ(query_int(daemon.database, "SELECT count(*) FROM findings WHERE captureId = " + id),
             std::stoll(count[1]));

@@ -459,7 +459,8 @@ TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
     auto analyzed = cli({"analyze", daemon_.database, "--capture", capture});
     ASSERT_EQ(analyzed.exit_code, 0) << analyzed.output;
     std::smatch count;
-    ASSERT_TRUE(std::regex_search(analyzed.output, count, std::regex("analyze: ([0-9]+) finding")))
+    ASSERT_TRUE(std::regex_search(
+        analyzed.output, count, std::regex("analyze: capture [0-9]+ of [^\\n]*: ([0-9]+) finding")))
         << analyzed.output;
     auto db = store::Database::open(daemon_.database);
     auto stored =

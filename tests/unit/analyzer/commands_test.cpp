@@ -46,7 +46,11 @@ TEST_F(Commands, AnalyzePrintsAndStoresFindings) {
   EXPECT_NE(r.out.find("launch_delay_outliers"), std::string::npos);
   EXPECT_NE(r.out.find("pageable_memcpy"), std::string::npos);
   EXPECT_NE(r.out.find("HTA temporal breakdown"), std::string::npos);
-  EXPECT_NE(r.err.find("analyze: 2 finding(s)"), std::string::npos);  // progress on stderr
+  // Which capture it read, on stderr.
+  EXPECT_NE(r.err.find("analyze: capture " + std::to_string(ids.capture) + " of " + db +
+                       ": 2 finding(s)"),
+            std::string::npos)
+      << r.err;
   store::Reader reader(db);
   EXPECT_EQ(reader.findings(ids.capture).size(), 2u);
 }
@@ -140,7 +144,7 @@ TEST_F(Commands, ReportHtmlIsOneSelfContainedFile) {
   const std::string html = slurp(file);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find("<svg"), std::string::npos);
-  EXPECT_NE(html.find("GPU 0 utilization"), std::string::npos);
+  EXPECT_NE(html.find("GPU 0 kernel utilization"), std::string::npos);
   EXPECT_NE(html.find("launch_delay_outliers"), std::string::npos);
   EXPECT_NE(html.find("Step time breakdown"), std::string::npos);  // the fixture has 2 steps
   EXPECT_NE(html.find("Persistent P"), std::string::npos);         // and memory events
@@ -184,7 +188,8 @@ TEST_F(Commands, ReportErrors) {
   EXPECT_NE(ext.err.find("error: cannot tell the report format"), std::string::npos) << ext.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("report.pdf")));
   EXPECT_EQ(call(run_report_command, {db, "--format", "xml"}).code, 2);
-  EXPECT_EQ(call(run_report_command, {db, "--format", "json", "--rules", "gpu_idle_gaps"}).code, 2);
+  // Every format analyses now: --rules applies to json as to html.
+  EXPECT_EQ(call(run_report_command, {db, "--format", "json", "--rules", "gpu_idle_gaps"}).code, 0);
   EXPECT_EQ(call(run_report_command, {db, "--format", "html", "--rules", "nope"}).code, 2);
   EXPECT_EQ(call(run_report_command, {db, "--format", "html", "--set", "garbage"}).code, 2);
   auto missing_db = call(run_report_command, {dir.file("missing.db"), "-o", dir.file("r.html")});
@@ -346,7 +351,10 @@ TEST(AnalyzeTraceFile, SameFindingsAsTheImportedDatabaseAndNoFileWritten) {
   ASSERT_FALSE(a.at("findings").empty());
   EXPECT_EQ(a.at("findings"), b.at("findings"));
   EXPECT_EQ(a.at("metrics").at("devices"), b.at("metrics").at("devices"));
-  EXPECT_EQ(call(run_analyze_command, {copy, "--capture", "1"}).code, 2);
+  // A trace file is one capture, id 1; --capture takes it like a database's.
+  EXPECT_EQ(call(run_analyze_command, {copy, "--capture", "1", "--format", "json"}).code, 0);
+  EXPECT_EQ(call(run_analyze_command, {copy, "--capture", "2"}).code, 1);
+  EXPECT_EQ(call(run_analyze_command, {copy, "--capture", "x"}).code, 2);
 }
 
 }  // namespace
