@@ -29,6 +29,7 @@
 #include "fleetscope/analyzer/multi_rank.h"
 #include "fleetscope/analyzer/report.h"
 #include "fleetscope/analyzer/report_document.h"
+#include "fleetscope/analyzer/session.h"
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/common/args.h"
 #include "fleetscope/common/capture_choice.h"
@@ -818,15 +819,19 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
   }
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
-    const importers::OpenedInput input = importers::open_input(positionals[0]);
-    const store::Reader reader = input.reader();
+    // The analysis session reads the candidates (P and T from the trace, else the daemon's NVML
+    // figures) and maps them to the planner's job profiles, as `share plan DB` does.
+    AnalysisSession session;
+    const SessionSource& source = session.open(positionals[0]);
+    const sharer::MemoryModel memory = sharer::host_memory_model().model;
     ConsolidationOptions options;
     options.max_utilization = max_util;
     std::vector<ConsolidationCandidate> list;
-    for (int64_t id : select_captures(reader, choice, true, positionals[0])) {
-      auto part = consolidation_candidates(load_capture(reader, id), options);
-      list.insert(list.end(), std::make_move_iterator(part.begin()),
-                  std::make_move_iterator(part.end()));
+    for (int64_t id : select_captures(*source.reader(), choice, true, positionals[0])) {
+      for (ConsolidationCandidate c : session.loaded(CaptureKey{0, id})->candidates) {
+        decide_candidate(c, options);
+        list.push_back(std::move(c));
+      }
     }
     if (!memory_from.empty()) {
       const auto workloads = read_salus_workloads(memory_from);
@@ -841,24 +846,20 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
       // The sharer's job profiles (sharer/job_profile.h field names), one per job whose memory
       // is known, measured or declared; the sharer decides what to co-locate.
       json rows = json::array();
-      const std::string& db = positionals[0];
       for (const auto& c : list) {
         if ((!c.memory_measured && c.memory_source.empty()) || c.gpu_memory_bytes <= 0) continue;
-        const std::string where = db + "#capture" + std::to_string(c.capture_id);
-        const std::string gpu = where + "/gpu" + std::to_string(c.device);
-        json row = {{"job_id",
-                     (c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow) +
-                         "@" + gpu},
-                    {"workflow", c.workflow},
-                    {"gpu", gpu + " (" + c.gpu_name + ")"},
-                    {"persistent_bytes", c.persistent_bytes},
-                    {"ephemeral_peak_bytes", c.ephemeral_peak_bytes},
-                    {"gpu_capacity_bytes", c.gpu_memory_bytes},
-                    {"utilization", c.utilization},
-                    {"iteration_ns", c.iteration_ns},
-                    {"labels", c.labels}};
-        if (c.ephemeral_peak_stddev_bytes >= 0)
-          row["peak_stddev_bytes"] = c.ephemeral_peak_stddev_bytes;
+        const sharer::JobProfile job = session.job_profile(c, 0, memory);
+        json row = {{"job_id", job.job_id},
+                    {"workflow", job.workflow},
+                    {"gpu", job.gpu},
+                    {"persistent_bytes", job.persistent_bytes},
+                    {"ephemeral_peak_bytes", job.ephemeral_peak_bytes},
+                    {"gpu_capacity_bytes", job.gpu_capacity_bytes},
+                    {"utilization", job.utilization},
+                    {"iteration_ns", job.iteration_ns},
+                    {"labels", job.labels},
+                    {"memory_evidence", job.memory_evidence}};
+        if (job.peak_stddev_bytes >= 0) row["peak_stddev_bytes"] = job.peak_stddev_bytes;
         if (!c.memory_source.empty()) row["memory_source"] = c.memory_source;
         rows.push_back(std::move(row));
       }
@@ -883,6 +884,9 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
                         {"memory_measured", c.memory_measured},
                         {"memory_totals_known", c.memory_totals_known},
                         {"memory_source", c.memory_source},
+                        {"memory_evidence", c.memory_evidence},
+                        {"memory_evidence_detail", c.memory_evidence_detail},
+                        {"memory_includes_context", c.memory_includes_context},
                         {"utilization", c.utilization},
                         {"iteration_ns", c.iteration_ns},
                         {"iterations", c.iterations},
@@ -899,7 +903,7 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
                              {"T (MiB)", Align::right},
                              {"ITER", Align::right},
                              {"VERDICT"}});
-    for (const auto& c : list)
+    for (const auto& c : list) {
       table.add_row(
           {c.workflow, std::to_string(c.device), pct(c.utilization),
            !memory_known(c)         ? std::string("unknown")
@@ -908,6 +912,8 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
            memory_known(c) ? std::to_string(c.ephemeral_peak_bytes >> 20) : std::string("unknown"),
            format_duration(c.iteration_ns),
            std::string(c.co_location_candidate ? "candidate" : "keep") + " (" + c.reason + ")"});
+      table.add_note("    P and T: " + c.memory_evidence + ": " + c.memory_evidence_detail);
+    }
     table.print(out, wide);
     return 0;
   });

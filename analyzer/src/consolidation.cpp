@@ -125,23 +125,15 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
     c.persistent_bytes = fp.persistent_bytes;
     c.ephemeral_peak_bytes = fp.ephemeral_peak_bytes;
     c.ephemeral_peak_stddev_bytes = fp.ephemeral_peak_stddev_bytes;
+    c.reserved_peak_bytes = fp.reserved_peak_bytes;
     c.memory_totals_known = !c.memory_measured || fp.totals_known;
-
-    if (c.utilization >= options.max_utilization) {
-      c.reason = "GPU utilization " + std::to_string(int(c.utilization * 100)) + " %";
-    } else if (!c.memory_measured) {
-      c.reason = "no memory events: P and T unknown";
-    } else if (c.gpu_memory_bytes > 0 && fp.footprint_bytes() > c.gpu_memory_bytes) {
-      c.reason = fp.footprint_bytes() > c.persistent_bytes + c.ephemeral_peak_bytes
-                     ? "the allocator's reserved peak exceeds the GPU's memory"
-                     : "P + T exceed the GPU's memory";
-    } else {
-      c.co_location_candidate = true;
-      c.reason = c.memory_totals_known
-                     ? "low utilization; P + T measured"
-                     : "low utilization; P + T measured from the capture's own allocations (no "
-                       "allocator totals: P is a lower bound)";
+    if (c.memory_measured) {
+      c.memory_evidence = "trace";
+      c.memory_evidence_detail =
+          std::to_string(memory.size()) + " memory events in the window" +
+          (fp.totals_known ? "" : " (no allocator totals: P counts only what the window allocated)");
     }
+    decide_candidate(c, options);
     out.push_back(std::move(c));
   }
   return out;
@@ -150,13 +142,80 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
 std::vector<ConsolidationCandidate> consolidation_candidates(const store::Reader& reader,
                                                              const ConsolidationOptions& options) {
   std::vector<ConsolidationCandidate> out;
+  const auto nvml = nvml_memory(reader);
   for (const auto& capture : reader.captures()) {
     CaptureData data = load_capture(reader, capture.id);
     auto part = consolidation_candidates(data, options);
+    for (auto& c : part)
+      if (auto it = nvml.find({c.workflow_id, c.device}); it != nvml.end())
+        apply_nvml_memory(c, it->second, options);
     out.insert(out.end(), std::make_move_iterator(part.begin()),
                std::make_move_iterator(part.end()));
   }
   return out;
+}
+
+void decide_candidate(ConsolidationCandidate& c, const ConsolidationOptions& options) {
+  c.co_location_candidate = false;
+  if (c.utilization >= options.max_utilization) {
+    c.reason = "GPU utilization " + std::to_string(int(c.utilization * 100)) + " %";
+  } else if (!c.memory_measured) {
+    c.reason = "no memory events and no NVML figure: P and T unknown";
+  } else if (c.gpu_memory_bytes > 0 && c.footprint_bytes() > c.gpu_memory_bytes) {
+    c.reason = c.footprint_bytes() > c.persistent_bytes + c.ephemeral_peak_bytes
+                   ? "the allocator's reserved peak exceeds the GPU's memory"
+                   : "P + T exceed the GPU's memory";
+  } else {
+    c.co_location_candidate = true;
+    c.reason = c.memory_evidence == "nvml"
+                   ? "low utilization; P + T from fleetscoped's NVML figure"
+               : c.memory_totals_known
+                   ? "low utilization; P + T measured"
+                   : "low utilization; P + T measured from the capture's own allocations (no "
+                     "allocator totals: P is a lower bound)";
+  }
+}
+
+std::map<std::pair<int64_t, int32_t>, NvmlMemory> nvml_memory(const store::Reader& reader) {
+  std::map<std::pair<int64_t, int32_t>, NvmlMemory> out;
+  // workflow_metrics is the daemon's table: a trace database without it has no NVML figures.
+  auto exists = reader.database().prepare(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'workflow_metrics'");
+  if (!exists.step() || exists.column_int(0) == 0) return out;
+  auto st = reader.database().prepare(
+      "SELECT workflow_id, deviceId, max(value), count(*) FROM workflow_metrics "
+      "WHERE metric = 'memory_peak_bytes' AND value > 0 GROUP BY workflow_id, deviceId");
+  while (st.step()) {
+    const int64_t device = st.column_int(1);
+    if (device < INT32_MIN || device > INT32_MAX) continue;
+    const double peak = st.column_double(2);
+    if (!std::isfinite(peak) || peak <= 0 || peak > 9.0e15) continue;  // beyond any GPU
+    out[{st.column_int(0), static_cast<int32_t>(device)}] =
+        NvmlMemory{static_cast<int64_t>(peak), st.column_int(3)};
+  }
+  return out;
+}
+
+void apply_nvml_memory(ConsolidationCandidate& c, const NvmlMemory& memory,
+                       const ConsolidationOptions& options) {
+  // Memory events with allocator totals are better evidence; NVML beats the rest.
+  if (c.memory_evidence == "trace" && c.memory_totals_known) return;
+  if (memory.peak_bytes <= 0) return;
+  const bool trace_t = c.memory_evidence == "trace";
+  c.ephemeral_peak_bytes = trace_t ? std::min(c.ephemeral_peak_bytes, memory.peak_bytes) : 0;
+  c.persistent_bytes = memory.peak_bytes - c.ephemeral_peak_bytes;
+  if (!trace_t) c.ephemeral_peak_stddev_bytes = -1.0;
+  c.memory_measured = true;
+  c.memory_totals_known = true;  // NVML's used memory is the process's absolute figure
+  c.memory_source.clear();
+  c.memory_evidence = "nvml";
+  c.memory_evidence_detail =
+      "fleetscoped NVML: peak " + std::to_string(memory.peak_bytes >> 20) + " MiB over " +
+      std::to_string(memory.windows) + " metric window(s) as P + T, T " +
+      (trace_t ? "from the window's memory events" : "unknown (0: P = the peak)") +
+      "; includes the CUDA context";
+  c.memory_includes_context = true;
+  decide_candidate(c, options);
 }
 
 }  // namespace fleetscope::analyzer

@@ -22,7 +22,7 @@ namespace {
 // What one database contributes, merged in database order afterwards.
 struct DatabaseShare {
   std::map<std::string, WorkflowWaste> by_name;
-  std::map<std::string, std::set<std::string>> captures_of;  // name -> "db#capture"
+  std::map<std::string, std::set<std::pair<std::string, int64_t>>> captures_of;  // (db, capture)
   std::map<std::string, std::map<std::string, int64_t>> rule_impact;
 };
 
@@ -111,7 +111,7 @@ void add_capture(const store::Reader& reader, const std::string& path,
     w.busy_ns += u.busy_ns;
     w.idle_ns += u.window.length() - u.busy_ns;
     ++w.devices;
-    share.captures_of[info.name].insert(path + "#" + std::to_string(capture.id));
+    share.captures_of[info.name].insert({path, capture.id});
     names_in_capture.insert(info.name);
   }
   // Findings are per capture; credit them to the capture's jobs (split evenly). Stored findings
@@ -132,10 +132,9 @@ void add_capture(const store::Reader& reader, const std::string& path,
   }
 }
 
-DatabaseShare rank_database(const std::string& path, const common::CaptureChoice& captures) {
+DatabaseShare rank_database(const store::Reader& reader, const std::string& path,
+                            const common::CaptureChoice& captures) {
   DatabaseShare share;
-  const importers::OpenedInput input = importers::open_input(path);
-  const store::Reader reader = input.reader();
   const auto findings = reader.findings();
   CaptureData context;  // what workflow attribution reads: processes, workflows, the capture
   const auto processes = reader.processes();
@@ -151,6 +150,25 @@ DatabaseShare rank_database(const std::string& path, const common::CaptureChoice
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
                                           const FleetProgress& progress,
                                           const common::CaptureChoice& captures) {
+  return rank_sources(
+      database_paths,
+      [&](size_t d) {
+        // Anything open_input opens; an imported trace lives in memory as long as its input.
+        struct Held {
+          importers::OpenedInput input;
+          store::Reader reader;
+        };
+        auto input = importers::open_input(database_paths[d]);
+        store::Reader reader = input.reader();
+        auto held = std::make_shared<Held>(Held{std::move(input), std::move(reader)});
+        return std::shared_ptr<const store::Reader>(held, &held->reader);
+      },
+      progress, captures);
+}
+
+std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& database_paths,
+                                        const ReaderFactory& open, const FleetProgress& progress,
+                                        const common::CaptureChoice& captures) {
   // Databases are independent: read on every core, merged in the order given.
   std::vector<DatabaseShare> shares(database_paths.size());
   std::vector<std::exception_ptr> errors(database_paths.size());
@@ -160,7 +178,7 @@ std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& databa
   auto work = [&] {
     for (size_t d; (d = next.fetch_add(1)) < database_paths.size();) {
       try {
-        shares[d] = rank_database(database_paths[d], captures);
+        shares[d] = rank_database(*open(d), database_paths[d], captures);
       } catch (...) {
         errors[d] = std::current_exception();
       }
@@ -178,7 +196,7 @@ std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& databa
     if (e) std::rethrow_exception(e);  // the first failing database in the order given
 
   std::map<std::string, WorkflowWaste> by_name;
-  std::map<std::string, std::set<std::string>> captures_of;
+  std::map<std::string, std::set<std::pair<std::string, int64_t>>> captures_of;
   std::map<std::string, std::map<std::string, int64_t>> rule_impact;
   for (DatabaseShare& share : shares) {
     for (auto& [name, w] : share.by_name) {
@@ -196,9 +214,10 @@ std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& databa
   std::vector<WorkflowWaste> out;
   for (auto& [name, w] : by_name) {
     w.captures = static_cast<int64_t>(captures_of[name].size());
+    w.capture_refs.assign(captures_of[name].begin(), captures_of[name].end());
     int64_t best = -1;
     for (const auto& [rule, impact] : rule_impact[name])
-      if (impact > best) best = impact, w.top_rule = rule;
+      if (impact > best) best = impact, w.top_rule = rule, w.top_rule_impact_ns = impact;
     out.push_back(w);
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {

@@ -19,7 +19,10 @@ LaneAllocator make_gpu(int lanes) {
   // Lanes of 2 GiB with room to spare, so a newcomer fits many of them and best fit must compare.
   // The free tail (128 MiB) is smaller than the newcomer's own lane, so the decision is the lane
   // scan (a new lane, which Salus's order tries first, is not possible).
-  LaneAllocator gpu(static_cast<int64_t>(lanes) * 2 * kGiB + 128 * kMiB);
+  // No CUDA contexts: they only take free memory, the scan is the same.
+  MemoryModel model;
+  model.context_bytes = 0;
+  LaneAllocator gpu(static_cast<int64_t>(lanes) * 2 * kGiB + 128 * kMiB, model);
   AdmitOptions own_lane;
   own_lane.allow_shared_lane = false;
   own_lane.new_lane_bytes = 2 * kGiB;

@@ -113,21 +113,21 @@ void inference_services() {
   const int64_t capacity = 16 * kGiB;
   const int64_t context = 300 * kMiB;
   const SafetyMargin margin;
+  // The memory model charges each service's context (memory_model.h) outside its lane.
   const auto count = [&](int64_t per_service_context, int64_t reserved) {
-    LaneAllocator gpu(capacity - reserved, margin);
+    LaneAllocator gpu(capacity - reserved, MemoryModel{margin, per_service_context});
     int64_t admitted = 0;
     for (size_t i = 0;; ++i) {
-      MemoryDemand demand = services[i % services.size()];
-      demand.persistent_bytes += per_service_context;
+      const MemoryDemand demand = services[i % services.size()];
       if (!gpu.admit(static_cast<int64_t>(i), demand)) return admitted;
       ++admitted;
     }
   };
   const auto static_slices = [&](int64_t per_service_context, int64_t reserved) {
     int64_t largest = 0;
-    for (auto demand : services) {
-      demand.persistent_bytes += per_service_context;
-      largest = std::max(largest, required_bytes_with(LaneLoad{}, demand, margin));
+    for (const auto& demand : services) {
+      largest = std::max(largest,
+                         required_bytes_with(LaneLoad{}, demand, margin) + per_service_context);
     }
     return (capacity - reserved) / largest;
   };
@@ -140,11 +140,10 @@ void inference_services() {
               static_cast<long long>(static_slices(context, 0)));
   // MPS: every service its own client process (its own context), its own slice of P + T + margin.
   const auto mps = [&](int clients) {
-    LaneAllocator gpu(capacity, margin);
+    LaneAllocator gpu(capacity, MemoryModel{margin, context});
     int64_t admitted = 0;
     for (size_t i = 0;; ++i) {
-      MemoryDemand demand = services[i % services.size()];
-      demand.persistent_bytes += context;
+      const MemoryDemand demand = services[i % services.size()];
       if (!gpu.admit(static_cast<int64_t>(i), demand, mps_admit_options(clients))) return admitted;
       ++admitted;
     }

@@ -25,6 +25,7 @@
 #include "fleetscope/launcher/child_process.h"
 #include "fleetscope/launcher/run_command.h"
 #include "fleetscope/rpc/host_client.h"
+#include "fleetscope/sharer/host_planning.h"
 #include "fleetscope/sharer/planner.h"
 
 namespace fleetscope::cli {
@@ -314,14 +315,15 @@ int run_share_apply_command(const std::vector<std::string>& args, std::ostream& 
       // The analyzer's current plan: consolidation candidates of the daemon's host database.
       rpc::DaemonStatus status;
       daemon->status(status);
-      wire_integrations();
-      auto jobs = job_profiles_from_database(status.database_path);
-      sharer::PlannerOptions options;
+      // The host's planning settings, as `share plan` uses them.
+      sharer::PlannerOptions options = sharer::host_planning().options;
       options.max_slowdown = max_slowdown;
-      auto plan = sharer::plan_consolidation(jobs, options);
+      const auto candidates = candidates_from_databases({status.database_path}, options.memory);
+      auto plan = sharer::plan_consolidation(candidates.jobs, options);
       plan_json = sharer::plan_to_json(plan).dump();
-      err << "share apply: planned " << jobs.size() << " candidate job(s) of "
+      err << "share apply: planned " << candidates.jobs.size() << " candidate job(s) of "
           << status.database_path << "\n";
+      for (const auto& why : candidates.skipped) err << "share apply: not planned: " << why << "\n";
     }
     rpc::ApplyPlanRequest request;
     request.plan_json = plan_json;

@@ -51,6 +51,7 @@ std::map<std::string, Key> keys(DaemonConfig& c) {
       {"max_buffered_bytes", {nullptr, &c.max_buffered_bytes, 1 << 20, INT64_MAX}},
       {"request_deadline_ms", {nullptr, &c.request_deadline_ms, 100, 3'600'000}},
       {"api_max_frame_bytes", {nullptr, &c.api_max_frame_bytes, 1024, INT32_MAX}},
+      {"cuda_context_mib", {nullptr, &c.cuda_context_mib, 0, 65'536}},
   };
 }
 
@@ -171,6 +172,9 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
       {"max_buffered_bytes", "bytes of requests being read, all connections together"},
       {"request_deadline_ms", "time from a request's first byte to its last"},
       {"api_max_frame_bytes", "largest Thrift frame accepted on the API sockets"},
+      {"cuda_context_mib",
+       "sharing: CUDA context memory of one job process, charged outside its lane (the figure "
+       "scripts/gpu-check measures)"},
   };
   for (auto& [key, spec] : table) {
     std::string flag = "--" + key;

@@ -51,8 +51,10 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
   if (size_t interrupted = traces_->recover_interrupted())
     log_ << "fleetscoped: closing " << interrupted
          << " trace window(s) a previous run left open (at their last committed row)\n";
+  sharer::MemoryModel memory;
+  memory.context_bytes = config_.cuda_context_mib * sharer::kMiB;
   sharing_ = std::make_unique<SharingHost>(
-      *store_, [this] { return sharing_gpus(); }, clock_, log_);
+      *store_, [this] { return sharing_gpus(); }, clock_, log_, memory);
   last_sample_ns_ = started_ns_;
   next_window_end_ns_ = started_ns_ + config_.metrics_window_s * 1'000'000'000;
   next_retention_ns_ = started_ns_;

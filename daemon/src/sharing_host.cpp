@@ -78,8 +78,13 @@ std::optional<uid_t> uid_of_process(pid_t pid, const std::string& proc_root) {
   return std::nullopt;
 }
 
-SharingHost::SharingHost(HostStore& store, GpuSource gpus, Clock clock, std::ostream& log)
-    : store_(store), gpu_source_(std::move(gpus)), clock_(std::move(clock)), log_(log) {
+SharingHost::SharingHost(HostStore& store, GpuSource gpus, Clock clock, std::ostream& log,
+                         sharer::MemoryModel memory)
+    : store_(store),
+      gpu_source_(std::move(gpus)),
+      clock_(std::move(clock)),
+      log_(log),
+      memory_(memory) {
   // Lane names are unique per daemon run: a ledger left in /dev/shm by an earlier run is never
   // mistaken for a lane of this one.
   std::ostringstream prefix;
@@ -165,10 +170,13 @@ sharer::SharingService& SharingHost::service_locked() {
   if (!service_) {
     auto gpus = gpu_source_();
     service_ = std::make_unique<sharer::SharingService>(
-        gpus, lane_prefix_, [](pid_t pid, uint64_t start_ticks) {
+        gpus, lane_prefix_,
+        [](pid_t pid, uint64_t start_ticks) {
           return lanes::process_alive(lanes::ProcessIdentity{pid, start_ticks});
-        });
-    log_ << "fleetscoped: sharing service over " << gpus.size() << " GPU(s)\n";
+        },
+        memory_);
+    log_ << "fleetscoped: sharing service over " << gpus.size() << " GPU(s), "
+         << memory_.context_bytes / sharer::kMiB << " MiB CUDA context per job\n";
     resume_locked();
   }
   return *service_;

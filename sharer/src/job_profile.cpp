@@ -129,6 +129,7 @@ std::vector<JobProfile> parse_job_profiles(const std::string& json_text,
       job.peak_stddev_bytes =
           number_field(item, "peak_stddev_bytes", where, 0, static_cast<double>(kMaxBytes), -1.0);
     }
+    job.memory_evidence = string_field(item, "memory_evidence", where, std::string{});
     if (item.contains("labels")) {
       const auto& labels = item.at("labels");
       if (!labels.is_object()) field_error(where, "labels", "an object", labels);

@@ -81,6 +81,8 @@ bool within_bounds(const std::map<size_t, double>& slowdowns, const std::vector<
 ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
                                      const PlannerOptions& options) {
   ConsolidationPlan plan;
+  plan.context_bytes = options.memory.context_bytes;
+  plan.single_lane = options.single_lane;
   std::vector<std::string> gpu_order;  // first-seen order keeps the output stable
   std::map<std::string, int64_t> gpu_capacity;
   for (const auto& job : jobs) {
@@ -116,7 +118,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
                               "",
                               jobs[i].persistent_bytes,
                               jobs[i].ephemeral_peak_bytes,
-                              jobs[i].iteration_ns};
+                              jobs[i].iteration_ns,
+                              jobs[i].memory_evidence};
   }
 
   auto try_place = [&](OpenGpu& gpu, size_t job) -> bool {
@@ -131,6 +134,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
       admit_options.allow_shared_lane = shared;
       admit_options.allow_new_lane = !shared;
       admit_options.solo = profile.latency_sensitive();
+      if (options.single_lane) admit_options.max_lanes = 1;
       LaneAllocator trial = gpu.allocator;
       if (!trial.admit(static_cast<int64_t>(job), profile.demand(), admit_options)) continue;
       if (!within_bounds(predict(trial, jobs, options), bounds)) continue;
@@ -152,24 +156,22 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   std::vector<int64_t> headroom_of;
   std::unordered_set<std::string> open_names;
   size_t idle_cursor = 0;
-  // Memory screens: the largest free segment (a new lane needs one) and the largest lane slack
-  // plus the free memory next to it (joining a lane needs at least P there).
+  // Memory screens: the free memory left after a new job's context (a new lane needs its
+  // requirement there) and the largest lane slack plus that memory (joining a lane needs at
+  // least P there).
   std::vector<int64_t> slack_of;
-  const auto largest_free = [](const LaneAllocator& allocator) {
-    int64_t largest = 0;
-    for (const auto& [offset, size] : allocator.free_segments()) largest = std::max(largest, size);
-    return largest;
+  const auto room_for_lanes = [&](const LaneAllocator& allocator) {
+    return allocator.free_bytes() - options.memory.context_bytes;
   };
   const auto headroom = [&](const LaneAllocator& allocator, int64_t& slack) {
     slack = 0;
     for (const auto& lane : allocator.lanes()) {
       if (!lane.solo) {
-        slack =
-            std::max(slack, lane.capacity_bytes - required_bytes(lane.load, allocator.margin()));
+        slack = std::max(slack, lane.capacity_bytes - options.memory.lane_bytes(lane.load));
       }
     }
-    slack += largest_free(allocator);
-    return largest_free(allocator);
+    slack += room_for_lanes(allocator);
+    return room_for_lanes(allocator);
   };
   // Compute room of a kept GPU: the largest demand a new lane may add within its jobs' bounds.
   // A GPU whose room is below the smallest utilization of all jobs is full and leaves the index.
@@ -236,7 +238,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     }
   };
   const auto try_open = [&](const std::string& name, size_t job) {
-    open.push_back(OpenGpu{name, LaneAllocator(gpu_capacity[name], options.margin)});
+    open.push_back(OpenGpu{name, LaneAllocator(gpu_capacity[name], options.memory)});
     if (!try_place(open.back(), job)) {
       open.pop_back();
       return false;
@@ -255,7 +257,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     int scanned = 0;
     // Start at GPUs with room for the job's own lane (P + guarded T): Salus's order tries a new
     // lane first, and GPUs with less room rarely take the job by sharing a lane.
-    const int64_t own_need = required_bytes_with(LaneLoad{}, jobs[job].demand(), options.margin);
+    const int64_t own_need = options.memory.lane_bytes_with(LaneLoad{}, jobs[job].demand());
     // Best fit by compute room (candidates are low-utilization jobs: compute is what fills a
     // GPU first), skipping GPUs without memory room for the job's own lane.
     for (auto it = by_room.lower_bound({jobs[job].utilization - 1e-12, 0});
@@ -380,8 +382,7 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
   config.gpus = static_cast<int>(plan.gpus.size());
   config.lanes = true;
   config.switch_cost_s = 0;
-  config.context_bytes = 0;
-  config.margin = options.margin;
+  config.memory = options.memory;
   config.interference = options.interference;
   config.stop_at_s = horizon;
   config.gpu_capacity_bytes = 1;
@@ -401,6 +402,8 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
   out["gpus_before"] = plan.gpus_before;
   out["gpus_after"] = plan.gpus_after;
   out["gpus_freed"] = plan.gpus_freed;
+  out["context_bytes"] = plan.context_bytes;
+  out["single_lane"] = plan.single_lane;
   out["gpus"] = nlohmann::json::array();
   for (const auto& gpu : plan.gpus) {
     nlohmann::json lanes = nlohmann::json::array();
@@ -431,6 +434,7 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
                        {"ephemeral_peak_bytes", job.ephemeral_peak_bytes},
                        {"solo_iteration_ns", job.solo_iteration_ns}};
     if (!job.reason.empty()) row["reason"] = job.reason;
+    if (!job.memory_evidence.empty()) row["memory_evidence"] = job.memory_evidence;
     out["jobs"].push_back(row);
   }
   return out;
@@ -438,7 +442,7 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
 
 void write_plan_table(const ConsolidationPlan& plan, std::ostream& out, bool wide) {
   out << "GPUs: " << plan.gpus_before << " -> " << plan.gpus_after << " (" << plan.gpus_freed.size()
-      << " freed)\n";
+      << " freed)" << (plan.single_lane ? ", one lane per GPU" : "") << "\n";
   using Align = common::TextTable::Align;
   common::TextTable table({{"JOB", Align::left, 40},
                            {"FROM", Align::left, 24},
@@ -455,6 +459,7 @@ void write_plan_table(const ConsolidationPlan& plan, std::ostream& out, bool wid
     table.add_row({job.job_id, job.from_gpu, job.to_gpu.empty() ? "-" : job.to_gpu,
                    std::to_string(job.lane_id), fixed3(job.predicted_slowdown),
                    fixed3(job.max_slowdown)});
+    if (!job.memory_evidence.empty()) table.add_note("  P and T: " + job.memory_evidence);
     if (!job.reason.empty()) table.add_note("  not placed: " + job.reason);
   }
   table.print(out, wide);

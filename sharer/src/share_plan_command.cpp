@@ -4,6 +4,7 @@
 
 #include "arguments.h"
 #include "fleetscope/sharer/commands.h"
+#include "fleetscope/sharer/host_planning.h"
 #include "fleetscope/sharer/planner.h"
 
 namespace fleetscope::sharer {
@@ -18,7 +19,8 @@ CandidateLoader& candidate_loader() {
 constexpr const char* kPlanUsage =
     "usage: fleetscope share plan [DB...] [--candidates FILE.json] [--max-slowdown X]\n"
     "                             [--interference-alpha A | --calibration RUNS.csv]\n"
-    "                             [--margin-sigma Z] [--replay] [--format table|json] [--wide]\n"
+    "                             [--margin-sigma Z] [--single-lane] [--config FILE]\n"
+    "                             [--replay] [--format table|json] [--wide]\n"
     "\n"
     "Plans which jobs share which GPU and lane so that GPUs are freed, never violating\n"
     "sum(P) + max(T) + margin <= lane capacity, never putting a latency/priority job behind a "
@@ -26,11 +28,17 @@ constexpr const char* kPlanUsage =
     "job, and keeping each job's predicted slowdown within --max-slowdown (default 1.2; a job's\n"
     "max_slowdown label overrides it). Interference: --calibration RUNS.csv (used only\n"
     "where its fit beats alpha = 0 on held-out pairs) or --interference-alpha A; otherwise\n"
-    "\"no model: bounded by measured slowdown only\" (alpha = 0); the output names the one used. "
-    "Candidates come from analyzer databases (DB...) or from a\n"
-    "JSON array of job profiles (--candidates). --replay runs the plan in the simulator and\n"
-    "prints each job's predicted and simulated slowdown. --wide prints names in full (the table\n"
-    "otherwise cuts long ones in the middle, keeping both ends).\n";
+    "\"no model: bounded by measured slowdown only\" (alpha = 0); the output names the one used.\n"
+    "Every job also holds its CUDA context on the GPU, outside its lane:\n"
+    "cuda_context_mib in the host config (--config FILE, else $FLEETSCOPE_CONFIG, else\n"
+    "/etc/fleetscope/fleetscoped.conf; scripts/gpu-check measures it), else 300 MiB.\n"
+    "--single-lane plans Salus's own mode: one lane per GPU that all its jobs time-slice (for\n"
+    "jobs that accept time slicing). Candidates come from analyzer databases (DB...: P and T\n"
+    "from memory events in the window, else the daemon's NVML figures, else the job is not\n"
+    "planned; each job says which) or from a JSON array of job profiles (--candidates).\n"
+    "--replay runs the plan in the simulator and prints each job's predicted and simulated\n"
+    "slowdown. --wide prints names in full (the table otherwise cuts long ones in the middle,\n"
+    "keeping both ends).\n";
 
 }  // namespace
 
@@ -43,8 +51,8 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
   try {
     const Arguments arguments(args,
                               {"--candidates", "--max-slowdown", "--interference-alpha",
-                               "--margin-sigma", "--format", "--calibration"},
-                              {"--help", "--replay", "--wide"});
+                               "--margin-sigma", "--format", "--calibration", "--config"},
+                              {"--help", "--replay", "--single-lane", "--wide"});
     if (arguments.has("--help")) {
       out << kPlanUsage;
       return 0;
@@ -56,13 +64,21 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
     if (arguments.positional().empty() && !arguments.has("--candidates")) {
       throw UsageError("give at least one DB or --candidates FILE.json");
     }
-    PlannerOptions options;
+    HostPlanning host;
+    try {
+      host = host_planning(arguments.get_or("--config", ""));
+    } catch (const std::exception& error) {
+      err << "share plan: " << error.what() << "\n";
+      return 1;
+    }
+    PlannerOptions options = host.options;
+    options.single_lane = arguments.has("--single-lane");
     options.max_slowdown = arguments.number("--max-slowdown", options.max_slowdown);
     if (!(options.max_slowdown >= 1.0 && options.max_slowdown <= 1e6)) {
       throw UsageError("--max-slowdown must be in [1, 1e6]");
     }
     // Interference: the published default, a local calibration or a value on the command line.
-    InterferenceCalibration interference = published_interference();
+    InterferenceCalibration interference = host.interference;
     if (arguments.has("--interference-alpha")) {
       const double alpha = arguments.number("--interference-alpha", 0);
       if (!(alpha >= 0 && alpha <= 100)) {
@@ -73,21 +89,23 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
       }
       interference = interference_from_flag(alpha);
     }
-    options.margin.z = arguments.number("--margin-sigma", options.margin.z);
-    if (!(options.margin.z >= 0 && options.margin.z <= 100)) {
+    options.memory.margin.z = arguments.number("--margin-sigma", options.memory.margin.z);
+    if (!(options.memory.margin.z >= 0 && options.memory.margin.z <= 100)) {
       throw UsageError("--margin-sigma must be in [0, 100]");
     }
     try {
       std::vector<JobProfile> jobs;
+      std::vector<std::string> skipped;
       if (auto path = arguments.get("--candidates")) jobs = load_job_profiles(*path);
-      for (const auto& db : arguments.positional()) {
+      if (!arguments.positional().empty()) {
         if (!candidate_loader()) {
-          err << "share plan: cannot read " << db
+          err << "share plan: cannot read " << arguments.positional().front()
               << ": no analyzer database reader is linked in; use --candidates FILE.json\n";
           return 1;
         }
-        auto more = candidate_loader()(db);
-        jobs.insert(jobs.end(), more.begin(), more.end());
+        auto more = candidate_loader()(arguments.positional(), options.memory);
+        jobs.insert(jobs.end(), more.jobs.begin(), more.jobs.end());
+        skipped = std::move(more.skipped);
       }
       if (auto runs_path = arguments.get("--calibration")) {
         interference = interference_from_file(*runs_path);
@@ -99,6 +117,8 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
       if (format == "json") {
         auto document = plan_to_json(plan);
         document["interference"] = interference_to_json(interference);
+        document["context_source"] = host.context_source;
+        document["not_planned"] = skipped;
         if (arguments.has("--replay")) {
           document["replay"] = nlohmann::json::array();
           for (const auto& row : replay) {
@@ -110,7 +130,10 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
         out << document.dump(2) << "\n";
       } else {
         out << "interference: " << interference.description << "\n";
+        out << "CUDA context per job: " << options.memory.context_bytes / kMiB << " MiB ("
+            << host.context_source << ")\n";
         write_plan_table(plan, out, arguments.has("--wide"));
+        for (const auto& why : skipped) out << "not planned: " << why << "\n";
         if (arguments.has("--replay")) {
           out << "replay (simulator, round robin in lanes):\n";
           for (const auto& row : replay) {

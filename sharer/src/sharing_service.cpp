@@ -141,10 +141,13 @@ std::optional<double> ServiceJob::measured_slowdown() const {
 }
 
 SharingService::SharingService(std::vector<ServiceGpu> gpus, std::string lane_prefix,
-                               Liveness alive)
-    : gpus_(std::move(gpus)), lane_prefix_(std::move(lane_prefix)), alive_(std::move(alive)) {
+                               Liveness alive, MemoryModel memory)
+    : gpus_(std::move(gpus)),
+      lane_prefix_(std::move(lane_prefix)),
+      alive_(std::move(alive)),
+      memory_(memory) {
   for (const auto& gpu : gpus_) {
-    states_.push_back(GpuState{gpu, LaneAllocator(gpu.capacity_bytes), {}, {}});
+    states_.push_back(GpuState{gpu, LaneAllocator(gpu.capacity_bytes, memory_), {}, {}});
   }
 }
 
@@ -267,11 +270,8 @@ LaneTicket SharingService::place(const LaneAsk& ask, int64_t request_id, int64_t
       } else {
         AdmitOptions options;
         options.allow_shared_lane = false;
-        options.new_lane_bytes =
-            std::max(planned->lane_capacity_bytes,
-                     required_bytes_for(demand.persistent_bytes,
-                                        gpu.allocator.margin().guarded_ephemeral(demand),
-                                        gpu.allocator.margin()));
+        options.new_lane_bytes = std::max(planned->lane_capacity_bytes,
+                                          memory_.lane_bytes_with(LaneLoad{}, demand));
         placement = gpu.allocator.admit(job_key, demand, options);
         if (placement) {
           planned_lanes_[key] = {*gpu_index, placement->lane_id};
@@ -285,19 +285,21 @@ LaneTicket SharingService::place(const LaneAsk& ask, int64_t request_id, int64_t
   // any GPU, the one that keeps the least spare room.
   if (!placement) {
     policy = kDefaultTurnPolicy;
+    AdmitOptions options;
+    if (single_lane_) options.max_lanes = 1;
     std::optional<std::pair<size_t, Placement>> best;
     for (size_t i = 0; i < states_.size(); ++i) {
       const auto& gpu = states_[i].gpu;
       if (!ask.gpu_hint.empty() && ask.gpu_hint != gpu.uuid &&
           ask.gpu_hint != std::to_string(gpu.index))
         continue;
-      auto probe = states_[i].allocator.probe(demand);
+      auto probe = states_[i].allocator.probe(demand, options);
       if (probe && (!best || probe->leftover_bytes < best->second.leftover_bytes))
         best = {{i, *probe}};
     }
     if (best) {
       gpu_index = best->first;
-      placement = states_[best->first].allocator.admit(job_key, demand);
+      placement = states_[best->first].allocator.admit(job_key, demand, options);
     }
   }
   if (!placement || !gpu_index) {
@@ -408,12 +410,14 @@ LaneTicket SharingService::request(const LaneAsk& ask, int64_t now_ns) {
     bool could_ever_fit = false;
     const MemoryDemand demand{*ask.persistent_bytes, *ask.ephemeral_bytes, -1.0};
     for (const auto& gpu : states_) {
-      could_ever_fit = could_ever_fit || LaneAllocator(gpu.gpu.capacity_bytes).probe(demand);
+      could_ever_fit =
+          could_ever_fit || LaneAllocator(gpu.gpu.capacity_bytes, memory_).probe(demand);
     }
     if (!could_ever_fit) {
       throw std::invalid_argument("no GPU on this host holds P " +
                                   std::to_string(*ask.persistent_bytes) + " + T " +
-                                  std::to_string(*ask.ephemeral_bytes) + " bytes with its margin");
+                                  std::to_string(*ask.ephemeral_bytes) +
+                                  " bytes with its margin and CUDA context");
     }
   }
   ticket = place(ask, request_id, now_ns);

@@ -81,7 +81,7 @@ struct GpuState {
 // A job's progress while it waits and once it finished; while resident its lane's runner holds it.
 struct JobRuntime {
   JobState state;
-  MemoryDemand memory;  // with the CUDA context
+  MemoryDemand memory;  // P, T, sigma (the allocator charges the context)
   int slot = -1;
   double start_s = -1;
   double finish_s = 0;
@@ -102,7 +102,7 @@ class Engine {
       : jobs_(jobs), policy_(policy), config_(config) {
     gpus_.reserve(static_cast<size_t>(config.gpus));
     for (int g = 0; g < config.gpus; ++g) {
-      gpus_.push_back(GpuState{LaneAllocator(memory_bytes(), config.margin)});
+      gpus_.push_back(GpuState{LaneAllocator(memory_bytes(), config.memory)});
     }
     runtime_.resize(jobs.size());
     double total_iterations = 0;
@@ -112,8 +112,7 @@ class Engine {
       auto& runtime = runtime_[i];
       runtime.state.job = &jobs[i];
       runtime.memory = jobs[i].memory;
-      runtime.memory.persistent_bytes += config.context_bytes;
-      if (required_bytes_with(LaneLoad{}, runtime.memory, config_.margin) > memory_bytes()) {
+      if (config_.memory.own_lane_gpu_bytes(runtime.memory) > memory_bytes()) {
         throw std::invalid_argument("job " + jobs[i].name +
                                     " needs more memory than one GPU has (with its CUDA context)");
       }
@@ -283,8 +282,7 @@ class Engine {
   AdmitOptions admit_options() const {
     AdmitOptions options;
     if (policy_.exclusive() || !config_.lanes || policy_.pages_to_host()) {
-      options.max_lanes = 1;
-      options.new_lane_bytes = memory_bytes();
+      options.max_lanes = 1;  // the lane grows as jobs join: the whole GPU less their contexts
     } else if (config_.mps_clients > 0) {
       options = mps_admit_options(config_.mps_clients);
     }
@@ -404,7 +402,7 @@ class Engine {
     if (jobs_[job].pinned_gpu >= 0) return admit_pinned(job);
     auto& runtime = runtime_[job];
     const AdmitOptions options = admit_options();
-    const int64_t guarded = config_.margin.guarded_ephemeral(runtime.memory);
+    const int64_t guarded = config_.memory.margin.guarded_ephemeral(runtime.memory);
     int64_t since = runtime.failed_seq;
     admitting_utilization_ = jobs_[job].utilization;
     // Another job's failure says nothing when admission also counts utilization.
@@ -790,12 +788,11 @@ void validate_config(const SimConfig& config) {
       config.switch_cost_s > 3600) {
     bad("switch cost must be finite and in [0, 3600] s");
   }
-  if (config.context_bytes < 0 || config.context_bytes >= config.gpu_capacity_bytes) {
+  if (config.memory.context_bytes < 0 ||
+      config.memory.context_bytes >= config.gpu_capacity_bytes) {
     bad("CUDA context memory must be in [0, GPU memory)");
   }
-  if (!std::isfinite(config.margin.z) || config.margin.z < 0 || config.margin.z > 100) {
-    bad("margin sigma must be finite and in [0, 100]");
-  }
+  config.memory.validate();
   if (!std::isfinite(config.interference.alpha) || config.interference.alpha < 0 ||
       config.interference.alpha > 100) {
     bad("interference alpha must be finite and in [0, 100]");

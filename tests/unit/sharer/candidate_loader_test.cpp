@@ -17,12 +17,13 @@ namespace {
 TEST(CandidateLoader, CopiesTheMeasuredEphemeralDeviation) {
   fleetscope::test_support::TempDir dir;
   analyzer::testing::write_shared_case(dir.file("t.db"));
-  const auto jobs = job_profiles_from_database(dir.file("t.db"));
+  const auto jobs = candidates_from_databases({dir.file("t.db")}, sharer::MemoryModel{}).jobs;
   ASSERT_EQ(jobs.size(), 1u);
   // The fixture's two iterations peak at 256 and 512 MiB of ephemeral memory.
   EXPECT_DOUBLE_EQ(jobs[0].peak_stddev_bytes, 128.0 * 1024 * 1024);
   EXPECT_EQ(jobs[0].persistent_bytes, int64_t{1} << 30);
   EXPECT_EQ(jobs[0].ephemeral_peak_bytes, 512 * int64_t{1} << 20);
+  EXPECT_EQ(jobs[0].memory_evidence.rfind("trace: ", 0), 0u) << jobs[0].memory_evidence;
 }
 
 // `fleetscope advise DB`: a real V100 training capture (HTA's ns-resolution trace, 5 profiler

@@ -182,15 +182,28 @@ TEST(SharePlanCommand, DatabaseWithoutALoaderIsAClearFailure) {
 TEST(SharePlanCommand, DatabasesGoThroughTheLoaderHook) {
   const auto path = scratch_file("candidates.json", kCandidates);
   std::vector<std::string> asked;
-  set_candidate_loader([&](const std::string& db) {
-    asked.push_back(db);
-    return load_job_profiles(path);
+  int64_t context = -1;
+  set_candidate_loader([&](const std::vector<std::string>& dbs, const MemoryModel& memory) {
+    asked = dbs;
+    context = memory.context_bytes;
+    return CandidateSet{load_job_profiles(path), {"c on GPU 0: P and T unknown"}};
   });
-  const auto result = plan({"one.db", "--format=json"});
+  const auto config = scratch_file("fleetscoped.conf", "cuda_context_mib = 256\n");
+  const auto result = plan({"one.db", "two.db", "--format=json", "--config", config});
+  const auto table = plan({"one.db", "--config", config});
   set_candidate_loader(nullptr);
   ASSERT_EQ(result.code, 0) << result.err;
-  EXPECT_EQ(asked, std::vector<std::string>{"one.db"});
-  EXPECT_EQ(nlohmann::json::parse(result.out).at("gpus_before"), 2);
+  EXPECT_EQ(asked, std::vector<std::string>{"one.db"});  // the table run came last
+  EXPECT_EQ(context, 256 * kMiB);                        // the host's memory model
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json.at("gpus_before"), 2);
+  EXPECT_EQ(json.at("context_bytes"), 256 * kMiB);
+  EXPECT_EQ(json.at("context_source"), config);
+  EXPECT_EQ(json.at("not_planned"), nlohmann::json::array({"c on GPU 0: P and T unknown"}));
+  EXPECT_NE(table.out.find("not planned: c on GPU 0: P and T unknown"), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("CUDA context per job: 256 MiB (" + config + ")"), std::string::npos)
+      << table.out;
 }
 
 TEST(SharePlanCommand, UsageAndInputErrors) {

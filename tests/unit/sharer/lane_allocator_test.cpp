@@ -8,11 +8,13 @@
 namespace fleetscope::sharer {
 namespace {
 
-SafetyMargin exact() {
-  SafetyMargin margin;
-  margin.z = 0;
-  margin.granularity_bytes = 1;
-  return margin;
+// No margin, no rounding, no CUDA context: lanes hold exactly sum P + max T.
+MemoryModel exact() {
+  MemoryModel model;
+  model.margin.z = 0;
+  model.margin.granularity_bytes = 1;
+  model.context_bytes = 0;
+  return model;
 }
 
 TEST(LaneAllocator, NewJobGetsALaneSizedToItsRequirement) {
@@ -51,10 +53,11 @@ TEST(LaneAllocator, OpensANewLaneBeforeSharingOneAsSalusDoes) {
 TEST(LaneAllocator, FitsAtLeastAsManyJobsAsStaticPartitioning) {
   // Identical inference services (P = 300 MiB model + context, T = 60 MiB) on 16 GiB: best fit
   // with new lanes first never fits fewer than cutting the GPU into equal static slices.
-  SafetyMargin margin;  // real margin: 2 % prior, z = 3, 2 MiB granularity
-  LaneAllocator gpu(16 * kGiB, margin);
+  MemoryModel model;  // real margin (2 % prior, z = 3, 2 MiB granularity) and context
+  const SafetyMargin& margin = model.margin;
+  LaneAllocator gpu(16 * kGiB, model);
   const MemoryDemand service{300 * kMiB, 60 * kMiB, -1};
-  const int64_t slice = required_bytes_with(LaneLoad{}, service, margin);
+  const int64_t slice = required_bytes_with(LaneLoad{}, service, margin) + model.context_bytes;
   const int64_t static_count = (16 * kGiB) / slice;
   int64_t admitted = 0;
   while (gpu.admit(admitted, service)) ++admitted;
@@ -67,9 +70,10 @@ TEST(LaneAllocator, BestFitIsTheLaneNeedingTheLeastExtraMemory) {
   gpu.admit(1, {100, 300, 0}, kOwnLane);  // A [0, 400)
   gpu.admit(2, {0, 100, 0}, kOwnLane);    // B [400, 500)
   gpu.admit(3, {0, 200, 0}, kOwnLane);    // C [500, 700)
-  gpu.release(2);                         // free [400, 500) and [700, 1000)
-  // Job 4's own lane (310) fits no free segment. In A: 160 + 300 = 460, A grows by 60 into
-  // [400, 500); in C: 60 + 250 = 310, C would grow by 110.
+  gpu.admit(5, {0, 250, 0}, kOwnLane);    // D [700, 950)
+  gpu.release(2);                         // 150 free
+  // Job 4's own lane (310) does not fit in 150. In A: 160 + 300 = 460, A grows by 60; in C:
+  // 60 + 250 = 310, C would grow by 110; in D: 310, D would grow by 60 too (A comes first).
   auto fourth = gpu.admit(4, {60, 250, 0});
   ASSERT_TRUE(fourth);
   EXPECT_EQ(fourth->lane_id, *gpu.lane_of(1));
@@ -97,18 +101,48 @@ TEST(LaneAllocator, SoloLanesAreNeverShared) {
   EXPECT_TRUE(second->new_lane);
 }
 
-TEST(LaneAllocator, FreedLanesCoalesceWithNeighbours) {
+TEST(LaneAllocator, LanesAreBudgetsSoFreedMemoryNeverFragments) {
+  // docs/sharer.md, "The memory model": a lane is a byte budget (the interposition library counts
+  // a job's allocations; it does not place them), so memory freed between two lanes and at the
+  // end is one amount. A contiguous layout would refuse job 4: no single hole holds 400.
   LaneAllocator gpu(1000, exact());
-  gpu.admit(1, {0, 200, 0}, kOwnLane);  // [0, 200)
-  gpu.admit(2, {0, 300, 0}, kOwnLane);  // [200, 500)
-  gpu.admit(3, {0, 100, 0}, kOwnLane);  // [500, 600)
-  gpu.release(1);
-  gpu.release(3);
-  EXPECT_EQ(gpu.free_segments().size(), 2u);  // [0, 200) and [500, 1000)
-  gpu.release(2);
-  ASSERT_EQ(gpu.free_segments().size(), 1u);
-  EXPECT_EQ(gpu.free_segments().begin()->second, 1000);
+  gpu.admit(1, {0, 200, 0}, kOwnLane);
+  gpu.admit(2, {0, 300, 0}, kOwnLane);
+  gpu.admit(3, {0, 300, 0}, kOwnLane);
+  gpu.release(1);  // 200 freed "before" lane 2, 200 left "after" lane 3
+  EXPECT_EQ(gpu.free_bytes(), 400);
+  auto fourth = gpu.admit(4, {0, 400, 0}, kOwnLane);
+  ASSERT_TRUE(fourth);
+  EXPECT_TRUE(fourth->new_lane);
+  EXPECT_EQ(gpu.free_bytes(), 0);
+  // Offsets lay the budgets out end to end in lane order (display only).
+  EXPECT_EQ(gpu.find_lane(*gpu.lane_of(2))->offset_bytes, 0);
+  EXPECT_EQ(gpu.find_lane(*gpu.lane_of(4))->offset_bytes, 600);
+  EXPECT_EQ(gpu.check_invariants(), "");
+  for (int64_t job : {2, 3, 4}) gpu.release(job);
+  EXPECT_EQ(gpu.free_bytes(), 1000);
   EXPECT_TRUE(gpu.lanes().empty());
+}
+
+TEST(LaneAllocator, EveryJobPaysItsContextOutsideItsLane) {
+  MemoryModel model = exact();
+  model.context_bytes = 100;
+  LaneAllocator gpu(1000, model);
+  ASSERT_TRUE(gpu.admit(1, {300, 100, 0}));  // lane 400 + context 100
+  EXPECT_EQ(gpu.free_bytes(), 500);
+  ASSERT_TRUE(gpu.admit(2, {300, 100, 0}));  // a lane of its own: 400 + 100
+  EXPECT_EQ(gpu.free_bytes(), 0);
+  EXPECT_EQ(gpu.lanes().size(), 2u);
+  // Even a job that fits a lane as it is needs room for its context.
+  EXPECT_FALSE(gpu.probe({0, 1, 0}));
+  gpu.release(2);
+  EXPECT_EQ(gpu.free_bytes(), 500);
+  // Joining lane 1 costs 300 more lane memory plus the context: 400 <= 500.
+  auto third = gpu.admit(3, {300, 50, 0}, AdmitOptions{true, false});
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->added_bytes, 300);
+  EXPECT_EQ(gpu.free_bytes(), 100);
+  EXPECT_EQ(gpu.check_invariants(), "");
 }
 
 TEST(LaneAllocator, DepartureShrinksTheLaneButKeepsTheRestSafe) {
@@ -146,31 +180,33 @@ TEST(LaneAllocator, GrowsALaneIntoFreeSpaceAfterIt) {
   EXPECT_EQ(gpu.check_invariants(), "");
 }
 
-TEST(LaneAllocator, GrowsALaneIntoFreeSpaceBeforeIt) {
+TEST(LaneAllocator, GrowsALaneIntoFreeMemoryAnywhere) {
   LaneAllocator gpu(1000, exact());
-  gpu.admit(1, {0, 200, 0}, kOwnLane);       // [0, 200)
-  gpu.admit(2, {0, 300, 0}, kOwnLane);       // [200, 500)
-  gpu.admit(3, {0, 500, 0}, kOwnLane);       // [500, 1000)
-  gpu.release(1);                            // free [0, 200)
-  auto grown = gpu.admit(5, {100, 300, 0});  // lane 2 needs 400: grows down by 100
+  gpu.admit(1, {0, 200, 0}, kOwnLane);
+  gpu.admit(2, {0, 300, 0}, kOwnLane);
+  gpu.admit(3, {0, 500, 0}, kOwnLane);
+  gpu.release(1);                            // 200 free
+  auto grown = gpu.admit(5, {100, 300, 0});  // lane 2 needs 400: grows by 100
   ASSERT_TRUE(grown);
   const Lane* lane = gpu.find_lane(*gpu.lane_of(2));
   EXPECT_EQ(grown->lane_id, lane->id);
-  EXPECT_EQ(lane->offset_bytes, 100);
+  EXPECT_EQ(lane->offset_bytes, 0);
   EXPECT_EQ(lane->capacity_bytes, 400);
+  EXPECT_EQ(gpu.free_bytes(), 100);
   EXPECT_EQ(gpu.check_invariants(), "");
 }
 
 // Property test: random arrivals and departures. After every operation the safety condition holds
-// for every lane, memory is neither double- nor un-counted, free space is coalesced, and no job
+// for every lane, memory (lanes, contexts, free) is neither double- nor un-counted, and no job
 // admitted earlier ever ends up in a lane that can no longer hold it.
 class LaneAllocatorProperty : public ::testing::TestWithParam<int> {};
 
 TEST_P(LaneAllocatorProperty, InvariantsHoldUnderRandomArrivalsAndDepartures) {
   std::mt19937_64 rng(static_cast<uint64_t>(GetParam()));
-  SafetyMargin margin;  // real margin: 3 sigma, 2% prior, 2 MiB granularity
+  MemoryModel model;  // real margin (3 sigma, 2% prior, 2 MiB granularity), 300 MiB contexts
+  const SafetyMargin& margin = model.margin;
   const int64_t capacity = 16 * kGiB;
-  LaneAllocator gpu(capacity, margin);
+  LaneAllocator gpu(capacity, model);
   std::map<int64_t, MemoryDemand> resident;
   std::uniform_int_distribution<int64_t> persistent(0, 2 * kGiB);
   std::uniform_int_distribution<int64_t> ephemeral(0, 4 * kGiB);
@@ -204,7 +240,7 @@ TEST_P(LaneAllocatorProperty, InvariantsHoldUnderRandomArrivalsAndDepartures) {
       for (const auto& member : lane->jobs) members.push_back(member.demand);
       ASSERT_TRUE(satisfies_safety(members, lane->capacity_bytes, margin));
     }
-    int64_t held = gpu.free_bytes();
+    int64_t held = gpu.free_bytes() + model.contexts_bytes(int64_t(resident.size()));
     for (const auto& lane : gpu.lanes()) held += lane.capacity_bytes;
     ASSERT_EQ(held, capacity);
   }
@@ -213,9 +249,9 @@ TEST_P(LaneAllocatorProperty, InvariantsHoldUnderRandomArrivalsAndDepartures) {
     gpu.release(resident.begin()->first);
     resident.erase(resident.begin());
   }
-  // Everything freed coalesces back into one segment.
-  ASSERT_EQ(gpu.free_segments().size(), 1u);
-  EXPECT_EQ(gpu.free_segments().begin()->second, capacity);
+  // Everything comes back.
+  EXPECT_EQ(gpu.free_bytes(), capacity);
+  EXPECT_TRUE(gpu.lanes().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, LaneAllocatorProperty, ::testing::Values(1, 2, 3, 42, 1234));

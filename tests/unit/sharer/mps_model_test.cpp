@@ -45,8 +45,8 @@ SimConfig mps_config(int clients, int64_t context) {
   config.gpus = 1;
   config.lanes = true;
   config.mps_clients = clients;
-  config.context_bytes = context;
-  config.margin.z = 0;  // slices are exactly P + T + context
+  config.memory.context_bytes = context;
+  config.memory.margin.z = 0;  // slices are exactly P + T + context
   config.interference.alpha = 0;
   return config;
 }
@@ -75,7 +75,7 @@ TEST(MpsModel, EveryClientPaysItsContextAndItsOwnEphemeralMemory) {
 }
 
 TEST(MpsModel, SlicesAreNeverSharedAndTheLimitIsPerGpu) {
-  LaneAllocator gpu(16 * kGiB, SafetyMargin{0, 0});
+  LaneAllocator gpu(16 * kGiB, MemoryModel{SafetyMargin{0, 0}, 0});
   const auto options = mps_admit_options(3);
   for (int64_t job = 0; job < 3; ++job) {
     const auto placement = gpu.admit(job, MemoryDemand{kMiB, 0, 0}, options);

@@ -49,7 +49,9 @@ void expect_valid(const ConsolidationPlan& plan, const std::vector<JobProfile>& 
         demands.push_back(by_id.at(id)->demand());
         has_latency |= by_id.at(id)->latency_sensitive();
       }
-      EXPECT_TRUE(satisfies_safety(demands, lane.capacity_bytes, options.margin));
+      EXPECT_TRUE(satisfies_safety(demands, lane.capacity_bytes, options.memory.margin));
+      // Every job's CUDA context is held on the GPU outside its lane.
+      held += options.memory.contexts_bytes(int64_t(lane.job_ids.size()));
       if (has_latency) {
         EXPECT_EQ(lane.job_ids.size(), 1u) << "latency job shares a lane";
       }
@@ -108,10 +110,11 @@ TEST(Planner, KeepsBusyJobsApartWhenTheSlowdownBoundWouldBreak) {
 }
 
 TEST(Planner, SharesALaneWhenSeparateLanesDoNotFitAndTheMarginAllows) {
-  // Own lanes need 10 + 10 GiB > 16; one lane needs 6 + 6 + max(4, 4) = 16 GiB.
+  // Own lanes need 10 + 10 GiB > 16; one lane needs 6 + 6 + max(4, 4) = 16 GiB (no contexts).
   const std::vector<JobProfile> jobs{job("a", "gpu0", 6, 4, 0.2), job("b", "gpu1", 6, 4, 0.2)};
   PlannerOptions no_margin;
-  no_margin.margin.z = 0;
+  no_margin.memory.margin.z = 0;
+  no_margin.memory.context_bytes = 0;
   const auto plan = plan_consolidation(jobs, no_margin);
   EXPECT_EQ(plan.gpus_after, 1);
   EXPECT_EQ(find(plan, "a").lane_id, find(plan, "b").lane_id);

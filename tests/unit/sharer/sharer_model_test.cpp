@@ -104,9 +104,9 @@ TEST(SharerModel, CudaContextMemoryIsCountedPerJob) {
   }
   SimConfig config;
   config.lanes = true;
-  config.context_bytes = 0;
+  config.memory.context_bytes = 0;
   EXPECT_EQ(simulate(services, PackPolicy{}, config).jobs.back().start_s, 0);  // all at once
-  config.context_bytes = 300 * kMiB;
+  config.memory.context_bytes = 300 * kMiB;
   const auto with_context = simulate(services, PackPolicy{}, config);
   int started_at_once = 0;
   for (const auto& row : with_context.jobs) started_at_once += row.start_s == 0 ? 1 : 0;

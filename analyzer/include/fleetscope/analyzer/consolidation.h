@@ -8,6 +8,21 @@
 // Both are upper-bound estimates (the safe side for the safety condition). Without iterations,
 // P is the level at the end of the capture and T the capture peak above it. The allocated level
 // is memory_events.total_allocated when the source reports it, else the running sum of bytes.
+//
+// Where P and T come from, best evidence first (`memory_evidence`, shown with every candidate):
+//   1. "trace": memory events inside the window that report the allocated level
+//      (total_allocated): P and T as above;
+//   2. "nvml": the daemon's per-process NVML used memory of the job's workflow on that GPU (the
+//      peak of workflow_metrics' memory_peak_bytes over the workflow's metric windows) is P + T,
+//      with T from the window's memory events when it has some (else T = 0, P = the peak: the safe
+//      side). An on-demand window on a running job never sees the weights allocated before it,
+//      and a caching allocator in steady state allocates nothing, so the trace alone would give
+//      P = 0 there. NVML's figure includes the process's CUDA context (memory_includes_context);
+//   3. "trace" from memory events without allocator totals (a running sum from 0: P is a lower
+//      bound) when the
+//      host has no NVML figure;
+//   4. "declared": a source the user names (declared_memory.h);
+//   5. "unknown": nothing measured; such a job is not planned.
 #pragma once
 
 #include <algorithm>
@@ -38,13 +53,23 @@ struct ConsolidationCandidate {
   // Standard deviation of the per-iteration ephemeral peak (the sharer's peak_stddev_bytes); -1
   // when fewer than two iterations were measured.
   double ephemeral_peak_stddev_bytes = -1.0;
-  bool memory_measured = false;  // false: no memory events for this job/device (P = T = 0)
-  // false: the memory events carry no allocator totals, so P is unknown (a lower bound); see
-  // MemoryFootprint::totals_known.
+  // The caching allocator's reserved peak in the window (0: not reported). It does not give
+  // cached blocks back to other processes, so the job needs max(P + T, this) of the device.
+  int64_t reserved_peak_bytes = 0;
+  int64_t footprint_bytes() const {
+    return std::max(persistent_bytes + ephemeral_peak_bytes, reserved_peak_bytes);
+  }
+  bool memory_measured = false;  // P and T measured (evidence trace or nvml); false: P = T = 0
+  // false: the evidence is memory events without allocator totals, so P is unknown (a lower
+  // bound); see MemoryFootprint::totals_known. NVML's figure is absolute (true).
   bool memory_totals_known = true;
   // Where P and T come from when not measured: "FILE:NAME" of a declared source
   // (declared_memory.h); empty when measured or unknown.
   std::string memory_source;
+  // "trace", "nvml", "declared" or "unknown" (the order above), and the detail in words.
+  std::string memory_evidence = "unknown";
+  std::string memory_evidence_detail = "no memory events and no NVML figure";
+  bool memory_includes_context = false;  // P counts the process's CUDA context (NVML's figure)
   double utilization = 0;  // GPU busy fraction (step span, else first-to-last event)
   int64_t busy_ns = 0;
   int64_t window_ns = 0;
@@ -63,9 +88,25 @@ struct ConsolidationOptions {
 std::vector<ConsolidationCandidate> consolidation_candidates(
     const CaptureData& data, const ConsolidationOptions& options = {});
 
-// Every capture in the database.
+// Every capture in the database, with the host's NVML figures where the trace has no totals.
 std::vector<ConsolidationCandidate> consolidation_candidates(
     const store::Reader& reader, const ConsolidationOptions& options = {});
+
+// The daemon's per-process NVML memory of each (workflow id, device): the peak of
+// workflow_metrics' memory_peak_bytes over the workflow's metric windows, and how many windows.
+struct NvmlMemory {
+  int64_t peak_bytes = 0;
+  int64_t windows = 0;
+};
+std::map<std::pair<int64_t, int32_t>, NvmlMemory> nvml_memory(const store::Reader& reader);
+
+// Takes P + T from the NVML figure when it is better evidence than the candidate's (see the
+// order above) and re-decides the verdict; leaves the candidate alone otherwise.
+void apply_nvml_memory(ConsolidationCandidate& candidate, const NvmlMemory& memory,
+                       const ConsolidationOptions& options = {});
+
+// The analyzer's verdict from utilization and memory (sets co_location_candidate and reason).
+void decide_candidate(ConsolidationCandidate& candidate, const ConsolidationOptions& options);
 
 // P and T from one job's memory events on one device (sorted by ts) and its iterations.
 // Beyond P and T, the allocator's side of the timeline (PyTorch's caching allocator reports

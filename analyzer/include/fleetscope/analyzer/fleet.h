@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/common/capture_choice.h"
+#include "fleetscope/store/reader.h"
 
 namespace fleetscope::analyzer {
 
@@ -26,6 +28,9 @@ struct WorkflowWaste {
   int64_t idle_ns = 0;             // span − busy
   int64_t findings_impact_ns = 0;  // summed impact of stored findings on the job's captures
   std::string top_rule;            // stored finding with the largest impact, if any
+  int64_t top_rule_impact_ns = 0;  // that rule's summed impact on the job
+  // The job's captures: (source name, capture id), sorted.
+  std::vector<std::pair<std::string, int64_t>> capture_refs;
   double gpu_hours() const { return double(span_ns) / 3.6e12; }
   double wasted_gpu_hours() const { return double(idle_ns) / 3.6e12; }
   double utilization() const { return utilization_ratio(busy_ns, span_ns); }
@@ -45,5 +50,14 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
                                           const FleetProgress& progress = {},
                                           const common::CaptureChoice& captures = {});
+
+// The same ranking over sources that are already open (the analysis session's, session.h):
+// `open(i)` gives a new read-only reader of source i (called on worker threads), `names[i]` is
+// what capture_refs and progress call it.
+using ReaderFactory = std::function<std::shared_ptr<const store::Reader>(size_t index)>;
+std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& names,
+                                        const ReaderFactory& open,
+                                        const FleetProgress& progress = {},
+                                        const common::CaptureChoice& captures = {});
 
 }  // namespace fleetscope::analyzer

@@ -7,16 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/gpu_advice.h"
-#include "fleetscope/sharer/job_profile.h"
 
 namespace fleetscope::cli {
 
 void wire_integrations();
 
-// The analyzer's consolidation candidates of one trace database as the planner's job profiles
-// (the loader `share plan DB...` uses).
-std::vector<sharer::JobProfile> job_profiles_from_database(const std::string& db_path);
+// The analysis session's consolidation candidates of trace databases as the planner's job
+// profiles under `memory`, and the candidates it cannot place (the loader `share plan DB...` and
+// `share apply --auto` use).
+sharer::CandidateSet candidates_from_databases(const std::vector<std::string>& paths,
+                                               const sharer::MemoryModel& memory);
 
 // One capture's GPU activities, GPU names and steps as the GPU-type advisor's input (`fleetscope
 // advise DB`); the newest capture when none is named.

@@ -47,6 +47,9 @@ struct DaemonConfig {
   int64_t max_buffered_bytes = 64 << 20;
   int64_t request_deadline_ms = 10'000;
   int64_t api_max_frame_bytes = 4 << 20;
+  // The CUDA context each job process holds outside its lane (sharer/memory_model.h); the
+  // sharing service and `share plan` read the same key; scripts/gpu-check measures it.
+  int64_t cuda_context_mib = 300;
   std::string config_file;  // where the file settings came from
 };
 

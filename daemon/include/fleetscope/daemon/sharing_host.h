@@ -53,7 +53,9 @@ class SharingHost {
   using GpuSource = std::function<std::vector<sharer::ServiceGpu>()>;
   using Clock = std::function<int64_t()>;
 
-  SharingHost(HostStore& store, GpuSource gpus, Clock clock, std::ostream& log);
+  // `memory`: the host's memory model (the CUDA context from fleetscoped's cuda_context_mib).
+  SharingHost(HostStore& store, GpuSource gpus, Clock clock, std::ostream& log,
+              sharer::MemoryModel memory = {});
   ~SharingHost();  // stop()
   SharingHost(const SharingHost&) = delete;
   SharingHost& operator=(const SharingHost&) = delete;
@@ -117,6 +119,7 @@ class SharingHost {
   GpuSource gpu_source_;
   Clock clock_;
   std::ostream& log_;
+  sharer::MemoryModel memory_;
   std::string gate_socket_;
   std::string ledger_directory_ = "/dev/shm";
   std::string lane_prefix_;

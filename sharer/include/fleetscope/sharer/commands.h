@@ -13,6 +13,7 @@
 
 #include "fleetscope/sharer/gpu_advice.h"
 #include "fleetscope/sharer/job_profile.h"
+#include "fleetscope/sharer/memory_model.h"
 
 namespace fleetscope::sharer {
 
@@ -24,9 +25,17 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
 int run_share_calibrate_command(const std::vector<std::string>& args, std::ostream& out,
                                 std::ostream& err);
 
-// Reads the consolidation candidates of one analyzer database. The CLI wires the analyzer in;
-// until then `share plan DB` fails with a clear message (use --candidates FILE.json).
-using CandidateLoader = std::function<std::vector<JobProfile>(const std::string& db_path)>;
+// The jobs the planner can place from analyzer databases, and the candidates it cannot (each
+// "job: why", e.g. P and T unknown).
+struct CandidateSet {
+  std::vector<JobProfile> jobs;
+  std::vector<std::string> skipped;
+};
+// Reads the consolidation candidates of analyzer databases (the analysis session, analyzer/
+// session.h) under the memory model the plan uses. The CLI wires the analyzer in; until then
+// `share plan DB` fails with a clear message (use --candidates FILE.json).
+using CandidateLoader =
+    std::function<CandidateSet(const std::vector<std::string>& db_paths, const MemoryModel&)>;
 void set_candidate_loader(CandidateLoader loader);
 
 // What `sim --hpo --trial-db DB` takes from a capture of one trial: the GPU utilization and the

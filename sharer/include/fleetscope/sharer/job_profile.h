@@ -25,6 +25,9 @@ struct JobProfile {
   // "class": "latency" | "batch"; "priority": any value marks the job as prioritised;
   // "max_slowdown": per-job bound overriding the plan-wide one.
   std::map<std::string, std::string> labels;
+  // Where P and T come from, in words ("trace: ...", "nvml: ...", "declared: ..."); empty for a
+  // profile file that does not say.
+  std::string memory_evidence;
 
   MemoryDemand demand() const {
     return MemoryDemand{persistent_bytes, ephemeral_peak_bytes, peak_stddev_bytes};

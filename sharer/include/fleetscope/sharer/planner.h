@@ -12,14 +12,17 @@
 
 #include "fleetscope/sharer/interference.h"
 #include "fleetscope/sharer/job_profile.h"
-#include "fleetscope/sharer/safety.h"
+#include "fleetscope/sharer/memory_model.h"
 
 namespace fleetscope::sharer {
 
 struct PlannerOptions {
   double max_slowdown = 1.2;  // plan-wide bound; a job's "max_slowdown" label overrides it
-  SafetyMargin margin;
+  MemoryModel memory;         // P, T, margin, the CUDA context per job, the lane shape
   InterferenceModel interference;
+  // Salus's own mode: one lane per GPU, every job of the GPU time-slices it (for jobs that accept
+  // time slicing; a latency/priority job then keeps a GPU to itself).
+  bool single_lane = false;
 };
 
 struct PlannedJob {
@@ -38,6 +41,7 @@ struct PlannedJob {
   int64_t persistent_bytes = 0;
   int64_t ephemeral_peak_bytes = 0;
   int64_t solo_iteration_ns = 0;
+  std::string memory_evidence;  // where P and T come from (JobProfile::memory_evidence)
 };
 
 struct PlannedLane {
@@ -51,11 +55,13 @@ struct PlannedLane {
 struct PlannedGpu {
   std::string gpu;
   int64_t capacity_bytes = 0;
-  int64_t free_bytes = 0;
+  int64_t free_bytes = 0;  // after the lanes and the jobs' contexts
   std::vector<PlannedLane> lanes;
 };
 
 struct ConsolidationPlan {
+  int64_t context_bytes = 0;            // the memory model's CUDA context per job
+  bool single_lane = false;             // planned with one lane per GPU
   std::vector<PlannedGpu> gpus;         // GPUs that keep jobs
   std::vector<std::string> gpus_freed;  // GPUs left without jobs
   std::vector<PlannedJob> jobs;         // in input order

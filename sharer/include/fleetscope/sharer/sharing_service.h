@@ -145,7 +145,10 @@ class SharingService {
 
   // `lane_prefix` starts every lane name ([A-Za-z0-9._-], unique per daemon run so a stale ledger
   // from an earlier run is never reused).
-  SharingService(std::vector<ServiceGpu> gpus, std::string lane_prefix, Liveness alive);
+  // `memory`: the host's memory model (memory_model.h: the margin and the CUDA context each job
+  // holds outside its lane), the same one `share plan` plans with.
+  SharingService(std::vector<ServiceGpu> gpus, std::string lane_prefix, Liveness alive,
+                 MemoryModel memory = {});
 
   // A lane now, "queued" when no GPU has room, or "unshared" (sharing off; planned_only and no
   // plan names the workflow; a withdrawn plan named it). Throws std::invalid_argument for a
@@ -174,6 +177,10 @@ class SharingService {
               const std::set<std::string>& withdrawn_workflows, std::optional<ServicePlan> plan,
               int64_t now_ns);
   bool enabled() const { return enabled_; }
+  // Salus's own mode for jobs that accept time slicing: one lane per GPU, which every job the
+  // service places there joins (planned jobs go where their plan says).
+  void set_single_lane(bool on) { single_lane_ = on; }
+  bool single_lane() const { return single_lane_; }
   bool automatic() const { return automatic_; }
   double max_slowdown() const { return max_slowdown_; }
 
@@ -228,6 +235,8 @@ class SharingService {
   std::vector<GpuState> states_;
   std::string lane_prefix_;
   Liveness alive_;
+  MemoryModel memory_;
+  bool single_lane_ = false;
   bool enabled_ = true;
   bool automatic_ = false;
   double max_slowdown_ = 0;

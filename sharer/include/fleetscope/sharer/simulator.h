@@ -29,7 +29,7 @@
 
 #include "fleetscope/sharer/interference.h"
 #include "fleetscope/sharer/policy.h"
-#include "fleetscope/sharer/safety.h"
+#include "fleetscope/sharer/memory_model.h"
 #include "fleetscope/sharer/workload.h"
 
 namespace fleetscope::sharer {
@@ -37,14 +37,12 @@ namespace fleetscope::sharer {
 struct SimConfig {
   int gpus = 1;
   int64_t gpu_capacity_bytes = 16 * kGiB;  // P100, the GPU the Salus profiles were measured on
-  bool lanes = true;                       // false: the whole GPU is one lane (time slicing only)
+  bool lanes = true;                       // false: one lane per GPU (time slicing only)
   double switch_cost_s = 0.005;
-  // CUDA context memory each job's process holds on its GPU, added to its persistent memory.
-  // Default: the 300 MiB Salus holds back per GPU for its (single) process's context
-  // (SymbioticLab/Salus lanemgr.cpp, `availableMemory - 300 * 1024 * 1024`); fleetscope enforces
-  // lanes per process, so every job pays it. The GPU check measures it (scripts/gpu-check).
-  int64_t context_bytes = 300 * kMiB;
-  SafetyMargin margin;
+  // The memory model (memory_model.h): margin, and the CUDA context every job's process holds
+  // on its GPU outside its lane (default: the 300 MiB Salus holds back per GPU for its single
+  // process; fleetscope enforces lanes per process, so every job pays it).
+  MemoryModel memory;
   InterferenceModel interference;
   // A multi-GPU job waiting longer than this reserves GPUs (aging); <= 0 or infinity: never.
   double starvation_bound_s = 1800;

@@ -1,0 +1,239 @@
+#include "fleetscope/analyzer/session.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "fleetscope/analyzer/loader.h"
+#include "fleetscope/importers/importers.h"
+#include "fleetscope/store/error.h"
+
+namespace fleetscope::analyzer {
+
+std::unique_ptr<store::Reader> SessionSource::reader() const {
+  if (keeper)
+    return std::make_unique<store::Reader>(keeper->another_connection(store::OpenMode::read_only));
+  return std::make_unique<store::Reader>(path);
+}
+
+namespace {
+
+bool is_fleetscope_database(const std::string& path) {
+  try {
+    store::Database db = store::Database::open_external(path);
+    auto st =
+        db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+    return st.step() && st.column_int(0) > 0;
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // SQLite's own words ("file is not a database", "database disk image is malformed",
+    // "database is locked") with the file in front.
+    throw InputError(path, "sqlite_master",
+                     std::string("cannot read the SQLite schema: ") + e.what());
+  }
+}
+
+void check(const SessionCancel& cancel) {
+  if (cancel) cancel();
+}
+
+std::string job_name(const ConsolidationCandidate& c) {
+  return c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow;
+}
+
+}  // namespace
+
+const SessionSource& AnalysisSession::open(const std::string& path,
+                                           const SessionProgress& progress,
+                                           const SessionCancel& cancel) {
+  auto source = std::make_shared<SessionSource>();
+  source->path = path;
+  const importers::Format format = importers::detect_format(path);
+  if (format == importers::Format::unknown)
+    throw InputError(path, "byte 0",
+                     "not a trace: expected a fleetscope database, a Kineto JSON trace (.json, "
+                     ".json.gz) or an nsys SQLite export");
+  std::unique_ptr<store::Reader> reader;
+  if (format == importers::Format::nsys_sqlite && is_fleetscope_database(path)) {
+    source->format = "fleetscope database";
+    reader = std::make_unique<store::Reader>(path);  // refuses a newer schema, names both versions
+  } else {
+    source->format =
+        format == importers::Format::nsys_sqlite ? "nsys SQLite export" : "Kineto JSON";
+    importers::ImportOptions options;
+    options.progress_every_events = 50000;
+    options.progress = [&](const importers::ImportProgress& p) {
+      check(cancel);
+      if (progress) progress("import", p.events);
+    };
+    importers::MemoryImport imported = importers::import_to_memory(path, options);
+    check(cancel);
+    // Window queries (the GUI's timeline, its SQL console) want the indexes the import skipped.
+    imported.database.exec(store::index_sql());
+    source->imported = true;
+    source->keeper = std::make_shared<store::Database>(std::move(imported.database));
+    reader = source->reader();
+  }
+  source->captures = reader->captures();
+  source->workflows = reader->workflows();
+  sources_.push_back(std::move(source));
+  relabel();
+  return *sources_.back();
+}
+
+void AnalysisSession::relabel() {
+  // The file name, unless two sources share it: then the path as given keeps them apart.
+  std::map<std::string, int> uses;
+  for (const auto& s : sources_) ++uses[std::filesystem::path(s->path).filename().string()];
+  for (auto& s : sources_) {
+    const std::string name = std::filesystem::path(s->path).filename().string();
+    s->label = uses[name] > 1 ? s->path : name;
+  }
+}
+
+std::vector<CaptureRef> AnalysisSession::captures() const {
+  std::vector<CaptureRef> out;
+  for (size_t i = 0; i < sources_.size(); ++i)
+    for (const auto& capture : sources_[i]->captures) out.push_back({{i, capture.id}, &capture});
+  return out;
+}
+
+std::shared_ptr<const CaptureAnalysis> AnalysisSession::loaded(const CaptureKey& key,
+                                                               const SessionCancel& cancel) {
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (auto it = cache_.find(key); it != cache_.end() && it->second.loaded)
+      return it->second.loaded;
+  }
+  if (key.source >= sources_.size())
+    throw std::out_of_range("no source " + std::to_string(key.source) + " in the session");
+  auto reader = sources_[key.source]->reader();
+  auto result = std::make_shared<CaptureAnalysis>();
+  result->key = key;
+  auto data = std::make_shared<CaptureData>(load_capture(
+      *reader, key.capture_id, [&](const std::string&, int64_t) { check(cancel); }));
+  check(cancel);
+  result->candidates = consolidation_candidates(*data);
+  const auto nvml = nvml_memory(*reader);
+  for (auto& c : result->candidates)
+    if (auto it = nvml.find({c.workflow_id, c.device}); it != nvml.end())
+      apply_nvml_memory(c, it->second);
+  result->data = std::move(data);
+  std::lock_guard lock(cache_mutex_);
+  // Two threads may have loaded the same capture: the first one stored wins.
+  auto& entry = cache_[key];
+  if (!entry.loaded) entry.loaded = std::move(result);
+  return entry.loaded;
+}
+
+std::shared_ptr<const CaptureAnalysis> AnalysisSession::analysis(const CaptureKey& key,
+                                                                 const SessionCancel& cancel) {
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (auto it = cache_.find(key); it != cache_.end() && it->second.analysed)
+      return it->second.analysed;
+  }
+  auto base = loaded(key, cancel);
+  auto result = std::make_shared<CaptureAnalysis>(*base);
+  result->result = analyze_capture(*result->data);
+  std::vector<store::Finding> stored;
+  for (auto& f : sources_[key.source]->reader()->findings())
+    if (f.captureId == key.capture_id) stored.push_back(std::move(f));
+  if (!stored.empty()) {
+    std::stable_sort(stored.begin(), stored.end(),
+                     [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
+    result->result.findings = std::move(stored);
+  }
+  std::lock_guard lock(cache_mutex_);
+  auto& entry = cache_[key];
+  if (!entry.analysed) entry.analysed = std::move(result);
+  return entry.analysed;
+}
+
+std::vector<WorkflowWaste> AnalysisSession::fleet(const FleetProgress& progress) const {
+  std::vector<std::string> names;
+  for (const auto& s : sources_) names.push_back(s->label);
+  return rank_sources(
+      names, [&](size_t i) { return sources_[i]->reader(); }, progress);
+}
+
+std::vector<ConsolidationCandidate> AnalysisSession::candidates(const SessionCancel& cancel) {
+  std::vector<ConsolidationCandidate> out;
+  for (const auto& ref : captures()) {
+    check(cancel);
+    const auto& part = loaded(ref.key, cancel)->candidates;
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+sharer::JobProfile AnalysisSession::job_profile(const ConsolidationCandidate& c, size_t source,
+                                                const sharer::MemoryModel& memory) const {
+  const SessionSource& from = *sources_.at(source);
+  const std::string capture = from.label + "#capture" + std::to_string(c.capture_id);
+  const std::string device = "gpu" + std::to_string(c.device);
+  sharer::JobProfile job;
+  job.job_id = job_name(c) + "@" + capture + "/" + device;
+  job.workflow = c.workflow;
+  // One physical GPU, one name: its UUID when the trace has it; else, in the daemon's host
+  // database (live captures), the host's device index; else (imported traces, which may come
+  // from different machines) the capture's device.
+  bool live = false;
+  for (const auto& cap : from.captures)
+    if (cap.id == c.capture_id) live = cap.kind != store::CaptureKind::imported;
+  if (!c.gpu_uuid.empty())
+    job.gpu = device + " " + c.gpu_uuid;
+  else
+    job.gpu = (live ? from.label : capture) + "/" + device;
+  job.gpu += " (" + c.gpu_name + ")";
+  job.persistent_bytes = c.persistent_bytes;
+  // NVML's figure holds the process's CUDA context, which the memory model charges itself.
+  if (c.memory_includes_context)
+    job.persistent_bytes = std::max<int64_t>(0, job.persistent_bytes - memory.context_bytes);
+  job.ephemeral_peak_bytes = c.ephemeral_peak_bytes;
+  job.gpu_capacity_bytes = c.gpu_memory_bytes;
+  job.utilization = c.utilization;
+  job.iteration_ns = c.iteration_ns;
+  // The analyzer's measured per-iteration variation of T (-1 when not measured: the sharer then
+  // uses its prior).
+  job.peak_stddev_bytes = c.ephemeral_peak_stddev_bytes;
+  job.labels = c.labels;
+  job.memory_evidence = c.memory_evidence + ": " + c.memory_evidence_detail;
+  return job;
+}
+
+PlanInputs AnalysisSession::plan_inputs(const sharer::MemoryModel& memory,
+                                        const SessionCancel& cancel) {
+  PlanInputs inputs;
+  for (const auto& ref : captures()) {
+    check(cancel);
+    for (const auto& c : loaded(ref.key, cancel)->candidates) {
+      inputs.candidates.push_back(c);
+      inputs.candidate_sources.push_back(ref.key.source);
+    }
+  }
+  for (size_t i = 0; i < inputs.candidates.size(); ++i) {
+    const ConsolidationCandidate& c = inputs.candidates[i];
+    // Without measured memory P = T = 0 would pass any safety check: such jobs cannot be placed.
+    if (!c.memory_measured && c.memory_evidence != "declared") {
+      inputs.skipped.push_back(job_name(c) + " on GPU " + std::to_string(c.device) +
+                               ": P and T unknown (no memory events in the window, no NVML "
+                               "figure from fleetscoped)");
+      continue;
+    }
+    if (c.gpu_memory_bytes <= 0) {
+      inputs.skipped.push_back(job_name(c) + " on GPU " + std::to_string(c.device) +
+                               ": GPU capacity unknown");
+      continue;
+    }
+    inputs.jobs.push_back(job_profile(c, inputs.candidate_sources[i], memory));
+  }
+  return inputs;
+}
+
+sharer::ConsolidationPlan AnalysisSession::plan(const sharer::PlannerOptions& options,
+                                                const SessionCancel& cancel) {
+  return sharer::plan_consolidation(plan_inputs(options.memory, cancel).jobs, options);
+}
+
+}  // namespace fleetscope::analyzer
