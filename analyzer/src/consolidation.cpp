@@ -131,7 +131,8 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
       c.memory_evidence = "trace";
       c.memory_evidence_detail =
           std::to_string(memory.size()) + " memory events in the window" +
-          (fp.totals_known ? "" : " (no allocator totals: P counts only what the window allocated)");
+          (fp.totals_known ? ""
+                           : " (no allocator totals: P counts only what the window allocated)");
     }
     decide_candidate(c, options);
     out.push_back(std::move(c));
@@ -167,8 +168,7 @@ void decide_candidate(ConsolidationCandidate& c, const ConsolidationOptions& opt
                    : "P + T exceed the GPU's memory";
   } else {
     c.co_location_candidate = true;
-    c.reason = c.memory_evidence == "nvml"
-                   ? "low utilization; P + T from fleetscoped's NVML figure"
+    c.reason = c.memory_evidence == "nvml" ? "low utilization; P + T from fleetscoped's NVML figure"
                : c.memory_totals_known
                    ? "low utilization; P + T measured"
                    : "low utilization; P + T measured from the capture's own allocations (no "

@@ -43,8 +43,7 @@ std::string job_name(const ConsolidationCandidate& c) {
 
 }  // namespace
 
-const SessionSource& AnalysisSession::open(const std::string& path,
-                                           const SessionProgress& progress,
+const SessionSource& AnalysisSession::open(const std::string& path, const SessionProgress& progress,
                                            const SessionCancel& cancel) {
   auto source = std::make_shared<SessionSource>();
   source->path = path;
@@ -110,8 +109,8 @@ std::shared_ptr<const CaptureAnalysis> AnalysisSession::loaded(const CaptureKey&
   auto reader = sources_[key.source]->reader();
   auto result = std::make_shared<CaptureAnalysis>();
   result->key = key;
-  auto data = std::make_shared<CaptureData>(load_capture(
-      *reader, key.capture_id, [&](const std::string&, int64_t) { check(cancel); }));
+  auto data = std::make_shared<CaptureData>(
+      load_capture(*reader, key.capture_id, [&](const std::string&, int64_t) { check(cancel); }));
   check(cancel);
   result->candidates = consolidation_candidates(*data);
   const auto nvml = nvml_memory(*reader);

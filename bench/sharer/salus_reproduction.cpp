@@ -126,8 +126,8 @@ void inference_services() {
   const auto static_slices = [&](int64_t per_service_context, int64_t reserved) {
     int64_t largest = 0;
     for (const auto& demand : services) {
-      largest = std::max(largest,
-                         required_bytes_with(LaneLoad{}, demand, margin) + per_service_context);
+      largest =
+          std::max(largest, required_bytes_with(LaneLoad{}, demand, margin) + per_service_context);
     }
     return (capacity - reserved) / largest;
   };

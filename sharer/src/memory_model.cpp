@@ -73,8 +73,8 @@ HostMemoryModel host_memory_model(const std::string& config_path) {
     host.model.context_bytes = *bytes;
     host.context_source = path;
   } else {
-    host.context_source = "default (Salus's 300 MiB reservation; " + path + " states no " +
-                          kContextConfigKey + ")";
+    host.context_source =
+        "default (Salus's 300 MiB reservation; " + path + " states no " + kContextConfigKey + ")";
   }
   return host;
 }

@@ -270,8 +270,8 @@ LaneTicket SharingService::place(const LaneAsk& ask, int64_t request_id, int64_t
       } else {
         AdmitOptions options;
         options.allow_shared_lane = false;
-        options.new_lane_bytes = std::max(planned->lane_capacity_bytes,
-                                          memory_.lane_bytes_with(LaneLoad{}, demand));
+        options.new_lane_bytes =
+            std::max(planned->lane_capacity_bytes, memory_.lane_bytes_with(LaneLoad{}, demand));
         placement = gpu.allocator.admit(job_key, demand, options);
         if (placement) {
           planned_lanes_[key] = {*gpu_index, placement->lane_id};
@@ -414,10 +414,9 @@ LaneTicket SharingService::request(const LaneAsk& ask, int64_t now_ns) {
           could_ever_fit || LaneAllocator(gpu.gpu.capacity_bytes, memory_).probe(demand);
     }
     if (!could_ever_fit) {
-      throw std::invalid_argument("no GPU on this host holds P " +
-                                  std::to_string(*ask.persistent_bytes) + " + T " +
-                                  std::to_string(*ask.ephemeral_bytes) +
-                                  " bytes with its margin and CUDA context");
+      throw std::invalid_argument(
+          "no GPU on this host holds P " + std::to_string(*ask.persistent_bytes) + " + T " +
+          std::to_string(*ask.ephemeral_bytes) + " bytes with its margin and CUDA context");
     }
   }
   ticket = place(ask, request_id, now_ns);

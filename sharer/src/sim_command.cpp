@@ -303,8 +303,7 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       if (!(context_mib >= 0 && context_mib <= 1e6)) {
         throw UsageError("--context-mib expects [0, 1e6]");
       }
-      config.memory.context_bytes =
-          static_cast<int64_t>(context_mib * static_cast<double>(kMiB));
+      config.memory.context_bytes = static_cast<int64_t>(context_mib * static_cast<double>(kMiB));
       config.memory.margin.z = arguments.number("--margin-sigma", config.memory.margin.z);
       // Interference: the published default, a local calibration or a value on the command line.
       InterferenceCalibration interference = published_interference();

@@ -788,8 +788,7 @@ void validate_config(const SimConfig& config) {
       config.switch_cost_s > 3600) {
     bad("switch cost must be finite and in [0, 3600] s");
   }
-  if (config.memory.context_bytes < 0 ||
-      config.memory.context_bytes >= config.gpu_capacity_bytes) {
+  if (config.memory.context_bytes < 0 || config.memory.context_bytes >= config.gpu_capacity_bytes) {
     bad("CUDA context memory must be in [0, GPU memory)");
   }
   config.memory.validate();

@@ -91,8 +91,8 @@ int simulator_admits(const Case& c, const MemoryModel& model, bool single_lane) 
 }
 
 int service_admits(const Case& c, const MemoryModel& model, bool single_lane) {
-  SharingService service({{0, "GPU-aaaa", 16 * kGiB}}, "t", [](pid_t, uint64_t) { return true; },
-                         model);
+  SharingService service(
+      {{0, "GPU-aaaa", 16 * kGiB}}, "t", [](pid_t, uint64_t) { return true; }, model);
   service.set_single_lane(single_lane);
   int granted = 0;
   for (int i = 0; i < kJobs; ++i) {

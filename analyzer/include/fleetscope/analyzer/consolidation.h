@@ -70,7 +70,7 @@ struct ConsolidationCandidate {
   std::string memory_evidence = "unknown";
   std::string memory_evidence_detail = "no memory events and no NVML figure";
   bool memory_includes_context = false;  // P counts the process's CUDA context (NVML's figure)
-  double utilization = 0;  // GPU busy fraction (step span, else first-to-last event)
+  double utilization = 0;                // GPU busy fraction (step span, else first-to-last event)
   int64_t busy_ns = 0;
   int64_t window_ns = 0;
   int64_t iteration_ns = 0;  // median iteration time, 0 without iterations

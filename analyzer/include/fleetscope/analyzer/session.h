@@ -42,9 +42,9 @@ using SessionProgress = std::function<void(const std::string& stage, int64_t don
 using SessionCancel = std::function<void()>;
 
 struct SessionSource {
-  std::string path;    // as the user gave it
-  std::string label;   // in job ids and GPU names (see above)
-  std::string format;  // "fleetscope database", "Kineto JSON", "nsys SQLite export"
+  std::string path;       // as the user gave it
+  std::string label;      // in job ids and GPU names (see above)
+  std::string format;     // "fleetscope database", "Kineto JSON", "nsys SQLite export"
   bool imported = false;  // held in memory: nothing is written beside the file
   std::vector<store::Capture> captures;
   std::vector<store::Workflow> workflows;

@@ -63,7 +63,8 @@ class LaneAllocator {
   std::optional<Placement> admit(int64_t job_id, const MemoryDemand& demand,
                                  const AdmitOptions& options = {});
   // Admits a job into the lane `lane_id` that somebody else chose (the sharing service carrying
-  // out a plan), growing the lane into free memory when the safety condition needs more. nullopt when the lane is unknown or solo, or cannot hold the job even grown.
+  // out a plan), growing the lane into free memory when the safety condition needs more. nullopt
+  // when the lane is unknown or solo, or cannot hold the job even grown.
   std::optional<Placement> admit_into(int64_t job_id, const MemoryDemand& demand, int lane_id);
   // Removes a job; shrinks or frees its lane and returns its context. False if unknown.
   bool release(int64_t job_id);

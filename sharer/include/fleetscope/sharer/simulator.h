@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "fleetscope/sharer/interference.h"
-#include "fleetscope/sharer/policy.h"
 #include "fleetscope/sharer/memory_model.h"
+#include "fleetscope/sharer/policy.h"
 #include "fleetscope/sharer/workload.h"
 
 namespace fleetscope::sharer {
