@@ -68,7 +68,7 @@ void srtf_vs_fifo() {
     // Salus: one process holds one context per GPU, whatever the number of jobs.
     SimConfig salus = config;
     salus.lanes = false;
-    salus.context_bytes = 0;
+    salus.memory.context_bytes = 0;
     salus.gpu_capacity_bytes -= 300 * kMiB;
     const auto srtf_one_context = simulate(jobs, SrtfPolicy{}, salus);
     const auto preempt = simulate(jobs, SalusPreemptPolicy{}, salus);
@@ -114,21 +114,26 @@ void inference_services() {
   const int64_t context = 300 * kMiB;
   const SafetyMargin margin;
   // The memory model charges each service's context (memory_model.h) outside its lane.
-  const auto count = [&](int64_t per_service_context, int64_t reserved) {
+  // `single_lane`: one lane that grows as services join (Salus with its lane manager off).
+  const auto admits = [&](const std::vector<MemoryDemand>& kinds, int64_t per_service_context,
+                          int64_t reserved, bool single_lane) {
     LaneAllocator gpu(capacity - reserved, MemoryModel{margin, per_service_context});
+    AdmitOptions options;
+    if (single_lane) options.max_lanes = 1;
     int64_t admitted = 0;
     for (size_t i = 0;; ++i) {
-      const MemoryDemand demand = services[i % services.size()];
-      if (!gpu.admit(static_cast<int64_t>(i), demand)) return admitted;
+      if (!gpu.admit(static_cast<int64_t>(i), kinds[i % kinds.size()], options)) return admitted;
       ++admitted;
     }
   };
+  const auto count = [&](int64_t per_service_context, int64_t reserved) {
+    return admits(services, per_service_context, reserved, false);
+  };
   const auto static_slices = [&](int64_t per_service_context, int64_t reserved) {
+    const MemoryModel model{margin, per_service_context};
     int64_t largest = 0;
-    for (const auto& demand : services) {
-      largest =
-          std::max(largest, required_bytes_with(LaneLoad{}, demand, margin) + per_service_context);
-    }
+    for (const auto& demand : services)
+      largest = std::max(largest, model.own_lane_gpu_bytes(demand));
     return (capacity - reserved) / largest;
   };
   std::printf("inference services on 16 GiB (%zu models in turn):\n", services.size());
@@ -153,28 +158,11 @@ void inference_services() {
   // instances, benchmarks/exps/card270.py); how many fit is what the model can answer.
   const auto one_lane = [&](const std::vector<MemoryDemand>& kinds, int64_t per_service_context,
                             int64_t reserved) {
-    LaneAllocator gpu(capacity - reserved, margin);
-    AdmitOptions options;
-    options.max_lanes = 1;
-    options.new_lane_bytes = capacity - reserved;
-    int64_t admitted = 0;
-    for (size_t i = 0;; ++i) {
-      MemoryDemand demand = kinds[i % kinds.size()];
-      demand.persistent_bytes += per_service_context;
-      if (!gpu.admit(static_cast<int64_t>(i), demand, options)) return admitted;
-      ++admitted;
-    }
+    return admits(kinds, per_service_context, reserved, true);
   };
   const auto lanes_of = [&](const std::vector<MemoryDemand>& kinds, int64_t per_service_context,
                             int64_t reserved) {
-    LaneAllocator gpu(capacity - reserved, margin);
-    int64_t admitted = 0;
-    for (size_t i = 0;; ++i) {
-      MemoryDemand demand = kinds[i % kinds.size()];
-      demand.persistent_bytes += per_service_context;
-      if (!gpu.admit(static_cast<int64_t>(i), demand)) return admitted;
-      ++admitted;
-    }
+    return admits(kinds, per_service_context, reserved, false);
   };
   std::printf(
       "  weights-only P (%zu models), context once per GPU: one lane (Salus card270) %lld, lanes "

@@ -38,12 +38,12 @@ struct Job {
 void trace_window(daemon::HostStore& store, const Job& job) {
   const int64_t workflow = store.workflow_id(job.workflow, std::string("alice"));
   const int64_t start = kStart + job.offset_ns;
-  store.upsert_process(job.pid, workflow, "python train.py", start - 3600'000 * kMs);
   const int64_t capture = store.open_capture("pid " + std::to_string(job.pid), start);
+  store.upsert_process(capture, job.pid, workflow, "python train.py", start - 3600'000 * kMs);
   store.set_capture_owner(capture, 1000, workflow);
   rpc::RecordBatch batch;
   batch.capture_id = capture;
-  rpc::GpuRecord gpu;
+  rpc::GpuInfoRecord gpu;
   gpu.id = 0;
   gpu.name = "NVIDIA H100 80GB HBM3";
   gpu.__set_uuid("GPU-5f6e7d8c-0000-1111-2222-333344445555");
@@ -66,7 +66,8 @@ void trace_window(daemon::HostStore& store, const Job& job) {
       kernel.streamId = 7;
       kernel.__set_globalPid(store::global_pid(job.pid));
       kernel.demangledName = "void gemm_kernel<float>()";
-      kernel.grid = kernel.block = {1, 1, 1};
+      kernel.gridX = kernel.gridY = kernel.gridZ = 1;
+      kernel.blockX = kernel.blockY = kernel.blockZ = 1;
       batch.kernels.push_back(kernel);
     }
   }
