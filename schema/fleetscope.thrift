@@ -428,8 +428,13 @@ struct AgentHello {
   5: required string workflow_source,   // 'env', 'slurm', 'kubernetes', 'command'
   6: optional string command,
   7: optional string hostname,
-  8: required i32 protocol_version = 2,  // 2: records of schema/tables.py (schema 4)
+  // The agent's wire protocol: 2 sends the records of schema/tables.py (schema 4). Absent: 1,
+  // the hand-numbered records before the generated ones; the daemon refuses any other version
+  // than AGENT_PROTOCOL_VERSION with a message naming both (an old agent cannot be decoded).
+  8: optional i32 protocol_version,
 }
+
+const i32 AGENT_PROTOCOL_VERSION = 2
 
 struct AgentWelcome {
   1: required i64 agent_id,

@@ -22,6 +22,7 @@
 
 #include "fleetscope/lanes/gate_arbiter.h"
 #include "fleetscope/lanes/gate_server.h"
+#include "fleetscope/lanes/lane_segment.h"
 #include "fleetscope/step.h"
 
 namespace {
@@ -102,8 +103,17 @@ int reexec_with_lane(int argc, char** argv) {
   if (!::mkdtemp(directory)) return 1;
   std::string lane = "bench-" + std::to_string(::getpid());
   ::setenv("LD_PRELOAD", FLEETSCOPE_LANES_LIBRARY, 1);
+  // The lane as fleetscoped grants it: its ledger (64 GiB) and grant token made before the job.
+  const std::string token = fleetscope::lanes::LaneSegment::new_grant_token();
+  std::string error;
+  if (!fleetscope::lanes::LaneSegment::open_or_create(
+          fleetscope::lanes::LaneSegment::path_for_lane(directory, lane), uint64_t{64} << 30,
+          &error, token)) {
+    std::fprintf(stderr, "bench_lanes: %s\n", error.c_str());
+    return 1;
+  }
   ::setenv("FLEETSCOPE_LANE_ID", lane.c_str(), 1);
-  ::setenv("FLEETSCOPE_LANE_BYTES", "64GiB", 1);
+  ::setenv("FLEETSCOPE_LANE_TOKEN", token.c_str(), 1);
   ::setenv("FLEETSCOPE_LANE_DIR", directory, 1);
   ::setenv("FLEETSCOPE_GATE_SOCKET", (std::string(directory) + "/gate.sock").c_str(), 1);
   ::setenv("FLEETSCOPE_LANES_BENCH_DIR", directory, 1);

@@ -52,6 +52,7 @@ std::map<std::string, Key> keys(DaemonConfig& c) {
       {"request_deadline_ms", {nullptr, &c.request_deadline_ms, 100, 3'600'000}},
       {"api_max_frame_bytes", {nullptr, &c.api_max_frame_bytes, 1024, INT32_MAX}},
       {"cuda_context_mib", {nullptr, &c.cuda_context_mib, 0, 65'536}},
+      {"single_lane_per_gpu", {nullptr, &c.single_lane_per_gpu, 0, 1}},
   };
 }
 
@@ -175,6 +176,9 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, Daem
       {"cuda_context_mib",
        "sharing: CUDA context memory of one job process, charged outside its lane (the figure "
        "scripts/gpu-check measures)"},
+      {"single_lane_per_gpu",
+       "sharing: 1 puts jobs placed without a plan in one lane per GPU that they time-slice "
+       "(Salus's mode)"},
   };
   for (auto& [key, spec] : table) {
     std::string flag = "--" + key;

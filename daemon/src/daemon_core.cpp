@@ -54,7 +54,8 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
   sharer::MemoryModel memory;
   memory.context_bytes = config_.cuda_context_mib * sharer::kMiB;
   sharing_ = std::make_unique<SharingHost>(
-      *store_, [this] { return sharing_gpus(); }, clock_, log_, memory);
+      *store_, [this] { return sharing_gpus(); }, clock_, log_, memory,
+      config_.single_lane_per_gpu != 0);
   last_sample_ns_ = started_ns_;
   next_window_end_ns_ = started_ns_ + config_.metrics_window_s * 1'000'000'000;
   next_retention_ns_ = started_ns_;

@@ -330,6 +330,19 @@ rpc::AgentHello validated_hello(const rpc::AgentHello& claimed) {
 }
 
 rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& claimed) {
+  // An agent of another wire protocol writes records this daemon would decode wrongly: refuse it
+  // at the door, saying which version it sent and which one is expected.
+  const int32_t expected = rpc::g_fleetscope_constants.AGENT_PROTOCOL_VERSION;
+  const int32_t sent = claimed.__isset.protocol_version ? claimed.protocol_version : 1;
+  if (sent != expected) {
+    invalid(
+        "agent wire protocol " + std::to_string(sent) +
+            (claimed.__isset.protocol_version ? "" : " (no protocol_version in its hello)") +
+            " is not the one this fleetscoped speaks (" + std::to_string(expected) +
+            ": the records of schema/tables.py); install the agent (libfleetscope_agent.so) of the "
+            "same fleetscope release as the daemon",
+        "protocol_version");
+  }
   const rpc::AgentHello hello = validated_hello(claimed);
   if (registered_id_ > 0)
     invalid("this connection already registered agent " + std::to_string(registered_id_), "pid");

@@ -1,7 +1,6 @@
 #include "fleetscope/daemon/sharing_host.h"
 
 #include <dirent.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,25 +24,6 @@ using json = nlohmann::json;
 // How far up the process tree a gate member's lane holder is looked for: `fleetscope run
 // --share` -> a shell or a launcher (torchrun) -> the worker.
 constexpr int kAncestorDepth = 8;
-
-// 128 random bits from the kernel, as 32 hex digits: a lane's grant token (a job cannot guess it).
-std::string new_grant_token() {
-  unsigned char bytes[16];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error("getrandom: cannot make a lane grant token");
-    got += static_cast<size_t>(n);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string token;
-  for (unsigned char b : bytes) {
-    token += hex[b >> 4];
-    token += hex[b & 15];
-  }
-  return token;
-}
 
 }  // namespace
 
@@ -79,12 +59,13 @@ std::optional<uid_t> uid_of_process(pid_t pid, const std::string& proc_root) {
 }
 
 SharingHost::SharingHost(HostStore& store, GpuSource gpus, Clock clock, std::ostream& log,
-                         sharer::MemoryModel memory)
+                         sharer::MemoryModel memory, bool single_lane)
     : store_(store),
       gpu_source_(std::move(gpus)),
       clock_(std::move(clock)),
       log_(log),
-      memory_(memory) {
+      memory_(memory),
+      single_lane_(single_lane) {
   // Lane names are unique per daemon run: a ledger left in /dev/shm by an earlier run is never
   // mistaken for a lane of this one.
   std::ostringstream prefix;
@@ -175,8 +156,10 @@ sharer::SharingService& SharingHost::service_locked() {
           return lanes::process_alive(lanes::ProcessIdentity{pid, start_ticks});
         },
         memory_);
+    service_->set_single_lane(single_lane_);
     log_ << "fleetscoped: sharing service over " << gpus.size() << " GPU(s), "
-         << memory_.context_bytes / sharer::kMiB << " MiB CUDA context per job\n";
+         << memory_.context_bytes / sharer::kMiB << " MiB CUDA context per job"
+         << (single_lane_ ? ", one lane per GPU for unplanned jobs" : "") << "\n";
     resume_locked();
   }
   return *service_;
@@ -216,7 +199,7 @@ void SharingHost::after_change_locked() {
       case sharer::LedgerChange::Kind::kCreate: {
         std::string error;
         ::unlink(path.c_str());  // a stale file of the same name cannot be ours
-        const std::string token = new_grant_token();
+        const std::string token = lanes::LaneSegment::new_grant_token();
         auto segment = lanes::LaneSegment::open_or_create(
             path, static_cast<uint64_t>(change.capacity_bytes), &error, token);
         if (!segment) {

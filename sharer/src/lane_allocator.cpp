@@ -15,7 +15,7 @@ LaneAllocator::LaneAllocator(int64_t capacity_bytes, MemoryModel model)
 std::optional<Placement> LaneAllocator::probe(const MemoryDemand& demand,
                                               const AdmitOptions& options) const {
   // Every way in costs the job's context on the GPU; what is left may go to its lane.
-  const int64_t room = free_ - model_.context_bytes;
+  const int64_t room = room_for_new_job();
   if (room < 0) return std::nullopt;
   const bool may_share = options.allow_shared_lane && !options.solo;
   const SafetyMargin& margin = model_.margin;
@@ -90,7 +90,7 @@ std::optional<Placement> LaneAllocator::admit_into(int64_t job_id, const MemoryD
   if (job_lane_.count(job_id)) return std::nullopt;
   Lane* lane = mutable_lane(lane_id);
   if (!lane || lane->solo) return std::nullopt;
-  const int64_t room = free_ - model_.context_bytes;
+  const int64_t room = room_for_new_job();
   const int64_t need = model_.lane_bytes_with(lane->load, demand);
   const int64_t grow_by = std::max<int64_t>(0, need - lane->capacity_bytes);
   if (room < 0 || grow_by > room) return std::nullopt;

@@ -160,9 +160,6 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   // requirement there) and the largest lane slack plus that memory (joining a lane needs at
   // least P there).
   std::vector<int64_t> slack_of;
-  const auto room_for_lanes = [&](const LaneAllocator& allocator) {
-    return allocator.free_bytes() - options.memory.context_bytes;
-  };
   const auto headroom = [&](const LaneAllocator& allocator, int64_t& slack) {
     slack = 0;
     for (const auto& lane : allocator.lanes()) {
@@ -170,8 +167,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
         slack = std::max(slack, lane.capacity_bytes - options.memory.lane_bytes(lane.load));
       }
     }
-    slack += room_for_lanes(allocator);
-    return room_for_lanes(allocator);
+    slack += allocator.room_for_new_job();
+    return allocator.room_for_new_job();
   };
   // Compute room of a kept GPU: the largest demand a new lane may add within its jobs' bounds.
   // A GPU whose room is below the smallest utilization of all jobs is full and leaves the index.

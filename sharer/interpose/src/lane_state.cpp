@@ -78,27 +78,30 @@ LaneState::LaneState() {
   enforcing_ = true;
   std::string path =
       lanes::LaneSegment::path_for_lane(assignment_.ledger_directory, assignment_.lane_id);
-  uint64_t capacity =
-      assignment_.lane_bytes > 0 ? assignment_.lane_bytes : lanes::LaneSegment::kUnlimited;
-  // A lane the daemon granted exists already (the daemon made its ledger, with its size and its
-  // grant token): this process joins it only with that token, and never makes one of its own
-  // under a granted name. Without a token (no daemon: the lanes tool, or a job that names its
-  // own lane) the ledger is made on first use; the daemon lists such ledgers as stray.
-  const bool daemon_grant = !assignment_.token.empty();
-  segment_ = daemon_grant ? lanes::LaneSegment::open_existing(path, &error)
-                          : lanes::LaneSegment::open_or_create(path, capacity, &error);
-  if (!segment_) {
+  // Only fleetscoped makes lanes: it writes the ledger, with the lane's size and a grant token,
+  // before the job starts, and hands the token to that job alone (FLEETSCOPE_LANE_TOKEN). This
+  // process joins a lane only with that token and never makes a ledger itself, so a job can
+  // neither pick its own lane and size nor walk into another job's lane.
+  if (assignment_.token.empty()) {
     broken_ = true;
-    report(daemon_grant ? "lane '" + assignment_.lane_id + "' is not a lane fleetscoped granted (" +
-                              error + "); refusing device allocations"
-                        : "lane ledger " + error + "; refusing device allocations");
+    report("lane '" + assignment_.lane_id + "' asked for without a grant (" +
+           std::string(lanes::kLaneTokenVariable) +
+           " unset): only fleetscoped grants lanes (`fleetscope run --share`); refusing device "
+           "allocations");
     return;
   }
-  if (segment_->granted() && !segment_->token_matches(assignment_.token)) {
+  segment_ = lanes::LaneSegment::open_existing(path, &error);
+  if (!segment_) {
+    broken_ = true;
+    report("lane '" + assignment_.lane_id + "' is not a lane fleetscoped granted (" + error +
+           "); refusing device allocations");
+    return;
+  }
+  if (!segment_->token_matches(assignment_.token)) {
     broken_ = true;
     report("lane '" + assignment_.lane_id + "' was granted by fleetscoped to other jobs (" +
            std::string(lanes::kLaneTokenVariable) +
-           (daemon_grant ? " does not match" : " is missing") + "); refusing device allocations");
+           " does not match); refusing device allocations");
     return;
   }
   slot_ = segment_->join(lanes::current_process());

@@ -13,6 +13,7 @@
 #include <regex>
 #include <thread>
 
+#include "FleetscopeAgentLink.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope_types.h"
 #include "harness.h"
@@ -178,6 +179,46 @@ TEST(DaemonProcess, ClearAnswersForNoMatchAnOpenWindowAndABusyCupti) {
   api->traceProgress(progress, started.capture_id, 10'000);
   ASSERT_TRUE(progress.done);
   EXPECT_NE(progress.note.find("CUPTI is in use"), std::string::npos) << progress.note;
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+// An agent of wire protocol 1 (its hello has no protocol_version) or of a later one is refused
+// at registration over the real agent socket, with a message naming what it sent and what the
+// daemon expects; the current agent library registers (test_agent, the other tests).
+TEST(DaemonProcess, AnAgentOfAnotherWireProtocolIsRefusedNamingBothVersions) {
+  DaemonUnderTest daemon;
+  daemon.start();
+  auto refusal = [&](std::optional<int32_t> version) {
+    auto transport =
+        rpc::make_client_transport(daemon.agent_socket, rpc::TransportLimits{}, 10'000);
+    rpc::FleetscopeAgentLinkClient client(rpc::make_protocol(transport, rpc::TransportLimits{}));
+    transport->open();
+    rpc::AgentHello hello;
+    hello.pid = getpid();
+    hello.workflow = "old-agent";
+    hello.workflow_source = "env";
+    if (version) hello.__set_protocol_version(*version);
+    std::string message;
+    try {
+      rpc::AgentWelcome welcome;
+      client.registerAgent(welcome, hello);
+    } catch (const rpc::InvalidRequest& e) {
+      message = e.message;
+      EXPECT_EQ(e.field, "protocol_version");
+    }
+    transport->close();
+    return message;
+  };
+  const std::string v1 = refusal(std::nullopt);
+  EXPECT_NE(v1.find("agent wire protocol 1 (no protocol_version in its hello) is not the one this "
+                    "fleetscoped speaks (2"),
+            std::string::npos)
+      << v1;
+  const std::string v3 = refusal(3);
+  EXPECT_NE(v3.find("agent wire protocol 3 is not the one this fleetscoped speaks (2"),
+            std::string::npos)
+      << v3;
+  EXPECT_TRUE(refusal(2).empty());  // the current protocol registers
   EXPECT_EQ(daemon.stop(), 0);
 }
 

@@ -3,6 +3,9 @@
 // waits for window orders, and streams synthetic kernel rows in record batches.
 //   test_agent --socket PATH [--children N] [--kernels K] [--batch-rows B]
 //              [--crash-after-batches C] [--cupti-busy] [--lifetime-ms T]
+//              [--step-us S --busy-us B]
+// With --step-us, kernel i runs B µs at the start of step i (S µs long, one iteration row each):
+// the job keeps its GPU B/S busy at S µs per iteration, on the stand-in GPU 0 as NVML names it.
 // stdout lines (for the test to wait on): "registered pid=P agent=A", "window capture=C rows=R",
 // "crashing after N batches acked=S" (S: the committed sequence the daemon last acknowledged).
 #include <signal.h>
@@ -22,6 +25,7 @@
 #include "fleetscope/agent_link/batch_builder.h"
 #include "fleetscope/agent_link/link_client.h"
 #include "fleetscope/agent_link/process_facts.h"
+#include "stand_in_gpu.h"
 
 namespace {
 
@@ -33,6 +37,8 @@ struct Options {
   int crash_after_batches = -1;
   bool cupti_busy = false;
   int lifetime_ms = 60'000;
+  int64_t step_ns = 0;  // 0: kernels back to back, no iterations
+  int64_t busy_ns = 0;
 };
 
 std::atomic<bool> stop_requested{false};
@@ -63,7 +69,12 @@ void stream_window(fleetscope::agent_link::ControlLoop& loop,
   agent_link::BatchBuilder builder(order.capture_id, static_cast<size_t>(options.batch_rows));
   store::GpuInfo gpu;
   gpu.id = 0;
-  gpu.name = "Stand-in GPU 0";
+  char text[FLEETSCOPE_STAND_IN_GPU_TEXT_SIZE];
+  fleetscope_stand_in_gpu_name(0, text, sizeof text);
+  gpu.name = text;
+  fleetscope_stand_in_gpu_uuid(0, text, sizeof text);
+  gpu.uuid = text;
+  gpu.totalMemory = int64_t{80} << 30;  // what the stand-in NVML reports
   builder.add_gpu(gpu);
   const int64_t base = 1'700'000'000'000'000'000 + static_cast<int64_t>(getpid()) * 1'000'000'000;
   int batches = 0;
@@ -85,8 +96,20 @@ void stream_window(fleetscope::agent_link::ControlLoop& loop,
   };
   for (int i = 0; i < options.kernels; ++i) {
     store::Kernel k;
-    k.start = base + int64_t{i} * 10'000;
-    k.end = k.start + 6'000;
+    if (options.step_ns > 0) {
+      store::Iteration step;
+      step.globalPid = store::global_pid(getpid());
+      step.step = i;
+      step.start = base + int64_t{i} * options.step_ns;
+      step.end = step.start + options.step_ns;
+      builder.add(step);
+      if (builder.full()) send();
+      k.start = step.start;
+      k.end = k.start + options.busy_ns;
+    } else {
+      k.start = base + int64_t{i} * 10'000;
+      k.end = k.start + 6'000;
+    }
     k.deviceId = 0;
     k.streamId = 7;
     k.correlationId = i + 1;
@@ -165,6 +188,10 @@ int main(int argc, char** argv) {
       options.cupti_busy = true;
     else if (arg == "--lifetime-ms")
       options.lifetime_ms = std::atoi(next().c_str());
+    else if (arg == "--step-us")
+      options.step_ns = std::atoll(next().c_str()) * 1000;
+    else if (arg == "--busy-us")
+      options.busy_ns = std::atoll(next().c_str()) * 1000;
     else {
       std::fprintf(stderr, "test_agent: unknown argument '%s'\n", arg.c_str());
       return 2;

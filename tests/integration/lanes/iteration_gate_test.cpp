@@ -26,12 +26,12 @@ class IterationGateTest : public ::testing::Test {
     ASSERT_TRUE(server_->start(&error)) << error;
   }
   std::map<std::string, std::string> env(int priority = 0) const {
-    return {{"LD_PRELOAD", FLEETSCOPE_LANES_LIBRARY},
-            {"LD_LIBRARY_PATH", FLEETSCOPE_STAND_IN_DIR},
-            {"FLEETSCOPE_LANE_ID", "gate"},
-            {"FLEETSCOPE_LANE_DIR", dir_.path().string()},
-            {"FLEETSCOPE_GATE_SOCKET", dir_.file("gate.sock")},
-            {"FLEETSCOPE_JOB_PRIORITY", std::to_string(priority)}};
+    std::map<std::string, std::string> env{{"LD_PRELOAD", FLEETSCOPE_LANES_LIBRARY},
+                                           {"LD_LIBRARY_PATH", FLEETSCOPE_STAND_IN_DIR},
+                                           {"FLEETSCOPE_GATE_SOCKET", dir_.file("gate.sock")},
+                                           {"FLEETSCOPE_JOB_PRIORITY", std::to_string(priority)}};
+    env.merge(test_support::granted_lane(dir_.path().string(), "gate", 0));
+    return env;
   }
   std::unique_ptr<MemberProcess> member(const std::vector<std::string>& commands,
                                         int priority = 0) const {
@@ -200,9 +200,8 @@ TEST(IterationGateWithoutArbiter, StepIsANoOpWithoutASocketOrWithoutTheLibrary) 
   std::map<std::string, std::string> in_lane{
       {"LD_PRELOAD", FLEETSCOPE_LANES_LIBRARY},
       {"LD_LIBRARY_PATH", FLEETSCOPE_STAND_IN_DIR},
-      {"FLEETSCOPE_LANE_ID", "nogate"},
-      {"FLEETSCOPE_LANE_DIR", dir.path().string()},
       {"FLEETSCOPE_GATE_SOCKET", dir.file("nobody-listens.sock")}};
+  in_lane.merge(test_support::granted_lane(dir.path().string(), "nogate", 0));
   MemberProcess unreachable(FLEETSCOPE_LANE_MEMBER, {"dlsym", "steps", "3", "0", "x", "enforcing"},
                             in_lane);
   for (int step = 0; step < 3; ++step)

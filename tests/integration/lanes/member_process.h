@@ -11,10 +11,33 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "fleetscope/lanes/lane_segment.h"
+
 namespace fleetscope::test_support {
+
+// The grant token the tests' lanes carry (fleetscoped draws a random one per lane).
+inline constexpr const char* kTestLaneToken = "0123456789abcdef0123456789abcdef";
+
+// What fleetscoped does before a job starts in lane `lane`: the ledger in `directory` with the
+// lane's size (0: no memory cap) and a grant token. Returns the variables that give the job the
+// lane (FLEETSCOPE_LANE_ID, _DIR, _TOKEN); the library never makes a lane itself. An existing
+// ledger is kept (a second job joins it).
+inline std::map<std::string, std::string> granted_lane(const std::string& directory,
+                                                       const std::string& lane,
+                                                       uint64_t lane_bytes) {
+  std::string error;
+  auto ledger = lanes::LaneSegment::open_or_create(
+      lanes::LaneSegment::path_for_lane(directory, lane),
+      lane_bytes > 0 ? lane_bytes : lanes::LaneSegment::kUnlimited, &error, kTestLaneToken);
+  if (!ledger) throw std::runtime_error("cannot grant lane " + lane + ": " + error);
+  return {{"FLEETSCOPE_LANE_ID", lane},
+          {"FLEETSCOPE_LANE_DIR", directory},
+          {"FLEETSCOPE_LANE_TOKEN", kTestLaneToken}};
+}
 
 class MemberProcess {
  public:

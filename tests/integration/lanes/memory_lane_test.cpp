@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "fleetscope/lanes/lane_segment.h"
@@ -28,9 +29,7 @@ class MemoryLaneTest : public ::testing::TestWithParam<std::string> {
   std::map<std::string, std::string> lane_env(const std::string& lane, uint64_t lane_bytes) const {
     std::map<std::string, std::string> env = device_env();
     env["LD_PRELOAD"] = FLEETSCOPE_LANES_LIBRARY;
-    env["FLEETSCOPE_LANE_ID"] = lane;
-    env["FLEETSCOPE_LANE_BYTES"] = std::to_string(lane_bytes);
-    env["FLEETSCOPE_LANE_DIR"] = dir_.path().string();
+    env.merge(test_support::granted_lane(dir_.path().string(), lane, lane_bytes));
     return env;
   }
   std::map<std::string, std::string> device_env() const {
@@ -196,6 +195,27 @@ TEST_P(MemoryLaneTest, MalformedLaneSizeRefusesAllocations) {
   auto lines = run({"alloc", "1", "enforcing"}, env);
   std::vector<std::string> expected{"alloc 1 2", "enforcing 0"};
   EXPECT_EQ(lines, expected);
+}
+
+// A job that names a lane (and a size) without the daemon's grant gets no lane: no ledger is
+// made and its device allocations are refused (the message on stderr: sharing_service_test).
+TEST_P(MemoryLaneTest, AJobWithoutAGrantGetsNoLane) {
+  auto env = device_env();
+  env["LD_PRELOAD"] = FLEETSCOPE_LANES_LIBRARY;
+  env["FLEETSCOPE_LANE_ID"] = "my-own-lane";
+  env["FLEETSCOPE_LANE_BYTES"] = std::to_string(8 * kMiB);
+  env["FLEETSCOPE_LANE_DIR"] = dir_.path().string();
+  auto lines = run({"alloc", "1024", "enforcing"}, env);
+  std::vector<std::string> expected{"alloc 1024 2", "enforcing 0"};
+  EXPECT_EQ(lines, expected);
+  EXPECT_EQ(device_used(), 0u);
+  EXPECT_FALSE(
+      std::filesystem::exists(LaneSegment::path_for_lane(dir_.path().string(), "my-own-lane")));
+  // The same with a token for a lane nobody granted.
+  env["FLEETSCOPE_LANE_TOKEN"] = test_support::kTestLaneToken;
+  EXPECT_EQ(run({"alloc", "1024", "enforcing"}, env), expected);
+  EXPECT_FALSE(
+      std::filesystem::exists(LaneSegment::path_for_lane(dir_.path().string(), "my-own-lane")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, MemoryLaneTest, ::testing::Values("dlsym", "proc", "linked"),

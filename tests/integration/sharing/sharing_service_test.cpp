@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "fleetscope/store/database.h"
 #include "harness.h"
@@ -25,9 +26,12 @@ class SharingDaemonTest : public ::testing::Test {
  protected:
   void SetUp() override { start_daemon(); }
   void start_daemon() {
-    // One stand-in GPU of 80 GiB; lane ledgers in the test's folder.
-    daemon_.start({}, {"FLEETSCOPE_NVML_STANDIN_DEVICES=1",
-                       "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()});
+    // One stand-in GPU of 80 GiB whose compute processes (pid, memory) the test writes into
+    // nvml-processes; lane ledgers in the test's folder; one workflow_metrics window a second.
+    daemon_.start({"--metrics-window-s", "1"},
+                  {"FLEETSCOPE_NVML_STANDIN_DEVICES=1",
+                   "FLEETSCOPE_NVML_STANDIN_PROCESSES_FILE=" + daemon_.dir.file("nvml-processes"),
+                   "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()});
   }
   void TearDown() override {
     if (daemon_.process) {
@@ -173,24 +177,43 @@ TEST_F(SharingDaemonTest, LaneGrantsDenialsAndStrayLedgersAreVisibleAndEnforced)
 
   // An intruder names the granted lane (and a bigger size) without the grant token.
   const std::string lane_id = lane["lane_id"];
-  auto member = [&](const std::string& id) {
-    Child intruder(
-        {LANE_MEMBER, "dlsym", "alloc", "1073741824"},
-        {"LD_PRELOAD=" LANES_LIBRARY, "LD_LIBRARY_PATH=" STAND_IN_DIR,
-         "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0", "FLEETSCOPE_LANE_ID=" + id,
-         "FLEETSCOPE_LANE_BYTES=64GiB", "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()});
+  auto member = [&](const std::string& id, const std::string& token = {}) {
+    std::vector<std::string> env{"LD_PRELOAD=" LANES_LIBRARY,
+                                 "LD_LIBRARY_PATH=" STAND_IN_DIR,
+                                 "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0",
+                                 "FLEETSCOPE_LANE_ID=" + id,
+                                 "FLEETSCOPE_LANE_BYTES=64GiB",
+                                 "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()};
+    if (!token.empty()) env.push_back("FLEETSCOPE_LANE_TOKEN=" + token);
+    Child intruder({LANE_MEMBER, "dlsym", "alloc", "1073741824"}, env);
     ProgramResult result;
     while (auto line = intruder.wait_line("", 20s)) result.output += *line + "\n";
     intruder.wait_exit(20s);
     return result.output;
   };
   const std::string refused = member(lane_id);
-  EXPECT_NE(refused.find("was granted by fleetscoped to other jobs"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("asked for without a grant (FLEETSCOPE_LANE_TOKEN unset)"),
+            std::string::npos)
+      << refused;
   EXPECT_EQ(refused.find("alloc 1073741824 0"), std::string::npos) << refused;
-  // A lane of its own: the interposition cannot stop that (docs/sharer.md), the daemon lists it.
+  const std::string guessed = member(lane_id, "0123456789abcdef0123456789abcdef");
+  EXPECT_NE(guessed.find("was granted by fleetscoped to other jobs (FLEETSCOPE_LANE_TOKEN does "
+                         "not match)"),
+            std::string::npos)
+      << guessed;
+  EXPECT_EQ(guessed.find("alloc 1073741824 0"), std::string::npos) << guessed;
+  // A lane of its own, without a grant: refused too, and no ledger is made.
   const std::string own = member("my-own-lane");
-  EXPECT_NE(own.find("alloc 1073741824 0"), std::string::npos) << own;
-  const std::string stray = daemon_.dir.file("fleetscope-lane-my-own-lane");
+  EXPECT_NE(own.find("lane 'my-own-lane' asked for without a grant (FLEETSCOPE_LANE_TOKEN unset): "
+                     "only fleetscoped grants lanes"),
+            std::string::npos)
+      << own;
+  EXPECT_EQ(own.find("alloc 1073741824 0"), std::string::npos) << own;
+  EXPECT_FALSE(std::filesystem::exists(daemon_.dir.file("fleetscope-lane-my-own-lane")));
+  // A ledger no lane of this daemon owns (an earlier run's, left after a crash) is listed as
+  // stray and removed on request.
+  const std::string stray = daemon_.dir.file("fleetscope-lane-an-earlier-run");
+  std::filesystem::copy_file(daemon_.dir.file("fleetscope-lane-" + lane_id), stray);
   EXPECT_EQ(share_status()["stray_ledgers"], json::array({stray}));
   auto removed = cli({"share", "ledgers", "--remove"});
   EXPECT_EQ(removed.exit_code, 0) << removed.output;
@@ -434,33 +457,37 @@ TEST_F(SharingDaemonTest, AutomaticModeKeepsAPlanWithinItsBound) {
   EXPECT_EQ(measured, 2) << status.dump(2);
 }
 
-// The loop on a live host, stand-ins only: two jobs with the agent, one trace each, `analyze
-// HOST.db` on the database the daemon holds (findings stored), a plan applied in automatic mode,
-// the jobs restarted into it with `run --share-if-planned`, one slowed down -> the plan is
-// withdrawn with the event; then the daemon killed with -9 mid-window -> after the restart the
-// capture is closed, noted and analyzed.
-// (The plan comes from `share plan --candidates` here: planning straight from HOST.db's live data
-// is the analysis session's part of issue 21.)
+// The loop on a live host, stand-ins only: two jobs with the agent, each keeping the GPU 20 %
+// busy at 10 ms per iteration and holding 4 GB (the stand-in NVML's per-process figure), one
+// trace each, `analyze HOST.db` on the database the daemon holds (findings stored), `share plan
+// HOST.db` from the live data the daemon wrote (P + T from its NVML figures: the windows saw no
+// memory events) -> both in one lane of one GPU, applied in automatic mode, the jobs restarted
+// into it with `run --share-if-planned`, one slowed down -> the plan is withdrawn with the event;
+// then the daemon killed with -9 mid-window -> after the restart the capture is closed, noted and
+// analyzed.
 TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
-  auto job = [&](const std::string& workflow) {
-    return std::make_unique<Child>(
-        std::vector<std::string>{TEST_AGENT, "--socket", daemon_.agent_socket, "--kernels", "500"},
-        std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
+  auto job = [&](const std::string& workflow, bool stepped) {
+    std::vector<std::string> argv{TEST_AGENT, "--socket", daemon_.agent_socket, "--kernels", "500"};
+    if (stepped) argv.insert(argv.end(), {"--step-us", "10000", "--busy-us", "2000"});
+    return std::make_unique<Child>(argv,
+                                   std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
   };
-  auto ja = job("wa"), jb = job("wb");
+  auto ja = job("wa", true), jb = job("wb", true);
   ASSERT_TRUE(ja->wait_line("registered", 10s));
   ASSERT_TRUE(jb->wait_line("registered", 10s));
+  // What NVML reports for the two running jobs: 4 GB each on GPU 0, allocated before any window.
+  std::ofstream(daemon_.dir.file("nvml-processes"))
+      << "0:" << ja->pid() << ":4000000000:20,0:" << jb->pid() << ":4000000000:20";
   for (Child* j : {ja.get(), jb.get()}) {
     auto traced = cli({"trace", "--pid", std::to_string(j->pid()), "--duration-ms", "50"});
     ASSERT_EQ(traced.exit_code, 0) << traced.output;
-    EXPECT_NE(traced.output.find("kernels:         500"), std::string::npos) << traced.output;
+    EXPECT_NE(traced.output.find("kernels:     500"), std::string::npos) << traced.output;
   }
   for (const char* capture : {"1", "2"}) {
     auto analyzed = cli({"analyze", daemon_.database, "--capture", capture});
     ASSERT_EQ(analyzed.exit_code, 0) << analyzed.output;
     std::smatch count;
-    ASSERT_TRUE(std::regex_search(
-        analyzed.output, count, std::regex("analyze: capture [0-9]+ of [^\\n]*: ([0-9]+) finding")))
+    ASSERT_TRUE(std::regex_search(analyzed.output, count, std::regex("analyze: ([0-9]+) finding")))
         << analyzed.output;
     auto db = store::Database::open(daemon_.database);
     auto stored =
@@ -468,10 +495,43 @@ TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
     ASSERT_TRUE(stored.step());
     EXPECT_EQ(stored.column_int(0), std::stoll(count[1]));
   }
+  // The daemon's NVML figures of both workflows reach workflow_metrics (a window a second).
+  auto nvml_workflows = [&] {
+    auto db = store::Database::open(daemon_.database);
+    auto st = db.prepare(
+        "SELECT count(DISTINCT workflow_id) FROM workflow_metrics "
+        "WHERE metric = 'memory_peak_bytes' AND value >= 4000000000");
+    return st.step() ? st.column_int(0) : 0;
+  };
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (nvml_workflows() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(nvml_workflows(), 2);
   ja.reset();  // the jobs end, to be restarted into the plan
   jb.reset();
 
-  ASSERT_EQ(cli({"share", "apply", make_plan(), "--auto", "--max-slowdown", "1.5"}).exit_code, 0);
+  // The plan from the host database the daemon wrote.
+  auto planned =
+      cli({"share", "plan", daemon_.database, "--max-slowdown", "3", "--format", "json"});
+  ASSERT_EQ(planned.exit_code, 0) << planned.output;
+  const json plan = json::parse(planned.output);
+  ASSERT_EQ(plan["jobs"].size(), 2u) << planned.output;
+  EXPECT_EQ(plan["jobs"][0]["lane_id"], plan["jobs"][1]["lane_id"]) << planned.output;
+  EXPECT_EQ(plan["jobs"][0]["to_gpu"], plan["jobs"][1]["to_gpu"]) << planned.output;
+  EXPECT_EQ(plan["gpus_after"], 1) << planned.output;
+  std::set<std::string> workflows;
+  for (const auto& j : plan["jobs"]) {
+    workflows.insert(j["workflow"].get<std::string>());
+    EXPECT_EQ(j["memory_evidence"].get<std::string>().rfind("nvml: ", 0), 0u) << j;
+    EXPECT_EQ(j["solo_iteration_ns"], 10'000'000) << j;
+    // NVML's 4 GB less the CUDA context the memory model charges outside the lane.
+    EXPECT_EQ(j["persistent_bytes"], 4'000'000'000 - 300 * (int64_t{1} << 20)) << j;
+  }
+  EXPECT_EQ(workflows, (std::set<std::string>{"wa", "wb"}));
+  const std::string plan_path = daemon_.dir.file("plan.json");
+  std::ofstream(plan_path) << planned.output;
+
+  ASSERT_EQ(cli({"share", "apply", plan_path, "--auto", "--max-slowdown", "1.5"}).exit_code, 0);
   // wb is slowed down (40 ms iterations against 10 ms alone): the plan must go.
   auto a = start_cli({"run", "--share-if-planned", "--workflow", "wa", "--", LANE_MEMBER, "dlsym",
                       "steps", "30", "10000", "a"});
@@ -482,7 +542,7 @@ TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
   ASSERT_EQ(rb.exit_code, 0) << rb.output;
   EXPECT_NE(ra.output.find("lane fs"), std::string::npos) << ra.output;
   json withdrawn;
-  auto deadline = std::chrono::steady_clock::now() + 10s;
+  deadline = std::chrono::steady_clock::now() + 10s;
   while (withdrawn.is_null() && std::chrono::steady_clock::now() < deadline) {
     const json status = share_status();
     for (const auto& e : status["events"])
@@ -494,7 +554,7 @@ TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
   EXPECT_FALSE(share_status()["plans"][0]["active"]);
 
   // kill -9 of the daemon mid-window.
-  auto jc = job("wc");
+  auto jc = job("wc", false);
   ASSERT_TRUE(jc->wait_line("registered", 10s));
   auto open = cli({"trace", "--pid", std::to_string(jc->pid()), "--duration-ms", "30000",
                    "--no-wait", "--format", "json"});

@@ -3,6 +3,9 @@
  * What it reports comes from the environment:
  *   FLEETSCOPE_NVML_STANDIN_DEVICES    number of GPUs (default 2)
  *   FLEETSCOPE_NVML_STANDIN_PROCESSES  "DEV:PID:MEM_BYTES:SM_PCT,..." compute processes
+ *   FLEETSCOPE_NVML_STANDIN_PROCESSES_FILE  a file holding the same list, read again on every
+ *                                      query (for tests that learn their jobs' pids after the
+ *                                      daemon started); it replaces the variable's list
  *   FLEETSCOPE_NVML_STANDIN_FAIL_INIT  set: nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
  * Device d reports utilization 20+30*d %, 80 GiB total, power (250+10*d) W, SM clock 1410 MHz. */
 #include <stdio.h>
@@ -54,6 +57,30 @@ static int index_of(nvmlDevice_t device) {
   return device->index;
 }
 
+static void parse_processes(const char* list) {
+  process_count = 0;
+  while (list && *list && process_count < MAX_PROCESSES) {
+    struct standin_process p;
+    if (sscanf(list, "%d:%u:%llu:%u", &p.device, &p.pid, &p.memory, &p.sm) == 4)
+      processes[process_count++] = p;
+    list = strchr(list, ',');
+    if (list) ++list;
+  }
+}
+
+/* The list in FLEETSCOPE_NVML_STANDIN_PROCESSES_FILE, when it names one that exists. */
+static void reread_process_file(void) {
+  const char* path = getenv("FLEETSCOPE_NVML_STANDIN_PROCESSES_FILE");
+  if (!path || !*path) return;
+  FILE* file = fopen(path, "r");
+  if (!file) return;
+  char text[4096];
+  size_t n = fread(text, 1, sizeof text - 1, file);
+  fclose(file);
+  text[n] = 0;
+  parse_processes(text);
+}
+
 nvmlReturn_t nvmlInit_v2(void) {
   const char* fail = getenv("FLEETSCOPE_NVML_STANDIN_FAIL_INIT");
   if (fail && *fail) return NVML_ERROR_DRIVER_NOT_LOADED;
@@ -62,15 +89,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   if (device_count < 0) device_count = 0;
   if (device_count > MAX_DEVICES) device_count = MAX_DEVICES;
   for (int i = 0; i < device_count; ++i) devices[i].index = i;
-  process_count = 0;
-  const char* list = getenv("FLEETSCOPE_NVML_STANDIN_PROCESSES");
-  while (list && *list && process_count < MAX_PROCESSES) {
-    struct standin_process p;
-    if (sscanf(list, "%d:%u:%llu:%u", &p.device, &p.pid, &p.memory, &p.sm) == 4)
-      processes[process_count++] = p;
-    list = strchr(list, ',');
-    if (list) ++list;
-  }
+  parse_processes(getenv("FLEETSCOPE_NVML_STANDIN_PROCESSES"));
   initialized = 1;
   return NVML_SUCCESS;
 }
@@ -133,6 +152,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   int i = index_of(device);
   if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
+  reread_process_file();
   memory->total = 80ULL << 30;
   memory->used = 0;
   for (int k = 0; k < process_count; ++k)
@@ -159,6 +179,7 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
                                                      nvmlProcessInfo_t* infos) {
   int i = index_of(device);
   if (i < 0) return NVML_ERROR_INVALID_ARGUMENT;
+  reread_process_file();
   unsigned int n = 0;
   for (int k = 0; k < process_count; ++k)
     if (processes[k].device == i) ++n;

@@ -6,6 +6,7 @@
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/rpc_handler.h"
 #include "fleetscope/store/database.h"
+#include "fleetscope_constants.h"
 #include "temp_dir.h"
 
 namespace fleetscope::daemon {
@@ -37,6 +38,7 @@ struct Fixture : ::testing::Test {
     hello.parent_chain = std::move(chain);
     hello.workflow = std::move(workflow);
     hello.workflow_source = "env";
+    hello.__set_protocol_version(rpc::g_fleetscope_constants.AGENT_PROTOCOL_VERSION);
     int64_t id = handler->register_agent(hello).agent_id;
     return {std::move(handler), id};
   }
@@ -308,6 +310,7 @@ TEST_F(Fixture, AgentStringsAreValidatedAndBoundedAtTheBoundary) {
   hello.pid = 1500;
   hello.workflow = name;
   hello.workflow_source = "env\xc3";
+  hello.__set_protocol_version(rpc::g_fleetscope_constants.AGENT_PROTOCOL_VERSION);
   hello.__set_command(std::string(100'000, 'c'));
   hello.parent_chain.assign(10'000, 1);
   AgentLinkHandler link(*core, Caller{1500, 1000});

@@ -11,6 +11,7 @@
 #include "fleetscope/daemon/dcgm_sampler.h"
 #include "fleetscope/daemon/rpc_handler.h"
 #include "fleetscope/store/database.h"
+#include "fleetscope_constants.h"
 #include "temp_dir.h"
 
 namespace fleetscope::daemon {
@@ -136,6 +137,7 @@ TEST_F(DaemonWithDcgm, AWindowPausesTheGpusOfItsProcessesUntilItCloses) {
   hello.pid = 700;
   hello.workflow = "job";
   hello.workflow_source = "env";
+  hello.__set_protocol_version(rpc::g_fleetscope_constants.AGENT_PROTOCOL_VERSION);
   hello.devices = {1};  // CUDA_VISIBLE_DEVICES=1
   int64_t id = link.register_agent(hello).agent_id;
   RpcHandler api(*core, Caller{10, 1000});
@@ -169,6 +171,7 @@ TEST_F(DaemonWithDcgm, AProcessWithoutVisibleDevicesPausesEveryGpu) {
   hello.pid = 701;
   hello.workflow = "job";
   hello.workflow_source = "env";
+  hello.__set_protocol_version(rpc::g_fleetscope_constants.AGENT_PROTOCOL_VERSION);
   int64_t id = link.register_agent(hello).agent_id;
   RpcHandler api(*core, Caller{10, 1000});
   rpc::TraceRequest request;

@@ -1,9 +1,11 @@
 // RpcHandler's sharing calls driven directly (no sockets): per-user rules, lanes granted to real
 // processes (this test's), the ledger the daemon creates, and the rows written to the host store.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/rpc_handler.h"
@@ -88,6 +90,46 @@ TEST_F(SharingRpc, AJobGetsALaneWithALedgerAndStatusShowsItOnlyToItsOwner) {
       lanes::LaneSegment::path_for_lane(dir.path().string(), grant.lane_id)));
   EXPECT_THROW(api.release_lane(::getpid()), rpc::NotFound);
   EXPECT_EQ(count("sharing_events"), 2);  // job_admitted, job_released
+}
+
+// single_lane_per_gpu = 1: two jobs placed without a plan time-slice one lane (Salus's mode);
+// by default the second gets a lane of its own beside the first.
+TEST_F(SharingRpc, SingleLanePerGpuPutsUnplannedJobsInOneLane) {
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // a second job of this user: waits until the test closes the pipe
+    ::close(hold[1]);
+    char byte;
+    (void)!::read(hold[0], &byte, 1);
+    ::_exit(0);
+  }
+  ::close(hold[0]);
+  auto lanes_of_two = [&](bool single_lane) {
+    core.reset();
+    DaemonConfig config;
+    config.database = dir.file(single_lane ? "single.db" : "lanes.db");
+    config.nvml_library = NVML_STANDIN;
+    config.single_lane_per_gpu = single_lane ? 1 : 0;
+    core = std::make_unique<DaemonCore>(config, log, [this] { return now; });
+    core->sharing().set_ledger_directory(dir.path().string());
+    auto api = owner();
+    auto first = api.request_lane(lane_request(2 * kGiB, kGiB));
+    rpc::LaneRequest second_request = lane_request(2 * kGiB, kGiB);
+    second_request.pid = child;
+    auto second = api.request_lane(second_request);
+    EXPECT_EQ(first.state, rpc::LaneState::GRANTED) << first.reason;
+    EXPECT_EQ(second.state, rpc::LaneState::GRANTED) << second.reason;
+    api.release_lane(::getpid());
+    api.release_lane(child);
+    return std::set<std::string>{first.lane_id, second.lane_id}.size();
+  };
+  EXPECT_EQ(lanes_of_two(true), 1u);
+  EXPECT_EQ(lanes_of_two(false), 2u);
+  ::close(hold[1]);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_NE(log.str().find("one lane per GPU for unplanned jobs"), std::string::npos) << log.str();
 }
 
 TEST_F(SharingRpc, NobodyAsksALaneForAnotherUsersProcess) {

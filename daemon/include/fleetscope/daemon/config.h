@@ -50,6 +50,10 @@ struct DaemonConfig {
   // The CUDA context each job process holds outside its lane (sharer/memory_model.h); the
   // sharing service and `share plan` read the same key; scripts/gpu-check measures it.
   int64_t cuda_context_mib = 300;
+  // 1: Salus's single lane per GPU for jobs placed without a plan (they all time-slice one lane
+  // that grows as they join), for hosts whose jobs accept time slicing; 0: a new lane per job
+  // when memory allows (parallel lanes).
+  int64_t single_lane_per_gpu = 0;
   std::string config_file;  // where the file settings came from
 };
 

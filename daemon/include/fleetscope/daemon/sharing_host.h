@@ -54,8 +54,9 @@ class SharingHost {
   using Clock = std::function<int64_t()>;
 
   // `memory`: the host's memory model (the CUDA context from fleetscoped's cuda_context_mib).
+  // `single_lane`: jobs placed without a plan share one lane per GPU (single_lane_per_gpu).
   SharingHost(HostStore& store, GpuSource gpus, Clock clock, std::ostream& log,
-              sharer::MemoryModel memory = {});
+              sharer::MemoryModel memory = {}, bool single_lane = false);
   ~SharingHost();  // stop()
   SharingHost(const SharingHost&) = delete;
   SharingHost& operator=(const SharingHost&) = delete;
@@ -126,6 +127,7 @@ class SharingHost {
 
   std::mutex mutex_;
   std::condition_variable changed_;
+  bool single_lane_ = false;
   std::unique_ptr<sharer::SharingService> service_;  // created at first use (the GPUs known)
   lanes::GateArbiter arbiter_;
   std::unique_ptr<lanes::GateServer> gate_;

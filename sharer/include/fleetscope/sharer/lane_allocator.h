@@ -75,6 +75,9 @@ class LaneAllocator {
   int64_t capacity_bytes() const { return capacity_; }
   // Memory held by no lane and no job's context.
   int64_t free_bytes() const { return free_; }
+  // What a new job's lane (or a lane's growth to take it) may use of the free memory: the free
+  // memory less the job's own context (the memory model's rule; the planner screens with it).
+  int64_t room_for_new_job() const { return free_ - model_.context_bytes; }
   size_t job_count() const { return job_lane_.size(); }
   bool empty() const { return job_lane_.empty(); }
   const MemoryModel& model() const { return model_; }

@@ -65,6 +65,10 @@ class LaneSegment {
   static std::unique_ptr<LaneSegment> open_or_create(const std::string& path,
                                                      uint64_t capacity_bytes, std::string* error,
                                                      const std::string& grant_token = {});
+  // 128 random bits from the kernel as 32 hex digits: a lane's grant token (nobody can guess
+  // it). What fleetscoped (and `fleetscope-lane-arbiter --grant`) writes into a ledger it makes.
+  // Throws std::runtime_error when the kernel gives no randomness.
+  static std::string new_grant_token();
   // Maps an existing segment only.
   static std::unique_ptr<LaneSegment> open_existing(const std::string& path, std::string* error);
 
