@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "arguments.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/gpu_advice.h"
 
@@ -94,8 +95,11 @@ int list_gpus(const std::string& format, std::ostream& out) {
 }
 
 int validate(const std::string& path, const std::string& format, std::ostream& out) {
+  if (const auto problem = common::input_problem(path, "a CSV of published step rates")) {
+    throw std::runtime_error(common::cannot_read(path, *problem));
+  }
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error(path + ": cannot read the file");
+  if (!file) throw std::runtime_error(common::cannot_read(path, "it cannot be opened"));
   std::stringstream text;
   text << file.rdbuf();
   const auto checks = check_published_ratios(parse_published_step_ratios(text.str(), path));

@@ -40,10 +40,27 @@ double throughput_stretch(const std::vector<double>& lane_demands) {
 
 double InterferenceModel::parallel_slowdown(size_t lane,
                                             const std::vector<double>& lane_demands) const {
+  return parallel_slowdown_with(alpha, lane, lane_demands);
+}
+
+double InterferenceModel::parallel_slowdown_with(double job_alpha, size_t lane,
+                                                 const std::vector<double>& lane_demands) const {
   double total = 0;
   for (double demand : lane_demands) total += std::clamp(demand, 0.0, 1.0);
   const double own = lane < lane_demands.size() ? std::clamp(lane_demands[lane], 0.0, 1.0) : 0.0;
-  return throughput_stretch(lane_demands) * (1.0 + alpha * bounded_others(total - own));
+  return throughput_stretch(lane_demands) * (1.0 + job_alpha * bounded_others(total - own));
+}
+
+double InterferenceModel::alpha_next_to(const std::string& own,
+                                        const std::vector<std::string>& neighbours) const {
+  if (neighbours.empty()) return alpha;
+  double term = 0;
+  for (const auto& neighbour : neighbours) {
+    const auto measured = own.empty() || neighbour.empty() ? pair_alpha.end()
+                                                           : pair_alpha.find(own + "+" + neighbour);
+    term = std::max(term, measured != pair_alpha.end() ? measured->second : alpha);
+  }
+  return term;
 }
 
 double InterferenceModel::iteration_slowdown(double utilization, double gpu_demand) const {
@@ -310,6 +327,9 @@ InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs)
     }
     fit.verdict = "no model: bounded by measured slowdown only; " + why;
   }
+  // Measured pairs keep their own term either way (the global alpha, fitted or not, is for
+  // pairs nobody measured).
+  for (const auto& term : fit.pair_terms) fit.model.pair_alpha[term.pair] = term.alpha;
   return fit;
 }
 

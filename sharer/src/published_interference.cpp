@@ -60,6 +60,11 @@ InterferenceCalibration interference_from_file(const std::string& path) {
   result.runs = runs.size();
   result.description = fit.verdict + "; calibrated: " + std::to_string(fit.runs_fitted) +
                        " co-location runs fitted from " + path;
+  if (!fit.pair_terms.empty()) {
+    result.description += "; " + std::to_string(fit.pair_terms.size()) +
+                          " measured pair terms (the planner uses them for jobs labelled "
+                          "workload=NAME)";
+  }
   return result;
 }
 

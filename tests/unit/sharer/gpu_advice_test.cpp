@@ -284,7 +284,10 @@ TEST(AdviseCommand, ListsValidatesAndRefusesBadFlags) {
   EXPECT_EQ(run_advise_command({"trace.db", "--price", "H100-SXM=-3"}, out, err), 2);
   EXPECT_NE(err.str().find("above 0"), std::string::npos) << err.str();
   EXPECT_EQ(run_advise_command({"trace.db", "--max-gpus", "16"}, out, err), 2);
+  err.str("");
   EXPECT_EQ(run_advise_command({"--validate", "/nonexistent/rates.csv"}, out, err), 1);
+  EXPECT_NE(err.str().find("cannot read /nonexistent/rates.csv: no such file"), std::string::npos)
+      << err.str();
 }
 
 }  // namespace

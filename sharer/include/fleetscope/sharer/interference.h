@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -50,6 +51,22 @@ double throughput_stretch(const std::vector<double>& lane_demands);
 
 struct InterferenceModel {
   double alpha = 0.0;
+  // Measured contention per ordered workload pair, "measured+neighbour" -> alpha (the pair
+  // terms of a calibration, fitted on runs whose utilizations were measured alone:
+  // InterferenceFit::pair_terms). A pair that was measured is predicted from its own runs,
+  // whatever the global fit says: A next to B and B next to A differ (on the H100, a full-duty
+  // GEMM next to a half-duty one: alpha 0.84; the half-duty one next to it: 0). The planner uses
+  // them for jobs labelled workload=NAME; the simulator uses `alpha` only.
+  std::map<std::string, double> pair_alpha;
+
+  // The contention term of a job of workload `own` whose GPU also runs jobs of workloads
+  // `neighbours` in other lanes (one entry per job): the largest, over the neighbours, of the
+  // measured pair term own+neighbour, or `alpha` for a neighbour never measured next to `own`
+  // (and for unnamed workloads). `alpha` when there is no neighbour.
+  double alpha_next_to(const std::string& own, const std::vector<std::string>& neighbours) const;
+  // parallel_slowdown(lane, lane_demands) with the contention term `job_alpha`.
+  double parallel_slowdown_with(double job_alpha, size_t lane,
+                                const std::vector<double>& lane_demands) const;
 
   // Factor on the GPU phases of lane `lane` among `lane_demands` (each capped at 1):
   // throughput_stretch(lane_demands) * (1 + alpha * min(1, U - d_lane)).
