@@ -108,6 +108,7 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
     }
     c.iterations = static_cast<int64_t>(steps.size());
     c.iteration_ns = quantile(step_ns, 0.5);
+    c.iteration_p99_ns = quantile(step_ns, 0.99);
 
     // The job's GPU utilization (gpu_utilization.h: its steps' span, else its work's span).
     const GpuUtilization u = job_gpu_utilization(data, workflow_id, device, members);

@@ -193,6 +193,7 @@ sharer::JobProfile AnalysisSession::job_profile(const ConsolidationCandidate& c,
   job.gpu_capacity_bytes = c.gpu_memory_bytes;
   job.utilization = c.utilization;
   job.iteration_ns = c.iteration_ns;
+  job.iteration_p99_ns = c.iteration_p99_ns;
   // The analyzer's measured per-iteration variation of T (-1 when not measured: the sharer then
   // uses its prior).
   job.peak_stddev_bytes = c.ephemeral_peak_stddev_bytes;

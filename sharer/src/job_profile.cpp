@@ -122,6 +122,7 @@ std::vector<JobProfile> parse_job_profiles(const std::string& json_text,
     job.gpu_capacity_bytes = integer_field(item, "gpu_capacity_bytes", where, 1, kMaxBytes);
     job.utilization = number_field(item, "utilization", where, 0, 1);
     job.iteration_ns = integer_field(item, "iteration_ns", where, 0, kMaxIterationNs, 0);
+    job.iteration_p99_ns = integer_field(item, "iteration_p99_ns", where, 0, kMaxIterationNs, 0);
     if (item.contains("peak_stddev_bytes") && item.at("peak_stddev_bytes").is_number() &&
         item.at("peak_stddev_bytes").get<double>() < 0) {
       job.peak_stddev_bytes = -1.0;  // "not measured", as the analyzer writes it

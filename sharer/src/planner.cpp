@@ -43,35 +43,103 @@ double iteration_s(const JobProfile& job) {
   return job.iteration_ns > 0 ? static_cast<double>(job.iteration_ns) * 1e-9 : 1.0;
 }
 
-// Slowdown of every job (by index into `jobs`) placed on one GPU: worst case, or the estimate.
-std::map<size_t, double> predict(const LaneAllocator& allocator,
-                                 const std::vector<JobProfile>& jobs, const PlannerOptions& options,
-                                 bool estimate = false) {
-  std::map<size_t, double> slowdowns;
+// The job's p99 iteration time alone; without a measured tail its typical iteration.
+double p99_iteration_s(const JobProfile& job) {
+  const double p99 =
+      job.iteration_p99_ns > 0 ? static_cast<double>(job.iteration_p99_ns) * 1e-9 : 0;
+  return std::max(p99, iteration_s(job));
+}
+
+// A stated latency target for the job's p99 step time (label p99_target_ms, finite, > 0).
+std::optional<double> p99_target_s(const JobProfile& job) {
+  auto label = job.labels.find("p99_target_ms");
+  if (label == job.labels.end()) return std::nullopt;
+  try {
+    const double ms = std::stod(label->second);
+    if (std::isfinite(ms) && ms > 0) return ms * 1e-3;
+  } catch (const std::exception&) {
+    // An unreadable target is no target (the job then keeps a lane of its own when latency-bound).
+  }
+  return std::nullopt;
+}
+
+// The bound on the job's predicted p99 step time: its stated target, else its slowdown bound
+// applied to its own p99 alone (the tail may stretch no more than the mean).
+double p99_bound_s(const JobProfile& job, double bound) {
+  return p99_target_s(job).value_or(bound * p99_iteration_s(job));
+}
+
+// Latency-sensitive jobs get a lane of their own unless they state a p99 target the planner can
+// check (Herald/Orloj direction: share only within the latency objective).
+bool needs_own_lane(const JobProfile& job) {
+  return job.latency_sensitive() && !p99_target_s(job);
+}
+
+std::string workload_of(const JobProfile& job) {
+  auto label = job.labels.find("workload");
+  return label == job.labels.end() ? std::string() : label->second;
+}
+
+struct JobPrediction {
+  double slowdown = 1;  // worst case, or the estimate
+  double p99_s = 0;     // predicted p99 step time (worst case, each job at its p99)
+};
+
+// Slowdown (worst case, or the estimate) and predicted p99 step time of every job (by index into
+// `jobs`) placed on one GPU. A lane's GPU phases are stretched by the contention of its worst
+// member: each job's term is the measured pair term next to the jobs of the other lanes where
+// one exists (InterferenceModel::alpha_next_to), else the global alpha. The p99 is the same
+// worst case with every member of the lane at its p99 iteration: a job's slow step can meet
+// one slow GPU phase of each lane mate.
+std::map<size_t, JobPrediction> predict(const LaneAllocator& allocator,
+                                        const std::vector<JobProfile>& jobs,
+                                        const PlannerOptions& options, bool estimate = false) {
+  std::map<size_t, JobPrediction> predictions;
   std::vector<double> lane_demand;
+  std::vector<std::vector<std::string>> lane_workloads;
   for (const auto& lane : allocator.lanes()) {
     double demand = 0;
-    for (const auto& member : lane.jobs) demand += jobs[member.job_id].utilization;
+    lane_workloads.emplace_back();
+    for (const auto& member : lane.jobs) {
+      demand += jobs[member.job_id].utilization;
+      lane_workloads.back().push_back(workload_of(jobs[member.job_id]));
+    }
     lane_demand.push_back(std::min(1.0, demand));
   }
   for (size_t l = 0; l < allocator.lanes().size(); ++l) {
     const auto& lane = allocator.lanes()[l];
-    std::vector<LaneMember> members;
-    for (const auto& member : lane.jobs) {
-      members.push_back({jobs[member.job_id].utilization, iteration_s(jobs[member.job_id])});
+    std::vector<LaneMember> members, tails;
+    std::vector<std::string> neighbours;
+    for (size_t other = 0; other < lane_workloads.size(); ++other) {
+      if (other != l) {
+        neighbours.insert(neighbours.end(), lane_workloads[other].begin(),
+                          lane_workloads[other].end());
+      }
     }
-    const double parallel = options.interference.parallel_slowdown(l, lane_demand);
+    double parallel = 1.0;
+    for (const auto& member : lane.jobs) {
+      const auto& job = jobs[member.job_id];
+      members.push_back({job.utilization, iteration_s(job)});
+      tails.push_back({job.utilization, p99_iteration_s(job)});
+      const double alpha = options.interference.alpha_next_to(workload_of(job), neighbours);
+      parallel =
+          std::max(parallel, options.interference.parallel_slowdown_with(alpha, l, lane_demand));
+    }
     for (size_t m = 0; m < lane.jobs.size(); ++m) {
-      slowdowns[static_cast<size_t>(lane.jobs[m].job_id)] =
-          contended_time_sharing(members, m, parallel, estimate);
+      const auto index = static_cast<size_t>(lane.jobs[m].job_id);
+      predictions[index] =
+          JobPrediction{contended_time_sharing(members, m, parallel, estimate),
+                        tails[m].iteration_s * contended_time_sharing(tails, m, parallel, false)};
     }
   }
-  return slowdowns;
+  return predictions;
 }
 
-bool within_bounds(const std::map<size_t, double>& slowdowns, const std::vector<double>& bounds) {
-  for (const auto& [job, slowdown] : slowdowns) {
-    if (slowdown > bounds[job] + 1e-9) return false;
+bool within_bounds(const std::map<size_t, JobPrediction>& predictions,
+                   const std::vector<double>& bounds, const std::vector<double>& p99_bounds) {
+  for (const auto& [job, prediction] : predictions) {
+    if (prediction.slowdown > bounds[job] + 1e-9) return false;
+    if (prediction.p99_s > p99_bounds[job] * (1 + 1e-9)) return false;
   }
   return true;
 }
@@ -93,7 +161,11 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   plan.gpus_before = static_cast<int>(gpu_order.size());
 
   std::vector<double> bounds;
-  for (const auto& job : jobs) bounds.push_back(bound_of(job, options));
+  std::vector<double> p99_bounds;
+  for (const auto& job : jobs) {
+    bounds.push_back(bound_of(job, options));
+    p99_bounds.push_back(p99_bound_s(job, bounds.back()));
+  }
 
   // First-fit decreasing by memory: large jobs first leaves small ones to fill the gaps.
   std::vector<size_t> order(jobs.size());
@@ -105,6 +177,12 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
 
   std::vector<OpenGpu> open;
   plan.jobs.resize(jobs.size());
+  // Filled after the initialisation below (keeps that list of fields as it is).
+  const auto set_tail_fields = [&](size_t i) {
+    plan.jobs[i].p99_bound_s = p99_bounds[i];
+    plan.jobs[i].solo_p99_s = p99_iteration_s(jobs[i]);
+    plan.jobs[i].own_lane = needs_own_lane(jobs[i]);
+  };
   for (size_t i = 0; i < jobs.size(); ++i) {
     plan.jobs[i] = PlannedJob{jobs[i].job_id,
                               jobs[i].workflow,
@@ -120,6 +198,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
                               jobs[i].ephemeral_peak_bytes,
                               jobs[i].iteration_ns,
                               jobs[i].memory_evidence};
+    set_tail_fields(i);
   }
 
   auto try_place = [&](OpenGpu& gpu, size_t job) -> bool {
@@ -129,15 +208,15 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     // Own lane (parallel) and shared lane (time-shared): keep the one that uses less memory,
     // leaving more room for the jobs still to come.
     for (bool shared : {false, true}) {
-      if (shared && profile.latency_sensitive()) continue;
+      if (shared && needs_own_lane(profile)) continue;
       AdmitOptions admit_options;
       admit_options.allow_shared_lane = shared;
       admit_options.allow_new_lane = !shared;
-      admit_options.solo = profile.latency_sensitive();
+      admit_options.solo = needs_own_lane(profile);
       if (options.single_lane) admit_options.max_lanes = 1;
       LaneAllocator trial = gpu.allocator;
       if (!trial.admit(static_cast<int64_t>(job), profile.demand(), admit_options)) continue;
-      if (!within_bounds(predict(trial, jobs, options), bounds)) continue;
+      if (!within_bounds(predict(trial, jobs, options), bounds, p99_bounds)) continue;
       if (!best || trial.free_bytes() > best_free) {
         best_free = trial.free_bytes();
         best = std::move(trial);
@@ -172,6 +251,13 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   };
   // Compute room of a kept GPU: the largest demand a new lane may add within its jobs' bounds.
   // A GPU whose room is below the smallest utilization of all jobs is full and leaves the index.
+  // The screen uses the smallest contention term in the model (the global alpha or any measured
+  // pair term): it may let through a GPU the full check refuses, never the other way round.
+  InterferenceModel screen;
+  screen.alpha = options.interference.alpha;
+  for (const auto& [pair, alpha] : options.interference.pair_alpha) {
+    screen.alpha = std::min(screen.alpha, alpha);
+  }
   double min_utilization = 1.0;
   for (const auto& job : jobs) min_utilization = std::min(min_utilization, job.utilization);
   std::vector<double> room_of;
@@ -185,20 +271,22 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     std::vector<double> lane_demands;
     std::vector<double> lane_tolerance;
     for (const auto& lane : allocator.lanes()) {
-      std::vector<LaneMember> members;
+      std::vector<LaneMember> members, tails;
       double lane_demand = 0;
       for (const auto& member : lane.jobs) {
         const auto& profile = jobs[static_cast<size_t>(member.job_id)];
         lane_demand += profile.utilization;
         members.push_back({profile.utilization, iteration_s(profile)});
+        tails.push_back({profile.utilization, p99_iteration_s(profile)});
       }
       double tolerance = 1e9;
       // The parallel factor each member tolerates, contention stretching GPU phases only (as
-      // predict() and the simulator have it).
+      // predict() and the simulator have it), for its mean bound and for its p99 bound.
       for (size_t m = 0; m < lane.jobs.size(); ++m) {
-        tolerance =
-            std::min(tolerance, tolerated_parallel_slowdown(
-                                    members, m, bounds[static_cast<size_t>(lane.jobs[m].job_id)]));
+        const auto index = static_cast<size_t>(lane.jobs[m].job_id);
+        tolerance = std::min(tolerance, tolerated_parallel_slowdown(members, m, bounds[index]));
+        tolerance = std::min(tolerance, tolerated_parallel_slowdown(
+                                            tails, m, p99_bounds[index] / tails[m].iteration_s));
       }
       lane_demands.push_back(std::min(1.0, lane_demand));
       lane_tolerance.push_back(tolerance);
@@ -208,7 +296,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     const auto tolerated = [&](double extra) {
       with_newcomer.back() = extra;
       for (size_t l = 0; l < lane_demands.size(); ++l) {
-        if (options.interference.parallel_slowdown(l, with_newcomer) > lane_tolerance[l]) {
+        if (screen.parallel_slowdown(l, with_newcomer) > lane_tolerance[l]) {
           return false;
         }
       }
@@ -290,7 +378,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
 
   for (const auto& gpu : open) {
     PlannedGpu planned{gpu.name, gpu.allocator.capacity_bytes(), gpu.allocator.free_bytes(), {}};
-    const auto slowdowns = predict(gpu.allocator, jobs, options);
+    const auto worst = predict(gpu.allocator, jobs, options);
     const auto estimates = predict(gpu.allocator, jobs, options, /*estimate=*/true);
     for (const auto& lane : gpu.allocator.lanes()) {
       PlannedLane planned_lane{lane.id, lane.offset_bytes, lane.capacity_bytes, lane.solo, {}};
@@ -299,8 +387,10 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
         planned_job.to_gpu = gpu.name;
         planned_job.lane_id = lane.id;
         planned_job.moved = planned_job.to_gpu != planned_job.from_gpu;
-        planned_job.worst_case_slowdown = slowdowns.at(static_cast<size_t>(member.job_id));
-        planned_job.predicted_slowdown = estimates.at(static_cast<size_t>(member.job_id));
+        const auto index = static_cast<size_t>(member.job_id);
+        planned_job.worst_case_slowdown = worst.at(index).slowdown;
+        planned_job.predicted_slowdown = estimates.at(index).slowdown;
+        planned_job.predicted_p99_s = worst.at(index).p99_s;
         planned_lane.job_ids.push_back(planned_job.job_id);
       }
       planned.lanes.push_back(std::move(planned_lane));
@@ -429,7 +519,11 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
                        {"max_slowdown", job.max_slowdown},
                        {"persistent_bytes", job.persistent_bytes},
                        {"ephemeral_peak_bytes", job.ephemeral_peak_bytes},
-                       {"solo_iteration_ns", job.solo_iteration_ns}};
+                       {"solo_iteration_ns", job.solo_iteration_ns},
+                       {"predicted_p99_s", job.predicted_p99_s},
+                       {"p99_bound_s", job.p99_bound_s},
+                       {"solo_p99_s", job.solo_p99_s},
+                       {"own_lane", job.own_lane}};
     if (!job.reason.empty()) row["reason"] = job.reason;
     if (!job.memory_evidence.empty()) row["memory_evidence"] = job.memory_evidence;
     out["jobs"].push_back(row);
@@ -446,16 +540,25 @@ void write_plan_table(const ConsolidationPlan& plan, std::ostream& out, bool wid
                            {"TO", Align::left, 24},
                            {"LANE", Align::right},
                            {"SLOWDOWN", Align::right},
-                           {"MAX", Align::right}});
+                           {"MAX", Align::right},
+                           {"P99_MS", Align::right},
+                           {"P99_MAX_MS", Align::right}});
   auto fixed3 = [](double value) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f", value);
     return std::string(text);
   };
+  auto fixed1 = [](double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", value);
+    return std::string(text);
+  };
   for (const auto& job : plan.jobs) {
-    table.add_row({job.job_id, job.from_gpu, job.to_gpu.empty() ? "-" : job.to_gpu,
-                   std::to_string(job.lane_id), fixed3(job.predicted_slowdown),
-                   fixed3(job.max_slowdown)});
+    const bool placed = !job.to_gpu.empty();
+    table.add_row({job.job_id, job.from_gpu, placed ? job.to_gpu : "-", std::to_string(job.lane_id),
+                   fixed3(job.predicted_slowdown), fixed3(job.max_slowdown),
+                   placed ? fixed1(job.predicted_p99_s * 1e3) : "-",
+                   fixed1(job.p99_bound_s * 1e3)});
     if (!job.memory_evidence.empty()) table.add_note("  P and T: " + job.memory_evidence);
     if (!job.reason.empty()) table.add_note("  not placed: " + job.reason);
   }

@@ -21,6 +21,8 @@ TEST(CandidateLoader, CopiesTheMeasuredEphemeralDeviation) {
   ASSERT_EQ(jobs.size(), 1u);
   // The fixture's two iterations peak at 256 and 512 MiB of ephemeral memory.
   EXPECT_DOUBLE_EQ(jobs[0].peak_stddev_bytes, 128.0 * 1024 * 1024);
+  // Two steps of 250 us: the p99 (nearest rank) is the slowest, what the planner bounds.
+  EXPECT_EQ(jobs[0].iteration_p99_ns, 250'000);
   EXPECT_EQ(jobs[0].persistent_bytes, int64_t{1} << 30);
   EXPECT_EQ(jobs[0].ephemeral_peak_bytes, 512 * int64_t{1} << 20);
   EXPECT_EQ(jobs[0].memory_evidence.rfind("trace: ", 0), 0u) << jobs[0].memory_evidence;

@@ -74,6 +74,9 @@ struct ConsolidationCandidate {
   int64_t busy_ns = 0;
   int64_t window_ns = 0;
   int64_t iteration_ns = 0;  // median iteration time, 0 without iterations
+  // p99 iteration time (nearest rank, as the step-time tail: the slowest of fewer than 100), 0
+  // without iterations: the sharer's planner bounds the predicted p99 with it.
+  int64_t iteration_p99_ns = 0;
   int64_t iterations = 0;
   // The analyzer's verdict: utilization below the threshold and memory measured and P + T below
   // the GPU's capacity (the job could share the GPU).

@@ -20,10 +20,14 @@ struct JobProfile {
   int64_t gpu_capacity_bytes = 0;    // memory of the job's current GPU
   double utilization = 0.0;          // 0..1, share of time the GPU is busy with this job
   int64_t iteration_ns = 0;          // measured iteration time when running alone
+  // Measured p99 iteration time alone (the analyzer's step-time tail); 0 when not measured.
+  int64_t iteration_p99_ns = 0;
   // Measured std deviation of the per-iteration peak; negative when not measured.
   double peak_stddev_bytes = -1.0;
   // "class": "latency" | "batch"; "priority": any value marks the job as prioritised;
-  // "max_slowdown": per-job bound overriding the plan-wide one.
+  // "max_slowdown": per-job bound overriding the plan-wide one; "p99_target_ms": a latency
+  // target for the p99 step time (a latency-sensitive job with one may share a lane within it);
+  // "workload": the name of the job's workload in a co-location calibration (its pair terms).
   std::map<std::string, std::string> labels;
   // Where P and T come from, in words ("trace: ...", "nvml: ...", "declared: ..."); empty for a
   // profile file that does not say.

@@ -42,6 +42,14 @@ struct PlannedJob {
   int64_t ephemeral_peak_bytes = 0;
   int64_t solo_iteration_ns = 0;
   std::string memory_evidence;  // where P and T come from (JobProfile::memory_evidence)
+  // The tail (issue 25): the predicted p99 step time on the planned GPU (worst case, every lane
+  // mate at its p99), its bound (the job's p99_target_ms label, else its slowdown bound times
+  // its p99 alone), the p99 alone, and whether the job keeps a lane to itself (latency-sensitive
+  // without a p99 target).
+  double predicted_p99_s = 0;
+  double p99_bound_s = 0;
+  double solo_p99_s = 0;
+  bool own_lane = false;
 };
 
 struct PlannedLane {
