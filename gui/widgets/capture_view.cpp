@@ -138,6 +138,11 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
   flame_layout->addWidget(flame_order_);
   flame_layout->addWidget(flame_, 1);
   bottom_->addTab(flame_page_, "CPU ops flame graph (visible range)");
+  // Kernels, CUDA API calls, copies, … of the visible range, top by total time (nsys stats'
+  // summaries, following the zoom and pan while the tab is shown).
+  visible_summary_ = new AggregateModel(this);
+  visible_page_ = make_table(visible_summary_, bottom_);
+  bottom_->addTab(visible_page_, "Summary (visible range)");
   vertical->addWidget(bottom_);
   vertical->setStretchFactor(0, 5);
   vertical->setStretchFactor(1, 2);
@@ -185,7 +190,10 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
     flame_->set_order(index == 0 ? timeline::CallTreeOrder::top_down
                                  : timeline::CallTreeOrder::bottom_up);
   });
-  connect(bottom_, &QTabWidget::currentChanged, this, [this] { update_flame_graph(); });
+  connect(bottom_, &QTabWidget::currentChanged, this, [this] {
+    update_flame_graph();
+    update_visible_summary();
+  });
   connect(captures_, &QComboBox::activated, this,
           [this](int index) { emit capture_requested(captures_->itemData(index).toLongLong()); });
   connect(track_view_, &QTreeView::clicked, this, [this](const QModelIndex& index) {
@@ -345,8 +353,21 @@ void CaptureView::update_flame_graph() {
     flame_->set_range(timeline_data_, timeline_->view().visible());
 }
 
+void CaptureView::update_visible_summary() {
+  // Only while shown: it walks every event of the visible range.
+  if (bottom_->currentWidget() != visible_page_) return;
+  if (!timeline_data_ || !timeline_data_->has_events) {
+    visible_summary_->set_rows({});
+    return;
+  }
+  const TimeRange visible = timeline_->view().visible();
+  visible_summary_->set_range_length(visible.length());
+  visible_summary_->set_rows(aggregate_range(*timeline_data_, visible));
+}
+
 void CaptureView::update_charts() {
   update_flame_graph();
+  update_visible_summary();
   QChart* util = utilization_->chart();
   QChart* mem = memory_->chart();
   util->removeAllSeries();

@@ -50,6 +50,9 @@ class CaptureView : public QWidget {
   FlameGraphWidget* flame_graph() const { return flame_; }
   QComboBox* flame_order() const { return flame_order_; }
   QTabWidget* bottom_tabs() const { return bottom_; }
+  // The kernels, API calls, copies, … of the visible range by total time (its own tab).
+  AggregateModel* visible_summary_model() const { return visible_summary_; }
+  QWidget* visible_summary_page() const { return visible_page_; }
   QChart* utilization_chart() const;
   QChart* memory_chart() const;
   QChart* step_chart() const;
@@ -93,6 +96,9 @@ class CaptureView : public QWidget {
   QComboBox* flame_order_ = nullptr;
   QWidget* flame_page_ = nullptr;
   void update_flame_graph();
+  void update_visible_summary();
+  AggregateModel* visible_summary_ = nullptr;
+  QWidget* visible_page_ = nullptr;
   QCheckBox* search_regex_ = nullptr;
   QLabel* search_status_ = nullptr;
 };

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "aggregate.h"
 #include "capture_view.h"
 #include "colors.h"
 #include "fleetscope/store/database.h"
@@ -275,6 +276,37 @@ TEST_F(WidgetsTest, FleetFiltersAndDoubleClickOpensTheWorkflowsCaptures) {
   window.wait_loaded();
   ASSERT_TRUE(window.capture_view()->capture_id());
   EXPECT_EQ(*window.capture_view()->capture_id(), fixture_.capture);
+}
+
+TEST_F(WidgetsTest, TheSummaryTabSumsTheVisibleRangeByTotalTime) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QString::fromStdString(path_));
+  ASSERT_TRUE(window.wait_loaded());
+  CaptureView* view = window.capture_view();
+  view->bottom_tabs()->setCurrentWidget(view->visible_summary_page());
+  TimelineWidget* t = view->timeline();
+  const TimeRange range{at_us(900), at_us(3600)};
+  t->show_range(range);
+  const auto expected = aggregate_range(*t->timeline(), t->view().visible());
+  ASSERT_FALSE(expected.empty());
+  AggregateModel* model = view->visible_summary_model();
+  // It follows the view after the charts' debounce.
+  ASSERT_TRUE(QTest::qWaitFor([&] { return model->rowCount() == int(expected.size()); }, 5000));
+  for (int r = 0; r < model->rowCount(); ++r) {
+    EXPECT_EQ(model->index(r, AggregateModel::name).data().toString().toStdString(),
+              expected[size_t(r)].name);
+    EXPECT_EQ(model->row_at(r)->total_ns, expected[size_t(r)].total_ns);
+    if (r) {
+      EXPECT_GE(model->row_at(r - 1)->total_ns, model->row_at(r)->total_ns);
+    }
+  }
+  // gemm runs [1000, 1400) µs of every 1 ms step on stream 7: three whole runs in view.
+  const auto gemm = std::find_if(expected.begin(), expected.end(),
+                                 [](const AggregateRow& a) { return a.name == "gemm"; });
+  ASSERT_NE(gemm, expected.end());
+  EXPECT_EQ(gemm->total_ns, 3 * 400'000);
 }
 
 TEST_F(WidgetsTest, ChartsFollowTheVisibleRangeAndTheSqlConsoleIsReadOnly) {
