@@ -99,7 +99,11 @@ nlohmann::json info_json(const store::Reader& reader, const std::vector<int64_t>
   }
   j["captures"] = captures;
   json processes = json::array();
+  // The processes of the selected captures (rows of no capture apply to every capture).
   for (const store::Process& p : reader.processes()) {
+    if (p.captureId &&
+        std::find(capture_ids.begin(), capture_ids.end(), *p.captureId) == capture_ids.end())
+      continue;
     json pj = {{"pid", p.pid}};
     pj["rank"] = p.rank ? json(*p.rank) : json(nullptr);
     pj["world_size"] = p.world_size ? json(*p.world_size) : json(nullptr);

@@ -29,6 +29,7 @@ std::string two_capture_db(const test_support::TempDir& dir) {
   for (int n = 0; n < 2; ++n) {
     const int64_t cap = w.add_capture({.source = "test", .start_ns = 0, .end_ns = 1'000'000'000});
     w.add_gpu({.id = 0, .captureId = cap, .name = "NVIDIA A100", .smCount = 108});
+    w.upsert_process({.captureId = cap, .globalPid = store::global_pid(40 + n), .pid = 40 + n});
     for (int64_t start : {1'000'000, 900'000'000}) {
       store::Kernel k;
       k.start = start + n * 100'000, k.end = k.start + 2'000'000, k.demangledName = "gemm";
@@ -106,8 +107,11 @@ TEST(ReadingInputs, SeveralCapturesAreChosenNotGuessed) {
   EXPECT_EQ(nlohmann::json::parse(info.out)["captures"].size(), 2u);
   const CliRun one = run_cli({"info", db, "--format", "json", "--capture", "2"});
   ASSERT_EQ(one.code, 0) << one.err;
-  ASSERT_EQ(nlohmann::json::parse(one.out)["captures"].size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(one.out)["captures"][0]["id"], 2);
+  const auto only = nlohmann::json::parse(one.out);
+  ASSERT_EQ(only["captures"].size(), 1u);
+  EXPECT_EQ(only["captures"][0]["id"], 2);
+  ASSERT_EQ(only["processes"].size(), 1u);  // the process of capture 2 only
+  EXPECT_EQ(only["processes"][0]["pid"], 41);
 }
 
 // The findings do not depend on the format: table/json analyse now, as html does.
