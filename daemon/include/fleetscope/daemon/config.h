@@ -27,6 +27,8 @@ struct DaemonConfig {
       -1;  // uid of a verified certificate whose CN is not listed; -1 = refuse
   std::string prometheus_address = "127.0.0.1";
   int64_t prometheus_port = 9402;  // 0 = any free port, -1 = off
+  // exporter-toolkit's web.yml (web_config.h): TLS and basic auth of the Prometheus endpoint.
+  std::string prometheus_web_config;
   int64_t sample_interval_ms = 1000;
   int64_t metrics_window_s = 60;  // workflow_metrics row period
   std::string nvml_library = "libnvidia-ml.so.1";
