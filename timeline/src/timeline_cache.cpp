@@ -127,8 +127,8 @@ std::string cache_folder_of(const std::string& db_path) {
   // Beside the database when that folder is this user's alone; elsewhere (a shared or another
   // user's folder) a file planted there could be read as the cache or be overwritten through a
   // link, so the cache goes to the user's own cache folder.
-  if (::lstat(folder.c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
-      info.st_uid == ::geteuid() && (info.st_mode & 022) == 0)
+  if (::lstat(folder.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid() &&
+      (info.st_mode & 022) == 0)
     return folder;
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
@@ -261,8 +261,8 @@ bool save_timeline_cache(const std::string& db_path, const TimelineData& data,
   // the database (a link at a predictable name) can make this write land elsewhere. rename(2)
   // replaces a link at the final name, it does not follow it.
   std::random_device entropy;
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(entropy() % 1000000000u);
+  const std::string tmp =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(entropy() % 1000000000u);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   size_t written = 0;
