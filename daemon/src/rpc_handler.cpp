@@ -6,6 +6,7 @@
 
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/daemon/batch_decoder.h"
+#include "fleetscope/daemon/scheduler_identity.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope_constants.h"
 #include "rpc_errors.h"
@@ -355,8 +356,14 @@ rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& claime
                   " cannot join it (set another FLEETSCOPE_WORKFLOW)",
               "workflow");
   }
-  core_.store().remember_workflow_labels(hello.workflow, hello.labels);
-  AgentEntry entry = core_.registry().add(hello, caller_, core_.now());
+  // The scheduler's identity as the kernel shows it to the daemon wins over the agent's word.
+  rpc::AgentHello checked = hello;
+  checked.labels = kernel_checked_labels(hello.labels,
+                                         read_process_cgroup(caller_.pid, core_.config().proc_root),
+                                         caller_.uid, uid_of_user_name);
+  checked.__isset.labels = !checked.labels.empty();
+  core_.store().remember_workflow_labels(checked.workflow, checked.labels);
+  AgentEntry entry = core_.registry().add(checked, caller_, core_.now());
   registered_id_ = entry.id;
   rpc::AgentWelcome welcome;
   welcome.agent_id = entry.id;

@@ -83,6 +83,25 @@ std::optional<std::string> container_id_from_cgroup(const std::string& cgroup_te
   return std::nullopt;
 }
 
+std::optional<std::string> slurm_job_id_from_cgroup(const std::string& cgroup_text) {
+  std::istringstream lines(cgroup_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t slurm = line.find("/slurm");
+    if (slurm == std::string::npos) continue;
+    // The first path component "job_<digits>" after Slurm's own folder.
+    for (size_t at = line.find("/job_", slurm); at != std::string::npos;
+         at = line.find("/job_", at + 1)) {
+      const size_t begin = at + 5;
+      size_t end = begin;
+      while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+      if (end > begin && end - begin <= 19 && (end == line.size() || line[end] == '/'))
+        return line.substr(begin, end - begin);
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> scheduler_labels(const EnvLookup& env, const std::string& cgroup_text) {
   std::vector<std::string> labels;
   auto add = [&](const char* key, const std::optional<std::string>& value) {

@@ -24,6 +24,7 @@ struct Fixture : ::testing::Test {
     config.database = dir.file("host.db");
     config.nvml_library = dir.file("no-such-libnvidia-ml.so");
     config.trace_grace_ms = 100;
+    config.proc_root = dir.file("no-proc");  // fabricated pids: no real /proc/PID/cgroup is read
     core = std::make_unique<DaemonCore>(config, log, [this] { return now; });
   }
 

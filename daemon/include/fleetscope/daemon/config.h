@@ -50,6 +50,9 @@ struct DaemonConfig {
   int64_t request_deadline_ms = 10'000;
   int64_t api_max_frame_bytes = 4 << 20;
   std::string config_file;  // where the file settings came from
+  // Where the daemon reads what the kernel says of its clients' processes (/proc/PID/cgroup,
+  // scheduler_identity.h). Not a file setting: tests point it at a fabricated /proc.
+  std::string proc_root = "/proc";
 };
 
 // Applies a config file's settings on top of `config`. Throws std::runtime_error naming the file,

@@ -36,6 +36,10 @@ std::optional<std::string> pod_uid_from_cgroup(const std::string& cgroup_text);
 // ".../pod<uid>/<id>" (cgroupfs driver) or ".../cri-containerd-<id>.scope", "crio-<id>.scope",
 // "docker-<id>.scope" (systemd driver), if any.
 std::optional<std::string> container_id_from_cgroup(const std::string& cgroup_text);
+// The Slurm job id in /proc/PID/cgroup text, from Slurm's cgroup plugins:
+// ".../slurm/uid_<uid>/job_<id>/step_<s>..." (cgroup v1, "slurm_<node>" with several slurmd
+// per node) or ".../slurmstepd.scope/job_<id>/step_<s>..." (cgroup v2), if any.
+std::optional<std::string> slurm_job_id_from_cgroup(const std::string& cgroup_text);
 
 // The scheduler's identity of the process, as "key=value" labels the daemon puts on its workflow
 // (Prometheus series, the workflow row): Slurm's SLURM_JOB_ID, SLURM_JOB_USER,
