@@ -207,6 +207,18 @@ std::string render_exposition(const ExpositionInput& in) {
   for (const auto& [key, count] : in.lane_denials)
     out << "fleetscope_lane_denied_allocations_total{" << device_labels(key.second)
         << ",workflow=\"" << escape_label_value(key.first) << "\"} " << count << '\n';
+  // Slurm job, Kubernetes pod and container of a workflow, on each of its series: `fleet
+  // --prometheus --by LABEL` and dashboards can rank by them across hosts. Keys are the daemon's
+  // fixed set (valid label names); values are escaped.
+  auto scheduler_labels = [&](const std::string& workflow) {
+    std::string text;
+    if (auto labels = in.workflow_labels.find(workflow); labels != in.workflow_labels.end())
+      for (const auto& label : labels->second)
+        if (auto eq = label.find('='); eq != std::string::npos)
+          text +=
+              ',' + label.substr(0, eq) + "=\"" + escape_label_value(label.substr(eq + 1)) + '"';
+    return text;
+  };
   // What `fleetscope fleet --prometheus` shows beside the GPU time: each workflow's captures in
   // this host's database and its largest stored finding (one series per workflow: the rule is a
   // label of the top one only, so the cardinality stays that of the workflows).
@@ -216,30 +228,24 @@ std::string render_exposition(const ExpositionInput& in) {
             "Trace captures of the workflow in this host's database"});
     for (const auto& [workflow, c] : in.workflow_captures)
       out << "fleetscope_workflow_captures{" << host << ",workflow=\""
-          << escape_label_value(workflow) << "\"} " << c.captures << '\n';
+          << escape_label_value(workflow) << '"' << scheduler_labels(workflow) << "} " << c.captures
+          << '\n';
     header({"fleetscope_workflow_top_finding_impact_seconds", "gauge",
             "Impact of the workflow's largest stored finding; its rule is the label"});
     for (const auto& [workflow, c] : in.workflow_captures)
       if (!c.top_rule.empty())
         out << "fleetscope_workflow_top_finding_impact_seconds{" << host << ",workflow=\""
-            << escape_label_value(workflow) << "\",rule=\"" << escape_label_value(c.top_rule)
-            << "\"} " << number(static_cast<double>(c.top_impact_ns) / 1e9) << '\n';
+            << escape_label_value(workflow) << "\",rule=\"" << escape_label_value(c.top_rule) << '"'
+            << scheduler_labels(workflow) << "} "
+            << number(static_cast<double>(c.top_impact_ns) / 1e9) << '\n';
   }
   auto workflow_family = [&](const Family& f, auto value_of) {
     if (in.workflows.empty()) return;
     header(f);
     for (const auto& [key, totals] : in.workflows) {
       out << f.name << '{' << device_labels(key.second) << ",workflow=\""
-          << escape_label_value(key.first) << '"';
-      // Slurm job, Kubernetes pod and container of the workflow: `fleet --prometheus` and
-      // dashboards can rank by them across hosts. Keys are the daemon's fixed set (valid label
-      // names); values are escaped.
-      if (auto labels = in.workflow_labels.find(key.first); labels != in.workflow_labels.end())
-        for (const auto& label : labels->second)
-          if (auto eq = label.find('='); eq != std::string::npos)
-            out << ',' << label.substr(0, eq) << "=\"" << escape_label_value(label.substr(eq + 1))
-                << '"';
-      out << "} " << number(value_of(totals)) << '\n';
+          << escape_label_value(key.first) << '"' << scheduler_labels(key.first) << "} "
+          << number(value_of(totals)) << '\n';
     }
   };
   workflow_family({"fleetscope_workflow_gpu_seconds_total", "counter",
