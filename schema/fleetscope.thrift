@@ -186,6 +186,7 @@ struct AgentInfo {
   8: required list<i32> devices,        // CUDA device ordinals the process may use
   9: required i64 registered_ns,
   10: optional i64 open_capture_id,     // the window currently open in this process, if any
+  11: optional list<string> labels,     // scheduler identity (AgentHello.labels), as kept
 }
 
 // One GPU as the daemon's device sampler sees it.
@@ -432,6 +433,10 @@ struct AgentHello {
   // the hand-numbered records before the generated ones; the daemon refuses any other version
   // than AGENT_PROTOCOL_VERSION with a message naming both (an old agent cannot be decoded).
   8: optional i32 protocol_version,
+  // The scheduler's identity, "key=value" (process_facts.h scheduler_labels): slurm_job_id,
+  // slurm_job_user, slurm_array_job_id, slurm_array_task_id, k8s_pod_uid, k8s_container_id,
+  // k8s_namespace, k8s_pod. Other keys are dropped by the daemon.
+  9: optional list<string> labels,
 }
 
 const i32 AGENT_PROTOCOL_VERSION = 2

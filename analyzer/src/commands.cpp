@@ -594,11 +594,11 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
 }
 
 void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::string& format,
-                         std::ostream& out) {
+                         std::ostream& out, const std::string& name_column) {
   if (format == "json") {
     json list = json::array();
     for (const auto& w : ranking)
-      list.push_back({{"workflow", w.workflow},
+      list.push_back({{name_column, w.workflow},
                       {"user", w.user},
                       {"captures", w.captures},
                       {"devices", w.devices},
@@ -611,7 +611,8 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
                       {"top_rule", w.top_rule}});
     out << list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "csv") {
-    out << "workflow,user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
+    out << name_column
+        << ",user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
            "findings_impact_ns,top_rule\n";
     for (const auto& w : ranking)
       out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
@@ -621,7 +622,9 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
     int name_width = 32;
     for (const auto& w : ranking)
       name_width = std::max(name_width, static_cast<int>(w.workflow.size()) + 2);
-    out << std::left << std::setw(name_width) << "WORKFLOW" << std::setw(14) << "WASTED GPU-H"
+    std::string title = name_column;
+    for (char& c : title) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out << std::left << std::setw(name_width) << title << std::setw(14) << "WASTED GPU-H"
         << std::setw(12) << "GPU-H" << std::setw(8) << "UTIL" << std::setw(10) << "CAPTURES"
         << "TOP FINDING\n";
     for (const auto& w : ranking) {

@@ -9,12 +9,60 @@
 #include "fleetscope/importers/import_command.h"
 #include "fleetscope/launcher/run_command.h"
 #include "fleetscope/sharer/commands.h"
+#include "fleetscope/store/read_policy.h"
 
 namespace fleetscope::cli {
+namespace {
+
+// Every command that reads trace files has a time budget, so that no file (a planted one, or one
+// damaged into something endless) keeps it busy for ever: --timeout SECONDS (default an hour,
+// 0 = none) for all the databases it opens (store/read_policy.h). `sql` has its own per query.
+constexpr double kDefaultReadSeconds = 3600;
+
+CommandFn with_read_budget(CommandFn run) {
+  return [run = std::move(run)](const std::vector<std::string>& args, std::ostream& out,
+                                std::ostream& err) {
+    std::vector<std::string> rest;
+    double seconds = kDefaultReadSeconds;
+    bool help = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::string value;
+      if (args[i] == "--timeout" && i + 1 < args.size()) {
+        value = args[++i];
+      } else if (args[i].rfind("--timeout=", 0) == 0) {
+        value = args[i].substr(10);
+      } else {
+        help = help || args[i] == "--help" || args[i] == "-h";
+        rest.push_back(args[i]);
+        continue;
+      }
+      size_t used = 0;
+      try {
+        seconds = std::stod(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != value.size() || !(seconds >= 0) || seconds > 1e9) {
+        err << "error: --timeout expects a number of seconds >= 0, got '" << value << "'\n";
+        return 2;
+      }
+    }
+    store::set_read_time_limit(seconds);
+    const int code = run(rest, out, err);
+    store::set_read_time_limit(0);
+    if (help)
+      out << "  --timeout SECONDS  stop reading the databases after SECONDS (default "
+          << kDefaultReadSeconds << ", 0 = no limit)\n";
+    return code;
+  };
+}
+
+}  // namespace
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"info", "summarize a trace database (devices, processes, span, counts)", run_info_command},
+      {"info", "summarize a trace database (devices, processes, span, counts)",
+       with_read_budget(run_info_command)},
       {"sql", "run a read-only SQL query on a trace database", run_sql_command},
       {"migrate", "upgrade trace databases from older fleetscope builds, in place",
        run_migrate_command},
@@ -28,24 +76,24 @@ const std::vector<Command>& commands() {
          return launcher::run_run_command(a, o, e, run_info_command);
        }},
       {"analyze", "run the antipattern rules on a capture and store the findings",
-       analyzer::run_analyze_command},
+       with_read_budget(analyzer::run_analyze_command)},
       {"report", "print the findings stored for a capture (table, markdown, json, chrome-trace)",
-       analyzer::run_report_command},
+       with_read_budget(analyzer::run_report_command)},
       {"fleet", "rank jobs by wasted GPU-hours across trace databases or a Prometheus server",
        [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) {
          for (const auto& arg : a)
            if (arg == "--prometheus" || arg.rfind("--prometheus=", 0) == 0)
              return run_prometheus_fleet(a, o, e);
-         return analyzer::run_fleet_command(a, o, e);
+         return with_read_budget(analyzer::run_fleet_command)(a, o, e);
        }},
-      {"diff", "compare the metrics of two captures", analyzer::run_diff_command},
+      {"diff", "compare the metrics of two captures", with_read_budget(analyzer::run_diff_command)},
       {"candidates",
        "jobs that could share a GPU: utilization, persistent P and ephemeral T memory",
-       analyzer::run_candidates_command},
+       with_read_budget(analyzer::run_candidates_command)},
       {"export", "write a trace database (or one capture) as Chrome-trace JSON for Perfetto",
-       exporter::run_export_command},
+       with_read_budget(exporter::run_export_command)},
       {"share plan", "plan GPU consolidation: which jobs share which GPU memory lane",
-       sharer::run_share_plan_command},
+       with_read_budget(sharer::run_share_plan_command)},
       {"share calibrate",
        "fit the interference model to co-location measurements (scripts/gpu-check)",
        sharer::run_share_calibrate_command},

@@ -34,27 +34,38 @@ std::string url_encode(const std::string& text) {
 
 }  // namespace
 
-// Metric names: daemon/prometheus.h. Summed over hosts and GPUs per workflow label.
-std::string held_query(const std::string& range) {
-  return "sum by (workflow) (" + counter("fleetscope_workflow_gpu_seconds_total", range) + ")";
+// Metric names: daemon/prometheus.h. Summed over hosts and GPUs per value of label `by`.
+std::string held_query(const std::string& range, const std::string& by) {
+  return "sum by (" + by + ") (" + counter("fleetscope_workflow_gpu_seconds_total", range) + ")";
 }
-std::string busy_query(const std::string& range) {
-  return "sum by (workflow) (" + counter("fleetscope_workflow_gpu_busy_seconds_total", range) + ")";
+std::string busy_query(const std::string& range, const std::string& by) {
+  return "sum by (" + by + ") (" + counter("fleetscope_workflow_gpu_busy_seconds_total", range) +
+         ")";
 }
-std::string devices_query(const std::string& range) {
-  return "count by (workflow) (" + counter("fleetscope_workflow_gpu_seconds_total", range) + ")";
+std::string devices_query(const std::string& range, const std::string& by) {
+  return "count by (" + by + ") (" + counter("fleetscope_workflow_gpu_seconds_total", range) + ")";
 }
 
-std::string captures_query() {
-  return "sum by (workflow) (fleetscope_workflow_captures)";
+std::string captures_query(const std::string& by) {
+  return "sum by (" + by + ") (fleetscope_workflow_captures)";
 }
 std::string top_finding_query() {
   return "fleetscope_workflow_top_finding_impact_seconds";
 }
 
-std::vector<std::pair<std::string, double>> parse_vector_by_workflow(const std::string& json_text) {
+bool is_label_name(const std::string& name) {
+  // Prometheus' data model: [a-zA-Z_][a-zA-Z0-9_]*; names starting "__" are reserved.
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) || name.rfind("__", 0) == 0)
+    return false;
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '_') return false;
+  return true;
+}
+
+std::vector<std::pair<std::string, double>> parse_vector_by_workflow(const std::string& json_text,
+                                                                     const std::string& key) {
   std::vector<std::pair<std::string, double>> out;
-  for (auto& [workflow, unused, value] : parse_vector_by_workflow_and(json_text, ""))
+  for (auto& [workflow, unused, value] : parse_vector_by_workflow_and(json_text, "", key))
     out.emplace_back(std::move(workflow), value);
   return out;
 }
@@ -81,7 +92,7 @@ void add_captures_and_findings(
 }
 
 std::vector<std::tuple<std::string, std::string, double>> parse_vector_by_workflow_and(
-    const std::string& json_text, const std::string& label) {
+    const std::string& json_text, const std::string& label, const std::string& key) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(json_text);
@@ -98,7 +109,7 @@ std::vector<std::tuple<std::string, std::string, double>> parse_vector_by_workfl
                              ", expected a vector");
   std::vector<std::tuple<std::string, std::string, double>> out;
   for (const auto& sample : data.at("result")) {
-    std::string workflow = sample.at("metric").value("workflow", "");
+    std::string workflow = sample.at("metric").value(key, "");
     std::string other = label.empty() ? "" : sample.at("metric").value(label, "");
     // value: [ <unix time>, "<number as text>" ] (Prometheus HTTP API, instant vectors)
     double value = std::stod(sample.at("value").at(1).get<std::string>());
@@ -188,16 +199,21 @@ std::string http_get(const std::string& url, int timeout_ms) {
 
 int run_prometheus_fleet(const std::vector<std::string>& args, std::ostream& out,
                          std::ostream& err) {
-  std::string url, format = "table", range;
+  std::string url, format = "table", range, by = "workflow";
   int64_t top = 20;
   common::ArgParser parser(
-      "fleetscope fleet --prometheus URL [--range DURATION] [--format table|json|csv] [--top N]",
+      "fleetscope fleet --prometheus URL [--range DURATION] [--by LABEL] [--format "
+      "table|json|csv] [--top N]",
       "Ranks jobs across every host a Prometheus server scrapes by wasted GPU-hours "
       "(GPU-seconds held minus busy GPU-seconds, from each host's fleetscoped).");
   parser.option("--prometheus", "URL", "Prometheus server, e.g. http://prometheus:9090", &url)
       .option("--range", "DURATION",
               "only the last DURATION (PromQL, e.g. 1d); default: since each daemon started",
               &range)
+      .option("--by", "LABEL",
+              "rank by this label of the series instead of the workflow: slurm_job_id, "
+              "slurm_job_user, k8s_pod_uid, k8s_pod, k8s_namespace, ... (docs/daemon.md)",
+              &by)
       .option("--format", "FORMAT", "table (default), json or csv", &format)
       .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);
   if (auto code = parser.parse(args, out, err)) return *code;
@@ -205,22 +221,32 @@ int run_prometheus_fleet(const std::vector<std::string>& args, std::ostream& out
     err << "error: --format must be table, json or csv\n";
     return 2;
   }
+  if (!is_label_name(by)) {
+    err << "error: --by expects a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got '" << by
+        << "'\n";
+    return 2;
+  }
   while (!url.empty() && url.back() == '/') url.pop_back();
   try {
     auto query = [&](const std::string& promql) {
-      return parse_vector_by_workflow(http_get(url + "/api/v1/query?query=" + url_encode(promql)));
+      return parse_vector_by_workflow(http_get(url + "/api/v1/query?query=" + url_encode(promql)),
+                                      by);
     };
-    auto ranking = ranking_from_prometheus(query(held_query(range)), query(busy_query(range)),
-                                           query(devices_query(range)));
+    auto ranking =
+        ranking_from_prometheus(query(held_query(range, by)), query(busy_query(range, by)),
+                                query(devices_query(range, by)));
     // CAPTURES and TOP FINDING from the daemons' host databases (their current state: a capture
     // count and a finding are not counters, so --range does not apply to them).
     add_captures_and_findings(
-        ranking, query(captures_query()),
+        ranking, query(captures_query(by)),
         parse_vector_by_workflow_and(
-            http_get(url + "/api/v1/query?query=" + url_encode(top_finding_query())), "rule"));
+            http_get(url + "/api/v1/query?query=" + url_encode(top_finding_query())), "rule", by));
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
-    analyzer::write_fleet_ranking(ranking, format, out);
+    // Series without the label (a workflow outside any Slurm job or pod) are one group.
+    for (auto& w : ranking)
+      if (w.workflow.empty()) w.workflow = "(no " + by + ")";
+    analyzer::write_fleet_ranking(ranking, format, out, by);
     return 0;
   } catch (const std::exception& e) {
     err << "error: " << url << ": " << e.what() << "\n";

@@ -12,6 +12,7 @@
 #include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/query_stream.h"
+#include "fleetscope/store/read_policy.h"
 #include "fleetscope/store/reader.h"
 
 namespace fleetscope::cli {
@@ -290,6 +291,12 @@ int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std
     return 2;
   }
   try {
+    // `sql` inspects a file as it is (a view where a table should be, a trigger): the shape check
+    // of other readers is off for its open; its query has its own time limit.
+    store::set_shape_checks(false);
+    struct ShapeChecksBack {
+      ~ShapeChecksBack() { store::set_shape_checks(true); }
+    } shape_checks_back;
     store::Database db = store::Database::open(positionals[0], store::OpenMode::read_only);
     store::QueryLimits limits;
     limits.time_limit_s = timeout_s;

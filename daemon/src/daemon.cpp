@@ -61,11 +61,16 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
                           lane_directory_path(config, std::getenv("FLEETSCOPE_LANE_DIR")), 200);
     err << "fleetscoped: iteration gate on " << gate_socket << '\n';
     if (config.prometheus_port >= 0) {
-      metrics = std::make_unique<MetricsEndpoint>(config.prometheus_address,
-                                                  static_cast<int>(config.prometheus_port),
-                                                  [&core] { return core->exposition(); });
-      err << "fleetscoped: Prometheus metrics on http://" << config.prometheus_address << ':'
-          << metrics->port() << "/metrics\n";
+      WebConfig web;
+      if (!config.prometheus_web_config.empty())
+        web = load_web_config(config.prometheus_web_config);
+      metrics = std::make_unique<MetricsEndpoint>(
+          config.prometheus_address, static_cast<int>(config.prometheus_port),
+          [&core] { return core->exposition(); }, EndpointLimits{}, std::move(web));
+      const bool tls = !config.prometheus_web_config.empty() &&
+                       load_web_config(config.prometheus_web_config).tls.has_value();
+      err << "fleetscoped: Prometheus metrics on " << (tls ? "https" : "http") << "://"
+          << config.prometheus_address << ':' << metrics->port() << "/metrics\n";
     }
   } catch (const std::exception& e) {
     err << "fleetscoped: " << e.what() << '\n';

@@ -203,6 +203,8 @@ std::string DaemonCore::exposition() const {
   ExpositionInput input;
   input.hostname = hostname_;
   input.agents = static_cast<int64_t>(registry_.size());
+  for (const auto& agent : registry_.all())
+    if (!agent.labels.empty()) input.workflow_labels.try_emplace(agent.workflow, agent.labels);
   input.open_windows = static_cast<int64_t>(traces_->open_windows(Caller{0, 0}).size());
   input.device_sampling = sampler_->available();
   input.lane_denials = sharing_->denied_totals();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/gpu_utilization.h"
@@ -127,6 +128,18 @@ uid_t HostStore::claim_workflow(const std::string& name, uid_t uid, int64_t now_
   return uid;
 }
 
+void HostStore::remember_workflow_labels(const std::string& name,
+                                         const std::vector<std::string>& labels) {
+  if (labels.empty()) return;
+  nlohmann::json object = nlohmann::json::object();
+  for (const auto& label : labels)
+    if (auto eq = label.find('='); eq != std::string::npos)
+      object[label.substr(0, eq)] = label.substr(eq + 1);
+  std::lock_guard lock(mutex_);
+  workflow_labels_.try_emplace(
+      name, object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 std::optional<uid_t> HostStore::workflow_owner(const std::string& name) {
   std::lock_guard lock(mutex_);
   auto it = workflow_owners_.find(name);
@@ -154,6 +167,11 @@ int64_t HostStore::workflow_id(const std::string& name, const std::optional<std:
   store::Workflow w;
   w.name = name;
   w.user = user;
+  {
+    std::lock_guard labels_lock(mutex_);  // workflow_labels_
+    if (auto labels = workflow_labels_.find(name); labels != workflow_labels_.end())
+      w.labels_json = labels->second;
+  }
   const int64_t id = catalog_->add_workflow(w);
   std::lock_guard lock(workflows_mutex_);
   workflows_[name] = id;

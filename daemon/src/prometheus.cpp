@@ -1,7 +1,10 @@
 #include "fleetscope/daemon/prometheus.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,6 +18,77 @@
 
 namespace fleetscope::daemon {
 namespace {
+
+std::string openssl_error() {
+  char text[256] = "unknown error";
+  if (unsigned long code = ERR_get_error()) ERR_error_string_n(code, text, sizeof text);
+  return text;
+}
+
+// One client connection, plain or TLS, read and written without blocking (the caller polls).
+// read_some/write_some: bytes moved (> 0), 0 at the end, kWantRead/kWantWrite to wait, kFailed.
+constexpr int kWantRead = -1, kWantWrite = -2, kFailed = -3;
+class ClientIo {
+ public:
+  ClientIo(int fd, SSL_CTX* tls) : fd_(fd) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (tls) {
+      ssl_ = SSL_new(tls);
+      if (ssl_)
+        SSL_set_fd(ssl_, fd);
+      else
+        broken_ = true;  // never answer in plain text what must go over TLS
+    }
+  }
+  ~ClientIo() {
+    if (ssl_) SSL_free(ssl_);
+  }
+  // The TLS handshake, one step: 1 done, else what to wait for.
+  int handshake() {
+    if (broken_) return kFailed;
+    if (!ssl_) return 1;
+    ERR_clear_error();
+    int rc = SSL_accept(ssl_);
+    return rc == 1 ? 1 : translate(rc);
+  }
+  int read_some(char* into, size_t n) {
+    if (!ssl_) {
+      ssize_t got = ::recv(fd_, into, n, 0);
+      if (got >= 0) return static_cast<int>(got);
+      return errno == EAGAIN || errno == EINTR ? kWantRead : kFailed;
+    }
+    ERR_clear_error();
+    int got = SSL_read(ssl_, into, static_cast<int>(n));
+    return got > 0 ? got : translate(got);
+  }
+  int write_some(const char* from, size_t n) {
+    if (!ssl_) {
+      ssize_t put = ::send(fd_, from, n, MSG_NOSIGNAL);
+      if (put >= 0) return static_cast<int>(put);
+      return errno == EAGAIN || errno == EINTR ? kWantWrite : kFailed;
+    }
+    ERR_clear_error();
+    int put = SSL_write(ssl_, from, static_cast<int>(n));
+    return put > 0 ? put : translate(put);
+  }
+
+ private:
+  int translate(int rc) {
+    switch (SSL_get_error(ssl_, rc)) {
+      case SSL_ERROR_WANT_READ:
+        return kWantRead;
+      case SSL_ERROR_WANT_WRITE:
+        return kWantWrite;
+      case SSL_ERROR_ZERO_RETURN:
+        return 0;
+      default:
+        return kFailed;
+    }
+  }
+  int fd_;
+  SSL* ssl_ = nullptr;
+  bool broken_ = false;
+};
 
 std::string number(double value) {
   std::ostringstream out;
@@ -133,6 +207,18 @@ std::string render_exposition(const ExpositionInput& in) {
   for (const auto& [key, count] : in.lane_denials)
     out << "fleetscope_lane_denied_allocations_total{" << device_labels(key.second)
         << ",workflow=\"" << escape_label_value(key.first) << "\"} " << count << '\n';
+  // Slurm job, Kubernetes pod and container of a workflow, on each of its series: `fleet
+  // --prometheus --by LABEL` and dashboards can rank by them across hosts. Keys are the daemon's
+  // fixed set (valid label names); values are escaped.
+  auto scheduler_labels = [&](const std::string& workflow) {
+    std::string text;
+    if (auto labels = in.workflow_labels.find(workflow); labels != in.workflow_labels.end())
+      for (const auto& label : labels->second)
+        if (auto eq = label.find('='); eq != std::string::npos)
+          text +=
+              ',' + label.substr(0, eq) + "=\"" + escape_label_value(label.substr(eq + 1)) + '"';
+    return text;
+  };
   // What `fleetscope fleet --prometheus` shows beside the GPU time: each workflow's captures in
   // this host's database and its largest stored finding (one series per workflow: the rule is a
   // label of the top one only, so the cardinality stays that of the workflows).
@@ -142,21 +228,25 @@ std::string render_exposition(const ExpositionInput& in) {
             "Trace captures of the workflow in this host's database"});
     for (const auto& [workflow, c] : in.workflow_captures)
       out << "fleetscope_workflow_captures{" << host << ",workflow=\""
-          << escape_label_value(workflow) << "\"} " << c.captures << '\n';
+          << escape_label_value(workflow) << '"' << scheduler_labels(workflow) << "} " << c.captures
+          << '\n';
     header({"fleetscope_workflow_top_finding_impact_seconds", "gauge",
             "Impact of the workflow's largest stored finding; its rule is the label"});
     for (const auto& [workflow, c] : in.workflow_captures)
       if (!c.top_rule.empty())
         out << "fleetscope_workflow_top_finding_impact_seconds{" << host << ",workflow=\""
-            << escape_label_value(workflow) << "\",rule=\"" << escape_label_value(c.top_rule)
-            << "\"} " << number(static_cast<double>(c.top_impact_ns) / 1e9) << '\n';
+            << escape_label_value(workflow) << "\",rule=\"" << escape_label_value(c.top_rule) << '"'
+            << scheduler_labels(workflow) << "} "
+            << number(static_cast<double>(c.top_impact_ns) / 1e9) << '\n';
   }
   auto workflow_family = [&](const Family& f, auto value_of) {
     if (in.workflows.empty()) return;
     header(f);
-    for (const auto& [key, totals] : in.workflows)
+    for (const auto& [key, totals] : in.workflows) {
       out << f.name << '{' << device_labels(key.second) << ",workflow=\""
-          << escape_label_value(key.first) << "\"} " << number(value_of(totals)) << '\n';
+          << escape_label_value(key.first) << '"' << scheduler_labels(key.first) << "} "
+          << number(value_of(totals)) << '\n';
+    }
   };
   workflow_family({"fleetscope_workflow_gpu_seconds_total", "counter",
                    "Seconds the workflow held a context on the GPU"},
@@ -172,8 +262,34 @@ std::string render_exposition(const ExpositionInput& in) {
 }
 
 MetricsEndpoint::MetricsEndpoint(std::string address, int port, std::function<std::string()> render,
-                                 EndpointLimits limits)
-    : render_(std::move(render)), limits_(limits) {
+                                 EndpointLimits limits, WebConfig web)
+    : render_(std::move(render)), limits_(limits), web_(std::move(web)) {
+  if (web_.tls) {
+    const WebConfig::Tls& tls = *web_.tls;
+    tls_ = SSL_CTX_new(TLS_server_method());
+    if (!tls_) throw std::runtime_error("metrics endpoint: cannot make a TLS context");
+    SSL_CTX_set_min_proto_version(tls_,
+                                  tls.min_version == "TLS13" ? TLS1_3_VERSION : TLS1_2_VERSION);
+    auto fail = [&](const std::string& file, const std::string& what) {
+      std::string why = openssl_error();
+      SSL_CTX_free(tls_);
+      tls_ = nullptr;
+      throw std::runtime_error("metrics endpoint: " + file + ": " + what + ": " + why);
+    };
+    if (SSL_CTX_use_certificate_chain_file(tls_, tls.cert_file.c_str()) != 1)
+      fail(tls.cert_file, "cannot load the certificate");
+    if (SSL_CTX_use_PrivateKey_file(tls_, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(tls_) != 1)
+      fail(tls.key_file, "cannot load the key of " + tls.cert_file);
+    if (!tls.client_ca_file.empty()) {
+      if (SSL_CTX_load_verify_locations(tls_, tls.client_ca_file.c_str(), nullptr) != 1)
+        fail(tls.client_ca_file, "cannot load the client CA");
+      int mode = SSL_VERIFY_PEER;
+      if (tls.client_auth_type == "RequireAndVerifyClientCert")
+        mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+      if (tls.client_auth_type != "NoClientCert") SSL_CTX_set_verify(tls_, mode, nullptr);
+    }
+  }
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0)
     throw std::runtime_error("metrics endpoint: socket: " + std::string(strerror(errno)));
@@ -217,6 +333,8 @@ void MetricsEndpoint::stop() {
   clients_.clear();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
+  if (tls_) SSL_CTX_free(tls_);
+  tls_ = nullptr;
 }
 
 void MetricsEndpoint::reap_finished() {
@@ -270,44 +388,52 @@ void MetricsEndpoint::serve() {
 }
 
 void MetricsEndpoint::answer(int client) {
-  // The whole request must arrive, and the whole answer leave, within the deadline, however
-  // slowly the bytes come (a per-recv timeout would restart with every byte).
+  // The whole exchange (TLS handshake, request, answer) must be done within the deadline,
+  // however slowly the bytes come (a per-recv timeout would restart with every byte).
   const auto deadline = std::chrono::steady_clock::now() + limits_.request_deadline;
-  auto wait_for = [&](short events) {
+  ClientIo io(client, tls_);
+  auto wait_for = [&](int want) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || stopping_) return false;
-    pollfd p{client, events, 0};
+    if (left.count() <= 0 || stopping_ || want == kFailed) return false;
+    pollfd p{client, static_cast<short>(want == kWantWrite ? POLLOUT : POLLIN), 0};
     return ::poll(&p, 1, static_cast<int>(left.count())) > 0;
   };
+  for (int step; (step = io.handshake()) != 1;)
+    if (step == 0 || step == kFailed || !wait_for(step)) return;
   std::string request;
   char buffer[2048];
   while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
-    if (!wait_for(POLLIN)) return;
-    ssize_t n = ::recv(client, buffer, sizeof buffer, MSG_DONTWAIT);
+    int n = io.read_some(buffer, sizeof buffer);
     if (n == 0) return;
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return;
+      if (!wait_for(n)) return;
+      continue;
     }
     request.append(buffer, static_cast<size_t>(n));
   }
-  std::string status = "404 Not Found", type = "text/plain", body = "only GET /metrics is served\n";
-  if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
+  std::string status = "404 Not Found", type = "text/plain", body = "only GET /metrics is served\n",
+              extra;
+  if (!basic_auth_allows(web_, request)) {
+    status = "401 Unauthorized";
+    body = "authentication required\n";
+    extra = "WWW-Authenticate: Basic realm=\"fleetscoped\"\r\n";
+  } else if (request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0) {
     status = "200 OK";
     type = "text/plain; version=0.0.4; charset=utf-8";
     body = render_();
   }
   std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
-                         "\r\nContent-Length: " + std::to_string(body.size()) +
-                         "\r\nConnection: close\r\n\r\n" + body;
+                         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra +
+                         "Connection: close\r\n\r\n" + body;
   size_t sent = 0;
   while (sent < response.size()) {
-    if (!wait_for(POLLOUT)) return;
-    ssize_t n =
-        ::send(client, response.data() + sent, response.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) return;
+    int n = io.write_some(response.data() + sent, response.size() - sent);
+    if (n == 0) return;
+    if (n < 0) {
+      if (!wait_for(n)) return;
+      continue;
+    }
     sent += static_cast<size_t>(n);
   }
 }

@@ -28,6 +28,7 @@ AgentEntry Registry::add(const rpc::AgentHello& hello, const Caller& caller, int
   entry.workflow = hello.workflow;
   entry.workflow_source = hello.workflow_source;
   entry.command = hello.__isset.command ? hello.command : std::string();
+  entry.labels = hello.labels;
   entry.registered_ns = now_ns;
   std::lock_guard lock(mutex_);
   // A process registers once; a re-registration (agent reconnect) replaces its old entry.

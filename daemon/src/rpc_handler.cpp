@@ -6,6 +6,7 @@
 
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/daemon/batch_decoder.h"
+#include "fleetscope/daemon/scheduler_identity.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope_constants.h"
 #include "rpc_errors.h"
@@ -32,6 +33,7 @@ rpc::AgentInfo to_info(const AgentEntry& e) {
   info.workflow = e.workflow;
   info.workflow_source = e.workflow_source;
   if (!e.command.empty()) info.__set_command(e.command);
+  if (!e.labels.empty()) info.__set_labels(e.labels);
   info.parent_chain = e.parent_chain;
   info.devices = e.devices;
   info.registered_ns = e.registered_ns;
@@ -326,6 +328,19 @@ rpc::AgentHello validated_hello(const rpc::AgentHello& claimed) {
   // A process tree deeper than this, or more devices, is not a real one.
   if (hello.parent_chain.size() > kMaxListEntries) hello.parent_chain.resize(kMaxListEntries);
   if (hello.devices.size() > kMaxListEntries) hello.devices.resize(kMaxListEntries);
+  // Scheduler labels: known keys only (they become Prometheus label names), once each.
+  hello.labels.clear();
+  std::set<std::string> seen;
+  for (const auto& label : claimed.labels) {
+    const size_t eq = label.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = label.substr(0, eq);
+    bool known = false;
+    for (const char* allowed : kSchedulerLabelKeys) known = known || key == allowed;
+    if (!known || !seen.insert(key).second) continue;
+    hello.labels.push_back(key + "=" + text::bounded_field(label.substr(eq + 1), kMaxNameBytes));
+  }
+  hello.__isset.labels = !hello.labels.empty();
   return hello;
 }
 
@@ -354,7 +369,14 @@ rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& claime
                   " cannot join it (set another FLEETSCOPE_WORKFLOW)",
               "workflow");
   }
-  AgentEntry entry = core_.registry().add(hello, caller_, core_.now());
+  // The scheduler's identity as the kernel shows it to the daemon wins over the agent's word.
+  rpc::AgentHello checked = hello;
+  checked.labels = kernel_checked_labels(hello.labels,
+                                         read_process_cgroup(caller_.pid, core_.config().proc_root),
+                                         caller_.uid, uid_of_user_name);
+  checked.__isset.labels = !checked.labels.empty();
+  core_.store().remember_workflow_labels(checked.workflow, checked.labels);
+  AgentEntry entry = core_.registry().add(checked, caller_, core_.now());
   registered_id_ = entry.id;
   rpc::AgentWelcome welcome;
   welcome.agent_id = entry.id;

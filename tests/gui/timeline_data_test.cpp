@@ -250,6 +250,58 @@ TEST_F(TimelineDataTest, ADamagedCacheIsIgnored) {
   EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
 }
 
+TEST_F(TimelineDataTest, AChangedOrOversizedCacheIsNotParsed) {
+  ASSERT_TRUE(save_timeline_cache(path_, data_));
+  const std::string cache = timeline_cache_path(path_, fixture_.capture);
+  {
+    // One byte changed in the middle: its checksum no longer holds.
+    std::fstream f(cache, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(cache) / 2));
+    f.put('\x7f');
+  }
+  EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
+  // A file far larger than any cache (sparse: it costs no disk) is not read at all.
+  std::filesystem::resize_file(cache, uint64_t{300} << 20);
+  EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
+  // A fresh cache replaces it.
+  ASSERT_TRUE(save_timeline_cache(path_, data_));
+  EXPECT_LT(std::filesystem::file_size(cache), uint64_t{1} << 20);
+  EXPECT_TRUE(load_timeline_cache(path_, fixture_.capture));
+}
+
+TEST_F(TimelineDataTest, ALinkAtTheCachePathIsNeitherReadNorWrittenThrough) {
+  const std::string cache = timeline_cache_path(path_, fixture_.capture);
+  const std::string victim = dir_.file("victim.txt");
+  { std::ofstream(victim) << "keep me"; }
+  std::filesystem::create_symlink(victim, cache);
+  // The old fixed temporary name too.
+  std::filesystem::create_symlink(victim, cache + ".tmp");
+  EXPECT_FALSE(load_timeline_cache(path_, fixture_.capture));
+  ASSERT_TRUE(save_timeline_cache(path_, data_));
+  std::ifstream in(victim);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "keep me");
+  EXPECT_FALSE(std::filesystem::is_symlink(cache));  // replaced by the cache, not followed
+  EXPECT_TRUE(load_timeline_cache(path_, fixture_.capture));
+}
+
+TEST_F(TimelineDataTest, ADatabaseInAFolderOthersMayWriteKeepsItsCacheInTheUsersOwn) {
+  const std::string shared = dir_.file("shared");
+  std::filesystem::create_directory(shared);
+  std::filesystem::permissions(shared, std::filesystem::perms::all);  // 0777, like /tmp
+  const std::string db = shared + "/trace.db";
+  std::filesystem::copy_file(path_, db);
+  const std::string own = dir_.file("own-cache");
+  ::setenv("XDG_CACHE_HOME", own.c_str(), 1);
+  const std::string cache = timeline_cache_path(db, fixture_.capture);
+  EXPECT_EQ(cache.rfind(own + "/fleetscope/", 0), 0u) << cache;
+  ASSERT_TRUE(save_timeline_cache(db, data_));
+  EXPECT_TRUE(load_timeline_cache(db, fixture_.capture));
+  EXPECT_FALSE(
+      std::filesystem::exists(db + ".capture" + std::to_string(fixture_.capture) + ".zoom"));
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
 TEST_F(TimelineDataTest, ExportsTheVisibleRangeAsAChromeTrace) {
   const std::string out = dir_.file("range.json");
   const int64_t written = export_range_chrome(data_, {at_us(1200), at_us(3500)}, out);

@@ -192,6 +192,11 @@ bool ControlLoop::ensure_control() {
     args.str_field(5, facts_.workflow.source);
     if (!facts_.command.empty()) args.str_field(6, facts_.command);
     args.i32_field(8, 2);  // protocol_version: the records of schema/tables.py
+    if (!facts_.labels.empty()) {
+      args.field(wire::kList, 9);
+      args.list(wire::kString, static_cast<int32_t>(facts_.labels.size()));
+      for (const auto& label : facts_.labels) args.str(label);
+    }
     args.stop();
     int64_t agent_id = 0;
     int32_t max_rows = 0;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -56,6 +57,67 @@ std::optional<std::string> pod_uid_from_cgroup(const std::string& cgroup_text) {
     at = cgroup_text.find("kubepods", at + 8);
   }
   return std::nullopt;
+}
+
+std::optional<std::string> container_id_from_cgroup(const std::string& cgroup_text) {
+  std::istringstream lines(cgroup_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t pod = line.find("kubepods");
+    if (pod == std::string::npos) continue;
+    // The first run of exactly 64 hex digits after the kubepods part: the container's id (the
+    // pod UID has dashes or underscores, so it is never such a run).
+    size_t at = pod;
+    while (at < line.size()) {
+      while (at < line.size() && !std::isxdigit(static_cast<unsigned char>(line[at]))) ++at;
+      size_t end = at;
+      while (end < line.size() && std::isxdigit(static_cast<unsigned char>(line[end]))) ++end;
+      if (end - at == 64) {
+        std::string id = line.substr(at, 64);
+        for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return id;
+      }
+      at = end;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> slurm_job_id_from_cgroup(const std::string& cgroup_text) {
+  std::istringstream lines(cgroup_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t slurm = line.find("/slurm");
+    if (slurm == std::string::npos) continue;
+    // The first path component "job_<digits>" after Slurm's own folder.
+    for (size_t at = line.find("/job_", slurm); at != std::string::npos;
+         at = line.find("/job_", at + 1)) {
+      const size_t begin = at + 5;
+      size_t end = begin;
+      while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+      if (end > begin && end - begin <= 19 && (end == line.size() || line[end] == '/'))
+        return line.substr(begin, end - begin);
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> scheduler_labels(const EnvLookup& env, const std::string& cgroup_text) {
+  std::vector<std::string> labels;
+  auto add = [&](const char* key, const std::optional<std::string>& value) {
+    if (value && !value->empty()) labels.push_back(std::string(key) + "=" + *value);
+  };
+  add("slurm_job_id", env("SLURM_JOB_ID"));
+  add("slurm_job_user", env("SLURM_JOB_USER"));
+  add("slurm_array_job_id", env("SLURM_ARRAY_JOB_ID"));
+  add("slurm_array_task_id", env("SLURM_ARRAY_TASK_ID"));
+  if (auto uid = pod_uid_from_cgroup(cgroup_text)) {
+    add("k8s_pod_uid", uid);
+    add("k8s_container_id", container_id_from_cgroup(cgroup_text));
+    add("k8s_namespace", env("POD_NAMESPACE"));
+    add("k8s_pod", env("POD_NAME"));
+  }
+  return labels;
 }
 
 WorkflowId detect_workflow(const EnvLookup& env, const std::string& cgroup_text,
@@ -147,7 +209,9 @@ ProcessFacts read_process_facts() {
   facts.parent_chain = parent_chain(facts.pid);
   facts.devices = visible_devices(env);
   auto argv = command_line(facts.pid);
-  facts.workflow = detect_workflow(env, read_file("/proc/self/cgroup"), argv);
+  const std::string cgroup = read_file("/proc/self/cgroup");
+  facts.workflow = detect_workflow(env, cgroup, argv);
+  facts.labels = scheduler_labels(env, cgroup);
   for (const auto& arg : argv) facts.command += (facts.command.empty() ? "" : " ") + arg;
   return facts;
 }

@@ -12,6 +12,7 @@
 
 #include "FleetscopeAgentLink.h"
 #include "FleetscopeHost.h"
+#include "fleetscope_constants.h"
 
 namespace {
 
@@ -171,6 +172,7 @@ std::string agent_session(int batches, bool close) {
     hello.devices = {0};
     hello.workflow = "job";
     hello.workflow_source = "env";
+    hello.__set_protocol_version(g_fleetscope_constants.AGENT_PROTOCOL_VERSION);
     hello.__set_command("python train.py");
     c.send_registerAgent(hello);
     c.send_awaitOrder(1, 0);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -171,6 +172,9 @@ struct DaemonUnderTest {
         "100",       "--trace-grace-ms", "2000"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.begin(), launcher.begin(), launcher.end());
+    // run_in_unit_sandbox.sh: every daemon under the unit's process limits.
+    if (const char* sandbox = std::getenv("FLEETSCOPE_TEST_DAEMON_LAUNCHER"); sandbox && *sandbox)
+      argv.insert(argv.begin(), sandbox);
     process = std::make_unique<Child>(argv, env);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!(socket_accepts(api_socket) && socket_accepts(agent_socket))) {

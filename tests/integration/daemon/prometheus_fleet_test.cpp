@@ -34,9 +34,12 @@ std::string metrics_port(DaemonUnderTest& daemon) {
   return port[1];
 }
 
-std::unique_ptr<Child> start_agent(const std::string& socket, const std::string& workflow) {
-  return std::make_unique<Child>(std::vector<std::string>{TEST_AGENT, "--socket", socket},
-                                 std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
+// `slurm_job`: the Slurm job the agent's environment names (its series get slurm_job_id).
+std::unique_ptr<Child> start_agent(const std::string& socket, const std::string& workflow,
+                                   const std::string& slurm_job) {
+  return std::make_unique<Child>(
+      std::vector<std::string>{TEST_AGENT, "--socket", socket},
+      std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow, "SLURM_JOB_ID=" + slurm_job});
 }
 
 TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
@@ -44,9 +47,10 @@ TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
     GTEST_SKIP() << PROMETHEUS << " is missing: `scripts/install-deps prometheus` installs it";
   // Host A: "idle-job" at 10 % SM. Host B: "busy-job" at 90 % and "half-job" at 50 %.
   DaemonUnderTest a, b;
-  auto idle = start_agent(a.agent_socket, "idle-job");
-  auto busy = start_agent(b.agent_socket, "busy-job");
-  auto half = start_agent(b.agent_socket, "half-job");
+  // Slurm job 80 runs on both hosts (idle-job on A, half-job on B); job 81 is busy-job.
+  auto idle = start_agent(a.agent_socket, "idle-job", "80");
+  auto busy = start_agent(b.agent_socket, "busy-job", "81");
+  auto half = start_agent(b.agent_socket, "half-job", "80");
   a.start({"--prometheus-port", "0"},
           {"FLEETSCOPE_NVML_STANDIN_PROCESSES=0:" + std::to_string(idle->pid()) + ":1000:10"});
   b.start({"--prometheus-port", "0"},
@@ -112,6 +116,18 @@ TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
   auto table = run_program({cli, "fleet", "--prometheus", "http://" + web});
   EXPECT_NE(table.output.find("WASTED GPU-H"), std::string::npos)
       << table.output;  // the same table as FILES...
+  // By Slurm job across the two hosts: job 80 (idle-job 90 % idle + half-job 50 %) before 81
+  // (busy-job 10 %), on 2 GPUs, with idle-job's capture.
+  auto by_job = run_program(
+      {cli, "fleet", "--prometheus", "http://" + web, "--by", "slurm_job_id", "--format", "csv"});
+  ASSERT_EQ(by_job.exit_code, 0) << by_job.output;
+  EXPECT_EQ(by_job.output.rfind("slurm_job_id,user,captures,devices,", 0), 0u) << by_job.output;
+  const auto job80 = by_job.output.find("\n80,,1,2,"), job81 = by_job.output.find("\n81,,0,1,");
+  EXPECT_NE(job80, std::string::npos) << by_job.output;
+  EXPECT_NE(job81, std::string::npos) << by_job.output;
+  EXPECT_LT(job80, job81) << by_job.output;
+  EXPECT_EQ(
+      run_program({cli, "fleet", "--prometheus", "http://" + web, "--by", "job id"}).exit_code, 2);
   auto bad =
       run_program({cli, "fleet", "--prometheus", "http://" + web, "--range", "not-a-duration"});
   EXPECT_EQ(bad.exit_code, 1) << bad.output;

@@ -2,11 +2,13 @@
 // makes a CA, a server certificate and client certificates with the openssl program in a temporary
 // directory, then checks who gets in (and as which user) over real TLS connections, with the
 // generated Thrift client and with the `fleetscope` CLI.
+#include <crypt.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "fleetscope/rpc/transport.h"
 #include "harness.h"
@@ -213,6 +215,78 @@ TEST(DaemonTls, PlainTcpOutsideLoopbackAndIncompleteTlsSettingsAreRefusedAtStart
             "/etc/hosts", "--tls-client-uids", "alice=1000"});
   EXPECT_EQ(bad_map.exit_code, 1) << bad_map.output;
   EXPECT_NE(bad_map.output.find("tls_client_uids"), std::string::npos) << bad_map.output;
+}
+
+// crypt(3) of libxcrypt: a bcrypt hash for the web.yml the test writes.
+std::string bcrypt(const std::string& password) {
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  if (!crypt_gensalt_rn("$2b$", 5, nullptr, 0, salt, sizeof salt))
+    throw std::runtime_error("crypt_gensalt_rn: no bcrypt");
+  crypt_data data{};
+  const char* hash = crypt_rn(password.c_str(), salt, &data, sizeof data);
+  if (!hash || hash[0] == '*') throw std::runtime_error("crypt_rn failed");
+  return hash;
+}
+
+// curl's HTTP status for GET url (000 when no HTTP answer came) and the body.
+std::pair<std::string, std::string> scrape(const std::vector<std::string>& options,
+                                           const std::string& url) {
+  std::vector<std::string> argv = {CURL, "-sS", "--max-time", "10", "-w", "\n%{http_code}\n"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(url);
+  auto result = run_program(argv);
+  // The status is a line of three digits ("-w" ends it with a newline: run_program keeps whole
+  // lines); curl's own error lines (stderr) may come after it.
+  std::string code;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);)
+    if (line.size() == 3 && line.find_first_not_of("0123456789") == std::string::npos) code = line;
+  return {code, result.output};
+}
+
+TEST(DaemonTls, ThePrometheusPageTakesTlsAndBasicAuthFromAWebYml) {
+  if (std::string(CURL).empty()) GTEST_SKIP() << "curl is not installed (scripts/install-deps)";
+  Pki pki;
+  const std::string web = pki.file("web.yml");
+  std::ofstream(web) << "tls_server_config:\n"
+                        "  cert_file: server.crt\n"  // relative to web.yml's folder
+                        "  key_file: server.key\n"
+                        "basic_auth_users:\n"
+                        "  alice: "
+                     << bcrypt("s3cret") << "\n";
+  DaemonUnderTest daemon;
+  daemon.start({"--prometheus-port", "0", "--prometheus-web-config", web});
+  auto line = daemon.process->wait_line("fleetscoped: Prometheus metrics on https://", 10s);
+  ASSERT_TRUE(line);
+  const std::string port =
+      line->substr(line->rfind(':') + 1, line->find("/metrics") - line->rfind(':') - 1);
+  const std::string url = "https://127.0.0.1:" + port + "/metrics";
+  const std::vector<std::string> ca = {"--cacert", pki.file("ca.crt")};
+  EXPECT_EQ(scrape(ca, url).first, "401");
+  auto wrong = ca;
+  wrong.insert(wrong.end(), {"-u", "alice:guess"});
+  EXPECT_EQ(scrape(wrong, url).first, "401");
+  auto right = ca;
+  right.insert(right.end(), {"-u", "alice:s3cret"});
+  auto [code, body] = scrape(right, url);
+  EXPECT_EQ(code, "200") << body;
+  EXPECT_NE(body.find("fleetscope_agents"), std::string::npos) << body;
+  // Plain HTTP gets no page.
+  EXPECT_NE(scrape({"-u", "alice:s3cret"}, "http://127.0.0.1:" + port + "/metrics").first, "200");
+  EXPECT_EQ(daemon.stop(), 0);
+}
+
+TEST(DaemonTls, AWebYmlWithAnUnknownFieldIsRefusedAtStart) {
+  Pki pki;
+  const std::string web = pki.file("web.yml");
+  std::ofstream(web) << "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                        "http_server_config:\n  http2: false\n";
+  auto result =
+      run_program({FLEETSCOPED, "--database", pki.file("h.db"), "--socket", pki.file("a.sock"),
+                   "--agent-socket", pki.file("g.sock"), "--nvml-library", NVML_STANDIN,
+                   "--prometheus-port", "0", "--prometheus-web-config", web});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find(web + ": http_server_config"), std::string::npos) << result.output;
 }
 
 }  // namespace

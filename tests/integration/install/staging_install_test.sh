@@ -59,7 +59,9 @@ daemon_pid=$!
 for _ in $(seq 100); do [ -S "$run/sockets/agent.sock" ] && break; sleep 0.05; done
 status=$("$stage/usr/bin/fleetscope" status --socket "$run/sockets/api.sock" --format json) ||
   fail "status: $status"
-echo "$status" | grep -q '"database": "'"$run/state/host.db"'"' ||
+# (a here-string, not `echo | grep -q`: grep -q may exit before echo has written, and pipefail
+# then fails the check on a match)
+grep -q '"database": "'"$run/state/host.db"'"' <<<"$status" ||
   fail "status from the installed daemon: $status"
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "installed daemon did not exit 0 on SIGTERM: $(cat "$run/daemon.log")"

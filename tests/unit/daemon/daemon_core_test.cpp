@@ -25,6 +25,7 @@ struct Fixture : ::testing::Test {
     config.database = dir.file("host.db");
     config.nvml_library = dir.file("no-such-libnvidia-ml.so");
     config.trace_grace_ms = 100;
+    config.proc_root = dir.file("no-proc");  // fabricated pids: no real /proc/PID/cgroup is read
     core = std::make_unique<DaemonCore>(config, log, [this] { return now; });
   }
 
@@ -329,6 +330,26 @@ TEST_F(Fixture, AgentStringsAreValidatedAndBoundedAtTheBoundary) {
   EXPECT_LE(agent.command.size(), kMaxCommandBytes + 32);
   EXPECT_NE(agent.command.find("[cut at 4096 bytes]"), std::string::npos);
   EXPECT_EQ(agent.parent_chain.size(), kMaxListEntries);
+}
+
+TEST_F(Fixture, SchedulerLabelsReachStatusAndThePrometheusPageKnownKeysOnly) {
+  rpc::AgentHello hello;
+  hello.pid = 1600;
+  hello.workflow = "slurm:80";
+  hello.workflow_source = "slurm";
+  hello.__set_protocol_version(rpc::g_fleetscope_constants.AGENT_PROTOCOL_VERSION);
+  hello.__set_labels({"slurm_job_id=80", "k8s_pod_uid=1d5bd3f2-7b1c-4e0e-9a8f-0123456789ab",
+                      "evil{x}=1", "slurm_job_id=81", "no-equals-sign"});
+  AgentLinkHandler link(*core, Caller{1600, 1000});
+  link.register_agent(hello);
+  RpcHandler api(*core, Caller{73, 1000});
+  auto status = api.status();
+  ASSERT_EQ(status.agents.size(), 1u);
+  EXPECT_EQ(status.agents[0].labels,
+            (std::vector<std::string>{"slurm_job_id=80",
+                                      "k8s_pod_uid=1d5bd3f2-7b1c-4e0e-9a8f-0123456789ab"}));
+  const std::string page = core->exposition();
+  EXPECT_EQ(page.find("evil"), std::string::npos);
 }
 
 }  // namespace

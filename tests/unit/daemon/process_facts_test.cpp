@@ -91,5 +91,49 @@ TEST(ProcessFacts, VisibleDevicesAndOwnCommandLine) {
   EXPECT_NE(facts.command.find("daemon_unit_tests"), std::string::npos) << facts.command;
 }
 
+TEST(SchedulerLabels, SlurmJobUserAndArrayIndexFromTheEnvironment) {
+  auto labels = scheduler_labels(env_of({{"SLURM_JOB_ID", "80"},
+                                         {"SLURM_JOB_USER", "alice"},
+                                         {"SLURM_ARRAY_JOB_ID", "77"},
+                                         {"SLURM_ARRAY_TASK_ID", "3"}}),
+                                 "0::/user.slice\n");
+  EXPECT_EQ(labels, (std::vector<std::string>{"slurm_job_id=80", "slurm_job_user=alice",
+                                              "slurm_array_job_id=77", "slurm_array_task_id=3"}));
+  EXPECT_TRUE(scheduler_labels(env_of({}), "0::/user.slice\n").empty());
+}
+
+TEST(SchedulerLabels, PodUidAndContainerIdFromTheCgroupPath) {
+  const std::string container(64, 'a');
+  const std::string other = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  // systemd driver (cgroup v2), containerd.
+  const std::string v2 =
+      "0::/kubepods.slice/kubepods-burstable.slice/"
+      "kubepods-burstable-pod1d5bd3f2_7b1c_4e0e_9a8f_0123456789ab.slice/"
+      "cri-containerd-" +
+      container + ".scope\n";
+  auto labels = scheduler_labels(env_of({{"POD_NAMESPACE", "ml"}, {"POD_NAME", "trainer-0"}}), v2);
+  EXPECT_EQ(labels, (std::vector<std::string>{"k8s_pod_uid=1d5bd3f2-7b1c-4e0e-9a8f-0123456789ab",
+                                              "k8s_container_id=" + container, "k8s_namespace=ml",
+                                              "k8s_pod=trainer-0"}));
+  // cgroupfs driver (cgroup v1): .../pod<uid>/<container id>.
+  const std::string v1 =
+      "12:memory:/kubepods/besteffort/pod0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b/" + other + "\n";
+  EXPECT_EQ(container_id_from_cgroup(v1), other);
+  // CRI-O and Docker under the systemd driver.
+  EXPECT_EQ(container_id_from_cgroup("0::/kubepods.slice/kubepods-pod0f1e2d3c_4b5a_6978_8a9b_"
+                                     "0c1d2e3f4a5b.slice/crio-" +
+                                     other + ".scope\n"),
+            other);
+  EXPECT_EQ(container_id_from_cgroup("0::/kubepods.slice/kubepods-pod0f1e2d3c_4b5a_6978_8a9b_"
+                                     "0c1d2e3f4a5b.slice/docker-" +
+                                     other + ".scope\n"),
+            other);
+  // Not a pod: no labels, whatever ids the path has.
+  EXPECT_EQ(container_id_from_cgroup("0::/system.slice/docker-" + other + ".scope\n"),
+            std::nullopt);
+  EXPECT_TRUE(
+      scheduler_labels(env_of({}), "0::/system.slice/docker-" + other + ".scope\n").empty());
+}
+
 }  // namespace
 }  // namespace fleetscope::agent_link

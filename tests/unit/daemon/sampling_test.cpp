@@ -167,5 +167,18 @@ TEST(Prometheus, EndpointServesMetricsOnLoopbackOnly) {
   EXPECT_THROW(MetricsEndpoint("localhost", 0, [] { return std::string(); }), std::runtime_error);
 }
 
+TEST(Prometheus, WorkflowSeriesCarryTheSchedulersIdentity) {
+  ExpositionInput input;
+  input.hostname = "node-1";
+  input.devices = {device(0, 40, {})};
+  input.workflows[{"slurm:80", 0}] = {10.0, 2.5, 4096};
+  input.workflow_labels["slurm:80"] = {"slurm_job_id=80", "slurm_job_user=al\"ice"};
+  std::string text = render_exposition(input);
+  EXPECT_NE(
+      text.find(",workflow=\"slurm:80\",slurm_job_id=\"80\",slurm_job_user=\"al\\\"ice\"} 10\n"),
+      std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace fleetscope::daemon

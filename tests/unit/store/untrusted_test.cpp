@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "fleetscope/cli/command.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/read_policy.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
 #include "temp_dir.h"
@@ -120,9 +122,14 @@ TEST(Untrusted, TriggersStoredInTheFileNeverRun) {
       "END;"
       "CREATE TRIGGER on_meta AFTER UPDATE ON meta BEGIN INSERT INTO planted VALUES (2); END;");
   EXPECT_EQ(run({"sql", path, "SELECT 1"}).code, 0);
+  // A read-write open (analyze storing findings) refuses the file: fleetscope's schema has no
+  // triggers, so one in a file was put there by someone else.
+  EXPECT_THROW(store::Database::open(path, store::OpenMode::read_write), InputError);
   {
-    // A read-write open (analyze storing findings) inserts with the file's triggers switched off.
+    // Even on a connection of its own (as `sql` opens it), the file's triggers are off.
+    store::set_shape_checks(false);
     store::Database db = store::Database::open(path, store::OpenMode::read_write);
+    store::set_shape_checks(true);
     db.exec(
         "INSERT INTO findings(captureId, rule, severity, evidence, recommendation, created_ns) "
         "VALUES (1, 'r', 'info', '{}', 'none', 0)");
@@ -280,4 +287,186 @@ TEST(AtomicOutputSafety, SigtermRemovesTheTemporaryFile) {
     }
     EXPECT_TRUE(fs::is_empty(dir.path())) << "temporary files left after signal " << signal_number;
   }
+}
+
+TEST(AtomicOutputSafety, AWriterThatHasNotCreatedItsFileYetAlreadyKeepsOthersOut) {
+  test_support::TempDir dir;
+  const std::string out = dir.file("out.db");
+  int ready[2], release[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    // `import --force` that has claimed the output and not yet created its temporary database.
+    store::AtomicOutput first(out, store::AtomicOutput::Replace::yes);
+    char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(2);
+    if (read(release[0], &byte, 1) != 1) _exit(2);
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  try {
+    store::AtomicOutput second(out, store::AtomicOutput::Replace::yes);
+    ADD_FAILURE() << "two writers of one output at once: one result would be lost";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("another fleetscope process (pid " + std::to_string(child)),
+        std::string::npos)
+        << e.what();
+  }
+  ASSERT_EQ(write(release[1], &byte, 1), 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  { store::AtomicOutput after(out, store::AtomicOutput::Replace::yes); }  // the claim is gone
+  for (int fd : {ready[0], ready[1], release[0], release[1]}) close(fd);
+}
+
+TEST(AtomicOutputSafety, ANewDatabaseIsNeverCreatedThroughALink) {
+  test_support::TempDir dir;
+  const std::string target = dir.file("elsewhere.db");
+  const std::string link = dir.file("planted.db");
+  fs::create_symlink(target, link);  // dangling: SQLite would create the target
+  EXPECT_THROW(store::Database::create(link), Error);
+  EXPECT_FALSE(fs::exists(target));
+}
+
+// Each file below is made by the test from a good database, changed the way a planted file would
+// be: every reading command refuses it with the file named (none hangs or runs out of memory).
+void expect_every_reader_refuses(const std::string& path, const std::string& what) {
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"info", path},
+                                                  {"analyze", path},
+                                                  {"export", path, "-o", path + ".json"},
+                                                  {"report", path},
+                                                  {"candidates", path}}) {
+    CliRun result = run(command);
+    EXPECT_EQ(result.code, 1) << command[0] << ": " << result.err;
+    EXPECT_NE(result.err.find(path), std::string::npos) << command[0] << ": " << result.err;
+    EXPECT_NE(result.err.find(what), std::string::npos) << command[0] << ": " << result.err;
+  }
+}
+
+TEST(Untrusted, AViewInThePlaceOfATableIsRefusedNotRead) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "view.db", 3);
+  // Endless rows: a recursive view where the kernels were.
+  raw_exec(path,
+           "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;"
+           "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL "
+           "SELECT n + 1 FROM r) SELECT n AS start, n + 1 AS end, 0 AS deviceId, 7 AS streamId, "
+           "1 AS captureId FROM r;");
+  expect_every_reader_refuses(path, "view CUPTI_ACTIVITY_KIND_KERNEL");
+  // `sql` still shows the file as it is, within its own time limit.
+  CliRun inspect =
+      run({"sql", "--format", "csv", path,
+           "SELECT type FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'"});
+  EXPECT_EQ(inspect.code, 0) << inspect.err;
+  EXPECT_EQ(inspect.out, "type\nview\n");
+}
+
+TEST(Untrusted, ATriggerOrAWrongColumnTypeIsRefused) {
+  test_support::TempDir dir;
+  const std::string triggered = make_db(dir, "trigger.db", 3);
+  raw_exec(triggered,
+           "CREATE TABLE planted(x);"
+           "CREATE TRIGGER on_finding AFTER INSERT ON findings BEGIN INSERT INTO planted VALUES "
+           "(1); END;");
+  expect_every_reader_refuses(triggered, "trigger on_finding");
+  const std::string retyped = make_db(dir, "retyped.db", 3);
+  raw_exec(retyped,
+           "CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL;"
+           "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;"
+           "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start TEXT, end INTEGER, deviceId INTEGER, "
+           "streamId INTEGER, captureId INTEGER);");
+  expect_every_reader_refuses(retyped, "column start");
+}
+
+TEST(Untrusted, AHugeValueIsAnErrorNamingTheFileNotAnAllocation) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "huge.db", 3);
+  // 80 MB of one string (SQLite builds it; the test never holds it).
+  raw_exec(path,
+           "UPDATE StringIds SET value = printf('%.*c', 80000000, 'x') WHERE id = "
+           "(SELECT MIN(id) FROM StringIds);");
+  store::Database db = store::Database::open(path);
+  auto statement = db.prepare("SELECT value FROM StringIds ORDER BY length(value) DESC LIMIT 1");
+  try {
+    statement.step();
+    ADD_FAILURE() << "an 80 MB value was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("too big"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Untrusted, ReadingCommandsStopAtTheirTimeBudget) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "slow.db", 20000);
+  CliRun stopped = run({"analyze", "--timeout", "0.000001", path});
+  EXPECT_EQ(stopped.code, 1) << stopped.err;
+  EXPECT_NE(stopped.err.find(path), std::string::npos) << stopped.err;
+  EXPECT_NE(stopped.err.find("--timeout"), std::string::npos) << stopped.err;
+  CliRun bad = run({"info", "--timeout", "soon", path});
+  EXPECT_EQ(bad.code, 2);
+  CliRun normal = run({"info", path});
+  EXPECT_EQ(normal.code, 0) << normal.err;
+}
+
+TEST(Untrusted, ExportRefusesWhatDoesNotFitAsAnalyzeDoes) {
+  test_support::TempDir dir;
+  for (const auto& [change, column] : std::vector<std::pair<std::string, std::string>>{
+           {"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1099511627779", "deviceId"},
+           {"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon'", "start"}}) {
+    const std::string path = make_db(dir, column + ".db", 3);
+    raw_exec(path, change);
+    CliRun exported = run({"export", path, "-o", dir.file(column + ".json")});
+    EXPECT_EQ(exported.code, 1) << column << ": " << exported.out;
+    EXPECT_NE(exported.err.find(path), std::string::npos) << exported.err;
+    EXPECT_NE(exported.err.find("column " + column), std::string::npos) << exported.err;
+    CliRun analyzed = run({"analyze", path});
+    EXPECT_EQ(analyzed.code, 1) << column;
+  }
+}
+
+TEST(Untrusted, AVersionOneFileIsMigratedWithMemoryIndependentOfItsSize) {
+  test_support::TempDir dir;
+  const std::string path = dir.file("big-v1.db");
+  // About 50 MB of v1 kernels, written by SQLite itself.
+  raw_exec(path, store::schema_v1_sql() +
+                     "INSERT INTO meta VALUES ('schema_version', '1');"
+                     "INSERT INTO captures(id, kind, source) VALUES (1, 'imported', 'old');"
+                     "INSERT INTO StringIds VALUES (1, 'k');"
+                     "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 1200000) "
+                     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, "
+                     "demangledName, shortName, captureId) SELECT n * 10, n * 10 + 5, 0, 7, 1, 1, "
+                     "1 FROM r;");
+  ASSERT_GT(fs::file_size(path), 40u << 20);
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    int64_t kernels = 0;
+    {
+      store::Database db = store::Database::open(path);
+      auto count = db.prepare("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+      count.step();
+      kernels = count.column_int(0);
+    }
+    getrusage(RUSAGE_SELF, &after);
+    const int64_t grown_kib = after.ru_maxrss - before.ru_maxrss;
+    const int64_t sent[2] = {kernels, grown_kib};
+    _exit(write(report[1], sent, sizeof sent) == sizeof sent ? 0 : 1);
+  }
+  int64_t got[2] = {0, 0};
+  ASSERT_EQ(read(report[0], got, sizeof got), static_cast<ssize_t>(sizeof got));
+  waitpid(child, nullptr, 0);
+  close(report[0]);
+  close(report[1]);
+  EXPECT_EQ(got[0], 1200000);
+  EXPECT_LT(got[1], 24 * 1024) << "peak RSS grew by " << got[1] << " KiB to migrate "
+                               << fs::file_size(path) / 1024 << " KiB";
 }

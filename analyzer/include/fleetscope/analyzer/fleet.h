@@ -39,9 +39,10 @@ struct WorkflowWaste {
 using FleetProgress = std::function<void(const std::string& database, size_t index, size_t total)>;
 
 // The ranking as `fleetscope fleet` prints it: format "table", "json" or "csv". Also used for
-// the ranking computed from Prometheus (`fleetscope fleet --prometheus URL`).
+// the ranking computed from Prometheus (`fleetscope fleet --prometheus URL`), where the rows may be
+// Slurm jobs or pods instead of workflows: `name_column` names the first column then.
 void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::string& format,
-                         std::ostream& out);
+                         std::ostream& out, const std::string& name_column = "workflow");
 
 // Jobs with the same name across databases are merged. Sorted by wasted time, largest first.
 // Each path is anything importers/open_input.h opens (a fleetscope database, a Kineto trace, an

@@ -13,22 +13,26 @@
 
 namespace fleetscope::cli {
 
-// The PromQL that gives, per workflow, the GPU-seconds held and the busy GPU-seconds: the
-// counters' current totals, or their increase over `range` (a PromQL duration like 1d) when set.
-std::string held_query(const std::string& range);
-std::string busy_query(const std::string& range);
-std::string devices_query(const std::string& range);
+// The PromQL that gives, per value of label `by` (the workflow, or a scheduler label such as
+// slurm_job_id or k8s_pod_uid that the daemon puts on a workflow's series), the GPU-seconds
+// held and the busy GPU-seconds: the counters' current totals, or their increase over `range`
+// (a PromQL duration like 1d) when set.
+std::string held_query(const std::string& range, const std::string& by = "workflow");
+std::string busy_query(const std::string& range, const std::string& by = "workflow");
+std::string devices_query(const std::string& range, const std::string& by = "workflow");
 
-// Parses a /api/v1/query answer of resultType "vector" into (workflow label, value) pairs.
+// Parses a /api/v1/query answer of resultType "vector" into (value of label `key`, value) pairs.
 // Throws std::runtime_error naming what was wrong (status error, another result type, ...).
-std::vector<std::pair<std::string, double>> parse_vector_by_workflow(const std::string& json_text);
+std::vector<std::pair<std::string, double>> parse_vector_by_workflow(
+    const std::string& json_text, const std::string& key = "workflow");
 
-// The daemons' capture counts per workflow, and their top findings (series with a `rule` label).
-std::string captures_query();
+// The daemons' capture counts per value of `by`, and their top findings (series with a `rule`
+// label).
+std::string captures_query(const std::string& by = "workflow");
 std::string top_finding_query();
 // Like parse_vector_by_workflow, with one more label of each sample (empty when absent).
 std::vector<std::tuple<std::string, std::string, double>> parse_vector_by_workflow_and(
-    const std::string& json_text, const std::string& label);
+    const std::string& json_text, const std::string& label, const std::string& key = "workflow");
 // Fills CAPTURES (summed over hosts) and TOP FINDING (the rule with the largest impact on any
 // host) of the ranking's workflows.
 void add_captures_and_findings(

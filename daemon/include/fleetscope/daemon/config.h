@@ -27,6 +27,8 @@ struct DaemonConfig {
       -1;  // uid of a verified certificate whose CN is not listed; -1 = refuse
   std::string prometheus_address = "127.0.0.1";
   int64_t prometheus_port = 9402;  // 0 = any free port, -1 = off
+  // exporter-toolkit's web.yml (web_config.h): TLS and basic auth of the Prometheus endpoint.
+  std::string prometheus_web_config;
   int64_t sample_interval_ms = 1000;
   int64_t metrics_window_s = 60;  // workflow_metrics row period
   std::string nvml_library = "libnvidia-ml.so.1";
@@ -55,6 +57,9 @@ struct DaemonConfig {
   // when memory allows (parallel lanes).
   int64_t single_lane_per_gpu = 0;
   std::string config_file;  // where the file settings came from
+  // Where the daemon reads what the kernel says of its clients' processes (/proc/PID/cgroup,
+  // scheduler_identity.h). Not a file setting: tests point it at a fabricated /proc.
+  std::string proc_root = "/proc";
 };
 
 // Applies a config file's settings on top of `config`. Throws std::runtime_error naming the file,

@@ -59,6 +59,9 @@ class HostStore {
   // the daemon's own table so it holds across restarts).
   uid_t claim_workflow(const std::string& name, uid_t uid, int64_t now_ns);
   std::optional<uid_t> workflow_owner(const std::string& name);
+  // The scheduler labels ("key=value") the workflows row of `name` gets in its labels column
+  // (JSON) when it is created.
+  void remember_workflow_labels(const std::string& name, const std::vector<std::string>& labels);
   // The process row of `pid` in capture `capture_id` (a process is per capture: pids repeat).
   void upsert_process(int64_t capture_id, int pid, int64_t workflow_id, const std::string& command,
                       int64_t start_ns);
@@ -153,6 +156,7 @@ class HostStore {
   std::mutex mutex_;                        // guards maintenance_, workflow_owners_
   std::map<std::string, int64_t> workflows_;
   std::map<std::string, uid_t> workflow_owners_;
+  std::map<std::string, std::string> workflow_labels_;  // name -> labels JSON, for creation
   std::unique_ptr<store::Database> maintenance_;
   int64_t host_id_ = 0;
 };

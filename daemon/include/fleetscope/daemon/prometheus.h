@@ -20,7 +20,10 @@
 #include "fleetscope/daemon/dcgm_sampler.h"
 #include "fleetscope/daemon/host_store.h"
 #include "fleetscope/daemon/nvml_sampler.h"
+#include "fleetscope/daemon/web_config.h"
 #include "fleetscope/daemon/workflow_metrics.h"
+
+struct ssl_ctx_st;
 
 namespace fleetscope::daemon {
 
@@ -41,6 +44,8 @@ struct ExpositionInput {
   std::map<std::pair<std::string, int>, uint64_t> lane_denials;
   // Per workflow: captures in the host database, and the rule and impact of its largest finding.
   std::map<std::string, HostStore::WorkflowCaptures> workflow_captures;
+  // Scheduler labels of each workflow ("key=value", registry's agents), added to its series.
+  std::map<std::string, std::vector<std::string>> workflow_labels;
 };
 
 std::string render_exposition(const ExpositionInput& input);
@@ -57,8 +62,10 @@ struct EndpointLimits {
 // delays no scrape; stop() cuts the clients still connected off and returns at once.
 class MetricsEndpoint {
  public:
+  // `web`: TLS and basic authentication (web_config.h); none by default. Throws
+  // std::runtime_error naming the file when a certificate or key cannot be loaded.
   MetricsEndpoint(std::string address, int port, std::function<std::string()> render,
-                  EndpointLimits limits = {});
+                  EndpointLimits limits = {}, WebConfig web = {});
   ~MetricsEndpoint();  // stop()
   void stop();
   int port() const { return port_; }
@@ -74,6 +81,8 @@ class MetricsEndpoint {
   void reap_finished();
   std::function<std::string()> render_;
   EndpointLimits limits_;
+  WebConfig web_;
+  ssl_ctx_st* tls_ = nullptr;  // SSL_CTX when web_.tls
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};

@@ -28,6 +28,7 @@ struct AgentEntry {
   std::string workflow;
   std::string workflow_source;
   std::string command;
+  std::vector<std::string> labels;  // "key=value", validated (rpc_handler.h validated_hello)
   int64_t registered_ns = 0;
   std::optional<int64_t> open_capture;  // window currently open in this process
 };

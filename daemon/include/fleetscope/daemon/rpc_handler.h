@@ -87,6 +87,10 @@ inline constexpr int32_t kMaxBatchRows = 16384;
 inline constexpr size_t kMaxNameBytes = 256;
 inline constexpr size_t kMaxCommandBytes = 4096;
 inline constexpr size_t kMaxListEntries = 64;
+// The scheduler labels an agent may declare (AgentHello.labels); others are dropped.
+inline constexpr const char* kSchedulerLabelKeys[] = {
+    "slurm_job_id", "slurm_job_user",   "slurm_array_job_id", "slurm_array_task_id",
+    "k8s_pod_uid",  "k8s_container_id", "k8s_namespace",      "k8s_pod"};
 rpc::AgentHello validated_hello(const rpc::AgentHello& claimed);
 
 }  // namespace fleetscope::daemon

@@ -3,10 +3,17 @@
 //
 // Binary, little-endian, versioned: magic "FSZOOM03", the database's size and modification time
 // (a cache that does not match them is ignored and rebuilt), the capture id and span, the names,
+// Binary, little-endian, versioned: magic "FSZOOM04", the database's size and modification time
+// (a cache that does not match them is ignored and rebuilt), the capture id and span, the names,
 // then per track its key, labels and per row its coarser levels (the finest levels that fit a
-// budget of about a million items over all tracks; the first paint needs no more). Written to a
-// temporary file and renamed into place; a directory that cannot be written just means no cache
-// (never an error for the user).
+// budget of about a million items over all tracks; the first paint needs no more), then an
+// FNV-1a 64 checksum of all that. A cache is untrusted input (anyone who can write beside the
+// database can plant one): it is read only when it is at most 256 MiB, owned by the user and no
+// link, and its checksum, counts (against the bytes left, before any allocation) and enum values
+// hold. Written under a fresh name (O_CREAT|O_EXCL|O_NOFOLLOW) and renamed into place, in the
+// database's folder when that is the user's alone, else in $XDG_CACHE_HOME/fleetscope (or
+// ~/.cache/fleetscope); a folder that cannot be written just means no cache (never an error for
+// the user).
 #pragma once
 
 #include <optional>

@@ -32,6 +32,22 @@ WorkflowId detect_workflow(const EnvLookup& env, const std::string& cgroup_text,
 
 // Kubernetes pod UID found in /proc/PID/cgroup text, if any.
 std::optional<std::string> pod_uid_from_cgroup(const std::string& cgroup_text);
+// The container id (64 hex digits) of a Kubernetes pod's container in /proc/PID/cgroup text:
+// ".../pod<uid>/<id>" (cgroupfs driver) or ".../cri-containerd-<id>.scope", "crio-<id>.scope",
+// "docker-<id>.scope" (systemd driver), if any.
+std::optional<std::string> container_id_from_cgroup(const std::string& cgroup_text);
+// The Slurm job id in /proc/PID/cgroup text, from Slurm's cgroup plugins:
+// ".../slurm/uid_<uid>/job_<id>/step_<s>..." (cgroup v1, "slurm_<node>" with several slurmd
+// per node) or ".../slurmstepd.scope/job_<id>/step_<s>..." (cgroup v2), if any.
+std::optional<std::string> slurm_job_id_from_cgroup(const std::string& cgroup_text);
+
+// The scheduler's identity of the process, as "key=value" labels the daemon puts on its workflow
+// (Prometheus series, the workflow row): Slurm's SLURM_JOB_ID, SLURM_JOB_USER,
+// SLURM_ARRAY_JOB_ID and SLURM_ARRAY_TASK_ID as slurm_job_id, slurm_job_user,
+// slurm_array_job_id, slurm_array_task_id; Kubernetes' pod UID and container id from the cgroup
+// path as k8s_pod_uid, k8s_container_id, and POD_NAMESPACE / POD_NAME (downward API) as
+// k8s_namespace, k8s_pod. Empty where there is no scheduler.
+std::vector<std::string> scheduler_labels(const EnvLookup& env, const std::string& cgroup_text);
 
 // Parent chain from /proc: parent, grandparent, ... stopping before pid 1 (or at depth 64).
 std::vector<int> parent_chain(int pid, const std::string& proc_root = "/proc");
@@ -45,7 +61,8 @@ struct ProcessFacts {
   std::vector<int> parent_chain;
   std::vector<int> devices;
   WorkflowId workflow;
-  std::string command;  // argv joined by spaces
+  std::string command;              // argv joined by spaces
+  std::vector<std::string> labels;  // scheduler_labels()
 };
 
 // The facts of the calling process (getpid(), /proc/self, getenv).

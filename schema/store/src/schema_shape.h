@@ -1,0 +1,18 @@
+// The shape of an opened file's fleetscope tables, checked before anything reads them: a file is
+// untrusted input, and a view or a generated column in the place of a table would run whatever
+// query its author wrote (endless rows, huge strings) inside every command that reads it.
+#pragma once
+
+#include <string>
+
+struct sqlite3;
+
+namespace fleetscope::store {
+
+// Refuses (InputError naming the file and the object) a file where a table of schema/trace.sql is
+// a view or a virtual table, has a generated or hidden column, or where any trigger exists
+// (fleetscope's schema has none). With `check_types`, also a column of such a table whose declared
+// type is not the schema's (run after migration, when the file should have the current schema).
+void check_schema_shape(sqlite3* db, const std::string& path, bool check_types);
+
+}  // namespace fleetscope::store
