@@ -481,13 +481,14 @@ TEST_F(SharingDaemonTest, TheLiveLoopFromTraceToWithdrawalAndACrashMidWindow) {
   for (Child* j : {ja.get(), jb.get()}) {
     auto traced = cli({"trace", "--pid", std::to_string(j->pid()), "--duration-ms", "50"});
     ASSERT_EQ(traced.exit_code, 0) << traced.output;
-    EXPECT_NE(traced.output.find("kernels:     500"), std::string::npos) << traced.output;
+    EXPECT_NE(traced.output.find("kernels:         500"), std::string::npos) << traced.output;
   }
   for (const char* capture : {"1", "2"}) {
     auto analyzed = cli({"analyze", daemon_.database, "--capture", capture});
     ASSERT_EQ(analyzed.exit_code, 0) << analyzed.output;
     std::smatch count;
-    ASSERT_TRUE(std::regex_search(analyzed.output, count, std::regex("analyze: ([0-9]+) finding")))
+    ASSERT_TRUE(std::regex_search(
+        analyzed.output, count, std::regex("analyze: capture [0-9]+ of [^\\n]*: ([0-9]+) finding")))
         << analyzed.output;
     auto db = store::Database::open(daemon_.database);
     auto stored =
