@@ -424,15 +424,31 @@ TEST_F(WidgetsTest, ClosingOrCancellingDuringALoadIsSafe) {
   EXPECT_FALSE(window.loading());
 }
 
-TEST_F(WidgetsTest, ScreenshotWritesAPngOfEveryView) {
+TEST_F(WidgetsTest, ScreenshotOfEveryViewOfRealTracesShowsTheirContent) {
+  // Two real Kineto traces (samples/traces, from HTA's test data) opened together.
+  const QStringList traces{
+      QString::fromStdString(sample("hta-critical_path_alexnet_trace.json.gz")),
+      QString::fromStdString(sample("hta-critical_path_simple_add_trace.json.gz"))};
+  const QSize size(900, 600);
   for (const QString view : {"fleet", "timeline", "findings", "sharing", "diff", "sql"}) {
     const QString png = QString::fromStdString(dir_.file(view.toStdString() + ".png"));
     QString error;
-    ASSERT_TRUE(write_screenshot(QStringList{QString::fromStdString(path_)}, view, QSize(900, 600),
-                                 png, error))
-        << error.toStdString();
-    const QImage image(png);
-    EXPECT_EQ(image.size(), QSize(900, 600));
+    ASSERT_TRUE(write_screenshot(traces, view, size, png, error)) << error.toStdString();
+    const QImage image = QImage(png).convertToFormat(QImage::Format_RGB32);
+    ASSERT_EQ(image.size(), size);
+    // The same view of a window with nothing open: the picture must differ from it by what the
+    // traces put there (tables filled, tracks drawn), not only by a line of text.
+    MainWindow empty(false);
+    empty.resize(size);
+    empty.show();
+    empty.show_view(view);
+    QApplication::processEvents();
+    const QImage blank = empty.grab().toImage().convertToFormat(QImage::Format_RGB32);
+    ASSERT_EQ(blank.size(), size);
+    int differing = 0;
+    for (int y = 0; y < size.height(); ++y)
+      for (int x = 0; x < size.width(); ++x) differing += image.pixel(x, y) != blank.pixel(x, y);
+    EXPECT_GT(differing, size.width() * size.height() / 50) << view.toStdString();
   }
   QString error;
   EXPECT_FALSE(write_screenshot(QStringList{QString::fromStdString(path_)}, "nope", QSize(300, 200),
