@@ -34,7 +34,7 @@ std::shared_ptr<Loader::Job> Loader::start_job() {
 }
 
 void Loader::cancel() {
-  for (const auto& job : {current_, current_capture_, current_plan_, current_diff_})
+  for (const auto& job : {current_, current_capture_, current_plan_, current_diff_, current_rank_})
     if (job) job->cancel = true;
 }
 
@@ -105,6 +105,7 @@ int Loader::open(const QStringList& paths) {
   current_capture_.reset();
   current_plan_.reset();
   current_diff_.reset();
+  current_rank_.reset();
   const int id = job->id;
   std::vector<std::string> files;
   for (const QString& p : paths) files.push_back(p.toStdString());
@@ -129,7 +130,6 @@ int Loader::open(const QStringList& paths) {
       const auto first = most_wasteful_capture(*session, fleet ? *fleet : FleetRows{});
       if (job->cancel) throw LoadCancelled();
       if (first) run_timeline(job, ptr, *first);
-      if (!fleet) rank();
       if (first) run_analysis(job, ptr, *first);
       post(this, [this, id] { emit finished(id); });
     } catch (const LoadCancelled&) {
@@ -202,6 +202,29 @@ int Loader::diff(SessionPtr session, CaptureKey before, CaptureKey after) {
     } catch (const std::exception& e) {
       post(this, [this, id, m = QString::fromStdString(e.what())] {
         emit failed(id, "capture diff", m);
+      });
+    }
+  });
+  return id;
+}
+
+int Loader::rank(SessionPtr session) {
+  if (current_rank_) current_rank_->cancel = true;
+  auto job = start_job();
+  current_rank_ = job;
+  const int id = job->id;
+  pool_.start([this, job, id, session] {
+    try {
+      post(this, [this, id] { emit progress(id, "fleet ranking", 0); });
+      auto fleet = std::make_shared<const FleetRows>(session->analysis->fleet());
+      if (job->cancel) throw LoadCancelled();
+      post(this, [this, id, fleet] { emit fleet_ready(id, fleet); });
+      post(this, [this, id] { emit finished(id); });
+    } catch (const LoadCancelled&) {
+      post(this, [this, id] { emit cancelled(id); });
+    } catch (const std::exception& e) {
+      post(this, [this, id, m = QString::fromStdString(e.what())] {
+        emit failed(id, "fleet ranking", m);
       });
     }
   });

@@ -1,12 +1,12 @@
 // Background loading with job ids, cancellation and staged results (the pattern of hotspot's
 // parser): open() starts a job that opens or imports the files, then, in stages, delivers the
-// session, the first capture's timeline (first from the zoom cache when there is one, else a first
-// part of a large capture, then with all its raw events), the fleet ranking, and that capture's
-// analysis. Other captures are analysed when they are shown (load_capture), the sharing plan when
-// it is asked for (plan): the analysis session caches each capture's analysis. Each stage arrives
-// as a queued signal carrying the job id; results of a job that was superseded or cancelled are
-// dropped. Destroying the loader cancels the jobs and waits for the worker threads, so closing the
-// window during a load is safe.
+// session, with several captures the fleet ranking (which picks the capture to show first), the
+// first capture's timeline (first from the zoom cache when there is one, else a first part of a
+// large capture, then with all its raw events), and that capture's analysis. Other captures are
+// analysed when they are shown (load_capture), the sharing plan when it is asked for (plan): the
+// analysis session caches each capture's analysis. Each stage arrives as a queued signal carrying
+// the job id; results of a job that was superseded or cancelled are dropped. Destroying the loader
+// cancels the jobs and waits for the worker threads, so closing the window during a load is safe.
 #pragma once
 
 #include <QObject>
@@ -42,6 +42,9 @@ class Loader : public QObject {
   // Plans the session's candidates with the host's settings changed by `what_if` (a job of its
   // own; a newer plan request cancels an older one).
   int plan(SessionPtr session, WhatIf what_if);
+  // Ranks the session's jobs (`fleetscope fleet`; a job of its own: open() ranks only when the
+  // ranking picks the capture to show first, i.e. with several captures).
+  int rank(SessionPtr session);
   // Compares two captures of the session (`fleetscope diff`; a job of its own).
   int diff(SessionPtr session, CaptureKey before, CaptureKey after);
   void cancel();
@@ -79,6 +82,7 @@ class Loader : public QObject {
   std::shared_ptr<Job> current_capture_;
   std::shared_ptr<Job> current_plan_;
   std::shared_ptr<Job> current_diff_;
+  std::shared_ptr<Job> current_rank_;
   int next_id_ = 1;
 };
 

@@ -73,6 +73,9 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     fleet_rows_.reset();
     analyses_.clear();
     plan_requested_ = false;
+    // With several captures the open job ranks the jobs (to show the worst capture first);
+    // with one, the ranking waits for the Fleet tab.
+    fleet_requested_ = session->captures.size() > 1;
     capture_->set_session(session);
     sql_->set_session(session);
     fleet_->set_session(session);
@@ -91,6 +94,7 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     }
     // The plan is made when the Sharing tab is shown (it reads every capture's candidates).
     if (tabs_->currentWidget() == sharing_) request_plan();
+    if (tabs_->currentWidget() == fleet_ && !fleet_requested_) request_fleet();
   });
   connect(l, &Loader::timeline_ready, this,
           [this](int job, int source, TimelinePtr timeline, bool) {
@@ -100,7 +104,7 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
             show_capture_analysis();
           });
   connect(l, &Loader::fleet_ready, this, [this](int job, FleetPtr fleet) {
-    if (job != job_) return;
+    if (job != job_ && job != fleet_job_) return;
     fleet_rows_ = fleet;
     fleet_->set_rows(*fleet);
   });
@@ -149,6 +153,7 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
   });
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     if (tabs_->currentWidget() == sharing_ && !plan_requested_) request_plan();
+    if (tabs_->currentWidget() == fleet_ && !fleet_requested_) request_fleet();
   });
   connect(sharing_, &SharingPanel::what_if_changed, this, &MainWindow::request_plan);
   connect(diff_, &DiffView::compare_requested, this,
@@ -198,6 +203,13 @@ void MainWindow::request_plan() {
   if (plan_job_) active_.erase(plan_job_);
   plan_job_ = loader_->plan(session_, sharing_->what_if());
   job_started(plan_job_, "Planning consolidation…");
+}
+
+void MainWindow::request_fleet() {
+  if (!session_) return;
+  fleet_requested_ = true;
+  fleet_job_ = loader_->rank(session_);
+  job_started(fleet_job_, "Ranking jobs…");
 }
 
 CaptureAnalysisPtr MainWindow::analysis(const CaptureKey& key) const {
@@ -260,7 +272,7 @@ void MainWindow::open(const QStringList& paths) {
   last_error_.clear();
   for (const QString& path : paths) add_recent(path);
   active_.clear();
-  capture_job_ = plan_job_ = diff_job_ = 0;
+  capture_job_ = plan_job_ = diff_job_ = fleet_job_ = 0;
   job_ = loader_->open(paths);
   job_started(job_, paths.size() == 1 ? "Opening " + QFileInfo(paths.front()).fileName() + "…"
                                       : QString("Opening %1 files…").arg(paths.size()));

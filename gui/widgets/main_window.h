@@ -80,6 +80,7 @@ class MainWindow : public QMainWindow {
   void show_capture_analysis();
   void load_capture(const CaptureKey& key);
   void request_plan();
+  void request_fleet();
   // Jobs in flight: the status bar shows progress and Cancel while any runs.
   void job_started(int job, const QString& text);
   void job_ended(int job);
@@ -90,9 +91,9 @@ class MainWindow : public QMainWindow {
   bool interactive_;
   std::unique_ptr<DaemonLink> daemon_;
   std::unique_ptr<Loader> loader_;
-  int job_ = 0, capture_job_ = 0, plan_job_ = 0, diff_job_ = 0;
+  int job_ = 0, capture_job_ = 0, plan_job_ = 0, diff_job_ = 0, fleet_job_ = 0;
   std::set<int> active_;
-  bool plan_requested_ = false;
+  bool plan_requested_ = false, fleet_requested_ = false;
   SessionPtr session_;
   FleetPtr fleet_rows_;
   std::map<CaptureKey, CaptureAnalysisPtr> analyses_;
