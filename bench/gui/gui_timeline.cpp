@@ -137,7 +137,7 @@ double loader_first_paint(const std::string& db, QSize size, QImage& image, std:
   double ms = -1;
   const auto t0 = Clock::now();
   QObject::connect(&loader, &gui::Loader::timeline_ready, &loop,
-                   [&](int, gui::TimelinePtr timeline, bool) {
+                   [&](int, int, gui::TimelinePtr timeline, bool) {
                      if (ms >= 0) return;
                      widget.set_timeline(timeline);
                      widget.render(&image);

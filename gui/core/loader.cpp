@@ -10,14 +10,16 @@ namespace fleetscope::gui {
 struct Loader::Job {
   int id = 0;
   std::atomic<bool> cancel{false};
-  std::atomic<int> running{0};
 };
 
 Loader::Loader(QObject* parent) : QObject(parent) {
   qRegisterMetaType<SessionPtr>();
   qRegisterMetaType<TimelinePtr>();
-  qRegisterMetaType<AnalysisPtr>();
-  pool_.setMaxThreadCount(2);
+  qRegisterMetaType<CaptureAnalysisPtr>();
+  qRegisterMetaType<FleetPtr>();
+  qRegisterMetaType<SharingPtr>();
+  qRegisterMetaType<DiffPtr>();
+  pool_.setMaxThreadCount(3);
 }
 
 Loader::~Loader() {
@@ -32,8 +34,8 @@ std::shared_ptr<Loader::Job> Loader::start_job() {
 }
 
 void Loader::cancel() {
-  if (current_) current_->cancel = true;
-  if (current_capture_) current_capture_->cancel = true;
+  for (const auto& job : {current_, current_capture_, current_plan_, current_diff_, current_rank_})
+    if (job) job->cancel = true;
 }
 
 bool Loader::busy() const {
@@ -55,14 +57,15 @@ void post(Loader* loader, Fn fn) {
 }  // namespace
 
 void Loader::run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& session,
-                          int64_t capture) {
+                          const CaptureKey& key) {
   const int id = job->id;
-  const std::string cache_base = session->cache_base();
+  const int source = int(key.source);
+  const std::string cache_base = session->cache_base(key.source);
   bool painted = false;
   if (!cache_base.empty()) {
-    if (auto cached = load_timeline_cache(cache_base, capture)) {
+    if (auto cached = load_timeline_cache(cache_base, key.capture_id)) {
       auto ptr = std::make_shared<const TimelineData>(std::move(*cached));
-      post(this, [this, id, ptr] { emit timeline_ready(id, ptr, true); });
+      post(this, [this, id, source, ptr] { emit timeline_ready(id, source, ptr, true); });
       painted = true;
     }
   }
@@ -71,46 +74,63 @@ void Loader::run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& ses
   options.progress = [this, id](const std::string& stage, int64_t rows) {
     post(this, [this, id, s = QString::fromStdString(stage), rows] { emit progress(id, s, rows); });
   };
-  auto reader = session->reader();
+  auto reader = session->reader(key.source);
   // No summary: a first part of a large capture is shown before the whole is read.
   if (!painted)
-    if (auto head = load_timeline_head(*reader, capture, kFirstPartEvents, options)) {
+    if (auto head = load_timeline_head(*reader, key.capture_id, kFirstPartEvents, options)) {
       auto ptr = std::make_shared<const TimelineData>(std::move(*head));
-      post(this, [this, id, ptr] { emit timeline_ready(id, ptr, false); });
+      post(this, [this, id, source, ptr] { emit timeline_ready(id, source, ptr, false); });
     }
-  auto timeline = std::make_shared<TimelineData>(load_timeline(*reader, capture, options));
+  auto timeline = std::make_shared<TimelineData>(load_timeline(*reader, key.capture_id, options));
   if (!cache_base.empty()) save_timeline_cache(cache_base, *timeline);
   TimelinePtr ptr = timeline;
-  post(this, [this, id, ptr] { emit timeline_ready(id, ptr, false); });
+  post(this, [this, id, source, ptr] { emit timeline_ready(id, source, ptr, false); });
 }
 
-int Loader::open(const QString& path) {
+void Loader::run_analysis(const std::shared_ptr<Job>& job, const SessionPtr& session,
+                          const CaptureKey& key) {
+  const int id = job->id;
+  post(this, [this, id, s = QString::fromStdString("analysis of " + session->capture_label(key))] {
+    emit progress(id, s, 0);
+  });
+  auto analysis =
+      std::make_shared<const CaptureAnalysis>(analyze_capture(*session, key, &job->cancel));
+  post(this, [this, id, analysis] { emit capture_analysis_ready(id, analysis); });
+}
+
+int Loader::open(const QStringList& paths) {
   cancel();
   auto job = start_job();
   current_ = job;
   current_capture_.reset();
+  current_plan_.reset();
+  current_diff_.reset();
+  current_rank_.reset();
   const int id = job->id;
-  const std::string file = path.toStdString();
-  pool_.start([this, job, id, file, path] {
+  std::vector<std::string> files;
+  for (const QString& p : paths) files.push_back(p.toStdString());
+  pool_.start([this, job, id, files, paths] {
+    // The message names the file; with several, no one path is "the" file.
+    const QString path = paths.size() == 1 ? paths.front() : QString();
     try {
-      auto session = open_session(
-          file,
-          [this, id](const std::string& stage, int64_t n) {
-            post(this,
-                 [this, id, s = QString::fromStdString(stage), n] { emit progress(id, s, n); });
-          },
-          &job->cancel);
+      auto report = [this, id](const std::string& stage, int64_t n) {
+        post(this, [this, id, s = QString::fromStdString(stage), n] { emit progress(id, s, n); });
+      };
+      auto session = open_session(files, report, &job->cancel);
       SessionPtr ptr = session;
       post(this, [this, id, ptr] { emit opened(id, ptr); });
-      if (!session->captures.empty()) run_timeline(job, ptr, session->captures.back().id);
-      auto analysis = std::make_shared<const SessionAnalysis>(analyze_session(
-          *session,
-          [this, id](const std::string& stage, int64_t n) {
-            post(this,
-                 [this, id, s = QString::fromStdString(stage), n] { emit progress(id, s, n); });
-          },
-          &job->cancel));
-      post(this, [this, id, analysis] { emit analysis_ready(id, analysis); });
+      // The worst capture first: with several, the fleet ranking decides which.
+      FleetPtr fleet;
+      auto rank = [&] {
+        post(this, [this, id] { emit progress(id, "fleet ranking", 0); });
+        fleet = std::make_shared<const FleetRows>(session->analysis->fleet());
+        post(this, [this, id, fleet] { emit fleet_ready(id, fleet); });
+      };
+      if (session->captures.size() > 1) rank();
+      const auto first = most_wasteful_capture(*session, fleet ? *fleet : FleetRows{});
+      if (job->cancel) throw LoadCancelled();
+      if (first) run_timeline(job, ptr, *first);
+      if (first) run_analysis(job, ptr, *first);
       post(this, [this, id] { emit finished(id); });
     } catch (const LoadCancelled&) {
       post(this, [this, id] { emit cancelled(id); });
@@ -122,20 +142,90 @@ int Loader::open(const QString& path) {
   return id;
 }
 
-int Loader::load_capture(SessionPtr session, int64_t capture_id) {
+int Loader::load_capture(SessionPtr session, CaptureKey key) {
   if (current_capture_) current_capture_->cancel = true;
   auto job = start_job();
   current_capture_ = job;
   const int id = job->id;
-  pool_.start([this, job, id, session, capture_id] {
+  pool_.start([this, job, id, session, key] {
     try {
-      run_timeline(job, session, capture_id);
+      run_timeline(job, session, key);
+      run_analysis(job, session, key);
       post(this, [this, id] { emit finished(id); });
     } catch (const LoadCancelled&) {
       post(this, [this, id] { emit cancelled(id); });
     } catch (const std::exception& e) {
-      post(this, [this, id, p = QString::fromStdString(session->source_path),
+      post(this, [this, id, p = QString::fromStdString(session->source(key.source).path),
                   m = QString::fromStdString(e.what())] { emit failed(id, p, m); });
+    }
+  });
+  return id;
+}
+
+int Loader::plan(SessionPtr session, WhatIf what_if) {
+  if (current_plan_) current_plan_->cancel = true;
+  auto job = start_job();
+  current_plan_ = job;
+  const int id = job->id;
+  pool_.start([this, job, id, session, what_if] {
+    try {
+      post(this, [this, id] { emit progress(id, "consolidation plan", 0); });
+      auto sharing =
+          std::make_shared<const SharingState>(plan_sharing(*session, what_if, &job->cancel));
+      post(this, [this, id, sharing] { emit sharing_ready(id, sharing); });
+      post(this, [this, id] { emit finished(id); });
+    } catch (const LoadCancelled&) {
+      post(this, [this, id] { emit cancelled(id); });
+    } catch (const std::exception& e) {
+      post(this, [this, id, m = QString::fromStdString(e.what())] {
+        emit failed(id, "consolidation plan", m);
+      });
+    }
+  });
+  return id;
+}
+
+int Loader::diff(SessionPtr session, CaptureKey before, CaptureKey after) {
+  if (current_diff_) current_diff_->cancel = true;
+  auto job = start_job();
+  current_diff_ = job;
+  const int id = job->id;
+  pool_.start([this, job, id, session, before, after] {
+    try {
+      post(this, [this, id] { emit progress(id, "comparing captures", 0); });
+      auto diff = std::make_shared<const analyzer::CaptureDiff>(
+          compare_captures(*session, before, after, &job->cancel));
+      post(this, [this, id, diff] { emit diff_ready(id, diff); });
+      post(this, [this, id] { emit finished(id); });
+    } catch (const LoadCancelled&) {
+      post(this, [this, id] { emit cancelled(id); });
+    } catch (const std::exception& e) {
+      post(this, [this, id, m = QString::fromStdString(e.what())] {
+        emit failed(id, "capture diff", m);
+      });
+    }
+  });
+  return id;
+}
+
+int Loader::rank(SessionPtr session) {
+  if (current_rank_) current_rank_->cancel = true;
+  auto job = start_job();
+  current_rank_ = job;
+  const int id = job->id;
+  pool_.start([this, job, id, session] {
+    try {
+      post(this, [this, id] { emit progress(id, "fleet ranking", 0); });
+      auto fleet = std::make_shared<const FleetRows>(session->analysis->fleet());
+      if (job->cancel) throw LoadCancelled();
+      post(this, [this, id, fleet] { emit fleet_ready(id, fleet); });
+      post(this, [this, id] { emit finished(id); });
+    } catch (const LoadCancelled&) {
+      post(this, [this, id] { emit cancelled(id); });
+    } catch (const std::exception& e) {
+      post(this, [this, id, m = QString::fromStdString(e.what())] {
+        emit failed(id, "fleet ranking", m);
+      });
     }
   });
   return id;

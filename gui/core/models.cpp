@@ -22,7 +22,7 @@ QString format_gpu_hours(double hours) {
   return QString::number(hours, 'f', hours < 100 ? 6 : 2);
 }
 
-QString fleet_totals(const std::vector<FleetRow>& rows) {
+QString fleet_totals(const FleetRows& rows) {
   int64_t span = 0, busy = 0;
   for (const auto& r : rows) span += r.span_ns, busy += r.busy_ns;
   const double hours = double(span) / 3.6e12, wasted = double(span - busy) / 3.6e12;
@@ -36,14 +36,19 @@ namespace {
 QString q(const std::string& s) {
   return QString::fromStdString(s);
 }
+QString time_text(int64_t ns) {
+  if (!ns) return "—";
+  return QDateTime::fromMSecsSinceEpoch(ns / 1'000'000, Qt::UTC)
+      .toString("yyyy-MM-dd hh:mm:ss 'UTC'");
+}
 }  // namespace
 
 FleetModel::FleetModel(QObject* parent)
     : RowTableModel({"Workflow", "User", "Captures", "GPU-hours", "Utilization", "Wasted GPU-hours",
-                     "Top finding"},
+                     "Top finding", "Sources"},
                     parent) {}
 
-QVariant FleetModel::cell(const FleetRow& r, int column, int role) const {
+QVariant FleetModel::cell(const analyzer::WorkflowWaste& r, int column, int role) const {
   if (role == Qt::TextAlignmentRole && column >= captures && column <= wasted_gpu_hours)
     return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
@@ -54,8 +59,7 @@ QVariant FleetModel::cell(const FleetRow& r, int column, int role) const {
     case user:
       return q(r.user);
     case captures:
-      return sort ? QVariant(qlonglong(r.capture_ids.size()))
-                  : QVariant(QString::number(r.capture_ids.size()));
+      return sort ? QVariant(qlonglong(r.captures)) : QVariant(QString::number(r.captures));
     case gpu_hours:
       return sort ? QVariant(r.gpu_hours()) : QVariant(format_gpu_hours(r.gpu_hours()));
     case utilization:
@@ -65,9 +69,106 @@ QVariant FleetModel::cell(const FleetRow& r, int column, int role) const {
       return sort ? QVariant(r.wasted_gpu_hours())
                   : QVariant(format_gpu_hours(r.wasted_gpu_hours()));
     case top_finding:
-      if (sort) return qlonglong(r.top_impact_ns);
-      return r.top_rule.empty() ? QString("—")
-                                : q(r.top_rule) + " (" + format_duration(r.top_impact_ns) + ")";
+      if (sort) return qlonglong(r.top_rule_impact_ns);
+      return r.top_rule.empty()
+                 ? QString("—")
+                 : q(r.top_rule) + " (" + format_duration(r.top_rule_impact_ns) + ")";
+    case sources: {
+      QStringList refs;
+      for (const auto& [source, id] : r.capture_refs)
+        refs << QString("%1#%2").arg(q(source)).arg(id);
+      return refs.join(", ");
+    }
+  }
+  return {};
+}
+
+SourcesModel::SourcesModel(QObject* parent)
+    : RowTableModel({"File", "Format", "Captures", "Jobs", "First capture", "Last capture"},
+                    parent) {}
+
+QVariant SourcesModel::cell(const SourceSummary& r, int column, int role) const {
+  if (role == Qt::TextAlignmentRole && (column == captures || column == workflows))
+    return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  switch (column) {
+    case file:
+      return role == Qt::ToolTipRole ? q(r.path) : q(r.label);
+    case format:
+      return q(r.format);
+    case captures:
+      return sort ? QVariant(qlonglong(r.captures)) : QVariant(QString::number(r.captures));
+    case workflows:
+      return sort ? QVariant(qlonglong(r.workflows)) : QVariant(QString::number(r.workflows));
+    case first:
+      return sort ? QVariant(qlonglong(r.first_ns)) : QVariant(time_text(r.first_ns));
+    case last:
+      return sort ? QVariant(qlonglong(r.last_ns)) : QVariant(time_text(r.last_ns));
+  }
+  return {};
+}
+
+MetricDeltaModel::MetricDeltaModel(QObject* parent)
+    : RowTableModel({"Metric", "Before", "After", "Change", "After / before"}, parent) {}
+
+QVariant MetricDeltaModel::cell(const analyzer::MetricDelta& r, int column, int role) const {
+  if (role == Qt::TextAlignmentRole && column != metric)
+    return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role != Qt::DisplayRole && role != kSortRole) return {};
+  const bool sort = role == kSortRole;
+  // Durations (metrics named *_ns) in units, fractions in percent, counts as they are.
+  const bool ns = r.metric.size() > 3 && r.metric.compare(r.metric.size() - 3, 3, "_ns") == 0;
+  const bool fraction = r.metric == "utilization";
+  auto value = [&](double v) -> QVariant {
+    if (sort) return v;
+    if (ns) return format_duration(int64_t(v));
+    if (fraction) return QString::number(100 * v, 'f', 1) + " %";
+    return QString::number(v, 'g', 8);
+  };
+  switch (column) {
+    case metric:
+      return q(r.metric);
+    case before:
+      return value(r.before);
+    case after:
+      return value(r.after);
+    case delta:
+      return value(r.delta());
+    case ratio:
+      return sort ? QVariant(r.ratio())
+                  : QVariant(r.before != 0 ? QString::number(r.ratio(), 'f', 3) + "x"
+                                           : QString("—"));
+  }
+  return {};
+}
+
+KernelDeltaModel::KernelDeltaModel(QObject* parent)
+    : RowTableModel(
+          {"Kernel", "Count before", "Count after", "Total before", "Total after", "Change"},
+          parent) {}
+
+QVariant KernelDeltaModel::cell(const analyzer::KernelDelta& r, int column, int role) const {
+  if (role == Qt::TextAlignmentRole && column != name)
+    return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
+  const bool sort = role == kSortRole;
+  auto duration = [&](int64_t v) -> QVariant {
+    return sort ? QVariant(qlonglong(v)) : QVariant(format_duration(v));
+  };
+  switch (column) {
+    case name:
+      return q(r.name);
+    case count_before:
+      return qlonglong(r.count_before);
+    case count_after:
+      return qlonglong(r.count_after);
+    case total_before:
+      return duration(r.total_ns_before);
+    case total_after:
+      return duration(r.total_ns_after);
+    case change:
+      return duration(r.total_ns_after - r.total_ns_before);
   }
   return {};
 }

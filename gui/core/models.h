@@ -7,6 +7,7 @@
 
 #include "aggregate.h"
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/diff.h"
 #include "fleetscope/sharer/planner.h"
 #include "fleetscope/store/reader.h"
 #include "session.h"
@@ -17,15 +18,54 @@ namespace fleetscope::gui {
 // GPU-hours as every view prints them: fixed decimals, the same for every row and the totals.
 QString format_gpu_hours(double hours);
 // "Total: 2 job(s), 2.000000 GPU-hours, 1.000000 wasted (50.0 % utilization)".
-QString fleet_totals(const std::vector<FleetRow>& rows);
+QString fleet_totals(const FleetRows& rows);
 
-class FleetModel : public RowTableModel<FleetRow> {
+// The fleet ranking of the analysis session (analyzer/fleet.h, as `fleetscope fleet` prints it).
+class FleetModel : public RowTableModel<analyzer::WorkflowWaste> {
  public:
-  enum Column { workflow, user, captures, gpu_hours, utilization, wasted_gpu_hours, top_finding };
+  enum Column {
+    workflow,
+    user,
+    captures,
+    gpu_hours,
+    utilization,
+    wasted_gpu_hours,
+    top_finding,
+    sources
+  };
   explicit FleetModel(QObject* parent = nullptr);
 
  protected:
-  QVariant cell(const FleetRow& row, int column, int role) const override;
+  QVariant cell(const analyzer::WorkflowWaste& row, int column, int role) const override;
+};
+
+// One row per open source (database or trace): the summary across the open files.
+class SourcesModel : public RowTableModel<SourceSummary> {
+ public:
+  enum Column { file, format, captures, workflows, first, last };
+  explicit SourcesModel(QObject* parent = nullptr);
+
+ protected:
+  QVariant cell(const SourceSummary& row, int column, int role) const override;
+};
+
+// `fleetscope diff` in the GUI: the capture-wide metrics of two captures and their change
+// (analyzer/diff.h), and the kernels whose total time changed most.
+class MetricDeltaModel : public RowTableModel<analyzer::MetricDelta> {
+ public:
+  enum Column { metric, before, after, delta, ratio };
+  explicit MetricDeltaModel(QObject* parent = nullptr);
+
+ protected:
+  QVariant cell(const analyzer::MetricDelta& row, int column, int role) const override;
+};
+class KernelDeltaModel : public RowTableModel<analyzer::KernelDelta> {
+ public:
+  enum Column { name, count_before, count_after, total_before, total_after, change };
+  explicit KernelDeltaModel(QObject* parent = nullptr);
+
+ protected:
+  QVariant cell(const analyzer::KernelDelta& row, int column, int role) const override;
 };
 
 // Findings sorted by impact, then the rules that were not evaluated (with what they need).

@@ -3,99 +3,148 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "fleetscope/analyzer/attribution.h"
-#include "fleetscope/analyzer/gpu_utilization.h"
-#include "fleetscope/analyzer/loader.h"
-#include "fleetscope/importers/importers.h"
+#include "fleetscope/sharer/host_planning.h"
 #include "fleetscope/store/error.h"
 #include "timeline_data.h"
 
 namespace fleetscope::gui {
 
-std::unique_ptr<store::Reader> Session::reader() const {
-  if (keeper)
-    return std::make_unique<store::Reader>(keeper->another_connection(store::OpenMode::read_only));
-  return std::make_unique<store::Reader>(source_path);
-}
-
 namespace {
-
-bool is_fleetscope_database(const std::string& path) {
-  try {
-    store::Database db = store::Database::open_external(path);
-    auto st =
-        db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
-    return st.step() && st.column_int(0) > 0;
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    // SQLite's own words ("file is not a database", "database disk image is malformed",
-    // "database is locked") with the file in front.
-    throw InputError(path, "sqlite_master",
-                     std::string("cannot read the SQLite schema: ") + e.what());
-  }
-}
 
 void check(const std::atomic<bool>* cancel) {
   if (cancel && cancel->load()) throw LoadCancelled();
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
-std::shared_ptr<Session> open_session(const std::string& path, const Progress& progress,
-                                      const std::atomic<bool>* cancel) {
-  auto session = std::make_shared<Session>();
-  session->source_path = path;
-  const importers::Format format = importers::detect_format(path);
-  if (format == importers::Format::unknown)
-    throw InputError(path, "byte 0",
-                     "not a trace: expected a fleetscope database, a Kineto JSON trace (.json, "
-                     ".json.gz) or an nsys SQLite export");
-  std::unique_ptr<store::Reader> reader;
-  if (format == importers::Format::nsys_sqlite && is_fleetscope_database(path)) {
-    session->format = "fleetscope database";
-    reader = std::make_unique<store::Reader>(path);  // refuses a newer schema, names both versions
-  } else {
-    session->format =
-        format == importers::Format::nsys_sqlite ? "nsys SQLite export" : "Kineto JSON";
-    importers::ImportOptions options;
-    options.progress_every_events = 50000;
-    options.progress = [&](const importers::ImportProgress& p) {
-      check(cancel);
-      if (progress) progress("import", p.events);
-    };
-    importers::MemoryImport imported = importers::import_to_memory(path, options);
-    check(cancel);
-    // The timeline's window queries and the SQL console want the indexes the import skipped.
-    imported.database.exec(store::index_sql());
-    session->imported = true;
-    session->keeper = std::make_shared<store::Database>(std::move(imported.database));
-    reader = session->reader();
+const store::Capture* Session::capture(const CaptureKey& key) const {
+  if (key.source >= sources().size()) return nullptr;
+  for (const auto& c : source(key.source).captures)
+    if (c.id == key.capture_id) return &c;
+  return nullptr;
+}
+
+std::unique_ptr<store::Reader> Session::reader(size_t index) const {
+  return source(index).reader();
+}
+
+std::string Session::cache_base(size_t index) const {
+  const auto& s = source(index);
+  return s.imported ? std::string() : s.path;
+}
+
+std::string Session::capture_label(const CaptureKey& key) const {
+  const std::string capture = "capture " + std::to_string(key.capture_id);
+  return sources().size() > 1 ? source(key.source).label + " · " + capture : capture;
+}
+
+std::string Session::title() const {
+  if (sources().size() == 1) return source(0).label + " (" + source(0).format + ")";
+  std::string text = std::to_string(sources().size()) + " sources: ";
+  for (size_t i = 0; i < sources().size(); ++i) text += (i ? ", " : "") + source(i).label;
+  return text;
+}
+
+std::vector<std::string> expand_sources(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> inside;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      if (!entry.is_regular_file(ec)) continue;
+      const std::string name = entry.path().filename().string();
+      if (ends_with(name, ".db") || ends_with(name, ".sqlite") || ends_with(name, ".json") ||
+          ends_with(name, ".json.gz"))
+        inside.push_back(entry.path().string());
+    }
+    if (inside.empty())
+      throw InputError(path, "directory",
+                       "no traces in this folder (expected *.db, *.sqlite, *.json, *.json.gz)");
+    std::sort(inside.begin(), inside.end());
+    out.insert(out.end(), inside.begin(), inside.end());
   }
-  session->captures = reader->captures();
-  session->workflows = reader->workflows();
+  return out;
+}
+
+std::shared_ptr<Session> open_session(const std::vector<std::string>& paths,
+                                      const Progress& progress, const std::atomic<bool>* cancel) {
+  auto session = std::make_shared<Session>();
+  session->analysis = std::make_shared<analyzer::AnalysisSession>();
+  for (const auto& path : expand_sources(paths)) {
+    check(cancel);
+    if (progress) progress("opening " + std::filesystem::path(path).filename().string(), 0);
+    session->analysis->open(path, progress, [cancel] { check(cancel); });
+  }
+  for (const auto& ref : session->analysis->captures()) session->captures.push_back(ref.key);
   return session;
 }
 
-sharer::JobProfile job_profile(const analyzer::ConsolidationCandidate& c,
-                               const std::string& where) {
-  sharer::JobProfile job;
-  const std::string gpu =
-      where + "#capture" + std::to_string(c.capture_id) + "/gpu" + std::to_string(c.device);
-  job.job_id =
-      (c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow) + "@" + gpu;
-  job.workflow = c.workflow;
-  job.gpu = gpu + " (" + c.gpu_name + ")";
-  job.persistent_bytes = c.persistent_bytes;
-  job.ephemeral_peak_bytes = c.ephemeral_peak_bytes;
-  job.gpu_capacity_bytes = c.gpu_memory_bytes;
-  job.utilization = c.utilization;
-  job.iteration_ns = c.iteration_ns;
-  job.peak_stddev_bytes = c.ephemeral_peak_stddev_bytes;
-  job.labels = c.labels;
-  return job;
+std::vector<SourceSummary> source_summaries(const Session& session) {
+  std::vector<SourceSummary> out;
+  for (const auto& s : session.sources()) {
+    SourceSummary row{
+        s->path, s->label, s->format, int64_t(s->captures.size()), int64_t(s->workflows.size()),
+        0,       0};
+    for (const auto& c : s->captures) {
+      if (c.start_ns && (!row.first_ns || *c.start_ns < row.first_ns)) row.first_ns = *c.start_ns;
+      if (c.end_ns && *c.end_ns > row.last_ns) row.last_ns = *c.end_ns;
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+CaptureAnalysis analyze_capture(const Session& session, const CaptureKey& key,
+                                const std::atomic<bool>* cancel) {
+  CaptureAnalysis out;
+  out.key = key;
+  out.analysis = session.analysis->analysis(key, [cancel] { check(cancel); });
+  const analyzer::CaptureData& data = *out.analysis->data;
+  out.steps = analyzer::step_breakdown(data);
+  for (const auto& [device, members] : data.events_by_device) out.devices.push_back(device);
+  for (const auto& m : data.memory) {
+    if (m.deviceId < 0) continue;
+    auto& series = out.memory[m.deviceId];
+    const int64_t level = m.total_allocated ? *m.total_allocated
+                                            : (series.empty() ? 0 : series.back().bytes) + m.bytes;
+    series.push_back({m.ts, level});
+  }
+  return out;
+}
+
+analyzer::CaptureDiff compare_captures(const Session& session, const CaptureKey& before,
+                                       const CaptureKey& after, const std::atomic<bool>* cancel) {
+  auto a = session.analysis->loaded(before, [cancel] { check(cancel); });
+  auto b = session.analysis->loaded(after, [cancel] { check(cancel); });
+  return analyzer::diff_captures(*a->data, *b->data);
+}
+
+std::vector<CaptureKey> capture_keys(const Session& session, const analyzer::WorkflowWaste& row) {
+  std::vector<CaptureKey> keys;
+  for (const auto& [label, id] : row.capture_refs)
+    for (size_t i = 0; i < session.sources().size(); ++i)
+      if (session.source(i).label == label) keys.push_back({i, id});
+  return keys;
+}
+
+std::optional<CaptureKey> most_wasteful_capture(const Session& session, const FleetRows& fleet) {
+  for (const auto& row : fleet) {
+    const auto keys = capture_keys(session, row);
+    if (!keys.empty()) return keys.front();
+  }
+  if (!session.captures.empty()) return session.captures.front();
+  return std::nullopt;
 }
 
 SharingEvent sharing_event(int64_t ts_ns, std::optional<int64_t> plan_id, std::string kind,
@@ -116,112 +165,57 @@ SharingEvent sharing_event(int64_t ts_ns, std::optional<int64_t> plan_id, std::s
   return e;
 }
 
-SessionAnalysis analyze_session(const Session& session, const Progress& progress,
-                                const std::atomic<bool>* cancel) {
-  SessionAnalysis out;
-  auto reader = session.reader();
-  const auto stored_findings = reader->findings();
-  std::map<std::string, FleetRow> fleet;
-  std::map<std::string, std::map<std::string, int64_t>> rule_impact;
-  const std::string where = std::filesystem::path(session.source_path).filename().string();
-  for (const auto& capture : session.captures) {
+SharingState plan_sharing(const Session& session, const WhatIf& what_if,
+                          const std::atomic<bool>* cancel) {
+  SharingState out;
+  // Recorded plans and the sharing service's decisions, from every database.
+  for (size_t i = 0; i < session.sources().size(); ++i) {
     check(cancel);
-    if (progress) progress("analysis of capture " + std::to_string(capture.id), 0);
-    auto data = std::make_shared<analyzer::CaptureData>(analyzer::load_capture(
-        *reader, capture.id, [&](const std::string&, int64_t) { check(cancel); }));
-    CaptureAnalysis ca;
-    ca.capture_id = capture.id;
-    ca.result = analyzer::analyze_capture(*data);
-    // Findings a user stored with `fleetscope analyze` (possibly with other thresholds) win.
-    std::vector<store::Finding> stored;
-    for (const auto& f : stored_findings)
-      if (f.captureId == capture.id) stored.push_back(f);
-    if (!stored.empty()) {
-      std::sort(stored.begin(), stored.end(),
-                [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
-      ca.result.findings = std::move(stored);
+    auto reader = session.reader(i);
+    {
+      auto st = reader->database().prepare(
+          "SELECT id, created_ns, policy, plan, applied FROM lane_plans ORDER BY id DESC");
+      while (st.step())
+        out.stored.push_back({st.column_int(0), st.column_int(1), st.column_text(2),
+                              st.column_text(3), st.column_int(4) != 0});
     }
-    ca.steps = analyzer::step_breakdown(*data);
-    for (const auto& [device, members] : data->events_by_device) ca.devices.push_back(device);
-    for (const auto& m : data->memory) {
-      if (m.deviceId < 0) continue;
-      auto& series = ca.memory[m.deviceId];
-      const int64_t level = m.total_allocated
-                                ? *m.total_allocated
-                                : (series.empty() ? 0 : series.back().bytes) + m.bytes;
-      series.push_back({m.ts, level});
-    }
-    // Fleet rows: each job's GPU utilization per device (analyzer/gpu_utilization.h), as
-    // analyzer::rank_workflows sums it.
-    std::set<std::string> jobs_here;
-    for (const auto& [key, members] : analyzer::events_by_workflow_device(*data)) {
-      const analyzer::WorkflowInfo info = analyzer::workflow_info(*data, key.first);
-      FleetRow& row = fleet[info.name];
-      row.workflow = info.name;
-      if (row.user.empty()) row.user = info.user;
-      const analyzer::GpuUtilization u =
-          analyzer::job_gpu_utilization(*data, key.first, key.second, members);
-      row.span_ns += u.window.length();
-      row.busy_ns += u.busy_ns;
-      ++row.devices;
-      if (std::find(row.capture_ids.begin(), row.capture_ids.end(), capture.id) ==
-          row.capture_ids.end())
-        row.capture_ids.push_back(capture.id);
-      jobs_here.insert(info.name);
-    }
-    for (const auto& f : ca.result.findings)
-      for (const auto& name : jobs_here)
-        rule_impact[name][f.rule] += f.impact_ns / int64_t(jobs_here.size());
-    for (auto& c : analyzer::consolidation_candidates(*data))
-      out.sharing.candidates.push_back(std::move(c));
-    ca.data = std::move(data);
-    out.captures.push_back(std::move(ca));
-  }
-  for (auto& [name, row] : fleet) {
-    for (const auto& [rule, impact] : rule_impact[name])
-      if (impact > row.top_impact_ns) row.top_impact_ns = impact, row.top_rule = rule;
-    out.fleet.push_back(std::move(row));
-  }
-  std::sort(out.fleet.begin(), out.fleet.end(), [](const FleetRow& a, const FleetRow& b) {
-    const int64_t wa = a.span_ns - a.busy_ns, wb = b.span_ns - b.busy_ns;
-    return wa != wb ? wa > wb : a.workflow < b.workflow;
-  });
-  // Sharing: recorded plans, then the planner on the measurable candidates.
-  {
-    auto st = reader->database().prepare(
-        "SELECT id, created_ns, policy, plan, applied FROM lane_plans ORDER BY id DESC");
-    while (st.step())
-      out.sharing.stored.push_back({st.column_int(0), st.column_int(1), st.column_text(2),
-                                    st.column_text(3), st.column_int(4) != 0});
-  }
-  {
     auto st = reader->database().prepare(
         "SELECT ts, plan_id, kind, detail FROM sharing_events ORDER BY rowid DESC LIMIT ?");
     st.bind(1, int64_t{kMaxSharingEvents} + 1);
+    std::vector<SharingEvent> events;
     while (st.step()) {
-      if (out.sharing.events.size() == size_t(kMaxSharingEvents)) {
-        out.sharing.events_truncated = true;
+      if (events.size() == size_t(kMaxSharingEvents)) {
+        out.events_truncated = true;
         break;
       }
-      out.sharing.events.push_back(sharing_event(
+      events.push_back(sharing_event(
           st.column_int(0),
           st.column_is_null(1) ? std::nullopt : std::optional<int64_t>(st.column_int(1)),
           st.column_text(2), st.column_text(3)));
     }
-    std::reverse(out.sharing.events.begin(), out.sharing.events.end());
+    out.events.insert(out.events.end(), events.rbegin(), events.rend());
   }
-  for (const auto& c : out.sharing.candidates) {
-    // Without measured memory P = T = 0 would pass any safety check: such jobs cannot be placed.
-    if (!c.memory_measured || c.gpu_memory_bytes <= 0) {
-      out.sharing.skipped.push_back(
-          (c.workflow.empty() ? "capture " + std::to_string(c.capture_id) : c.workflow) +
-          " on GPU " + std::to_string(c.device) + ": " +
-          (!c.memory_measured ? "no memory events (P and T unknown)" : "GPU capacity unknown"));
-      continue;
-    }
-    out.sharing.jobs.push_back(job_profile(c, where));
+  std::stable_sort(out.events.begin(), out.events.end(),
+                   [](const SharingEvent& a, const SharingEvent& b) { return a.ts_ns < b.ts_ns; });
+  if (out.events.size() > size_t(kMaxSharingEvents)) {
+    out.events.erase(out.events.begin(), out.events.end() - kMaxSharingEvents);
+    out.events_truncated = true;
   }
-  out.sharing.plan = sharer::plan_consolidation(out.sharing.jobs);
+  // The plan: the host's settings with the what-if changes (share plan's flags), the analysis
+  // session's planner inputs.
+  const sharer::HostPlanning host = sharer::host_planning();
+  out.options = host.options;
+  out.options.single_lane = what_if.single_lane;
+  if (what_if.max_slowdown) out.options.max_slowdown = *what_if.max_slowdown;
+  if (what_if.margin_sigma) out.options.memory.margin.z = *what_if.margin_sigma;
+  out.interference = host.interference.description;
+  out.context_source = host.context_source;
+  analyzer::PlanInputs inputs =
+      session.analysis->plan_inputs(out.options.memory, [cancel] { check(cancel); });
+  out.candidates = std::move(inputs.candidates);
+  out.jobs = std::move(inputs.jobs);
+  out.skipped = std::move(inputs.skipped);
+  out.plan = sharer::plan_consolidation(out.jobs, out.options);
   return out;
 }
 

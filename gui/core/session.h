@@ -1,8 +1,10 @@
-// An open trace: a fleetscope database, or a Kineto JSON / nsys SQLite file imported into a
-// private in-memory database (as `fleetscope analyze TRACE` does), and the work the GUI does on it
-// off the GUI thread. Plain C++: the Qt loader (loader.h) runs these functions in worker threads,
-// each on its own database connection. No analysis here: every number comes from the analyzer,
-// store and sharer libraries.
+// The GUI's open sources (databases and traces, several at once: ranks of one job, hosts of a
+// fleet) and the work it does on them off the GUI thread. Everything a user reads comes from the
+// analyzer's analysis session (analyzer/session.h) and the sharer's planner with the host's
+// settings (sharer/host_planning.h) — the code `fleetscope fleet`, `analyze` and `share plan`
+// run, so the GUI and the CLI give the same ranking, findings and plan on the same files. Only
+// the chart series are made here. Plain C++: the Qt loader (loader.h) calls these functions in
+// worker threads.
 #pragma once
 
 #include <atomic>
@@ -14,10 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "fleetscope/analyzer/analysis.h"
-#include "fleetscope/analyzer/capture_data.h"
-#include "fleetscope/analyzer/consolidation.h"
-#include "fleetscope/analyzer/gpu_utilization.h"
+#include "fleetscope/analyzer/diff.h"
+#include "fleetscope/analyzer/session.h"
 #include "fleetscope/analyzer/step_metrics.h"
 #include "fleetscope/sharer/planner.h"
 #include "fleetscope/store/reader.h"
@@ -25,60 +25,86 @@
 namespace fleetscope::gui {
 
 using Progress = std::function<void(const std::string& stage, int64_t done)>;
+using CaptureKey = analyzer::CaptureKey;
 
 struct Session {
-  std::string source_path;  // what the user opened
-  std::string format;       // "fleetscope database", "Kineto JSON", "nsys SQLite export"
-  bool imported = false;    // true: held in memory, nothing is written beside the file
-  std::vector<store::Capture> captures;
-  std::vector<store::Workflow> workflows;
+  // Thread-safe where the GUI uses it concurrently (analysis(), loaded(), fleet(), the sources'
+  // readers); sources are only added while the session is opened.
+  std::shared_ptr<analyzer::AnalysisSession> analysis;
+  std::vector<CaptureKey> captures;  // every source's, in source order
 
-  // A new read-only connection (one per worker thread).
-  std::unique_ptr<store::Reader> reader() const;
+  const std::vector<std::shared_ptr<analyzer::SessionSource>>& sources() const {
+    return analysis->sources();
+  }
+  const analyzer::SessionSource& source(size_t index) const { return *sources().at(index); }
+  const store::Capture* capture(const CaptureKey& key) const;
+  // A new read-only connection to one source (one per worker thread).
+  std::unique_ptr<store::Reader> reader(size_t source = 0) const;
   // Where zoom caches go (the database file), empty for an imported trace.
-  std::string cache_base() const { return imported ? std::string() : source_path; }
-
-  std::shared_ptr<store::Database> keeper;  // keeps an in-memory database alive
+  std::string cache_base(size_t source) const;
+  // "capture 3" with one source, "b.db · capture 3" with several.
+  std::string capture_label(const CaptureKey& key) const;
+  // The window title: "a.db (fleetscope database)", or "3 sources: a.db, b.db, c.db".
+  std::string title() const;
 };
 
-// Opens `path`. Throws fleetscope::InputError naming the file and the problem (not a database, a
-// newer schema, a corrupt or truncated file, a trace the importer rejects); LoadCancelled.
-std::shared_ptr<Session> open_session(const std::string& path, const Progress& progress = {},
-                                      const std::atomic<bool>* cancel = nullptr);
+// The files to open for `paths`: a folder stands for the traces in it (fleetscope databases,
+// nsys exports, Kineto JSON: *.db, *.sqlite, *.json, *.json.gz), sorted by name.
+std::vector<std::string> expand_sources(const std::vector<std::string>& paths);
 
-// One capture's analysis: the analyzer's findings and rule outcomes, its step breakdown, and the
-// data behind the utilization and memory charts.
+// Opens every path (expand_sources). Throws fleetscope::InputError naming the file and the
+// problem (not a database, a newer schema, a corrupt or truncated file, a trace the importer
+// rejects); LoadCancelled.
+std::shared_ptr<Session> open_session(const std::vector<std::string>& paths,
+                                      const Progress& progress = {},
+                                      const std::atomic<bool>* cancel = nullptr);
+inline std::shared_ptr<Session> open_session(const std::string& path) {
+  return open_session(std::vector<std::string>{path});
+}
+
+// One source's summary for the table across the open sources.
+struct SourceSummary {
+  std::string path, label, format;
+  int64_t captures = 0, workflows = 0;
+  int64_t first_ns = 0, last_ns = 0;  // captures' start/end, 0 when unknown
+};
+std::vector<SourceSummary> source_summaries(const Session& session);
+
+// One capture's analysis: the analysis session's (findings, rule outcomes, data: cached there),
+// its step breakdown, and the data behind the utilization and memory charts.
 struct MemoryPoint {
   int64_t ts = 0;
   int64_t bytes = 0;  // allocated on the device after the event
 };
 struct CaptureAnalysis {
-  int64_t capture_id = 0;
-  std::shared_ptr<const analyzer::CaptureData> data;  // for charts over any range
-  analyzer::AnalysisResult result;
+  CaptureKey key;
+  std::shared_ptr<const analyzer::CaptureAnalysis> analysis;
+  const analyzer::AnalysisResult& result() const { return analysis->result; }
+  const analyzer::CaptureData& data() const { return *analysis->data; }
   std::vector<analyzer::StepBreakdown> steps;
   std::map<int32_t, std::vector<MemoryPoint>> memory;  // per device
   std::vector<int32_t> devices;                        // with GPU events
 };
+CaptureAnalysis analyze_capture(const Session& session, const CaptureKey& key,
+                                const std::atomic<bool>* cancel = nullptr);
 
-// One job (workflow) across the open database's captures, as the fleet ranking defines it
-// (analyzer/fleet.h): GPU-hours = summed per-device GPU-utilization windows, wasted = idle inside
-// them; the top finding is the largest-impact finding of the job's captures.
-struct FleetRow {
-  std::string workflow;
-  std::string user;
-  std::vector<int64_t> capture_ids;
-  int64_t devices = 0;
-  int64_t span_ns = 0, busy_ns = 0;
-  std::string top_rule;
-  int64_t top_impact_ns = 0;
-  double gpu_hours() const { return double(span_ns) / 3.6e12; }
-  double wasted_gpu_hours() const { return double(span_ns - busy_ns) / 3.6e12; }
-  double utilization() const { return analyzer::utilization_ratio(busy_ns, span_ns); }
-};
+// `fleetscope diff BEFORE AFTER` on two open captures (analyzer/diff.h), from the analysis
+// session's cached data.
+analyzer::CaptureDiff compare_captures(const Session& session, const CaptureKey& before,
+                                       const CaptureKey& after,
+                                       const std::atomic<bool>* cancel = nullptr);
+
+// The fleet ranking over every source (analyzer::AnalysisSession::fleet, `fleetscope fleet`).
+using FleetRows = std::vector<analyzer::WorkflowWaste>;
+// The capture to open first: the worst job's (by wasted GPU-hours) first capture; the first
+// capture when the ranking is empty.
+std::optional<CaptureKey> most_wasteful_capture(const Session& session, const FleetRows& fleet);
+// A fleet row's captures as keys of the session.
+std::vector<CaptureKey> capture_keys(const Session& session, const analyzer::WorkflowWaste& row);
 
 // The sharing panel's state: plans already recorded (lane_plans) and the plan the sharer's
-// planner makes now from the analyzer's consolidation candidates.
+// planner makes now from the analysis session's candidates, with the host's settings and the
+// user's what-if changes.
 struct StoredPlan {
   int64_t id = 0;
   int64_t created_ns = 0;
@@ -101,6 +127,14 @@ SharingEvent sharing_event(int64_t ts_ns, std::optional<int64_t> plan_id, std::s
 // The sharing panel shows at most this many events, the latest ones.
 inline constexpr int kMaxSharingEvents = 1000;
 
+// The what-if controls: changes to the host's planner settings, as `share plan`'s flags make
+// them (--max-slowdown, --single-lane, --margin-sigma). Unset: the host's.
+struct WhatIf {
+  std::optional<double> max_slowdown;
+  bool single_lane = false;
+  std::optional<double> margin_sigma;
+};
+
 struct SharingState {
   std::vector<StoredPlan> stored;
   std::vector<SharingEvent> events;  // oldest first
@@ -109,19 +143,14 @@ struct SharingState {
   std::vector<sharer::JobProfile> jobs;  // the candidates the planner can place
   sharer::ConsolidationPlan plan;
   std::vector<std::string> skipped;  // candidates left out, with the reason
+  sharer::PlannerOptions options;    // what the plan was made with
+  std::string interference;          // the interference model used (its description)
+  std::string context_source;        // where the CUDA context figure came from
 };
 
-struct SessionAnalysis {
-  std::vector<CaptureAnalysis> captures;  // in Session::captures order
-  std::vector<FleetRow> fleet;            // by wasted GPU-hours, largest first
-  SharingState sharing;
-};
-
-// Loads and analyses every capture (fleet, findings, charts, sharing).
-SessionAnalysis analyze_session(const Session& session, const Progress& progress = {},
-                                const std::atomic<bool>* cancel = nullptr);
-
-// The planner's job profile of a candidate (the same mapping as `fleetscope share plan DB`).
-sharer::JobProfile job_profile(const analyzer::ConsolidationCandidate& c, const std::string& where);
+// Plans as `fleetscope share plan SOURCES... [flags]` does. Throws std::runtime_error for a bad
+// host config (naming the file and line).
+SharingState plan_sharing(const Session& session, const WhatIf& what_if = {},
+                          const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace fleetscope::gui

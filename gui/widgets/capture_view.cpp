@@ -195,7 +195,7 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
     update_visible_summary();
   });
   connect(captures_, &QComboBox::activated, this,
-          [this](int index) { emit capture_requested(captures_->itemData(index).toLongLong()); });
+          [this](int index) { emit capture_requested(captures_->itemData(index).toInt()); });
   connect(track_view_, &QTreeView::clicked, this, [this](const QModelIndex& index) {
     const TreeNode* n = tracks_->node(index);
     if (n && n->payload >= 0) timeline_->scroll_to_track(size_t(n->payload));
@@ -280,37 +280,51 @@ QChart* CaptureView::step_chart() const {
   return steps_->chart();
 }
 
-std::optional<int64_t> CaptureView::capture_id() const {
+std::optional<CaptureKey> CaptureView::capture_key() const {
   if (!timeline_data_) return std::nullopt;
-  return timeline_data_->capture_id;
+  return CaptureKey{source_, timeline_data_->capture_id};
 }
 
 void CaptureView::set_session(SessionPtr session) {
   session_ = std::move(session);
-  reader_ = session_ ? session_->reader() : nullptr;
+  source_ = 0;
+  reader_ = session_ && !session_->sources().empty() ? session_->reader(0) : nullptr;
   set_captures_filter({});
   timeline_data_.reset();
   analysis_.reset();
   timeline_->set_timeline(nullptr);
 }
 
-void CaptureView::set_captures_filter(const std::vector<int64_t>& ids) {
+void CaptureView::set_captures_filter(const std::vector<CaptureKey>& keys) {
   captures_->clear();
   if (!session_) return;
-  for (const auto& c : session_->captures) {
-    if (!ids.empty() && std::find(ids.begin(), ids.end(), c.id) == ids.end()) continue;
-    captures_->addItem(
-        QString("#%1 %2 (%3)")
-            .arg(c.id)
-            .arg(QString::fromStdString(c.source_path), QString::fromStdString(c.source)),
-        QVariant::fromValue<qlonglong>(c.id));
+  for (size_t i = 0; i < session_->captures.size(); ++i) {
+    const CaptureKey& key = session_->captures[i];
+    if (!keys.empty() && std::find(keys.begin(), keys.end(), key) == keys.end()) continue;
+    const store::Capture* c = session_->capture(key);
+    QString text = QString::fromStdString(session_->capture_label(key));
+    if (c)
+      text += QString(": %1 (%2)")
+                  .arg(QString::fromStdString(c->source_path), QString::fromStdString(c->source));
+    captures_->addItem(text, int(i));
   }
-  if (timeline_data_)
-    captures_->setCurrentIndex(
-        captures_->findData(QVariant::fromValue<qlonglong>(timeline_data_->capture_id)));
+  select_current_capture();
 }
 
-void CaptureView::set_timeline(TimelinePtr timeline) {
+void CaptureView::select_current_capture() {
+  const auto key = capture_key();
+  if (!key || !session_) return;
+  const auto it = std::find(session_->captures.begin(), session_->captures.end(), *key);
+  if (it == session_->captures.end()) return;
+  const int index = captures_->findData(int(it - session_->captures.begin()));
+  if (index >= 0) captures_->setCurrentIndex(index);
+}
+
+void CaptureView::set_timeline(TimelinePtr timeline, size_t source) {
+  if (session_ && source != source_ && source < session_->sources().size()) {
+    reader_ = session_->reader(source);
+  }
+  source_ = source;
   timeline_data_ = timeline;
   timeline_->set_timeline(timeline);
   if (timeline) {
@@ -318,8 +332,7 @@ void CaptureView::set_timeline(TimelinePtr timeline) {
     track_view_->expandAll();  // a new model: every group open again, every row shown
     update_hidden_tracks();
     track_view_->resizeColumnToContents(0);
-    const int index = captures_->findData(QVariant::fromValue<qlonglong>(timeline->capture_id));
-    if (index >= 0) captures_->setCurrentIndex(index);
+    select_current_capture();
     status_->setText(
         timeline->complete() ? QString("%1 tracks, %2 events")
                                    .arg(timeline->tracks.size())
@@ -330,21 +343,20 @@ void CaptureView::set_timeline(TimelinePtr timeline) {
                   .arg(timeline->event_count())
             : QString("%1 tracks (zoom summary; events loading…)").arg(timeline->tracks.size()));
   }
+  if (analysis_ && capture_key() != std::optional<CaptureKey>(analysis_->key)) analysis_.reset();
   update_charts();
   update_step_chart();
 }
 
-void CaptureView::set_analysis(AnalysisPtr analysis) {
+void CaptureView::set_analysis(CaptureAnalysisPtr analysis) {
+  if (analysis && capture_key() != std::optional<CaptureKey>(analysis->key)) return;
   analysis_ = std::move(analysis);
   update_charts();
   update_step_chart();
 }
 
 const CaptureAnalysis* CaptureView::current_analysis() const {
-  if (!analysis_ || !timeline_data_) return nullptr;
-  for (const auto& c : analysis_->captures)
-    if (c.capture_id == timeline_data_->capture_id) return &c;
-  return nullptr;
+  return analysis_.get();
 }
 
 void CaptureView::update_flame_graph() {
@@ -394,7 +406,7 @@ void CaptureView::update_charts() {
     auto* series = new QLineSeries;
     series->setName(QString("GPU %1").arg(device));
     for (const auto& b :
-         analyzer::gpu_utilization_timeline(*ca->data, device, {vis.begin, vis.end})) {
+         analyzer::gpu_utilization_timeline(ca->data(), device, {vis.begin, vis.end})) {
       series->append(ms(b.bucket.begin), 100 * b.utilization);
       series->append(ms(b.bucket.end), 100 * b.utilization);
     }

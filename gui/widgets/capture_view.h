@@ -34,9 +34,11 @@ class CaptureView : public QWidget {
   ~CaptureView() override;
 
   void set_session(SessionPtr session);
-  void set_timeline(TimelinePtr timeline);
-  void set_analysis(AnalysisPtr analysis);
-  void set_captures_filter(const std::vector<int64_t>& capture_ids);  // empty = all
+  // The timeline of a capture of session source `source`.
+  void set_timeline(TimelinePtr timeline, size_t source = 0);
+  // The analysis of the capture shown (ignored when it is another capture's).
+  void set_analysis(CaptureAnalysisPtr analysis);
+  void set_captures_filter(const std::vector<CaptureKey>& captures);  // empty = all
 
   TimelineWidget* timeline() const { return timeline_; }
   AggregateModel* aggregate_model() const { return aggregate_; }
@@ -56,10 +58,13 @@ class CaptureView : public QWidget {
   QChart* utilization_chart() const;
   QChart* memory_chart() const;
   QChart* step_chart() const;
-  std::optional<int64_t> capture_id() const;
+  // The capture shown: its session source and id.
+  std::optional<CaptureKey> capture_key() const;
+  QComboBox* capture_choice() const { return captures_; }
 
  signals:
-  void capture_requested(qint64 capture_id);
+  // The user picked another capture: its index in the session's captures.
+  void capture_requested(int index);
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
@@ -72,11 +77,14 @@ class CaptureView : public QWidget {
   void on_range_selected(TimeRange range);
   void on_event_selected(size_t track, qint64 event);
   const CaptureAnalysis* current_analysis() const;
+  void select_current_capture();
 
   SessionPtr session_;
-  std::unique_ptr<store::Reader> reader_;  // GUI-thread connection for details and flows
+  // GUI-thread connection to the shown capture's source, for details and flows.
+  std::unique_ptr<store::Reader> reader_;
+  size_t source_ = 0;
   TimelinePtr timeline_data_;
-  AnalysisPtr analysis_;
+  CaptureAnalysisPtr analysis_;
   QComboBox* captures_ = nullptr;
   QLabel* status_ = nullptr;
   TimelineWidget* timeline_ = nullptr;

@@ -37,12 +37,14 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
   capture_ = new CaptureView(tabs_);
   findings_ = new FindingsPanel(tabs_);
   sharing_ = new SharingPanel(*daemon_, tabs_);
+  diff_ = new DiffView(tabs_);
   daemon_panel_ = new DaemonPanel(*daemon_, tabs_);
   sql_ = new SqlConsole(tabs_);
   tabs_->addTab(fleet_, "Fleet");
   tabs_->addTab(capture_, "Timeline");
   tabs_->addTab(findings_, "Findings");
   tabs_->addTab(sharing_, "Sharing");
+  tabs_->addTab(diff_, "Diff");
   tabs_->addTab(daemon_panel_, "Daemon");
   tabs_->addTab(sql_, "SQL");
   setCentralWidget(tabs_);
@@ -55,80 +57,111 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
   statusBar()->addWidget(progress_label_, 1);
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_);
-  set_loading(false);
+  progress_->setVisible(false);
+  cancel_->setVisible(false);
   build_menus();
 
   Loader* l = loader_.get();
   connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancel_load);
   connect(l, &Loader::progress, this, [this](int job, const QString& stage, qint64 done) {
-    if (job == job_ || job == capture_job_)
+    if (active_.count(job))
       progress_label_->setText(done ? QString("%1: %2 rows").arg(stage).arg(done) : stage + "…");
   });
   connect(l, &Loader::opened, this, [this](int job, SessionPtr session) {
     if (job != job_) return;
     session_ = session;
-    analysis_.reset();
+    fleet_rows_.reset();
+    analyses_.clear();
+    plan_requested_ = false;
+    // With several captures the open job ranks the jobs (to show the worst capture first);
+    // with one, the ranking waits for the Fleet tab.
+    fleet_requested_ = session->captures.size() > 1;
     capture_->set_session(session);
     sql_->set_session(session);
-    fleet_->set_rows({});
+    fleet_->set_session(session);
+    diff_->set_session(session);
     findings_->set_analysis(nullptr);
     sharing_->set_state(nullptr);
-    setWindowTitle("fleetscope — " +
-                   QFileInfo(QString::fromStdString(session->source_path)).fileName() + " (" +
-                   QString::fromStdString(session->format) + ")");
+    setWindowTitle("fleetscope — " + QString::fromStdString(session->title()));
     if (session->captures.empty()) {
-      const QString text = QFileInfo(QString::fromStdString(session->source_path)).fileName() +
-                           " has no captures: it holds no recorded tracing window to show.";
+      const QString text =
+          QString::fromStdString(session->sources().size() == 1 ? session->source(0).label
+                                                                : session->title()) +
+          (session->sources().size() == 1 ? " has" : " have") +
+          " no captures: it holds no recorded tracing window to show.";
       capture_->timeline()->set_placeholder(text);
       progress_label_->setText(text);
     }
+    // The plan is made when the Sharing tab is shown (it reads every capture's candidates).
+    if (tabs_->currentWidget() == sharing_) request_plan();
+    if (tabs_->currentWidget() == fleet_ && !fleet_requested_) request_fleet();
   });
-  connect(l, &Loader::timeline_ready, this, [this](int job, TimelinePtr timeline, bool) {
+  connect(l, &Loader::timeline_ready, this,
+          [this](int job, int source, TimelinePtr timeline, bool) {
+            if (job != job_ && job != capture_job_) return;
+            capture_->set_timeline(timeline, size_t(source));
+            findings_->set_timeline(timeline);
+            show_capture_analysis();
+          });
+  connect(l, &Loader::fleet_ready, this, [this](int job, FleetPtr fleet) {
+    if (job != job_ && job != fleet_job_) return;
+    fleet_rows_ = fleet;
+    fleet_->set_rows(*fleet);
+  });
+  connect(l, &Loader::capture_analysis_ready, this, [this](int job, CaptureAnalysisPtr analysis) {
     if (job != job_ && job != capture_job_) return;
-    capture_->set_timeline(timeline);
-    findings_->set_timeline(timeline);
+    analyses_[analysis->key] = analysis;
     show_capture_analysis();
   });
-  connect(l, &Loader::analysis_ready, this, [this](int job, AnalysisPtr analysis) {
-    if (job != job_) return;
-    analysis_ = analysis;
-    fleet_->set_rows(analysis->fleet);
-    capture_->set_analysis(analysis);
-    sharing_->set_state(&analysis->sharing);
-    show_capture_analysis();
+  connect(l, &Loader::sharing_ready, this, [this](int job, SharingPtr sharing) {
+    if (job != plan_job_) return;
+    sharing_->set_state(sharing);
+  });
+  connect(l, &Loader::diff_ready, this, [this](int job, DiffPtr diff) {
+    if (job != diff_job_) return;
+    diff_->set_diff(diff);
   });
   connect(l, &Loader::failed, this, [this](int job, const QString& path, const QString& message) {
-    if (job != job_ && job != capture_job_) return;
-    set_loading(false);
+    if (!active_.count(job)) return;
+    job_ended(job);
     fail(path, message);
-    emit load_done(false);
+    if (active_.empty()) emit load_done(false);
   });
   connect(l, &Loader::cancelled, this, [this](int job) {
-    if (job != job_ && job != capture_job_) return;
-    set_loading(false);
+    if (!active_.count(job)) return;
+    job_ended(job);
     progress_label_->setText("Loading cancelled.");
-    emit load_done(false);
+    if (active_.empty()) emit load_done(false);
   });
   connect(l, &Loader::finished, this, [this](int job) {
-    if (job != job_ && job != capture_job_) return;
-    set_loading(false);
-    progress_label_->setText("Ready.");
-    emit load_done(true);
+    if (!active_.count(job)) return;
+    job_ended(job);
+    if (active_.empty()) {
+      progress_label_->setText("Ready.");
+      emit load_done(last_error_.isEmpty());
+    }
   });
   connect(fleet_, &FleetView::workflow_activated, this,
-          [this](const QString&, const std::vector<int64_t>& ids) {
-            capture_->set_captures_filter(ids);
-            if (!ids.empty() && session_) {
-              capture_job_ = loader_->load_capture(session_, ids.front());
-              set_loading(true, "Loading capture…");
-            }
+          [this](const QString&, const std::vector<CaptureKey>& keys) {
+            capture_->set_captures_filter(keys);
+            if (!keys.empty()) load_capture(keys.front());
             tabs_->setCurrentWidget(capture_);
           });
-  connect(capture_, &CaptureView::capture_requested, this, [this](qint64 id) {
-    if (!session_) return;
-    capture_job_ = loader_->load_capture(session_, id);
-    set_loading(true, "Loading capture…");
+  connect(capture_, &CaptureView::capture_requested, this, [this](int index) {
+    if (session_ && index >= 0 && size_t(index) < session_->captures.size())
+      load_capture(session_->captures[size_t(index)]);
   });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    if (tabs_->currentWidget() == sharing_ && !plan_requested_) request_plan();
+    if (tabs_->currentWidget() == fleet_ && !fleet_requested_) request_fleet();
+  });
+  connect(sharing_, &SharingPanel::what_if_changed, this, &MainWindow::request_plan);
+  connect(diff_, &DiffView::compare_requested, this,
+          [this](const CaptureKey& before, const CaptureKey& after) {
+            if (!session_) return;
+            diff_job_ = loader_->diff(session_, before, after);
+            job_started(diff_job_, "Comparing captures…");
+          });
   connect(findings_, &FindingsPanel::finding_selected, this, &MainWindow::on_finding_selected);
   // Only an explicit request leaves the Findings tab (selecting, or the focus landing on the
   // table, marks the finding on the timeline behind it).
@@ -143,6 +176,47 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
           });
 }
 
+void MainWindow::job_started(int job, const QString& text) {
+  active_.insert(job);
+  progress_->setVisible(true);
+  cancel_->setVisible(true);
+  if (!text.isEmpty()) progress_label_->setText(text);
+}
+
+void MainWindow::job_ended(int job) {
+  active_.erase(job);
+  progress_->setVisible(!active_.empty());
+  cancel_->setVisible(!active_.empty());
+}
+
+void MainWindow::load_capture(const CaptureKey& key) {
+  if (!session_) return;
+  if (capture_job_) active_.erase(capture_job_);  // superseded: its results are dropped
+  capture_job_ = loader_->load_capture(session_, key);
+  job_started(capture_job_,
+              "Loading " + QString::fromStdString(session_->capture_label(key)) + "…");
+}
+
+void MainWindow::request_plan() {
+  if (!session_) return;
+  plan_requested_ = true;
+  if (plan_job_) active_.erase(plan_job_);
+  plan_job_ = loader_->plan(session_, sharing_->what_if());
+  job_started(plan_job_, "Planning consolidation…");
+}
+
+void MainWindow::request_fleet() {
+  if (!session_) return;
+  fleet_requested_ = true;
+  fleet_job_ = loader_->rank(session_);
+  job_started(fleet_job_, "Ranking jobs…");
+}
+
+CaptureAnalysisPtr MainWindow::analysis(const CaptureKey& key) const {
+  auto it = analyses_.find(key);
+  return it == analyses_.end() ? nullptr : it->second;
+}
+
 MainWindow::~MainWindow() {
   // Stop the workers before the widgets they report to go away.
   loader_.reset();
@@ -151,9 +225,14 @@ MainWindow::~MainWindow() {
 void MainWindow::build_menus() {
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open…", QKeySequence::Open, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(
-        this, "Open trace", {}, "Traces (*.db *.sqlite *.json *.json.gz *.gz);;All files (*)");
-    if (!path.isEmpty()) open(path);
+    // Several files open together (ranks of one job, hosts of a fleet).
+    const QStringList paths = QFileDialog::getOpenFileNames(
+        this, "Open traces", {}, "Traces (*.db *.sqlite *.json *.json.gz *.gz);;All files (*)");
+    if (!paths.isEmpty()) open(paths);
+  });
+  file->addAction("Open &Folder…", this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Open the traces of a folder");
+    if (!dir.isEmpty()) open(dir);
   });
   recent_ = file->addMenu("Open &Recent");
   update_recent_menu();
@@ -189,36 +268,31 @@ void MainWindow::add_recent(const QString& path) {
   update_recent_menu();
 }
 
-void MainWindow::open(const QString& path) {
+void MainWindow::open(const QStringList& paths) {
   last_error_.clear();
-  add_recent(path);
-  capture_job_ = 0;
-  job_ = loader_->open(path);
-  set_loading(true, "Opening " + QFileInfo(path).fileName() + "…");
+  for (const QString& path : paths) add_recent(path);
+  active_.clear();
+  capture_job_ = plan_job_ = diff_job_ = fleet_job_ = 0;
+  job_ = loader_->open(paths);
+  job_started(job_, paths.size() == 1 ? "Opening " + QFileInfo(paths.front()).fileName() + "…"
+                                      : QString("Opening %1 files…").arg(paths.size()));
 }
 
 bool MainWindow::loading() const {
-  return loading_;
+  return !active_.empty();
 }
 
 void MainWindow::cancel_load() {
   loader_->cancel();
 }
 
-void MainWindow::set_loading(bool on, const QString& text) {
-  loading_ = on;
-  progress_->setVisible(on);
-  cancel_->setVisible(on);
-  if (!text.isEmpty()) progress_label_->setText(text);
-}
-
 bool MainWindow::wait_loaded(int timeout_ms) {
   QElapsedTimer timer;
   timer.start();
-  while (loading_ && timer.elapsed() < timeout_ms)
+  while (!active_.empty() && timer.elapsed() < timeout_ms)
     QApplication::processEvents(QEventLoop::AllEvents | QEventLoop::WaitForMoreEvents, 50);
   QApplication::processEvents();
-  return !loading_ && last_error_.isEmpty();
+  return active_.empty() && last_error_.isEmpty();
 }
 
 bool MainWindow::show_view(const QString& name) {
@@ -226,6 +300,7 @@ bool MainWindow::show_view(const QString& name) {
                : name == "timeline" ? static_cast<QWidget*>(capture_)
                : name == "findings" ? static_cast<QWidget*>(findings_)
                : name == "sharing"  ? static_cast<QWidget*>(sharing_)
+               : name == "diff"     ? static_cast<QWidget*>(diff_)
                : name == "daemon"   ? static_cast<QWidget*>(daemon_panel_)
                : name == "sql"      ? static_cast<QWidget*>(sql_)
                                     : nullptr;
@@ -236,19 +311,19 @@ bool MainWindow::show_view(const QString& name) {
 
 void MainWindow::fail(const QString& path, const QString& message) {
   // The store's and importers' messages already start with the file; say it once.
-  last_error_ = message.startsWith(path) ? message : path + ": " + message;
+  last_error_ = path.isEmpty() || message.startsWith(path) ? message : path + ": " + message;
   progress_label_->setText("Failed: " + last_error_);
   if (interactive_)
-    QMessageBox::critical(this, "Cannot open " + QFileInfo(path).fileName(), last_error_);
+    QMessageBox::critical(
+        this, "Cannot open " + (path.isEmpty() ? QString("the files") : QFileInfo(path).fileName()),
+        last_error_);
 }
 
 void MainWindow::show_capture_analysis() {
-  const auto id = capture_->capture_id();
-  const CaptureAnalysis* found = nullptr;
-  if (analysis_ && id)
-    for (const auto& c : analysis_->captures)
-      if (c.capture_id == *id) found = &c;
-  findings_->set_analysis(found);
+  const auto key = capture_->capture_key();
+  CaptureAnalysisPtr found = key ? analysis(*key) : nullptr;
+  capture_->set_analysis(found);
+  findings_->set_analysis(found.get());
 }
 
 void MainWindow::on_finding_selected(const store::Finding& f) {
@@ -316,12 +391,13 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
+  // Every dropped file and folder, opened together.
+  QStringList paths;
   for (const QUrl& url : event->mimeData()->urls())
-    if (url.isLocalFile()) {
-      open(url.toLocalFile());
-      event->acceptProposedAction();
-      return;
-    }
+    if (url.isLocalFile()) paths << url.toLocalFile();
+  if (paths.isEmpty()) return;
+  open(paths);
+  event->acceptProposedAction();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -1,6 +1,9 @@
 #include "panels.h"
 
 #include <sqlite3.h>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QEventLoop>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -59,24 +62,121 @@ FleetView::FleetView(QWidget* parent) : QWidget(parent) {
   proxy_->setSourceModel(model_);
   proxy_->setFilterKeyColumn(-1);
   proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
-  table_ = make_table(proxy_, this);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  table_ = make_table(proxy_, split);
   table_->sortByColumn(FleetModel::wasted_gpu_hours, Qt::DescendingOrder);
+  sources_ = new SourcesModel(this);
+  auto* sources_proxy = new QSortFilterProxyModel(this);
+  sources_proxy->setSourceModel(sources_);
+  auto* sources_box = new QWidget(split);
+  auto* sources_layout = new QVBoxLayout(sources_box);
+  sources_layout->setContentsMargins(0, 0, 0, 0);
+  sources_layout->addWidget(new QLabel("Open sources (databases and traces):", sources_box));
+  sources_layout->addWidget(make_table(sources_proxy, sources_box), 1);
+  split->addWidget(table_);
+  split->addWidget(sources_box);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
   totals_ = new QLabel(this);
   layout->addWidget(filter_);
   layout->addWidget(totals_);
-  layout->addWidget(table_, 1);
-  layout->addWidget(new QLabel("Double-click a workflow to open its captures.", this));
+  layout->addWidget(split, 1);
+  layout->addWidget(new QLabel(
+      "Jobs of every open source by wasted GPU-hours (as `fleetscope fleet`); double-click a "
+      "job to open its captures.",
+      this));
   connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
   connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
-    const FleetRow* row = model_->row_at(proxy_->mapToSource(index).row());
-    if (row) emit workflow_activated(QString::fromStdString(row->workflow), row->capture_ids);
+    const analyzer::WorkflowWaste* row = model_->row_at(proxy_->mapToSource(index).row());
+    if (row && session_)
+      emit workflow_activated(QString::fromStdString(row->workflow), capture_keys(*session_, *row));
   });
 }
 
-void FleetView::set_rows(std::vector<FleetRow> rows) {
+void FleetView::set_session(SessionPtr session) {
+  session_ = std::move(session);
+  sources_->set_rows(session_ ? source_summaries(*session_) : std::vector<SourceSummary>{});
+  set_rows({});
+}
+
+void FleetView::set_rows(FleetRows rows) {
   totals_->setText(fleet_totals(rows));
   model_->set_rows(std::move(rows));
   table_->resizeColumnsToContents();
+}
+
+// ---- Diff ---------------------------------------------------------------------------------------
+
+DiffView::DiffView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* row = new QHBoxLayout;
+  before_ = new QComboBox(this);
+  after_ = new QComboBox(this);
+  compare_ = new QPushButton("Compare", this);
+  row->addWidget(new QLabel("Before:", this));
+  row->addWidget(before_, 1);
+  row->addWidget(new QLabel("After:", this));
+  row->addWidget(after_, 1);
+  row->addWidget(compare_);
+  layout->addLayout(row);
+  status_ = new QLabel(this);
+  status_->setWordWrap(true);
+  layout->addWidget(status_);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  metrics_ = new MetricDeltaModel(this);
+  auto* metrics_proxy = new QSortFilterProxyModel(this);
+  metrics_proxy->setSourceModel(metrics_);
+  make_table(metrics_proxy, split);
+  kernels_ = new KernelDeltaModel(this);
+  auto* kernels_proxy = new QSortFilterProxyModel(this);
+  kernels_proxy->setSourceModel(kernels_);
+  make_table(kernels_proxy, split);
+  layout->addWidget(split, 1);
+  connect(compare_, &QPushButton::clicked, this, [this] {
+    if (!session_ || before_->currentIndex() < 0 || after_->currentIndex() < 0) return;
+    const auto& keys = session_->captures;
+    const auto b = size_t(before_->currentData().toInt()),
+               a = size_t(after_->currentData().toInt());
+    if (b >= keys.size() || a >= keys.size()) return;
+    status_->setText("Comparing…");
+    emit compare_requested(keys[b], keys[a]);
+  });
+}
+
+void DiffView::set_session(SessionPtr session) {
+  session_ = std::move(session);
+  before_->clear();
+  after_->clear();
+  metrics_->set_rows({});
+  kernels_->set_rows({});
+  status_->setText(session_ && session_->captures.size() >= 2
+                       ? "Pick two captures (of any open source) and Compare: the metrics of "
+                         "`fleetscope diff BEFORE AFTER`."
+                       : "Open at least two captures to compare them (several files, or a "
+                         "database with several captures).");
+  if (!session_) return;
+  for (size_t i = 0; i < session_->captures.size(); ++i) {
+    const QString label = QString::fromStdString(session_->capture_label(session_->captures[i]));
+    before_->addItem(label, int(i));
+    after_->addItem(label, int(i));
+  }
+  if (after_->count() > 1) after_->setCurrentIndex(1);
+  compare_->setEnabled(session_->captures.size() >= 2);
+}
+
+void DiffView::set_diff(DiffPtr diff) {
+  if (!diff) {
+    status_->setText("The comparison failed.");
+    return;
+  }
+  metrics_->set_rows(diff->metrics);
+  kernels_->set_rows(diff->kernels);
+  status_->setText(QString("%1 → %2: utilization %3 % → %4 %, idle %5 → %6.")
+                       .arg(before_->currentText(), after_->currentText())
+                       .arg(QString::number(100 * diff->before.utilization, 'f', 1),
+                            QString::number(100 * diff->after.utilization, 'f', 1),
+                            format_duration(diff->before.idle_ns),
+                            format_duration(diff->after.idle_ns)));
 }
 
 // ---- Findings -----------------------------------------------------------------------------------
@@ -175,7 +275,7 @@ void FindingsPanel::show_row(const QModelIndex& current) {
 }
 
 void FindingsPanel::set_analysis(const CaptureAnalysis* analysis) {
-  model_->set_rows(analysis ? finding_rows(analysis->result) : std::vector<FindingRow>{});
+  model_->set_rows(analysis ? finding_rows(analysis->result()) : std::vector<FindingRow>{});
   // By impact, largest first; rules not evaluated (impact -1) last.
   table_->sortByColumn(FindingsModel::impact, Qt::DescendingOrder);
   table_->resizeColumnsToContents();
@@ -203,9 +303,41 @@ void FindingsPanel::set_timeline(TimelinePtr timeline) {
 
 SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent), daemon_(daemon) {
   auto* layout = new QVBoxLayout(this);
+  // What-if: share plan's --max-slowdown, --single-lane and --margin-sigma.
+  auto* controls = new QHBoxLayout;
+  max_slowdown_ = new QDoubleSpinBox(this);
+  max_slowdown_->setRange(1.0, 10.0);
+  max_slowdown_->setSingleStep(0.05);
+  max_slowdown_->setDecimals(2);
+  max_slowdown_->setSuffix("x");
+  max_slowdown_->setValue(1.2);
+  margin_sigma_ = new QDoubleSpinBox(this);
+  margin_sigma_->setRange(0.0, 10.0);
+  margin_sigma_->setSingleStep(0.5);
+  margin_sigma_->setDecimals(1);
+  single_lane_ = new QCheckBox("Single lane per GPU (Salus's time slicing)", this);
+  controls->addWidget(new QLabel("Max slowdown:", this));
+  controls->addWidget(max_slowdown_);
+  controls->addWidget(new QLabel("Margin (σ of T):", this));
+  controls->addWidget(margin_sigma_);
+  controls->addWidget(single_lane_);
+  controls->addStretch(1);
+  layout->addLayout(controls);
+  model_label_ = new QLabel(this);
+  model_label_->setWordWrap(true);
+  layout->addWidget(model_label_);
   summary_ = new QLabel(this);
   summary_->setWordWrap(true);
   layout->addWidget(summary_);
+  connect(max_slowdown_, &QDoubleSpinBox::editingFinished, this, [this] {
+    user_set_slowdown_ = true;
+    emit what_if_changed();
+  });
+  connect(margin_sigma_, &QDoubleSpinBox::editingFinished, this, [this] {
+    user_set_margin_ = true;
+    emit what_if_changed();
+  });
+  connect(single_lane_, &QCheckBox::toggled, this, [this] { emit what_if_changed(); });
   auto* split = new QSplitter(Qt::Vertical, this);
   model_ = new SharingModel(this);
   tree_ = new QTreeView(split);
@@ -271,14 +403,14 @@ void SharingPanel::request_apply() {
   box->addButton(QMessageBox::Cancel);
   box->setDefaultButton(QMessageBox::Cancel);
   box->setAttribute(Qt::WA_DeleteOnClose);
-  connect(box, &QMessageBox::finished, this, [this, box, confirm](int) {
+  // The plan confirmed is the plan sent, whatever is planned meanwhile.
+  connect(box, &QMessageBox::finished, this, [this, box, confirm, state = state_](int) {
     if (box->clickedButton() != confirm) {
       reason_->setText("Apply cancelled: nothing was sent to the daemon.");
       return;
     }
-    if (!state_) return;
     std::string apply_error;
-    if (auto plan_id = daemon_.apply(state_->plan, apply_error))
+    if (auto plan_id = daemon_.apply(state->plan, apply_error))
       reason_->setText(QString("Plan %1 applied by the daemon: new and restarted jobs of its "
                                "workflows go to its lanes (fleetscope run --share).")
                            .arg(*plan_id));
@@ -298,16 +430,42 @@ void SharingPanel::refresh_daemon_state() {
                                     : QString("No plan to apply."));
 }
 
-void SharingPanel::set_state(const SharingState* state) {
-  state_ = state;
-  if (!state) {
+WhatIf SharingPanel::what_if() const {
+  WhatIf w;
+  if (user_set_slowdown_) w.max_slowdown = max_slowdown_->value();
+  if (user_set_margin_) w.margin_sigma = margin_sigma_->value();
+  w.single_lane = single_lane_->isChecked();
+  return w;
+}
+
+void SharingPanel::set_state(SharingPtr state) {
+  state_ = std::move(state);
+  if (!state_) {
     model_->set_plan({}, {});
     jobs_->set_rows({});
     candidates_->set_rows({});
     stored_->set_rows({});
     events_->set_rows({});
     summary_->clear();
+    model_label_->clear();
   } else {
+    const SharingState* state = state_.get();
+    // The controls show what the plan was made with (the host's settings until changed).
+    {
+      const QSignalBlocker b1(max_slowdown_), b2(margin_sigma_), b3(single_lane_);
+      max_slowdown_->setValue(state->options.max_slowdown);
+      margin_sigma_->setValue(state->options.memory.margin.z);
+      single_lane_->setChecked(state->options.single_lane);
+    }
+    model_label_->setText(
+        QString("Planned as `fleetscope share plan` plans (one code path): interference %1; "
+                "CUDA context per job %2 MiB (%3); max slowdown %4x; margin %5 σ; %6.")
+            .arg(QString::fromStdString(state->interference))
+            .arg(state->options.memory.context_bytes >> 20)
+            .arg(QString::fromStdString(state->context_source))
+            .arg(state->options.max_slowdown)
+            .arg(state->options.memory.margin.z)
+            .arg(state->options.single_lane ? "one lane per GPU" : "lanes by memory"));
     model_->set_plan(state->plan, state->jobs);
     tree_->expandAll();
     jobs_->set_rows(state->plan.jobs);
@@ -325,7 +483,7 @@ void SharingPanel::set_state(const SharingState* state) {
       text =
           "No job can be planned: the planner needs each job's measured memory (P, T) and its "
           "GPU's capacity.";
-    for (const auto& s : state->skipped) text += "\nLeft out: " + QString::fromStdString(s);
+    for (const auto& s : state->skipped) text += "\nNot planned: " + QString::fromStdString(s);
     text += QString("\nRecorded plans (lane_plans): %1; sharing events (sharing_events): %2%3.")
                 .arg(state->stored.size())
                 .arg(state->events.size())
@@ -396,6 +554,8 @@ struct SqlConsole::Query {
 SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {
   pool_.setMaxThreadCount(1);
   auto* layout = new QVBoxLayout(this);
+  source_ = new QComboBox(this);
+  source_->setToolTip("The open database the query runs on");
   editor_ = new QPlainTextEdit(this);
   editor_->setPlainText(
       "SELECT s.value AS kernel, COUNT(*) AS count, SUM(k.end - k.start) AS total_ns\n"
@@ -410,6 +570,7 @@ SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(model_);
   auto* table = make_table(proxy, this);
+  layout->addWidget(source_);
   layout->addWidget(editor_);
   auto* row = new QHBoxLayout;
   row->addWidget(run_button_);
@@ -420,6 +581,8 @@ SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {
   timeout_ = new QTimer(this);
   timeout_->setSingleShot(true);
   connect(run_button_, &QPushButton::clicked, this, [this] { start(editor_->toPlainText()); });
+  connect(source_, &QComboBox::currentIndexChanged, this,
+          [this] { start(editor_->toPlainText()); });
   connect(cancel_button_, &QPushButton::clicked, this, &SqlConsole::cancel);
   connect(timeout_, &QTimer::timeout, this, [this] {
     if (!current_) return;
@@ -438,6 +601,14 @@ void SqlConsole::set_session(SessionPtr session) {
   session_ = std::move(session);
   model_->set_result({});
   status_->clear();
+  {
+    const QSignalBlocker block(source_);
+    source_->clear();
+    if (session_)
+      for (const auto& s : session_->sources())
+        source_->addItem(QString::fromStdString(s->label + " (" + s->format + ")"));
+  }
+  source_->setVisible(source_->count() > 1);
   if (session_) start(editor_->toPlainText());  // the example query: the console starts answered
 }
 
@@ -457,7 +628,7 @@ void SqlConsole::start(const QString& sql) {
   }
   auto query = std::make_shared<Query>();
   try {
-    query->reader = session_->reader();
+    query->reader = session_->reader(size_t(std::max(0, source_->currentIndex())));
   } catch (const std::exception& e) {
     status_->setText(QString("Error: ") + e.what());
     emit finished(false);

@@ -16,6 +16,9 @@
 #include "models.h"
 #include "tree_model.h"
 
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
 class QLineEdit;
 class QTableView;
 class QTextBrowser;
@@ -28,26 +31,60 @@ class QTimer;
 
 namespace fleetscope::gui {
 
+// The jobs of every open source ranked by wasted GPU-hours (the analysis session's fleet
+// ranking), with the totals, and below, one row per open source (database or trace).
 class FleetView : public QWidget {
   Q_OBJECT
  public:
   explicit FleetView(QWidget* parent = nullptr);
-  void set_rows(std::vector<FleetRow> rows);
+  void set_session(SessionPtr session);
+  void set_rows(FleetRows rows);
   FleetModel* model() const { return model_; }
+  SourcesModel* sources_model() const { return sources_; }
   QSortFilterProxyModel* proxy() const { return proxy_; }
   QTableView* table() const { return table_; }
   QLineEdit* filter() const { return filter_; }
   QLabel* totals() const { return totals_; }
 
  signals:
-  void workflow_activated(QString workflow, std::vector<int64_t> capture_ids);
+  void workflow_activated(QString workflow, std::vector<fleetscope::gui::CaptureKey> captures);
 
  private:
+  SessionPtr session_;
   QLabel* totals_ = nullptr;
   FleetModel* model_;
+  SourcesModel* sources_;
   QSortFilterProxyModel* proxy_;
   QTableView* table_;
   QLineEdit* filter_;
+};
+
+// `fleetscope diff` in the GUI: two captures of the open sources (before, after) and the change
+// of their metrics and kernels.
+class DiffView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DiffView(QWidget* parent = nullptr);
+  void set_session(SessionPtr session);
+  void set_diff(DiffPtr diff);
+  QComboBox* before() const { return before_; }
+  QComboBox* after() const { return after_; }
+  QPushButton* compare_button() const { return compare_; }
+  MetricDeltaModel* metrics_model() const { return metrics_; }
+  KernelDeltaModel* kernels_model() const { return kernels_; }
+  QLabel* status() const { return status_; }
+
+ signals:
+  void compare_requested(fleetscope::gui::CaptureKey before, fleetscope::gui::CaptureKey after);
+
+ private:
+  SessionPtr session_;
+  QComboBox* before_;
+  QComboBox* after_;
+  QPushButton* compare_;
+  QLabel* status_;
+  MetricDeltaModel* metrics_;
+  KernelDeltaModel* kernels_;
 };
 
 // The capture's findings by impact; below, the selected finding's recommendation, its evidence
@@ -97,12 +134,19 @@ class FindingsPanel : public QWidget {
   FindingEvidence current_;
 };
 
+// The consolidation plan of the open sources, made as `fleetscope share plan` makes it (the
+// analysis session's candidates, the host's planner settings) with the what-if controls (max
+// slowdown, single-lane mode, margin) changing them as share plan's flags do; the model used is
+// named. Apply goes through the daemon (see request_apply).
 class SharingPanel : public QWidget {
   Q_OBJECT
  public:
   SharingPanel(DaemonLink& daemon, QWidget* parent = nullptr);
-  void set_state(const SharingState* state);
+  void set_state(SharingPtr state);
+  const SharingState* state() const { return state_.get(); }
   void refresh_daemon_state();
+  // The what-if settings of the controls (unset: the host's).
+  WhatIf what_if() const;
   SharingModel* model() const { return model_; }
   PlanJobsModel* jobs_model() const { return jobs_; }
   CandidatesModel* candidates_model() const { return candidates_; }
@@ -110,15 +154,24 @@ class SharingPanel : public QWidget {
   SharingEventsModel* events_model() const { return events_; }
   QPushButton* apply_button() const { return apply_; }
   QLabel* apply_reason() const { return reason_; }
+  QLabel* model_label() const { return model_label_; }
+  QDoubleSpinBox* max_slowdown() const { return max_slowdown_; }
+  QCheckBox* single_lane() const { return single_lane_; }
+  QDoubleSpinBox* margin_sigma() const { return margin_sigma_; }
   // The open confirmation of Apply (null when none): Apply checks that the plan's GPUs are the
   // connected host's, then asks, listing what will change; only its Apply button sends the plan.
   QMessageBox* confirmation() const { return confirmation_; }
+
+ signals:
+  // A what-if control changed: plan again with what_if().
+  void what_if_changed();
 
  private:
   void request_apply();
   DaemonLink& daemon_;
   QPointer<QMessageBox> confirmation_;
-  const SharingState* state_ = nullptr;
+  SharingPtr state_;
+  bool user_set_slowdown_ = false, user_set_margin_ = false;
   SharingModel* model_;
   PlanJobsModel* jobs_;
   CandidatesModel* candidates_;
@@ -128,6 +181,10 @@ class SharingPanel : public QWidget {
   QTableView* events_table_;
   QTreeView* tree_;
   QLabel* summary_;
+  QLabel* model_label_;
+  QDoubleSpinBox* max_slowdown_;
+  QCheckBox* single_lane_;
+  QDoubleSpinBox* margin_sigma_;
   QLabel* reason_;
   QPushButton* apply_;
 };
@@ -162,6 +219,8 @@ class SqlConsole : public QWidget {
   explicit SqlConsole(QWidget* parent = nullptr);
   ~SqlConsole() override;
   void set_session(SessionPtr session);
+  // The open source the queries run on (a choice when several are open).
+  QComboBox* source_choice() const { return source_; }
   // Starts `sql` (interrupting a query still running); the result arrives in the table.
   void start(const QString& sql);
   // start() and wait for the answer (tests, --screenshot): false (and the error shown) on error.
@@ -183,6 +242,7 @@ class SqlConsole : public QWidget {
   void finish(const std::shared_ptr<Query>& query, std::optional<store::QueryResult> result,
               QString error);
   SessionPtr session_;
+  QComboBox* source_;
   QPlainTextEdit* editor_;
   SqlResultModel* model_;
   QLabel* status_;

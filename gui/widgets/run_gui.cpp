@@ -9,6 +9,7 @@
 #include <QRegularExpression>
 #include <cstdio>
 
+#include <QPushButton>
 #include "capture_view.h"
 #include "main_window.h"
 #include "panels.h"
@@ -41,21 +42,30 @@ void report_timing(TimelineWidget* timeline, QElapsedTimer clock) {
   });
 }
 
-bool write_screenshot(const QString& file, const QString& view, QSize size, const QString& png,
+bool write_screenshot(const QStringList& files, const QString& view, QSize size, const QString& png,
                       QString& error, const QElapsedTimer* timing) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   if (timing) report_timing(window.capture_view()->timeline(), *timing);
   if (!window.show_view(view)) {
-    error =
-        "unknown view '" + view + "' (expected fleet, timeline, findings, sharing, daemon or sql)";
+    error = "unknown view '" + view +
+            "' (expected fleet, timeline, findings, sharing, diff, daemon or sql)";
     return false;
   }
   window.show();
-  window.open(file);
+  window.open(files);
   if (!window.wait_loaded(120000)) {
-    error = window.last_error().isEmpty() ? file + ": loading did not finish" : window.last_error();
+    error = window.last_error().isEmpty() ? files.join(", ") + ": loading did not finish"
+                                          : window.last_error();
     return false;
+  }
+  // The diff view compares the first two captures.
+  if (view == "diff" && window.diff_view()->compare_button()->isEnabled()) {
+    window.diff_view()->compare_button()->click();
+    if (!window.wait_loaded(120000)) {
+      error = window.last_error();
+      return false;
+    }
   }
   // Show the top finding where it helps the picture: its window highlighted on the timeline,
   // its evidence in the findings view.
@@ -86,9 +96,11 @@ namespace {
 struct Options {
   QCommandLineOption shot{
       "screenshot", "Render offscreen and write a PNG instead of showing a window.", "OUT.png"};
-  QCommandLineOption view{"view",
-                          "View for --screenshot: fleet, timeline, findings, sharing, daemon, sql.",
-                          "VIEW", "timeline"};
+  QCommandLineOption view{
+      "view",
+      "View for --screenshot: fleet, timeline, findings, sharing, diff, daemon, "
+      "sql.",
+      "VIEW", "timeline"};
   QCommandLineOption size{"size", "Window size for --screenshot, WxH.", "WxH", "1400x900"};
   QCommandLineOption daemon{"connect", "Connect to fleetscoped's API socket at start.", "SOCKET"};
   QCommandLineOption timing{"timing",
@@ -101,7 +113,9 @@ void describe(QCommandLineParser& parser, const Options& o) {
   parser.addVersionOption();
   parser.addOptions({o.shot, o.view, o.size, o.daemon, o.timing});
   parser.addPositionalArgument(
-      "FILE", "fleetscope database, Kineto JSON (.json, .json.gz) or nsys SQLite export");
+      "FILE...",
+      "fleetscope databases, Kineto JSON traces (.json, .json.gz), nsys SQLite exports, or "
+      "folders of them; several open together (ranks of a job, hosts of a fleet)");
 }
 
 }  // namespace
@@ -152,13 +166,14 @@ int run_gui(int argc, char** argv) {
   const QStringList files = parser.positionalArguments();
   if (parser.isSet(shot)) {
     const auto m = QRegularExpression("^(\\d+)x(\\d+)$").match(parser.value(size));
-    if (files.size() != 1 || !m.hasMatch()) {
-      std::fprintf(stderr,
-                   "fleetscope-gui: usage: --screenshot OUT.png [--view VIEW] [--size WxH] FILE\n");
+    if (files.isEmpty() || !m.hasMatch()) {
+      std::fprintf(
+          stderr,
+          "fleetscope-gui: usage: --screenshot OUT.png [--view VIEW] [--size WxH] FILE...\n");
       return 2;
     }
     QString error;
-    if (!write_screenshot(files.front(), parser.value(view),
+    if (!write_screenshot(files, parser.value(view),
                           QSize(m.captured(1).toInt(), m.captured(2).toInt()), parser.value(shot),
                           error, parser.isSet(options.timing) ? &clock : nullptr)) {
       std::fprintf(stderr, "fleetscope-gui: %s\n", qPrintable(error));
@@ -171,7 +186,7 @@ int run_gui(int argc, char** argv) {
   window.resize(1400, 900);
   window.show();
   if (parser.isSet(daemon)) window.connect_to_daemon(parser.value(daemon));
-  if (!files.isEmpty()) window.open(files.front());
+  if (!files.isEmpty()) window.open(files);
   return QApplication::exec();
 }
 

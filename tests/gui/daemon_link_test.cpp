@@ -92,7 +92,7 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
 
   // A plan of two jobs that leave their GPUs mostly idle: Apply hands it to the daemon's sharing
   // service, which records it in lane_plans (what `fleetscope share status` shows).
-  SharingState sharing;
+  auto sharing = std::make_shared<SharingState>();
   for (const char* workflow : {"wa", "wb"}) {
     sharer::JobProfile job;
     job.job_id = std::string(workflow) + "@host.db#capture1/gpu0";
@@ -103,12 +103,12 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
     job.gpu_capacity_bytes = int64_t{80} << 30;
     job.utilization = 0.2;
     job.iteration_ns = 10'000'000;
-    sharing.jobs.push_back(job);
+    sharing->jobs.push_back(job);
   }
   sharer::PlannerOptions options;
   options.max_slowdown = 3;
-  sharing.plan = sharer::plan_consolidation(sharing.jobs, options);
-  window.sharing_panel()->set_state(&sharing);
+  sharing->plan = sharer::plan_consolidation(sharing->jobs, options);
+  window.sharing_panel()->set_state(sharing);
   ASSERT_TRUE(window.sharing_panel()->apply_button()->isEnabled())
       << window.sharing_panel()->apply_reason()->text().toStdString();
   // Apply asks first, listing what will change; Cancel sends nothing.
@@ -126,14 +126,14 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
     EXPECT_TRUE(none.plans.empty());
   }
   // A plan naming a GPU this host does not have is refused before any question.
-  SharingState elsewhere = sharing;
-  elsewhere.plan.gpus.front().gpu = "other.db#capture1/gpu5 (A100)";
-  sharing_panel->set_state(&elsewhere);
+  auto elsewhere = std::make_shared<SharingState>(*sharing);
+  elsewhere->plan.gpus.front().gpu = "other.db#capture1/gpu5 (A100)";
+  sharing_panel->set_state(elsewhere);
   QTest::mouseClick(sharing_panel->apply_button(), Qt::LeftButton);
   EXPECT_FALSE(sharing_panel->confirmation());
   EXPECT_TRUE(sharing_panel->apply_reason()->text().contains("is not a GPU of"))
       << sharing_panel->apply_reason()->text().toStdString();
-  sharing_panel->set_state(&sharing);
+  sharing_panel->set_state(sharing);
   // Confirmed: the plan goes to the daemon.
   QTest::mouseClick(sharing_panel->apply_button(), Qt::LeftButton);
   ASSERT_TRUE(sharing_panel->confirmation());

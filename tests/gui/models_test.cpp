@@ -24,25 +24,29 @@ class ModelsTest : public ::testing::Test {
     path_ = dir_.file("trace.db");
     fixture_ = testing::write_fixture(path_);
     session_ = open_session(path_);
-    analysis_ = analyze_session(*session_);
+    fleet_ = session_->analysis->fleet();
+    capture_ = analyze_capture(*session_, session_->captures.at(0));
+    sharing_ = plan_sharing(*session_);
   }
   test_support::TempDir dir_;
   std::string path_;
   testing::Fixture fixture_;
   std::shared_ptr<Session> session_;
-  SessionAnalysis analysis_;
+  FleetRows fleet_;
+  CaptureAnalysis capture_;
+  SharingState sharing_;
 };
 
 TEST_F(ModelsTest, FleetModel) {
   FleetModel model;
   Tester tester(&model, kFatal);
-  model.set_rows(analysis_.fleet);
+  model.set_rows(fleet_);
   ASSERT_EQ(model.rowCount(), 1);
   EXPECT_EQ(model.index(0, FleetModel::workflow).data().toString(), "train");
   EXPECT_EQ(model.index(0, FleetModel::user).data().toString(), "alice");
   // The job's GPU utilization (analyzer/gpu_utilization.h): busy 500 µs of every 1 ms step on
   // GPU 0 (gemm [1000,1400) + relu [1450,1550)); the window is the ten steps' span, 10 ms.
-  const FleetRow& row = analysis_.fleet[0];
+  const analyzer::WorkflowWaste& row = fleet_[0];
   EXPECT_EQ(row.span_ns, 10'000'000);
   EXPECT_EQ(row.busy_ns, 10 * 500'000);
   EXPECT_EQ(model.index(0, FleetModel::top_finding).data().toString().left(13), "gpu_idle_gaps");
@@ -54,8 +58,7 @@ TEST_F(ModelsTest, FleetModel) {
 TEST_F(ModelsTest, FindingsModelListsFindingsByImpactThenRulesNotEvaluated) {
   FindingsModel model;
   Tester tester(&model, kFatal);
-  ASSERT_EQ(analysis_.captures.size(), 1u);
-  model.set_rows(finding_rows(analysis_.captures[0].result));
+  model.set_rows(finding_rows(capture_.result()));
   ASSERT_GE(model.rowCount(), 1);
   EXPECT_EQ(model.index(0, FindingsModel::rule).data().toString(), "gpu_idle_gaps");
   EXPECT_EQ(model.index(0, FindingsModel::impact).data(kSortRole).toLongLong(), 4'000'000);
@@ -88,12 +91,12 @@ TEST_F(ModelsTest, AggregateSqlPlanStoredAndKeyValueModels) {
 
   PlanJobsModel jobs;
   Tester t3(&jobs, kFatal);
-  jobs.set_rows(analysis_.sharing.plan.jobs);
-  EXPECT_EQ(size_t(jobs.rowCount()), analysis_.sharing.plan.jobs.size());
+  jobs.set_rows(sharing_.plan.jobs);
+  EXPECT_EQ(size_t(jobs.rowCount()), sharing_.plan.jobs.size());
 
   CandidatesModel candidates;
   Tester t6(&candidates, kFatal);
-  candidates.set_rows(analysis_.sharing.candidates);
+  candidates.set_rows(sharing_.candidates);
   ASSERT_EQ(candidates.rowCount(), 1);  // train on GPU 0
   EXPECT_EQ(candidates.index(0, CandidatesModel::job).data().toString(), "train");
   // P: 1 GiB held between steps; T: 64 MiB allocated inside each step.
@@ -124,13 +127,13 @@ TEST_F(ModelsTest, SharingEventsModelShowsTheDatabasesSharingEvents) {
         "\"workflow\":\"train\",\"gpu\":\"GPU-abc\",\"gpu_index\":0,\"lane\":\"lane-1\"}'),"
         "(1700000002000000000, NULL, 'job_unshared', 'not json');");
   }
-  const SessionAnalysis analysis = analyze_session(*open_session(path_));
-  ASSERT_EQ(analysis.sharing.events.size(), 3u);
-  EXPECT_FALSE(analysis.sharing.events_truncated);
+  const SharingState sharing = plan_sharing(*open_session(path_));
+  ASSERT_EQ(sharing.events.size(), 3u);
+  EXPECT_FALSE(sharing.events_truncated);
 
   SharingEventsModel events;
   Tester tester(&events, kFatal);
-  events.set_rows(analysis.sharing.events);
+  events.set_rows(sharing.events);
   ASSERT_EQ(events.rowCount(), 3);
   using C = SharingEventsModel;
   auto text = [&](int row, int column) { return events.index(row, column).data().toString(); };
@@ -200,6 +203,43 @@ TEST_F(ModelsTest, SharingModelShowsGpusLanesAndJobs) {
   EXPECT_EQ(model.index(1, 4).data().toString(), "freed");
 }
 
+TEST_F(ModelsTest, SourcesModelHasOneRowPerOpenSource) {
+  const std::string second = dir_.file("second.db");
+  testing::write_fixture(second);
+  auto both = open_session(std::vector<std::string>{path_, second});
+  SourcesModel model;
+  Tester tester(&model, kFatal);
+  model.set_rows(source_summaries(*both));
+  ASSERT_EQ(model.rowCount(), 2);
+  EXPECT_EQ(model.index(0, SourcesModel::file).data().toString(), "trace.db");
+  EXPECT_EQ(model.index(1, SourcesModel::file).data().toString(), "second.db");
+  EXPECT_EQ(model.index(1, SourcesModel::format).data().toString(), "fleetscope database");
+  EXPECT_EQ(model.index(1, SourcesModel::captures).data().toString(), "1");
+  model.set_rows({});
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST_F(ModelsTest, DiffModelsShowTheMetricAndKernelChanges) {
+  const std::string second = dir_.file("second.db");
+  testing::write_fixture(second);
+  auto both = open_session(std::vector<std::string>{path_, second});
+  const auto diff = compare_captures(*both, both->captures[0], both->captures[1]);
+  MetricDeltaModel metrics;
+  Tester t1(&metrics, kFatal);
+  metrics.set_rows(diff.metrics);
+  ASSERT_EQ(size_t(metrics.rowCount()), diff.metrics.size());
+  ASSERT_GT(metrics.rowCount(), 0);
+  EXPECT_EQ(metrics.index(0, MetricDeltaModel::metric).data().toString(), "span_ns");
+  // The same capture twice: no change, a ratio of 1.
+  EXPECT_EQ(metrics.index(0, MetricDeltaModel::delta).data(kSortRole).toDouble(), 0.0);
+  EXPECT_EQ(metrics.index(0, MetricDeltaModel::ratio).data().toString(), "1.000x");
+  KernelDeltaModel kernels;
+  Tester t2(&kernels, kFatal);
+  kernels.set_rows(diff.kernels);
+  ASSERT_GT(kernels.rowCount(), 0);
+  EXPECT_EQ(kernels.index(0, KernelDeltaModel::change).data(kSortRole).toLongLong(), 0);
+}
+
 }  // namespace
 }  // namespace fleetscope::gui
 
@@ -211,7 +251,7 @@ TEST(FleetFormat, OneFixedFormatForEveryRowAndTheTotals) {
   EXPECT_EQ(format_gpu_hours(0.0001852), "0.000185");
   EXPECT_EQ(format_gpu_hours(8.429e-05), "0.000084");
   EXPECT_EQ(format_gpu_hours(1234.5), "1234.50");
-  FleetRow a, b;
+  analyzer::WorkflowWaste a, b;
   a.span_ns = 3'600'000'000'000, a.busy_ns = 900'000'000'000;  // 1 GPU-hour, 25 % busy
   b.span_ns = 3'600'000'000'000, b.busy_ns = 2'700'000'000'000;
   EXPECT_EQ(fleet_totals({a, b}),

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "fleetscope/analyzer/fleet.h"
@@ -34,18 +36,21 @@ TEST(Session, OpensADatabase) {
   test_support::TempDir dir;
   const auto f = testing::write_fixture(dir.file("t.db"));
   auto s = open_session(dir.file("t.db"));
-  EXPECT_EQ(s->format, "fleetscope database");
-  EXPECT_FALSE(s->imported);
+  ASSERT_EQ(s->sources().size(), 1u);
+  EXPECT_EQ(s->source(0).format, "fleetscope database");
+  EXPECT_FALSE(s->source(0).imported);
   ASSERT_EQ(s->captures.size(), 1u);
-  EXPECT_EQ(s->captures[0].id, f.capture);
-  EXPECT_EQ(s->cache_base(), dir.file("t.db"));
+  EXPECT_EQ(s->captures[0], (CaptureKey{0, f.capture}));
+  EXPECT_EQ(s->cache_base(0), dir.file("t.db"));
+  EXPECT_EQ(s->title(), "t.db (fleetscope database)");
+  EXPECT_EQ(s->capture_label(s->captures[0]), "capture " + std::to_string(f.capture));
 }
 
 TEST(Session, ImportsAKinetoTraceInMemoryAndAnalysesIt) {
   auto s = open_session(sample("hta-critical_path_alexnet_trace.json.gz"));
-  EXPECT_EQ(s->format, "Kineto JSON");
-  EXPECT_TRUE(s->imported);
-  EXPECT_TRUE(s->cache_base().empty());  // nothing is written beside the trace
+  EXPECT_EQ(s->source(0).format, "Kineto JSON");
+  EXPECT_TRUE(s->source(0).imported);
+  EXPECT_TRUE(s->cache_base(0).empty());  // nothing is written beside the trace
   ASSERT_EQ(s->captures.size(), 1u);
   auto reader = s->reader();
   EXPECT_GT(reader->query("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
@@ -53,33 +58,60 @@ TEST(Session, ImportsAKinetoTraceInMemoryAndAnalysesIt) {
                 .at(0)
                 .value_or("0"),
             "0");
-  const SessionAnalysis a = analyze_session(*s);
-  ASSERT_EQ(a.captures.size(), 1u);
-  EXPECT_FALSE(a.captures[0].result.rules.empty());
-  ASSERT_EQ(a.fleet.size(), 1u);
-  EXPECT_EQ(a.fleet[0].capture_ids, std::vector<int64_t>{s->captures[0].id});
-  EXPECT_GT(a.fleet[0].span_ns, 0);
+  const CaptureAnalysis a = analyze_capture(*s, s->captures[0]);
+  EXPECT_FALSE(a.result().rules.empty());
+  EXPECT_FALSE(a.devices.empty());
+  // Analysed once: the analysis session hands out the same result again.
+  EXPECT_EQ(analyze_capture(*s, s->captures[0]).analysis, a.analysis);
+  const FleetRows fleet = s->analysis->fleet();
+  ASSERT_EQ(fleet.size(), 1u);
+  EXPECT_EQ(capture_keys(*s, fleet[0]), std::vector<CaptureKey>{s->captures[0]});
+  EXPECT_GT(fleet[0].span_ns, 0);
 }
 
-TEST(Session, FleetRowsAgreeWithTheAnalyzersFleetRanking) {
-  // The GUI ranks jobs itself only because it also needs their capture ids and must work on
-  // in-memory imports; its numbers must stay those of analyzer::rank_workflows.
+TEST(Session, SeveralFilesAndAFolderOpenTogether) {
   test_support::TempDir dir;
-  const std::string db = dir.file("fleet.db");
-  importers::import_files({sample("hta-critical_path_alexnet_trace.json.gz"),
-                           sample("hta-critical_path_simple_add_trace.json.gz")},
-                          db);
-  const SessionAnalysis mine = analyze_session(*open_session(db));
-  const auto reference = analyzer::rank_workflows({db});
-  ASSERT_EQ(mine.fleet.size(), reference.size());
-  ASSERT_EQ(mine.fleet.size(), 2u);
-  for (size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_EQ(mine.fleet[i].workflow, reference[i].workflow);
-    EXPECT_EQ(mine.fleet[i].span_ns, reference[i].span_ns);
-    EXPECT_EQ(mine.fleet[i].busy_ns, reference[i].busy_ns);
-    EXPECT_EQ(mine.fleet[i].devices, reference[i].devices);
-    EXPECT_EQ(int64_t(mine.fleet[i].capture_ids.size()), reference[i].captures);
-    EXPECT_EQ(mine.fleet[i].top_rule, reference[i].top_rule);
+  std::filesystem::create_directories(dir.file("ranks"));
+  testing::write_fixture(dir.file("ranks/rank0.db"));
+  testing::write_fixture(dir.file("ranks/rank1.db"));
+  std::ofstream(dir.file("ranks/notes.txt")) << "not a trace, not listed\n";
+  auto s = open_session(std::vector<std::string>{
+      dir.file("ranks"), sample("hta-critical_path_alexnet_trace.json.gz")});
+  ASSERT_EQ(s->sources().size(), 3u);
+  EXPECT_EQ(s->source(0).label, "rank0.db");
+  EXPECT_EQ(s->source(1).label, "rank1.db");
+  EXPECT_EQ(s->source(2).format, "Kineto JSON");
+  ASSERT_EQ(s->captures.size(), 3u);
+  EXPECT_EQ(s->captures[1].source, 1u);
+  EXPECT_EQ(s->capture_label(s->captures[1]), "rank1.db · capture 1");
+  EXPECT_EQ(s->title().rfind("3 sources: rank0.db, rank1.db, ", 0), 0u) << s->title();
+  // The table across them: one row per source.
+  const auto summary = source_summaries(*s);
+  ASSERT_EQ(summary.size(), 3u);
+  EXPECT_EQ(summary[0].captures, 1);
+  EXPECT_EQ(summary[0].workflows, 1);
+  // The fleet: both ranks' job "train" is one job of two captures, as `fleetscope fleet` merges
+  // jobs by name across databases.
+  const FleetRows fleet = s->analysis->fleet();
+  const auto train =
+      std::find_if(fleet.begin(), fleet.end(), [](const auto& w) { return w.workflow == "train"; });
+  ASSERT_NE(train, fleet.end());
+  EXPECT_EQ(train->captures, 2);
+  EXPECT_EQ(capture_keys(*s, *train), (std::vector<CaptureKey>{{0, 1}, {1, 1}}));
+  // The most wasteful capture opens first.
+  ASSERT_TRUE(most_wasteful_capture(*s, fleet));
+  EXPECT_EQ(*most_wasteful_capture(*s, fleet), capture_keys(*s, fleet.front()).front());
+  // Two captures of different files compare as `fleetscope diff` does.
+  const auto diff = compare_captures(*s, s->captures[0], s->captures[1]);
+  EXPECT_EQ(diff.before.kernels, diff.after.kernels);
+  EXPECT_GT(diff.before.kernels, 0);
+  // An empty folder is an error naming it.
+  std::filesystem::create_directories(dir.file("empty"));
+  try {
+    open_session(std::vector<std::string>{dir.file("empty")});
+    ADD_FAILURE() << "an empty folder opened";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("empty")), std::string::npos) << e.what();
   }
 }
 
@@ -138,7 +170,7 @@ TEST(Session, ALockedDatabaseIsAnErrorNotAHang) {
   std::string message;
   try {
     auto s = open_session(path);
-    analyze_session(*s);
+    analyze_capture(*s, s->captures.at(0));
   } catch (const std::exception& e) {
     message = e.what();
   }

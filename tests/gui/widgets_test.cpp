@@ -4,6 +4,8 @@
 
 #include <QApplication>
 #include <QChart>
+#include <QCheckBox>
+#include <QComboBox>
 #include <QDropEvent>
 #include <QImage>
 #include <QLabel>
@@ -136,6 +138,7 @@ TEST_F(WidgetsTest, SharingPanelListsTheSharingEventsUnderThePlans) {
   }
   MainWindow window(false);
   window.open(QString::fromStdString(path_));
+  window.show_view("sharing");  // the plan is made when the tab is shown
   ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
   const SharingEventsModel* events = window.sharing_panel()->events_model();
   ASSERT_EQ(events->rowCount(), 2);
@@ -274,8 +277,64 @@ TEST_F(WidgetsTest, FleetFiltersAndDoubleClickOpensTheWorkflowsCaptures) {
   emit fleet->table()->doubleClicked(fleet->proxy()->index(0, 0));
   EXPECT_EQ(window.tabs()->currentWidget(), window.capture_view());
   window.wait_loaded();
-  ASSERT_TRUE(window.capture_view()->capture_id());
-  EXPECT_EQ(*window.capture_view()->capture_id(), fixture_.capture);
+  ASSERT_TRUE(window.capture_view()->capture_key());
+  EXPECT_EQ(*window.capture_view()->capture_key(), (CaptureKey{0, fixture_.capture}));
+}
+
+TEST_F(WidgetsTest, SeveralDatabasesOpenTogetherWithTablesAcrossThem) {
+  const std::string second = dir_.file("rank1.db");
+  testing::write_fixture(second);
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QStringList{QString::fromStdString(path_), QString::fromStdString(second)});
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  EXPECT_TRUE(window.windowTitle().contains("2 sources")) << window.windowTitle().toStdString();
+  // The fleet across both: job "train" with a capture in each; one row per source below.
+  FleetView* fleet = window.fleet_view();
+  ASSERT_EQ(fleet->model()->rowCount(), 1);
+  EXPECT_EQ(fleet->model()->index(0, FleetModel::captures).data().toString(), "2");
+  EXPECT_EQ(fleet->model()->index(0, FleetModel::sources).data().toString(),
+            "rank1.db#1, trace.db#1");
+  EXPECT_TRUE(fleet->totals()->text().startsWith("Total: 1 job(s)"));
+  ASSERT_EQ(fleet->sources_model()->rowCount(), 2);
+  EXPECT_EQ(fleet->sources_model()->index(1, SourcesModel::file).data().toString(), "rank1.db");
+  // Every capture of both files in the capture list; picking the second loads it from its file.
+  QComboBox* captures = window.capture_view()->capture_choice();
+  ASSERT_EQ(captures->count(), 2);
+  EXPECT_TRUE(captures->itemText(1).startsWith("rank1.db · capture 1"))
+      << captures->itemText(1).toStdString();
+  // The worst job's first capture opened first (its captures as `fleet` lists them).
+  ASSERT_TRUE(window.capture_view()->capture_key());
+  EXPECT_EQ(*window.capture_view()->capture_key(), (CaptureKey{1, 1}));
+  EXPECT_EQ(captures->currentIndex(), 1);
+  captures->setCurrentIndex(0);
+  emit captures->activated(0);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_TRUE(window.capture_view()->capture_key());
+  EXPECT_EQ(*window.capture_view()->capture_key(), (CaptureKey{0, 1}));
+  EXPECT_GE(window.findings_panel()->model()->rowCount(), 1);  // analysed when shown
+  // The diff view compares the two ranks (the same trace: no change).
+  window.show_view("diff");
+  DiffView* diff = window.diff_view();
+  ASSERT_TRUE(diff->compare_button()->isEnabled());
+  QTest::mouseClick(diff->compare_button(), Qt::LeftButton);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_GT(diff->metrics_model()->rowCount(), 0);
+  EXPECT_EQ(diff->metrics_model()->index(0, MetricDeltaModel::ratio).data().toString(), "1.000x");
+  // Sharing: planned when shown, with the model named; a what-if control plans again.
+  window.show_view("sharing");
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  SharingPanel* sharing = window.sharing_panel();
+  ASSERT_TRUE(sharing->state());
+  EXPECT_EQ(sharing->state()->jobs.size(), 2u);
+  EXPECT_FALSE(sharing->state()->options.single_lane);
+  EXPECT_TRUE(sharing->model_label()->text().contains("interference"));
+  QTest::mouseClick(sharing->single_lane(), Qt::LeftButton);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_TRUE(sharing->state());
+  EXPECT_TRUE(sharing->state()->options.single_lane);
+  EXPECT_TRUE(sharing->model_label()->text().contains("one lane per GPU"));
 }
 
 TEST_F(WidgetsTest, TheSummaryTabSumsTheVisibleRangeByTotalTime) {
@@ -356,7 +415,7 @@ TEST_F(WidgetsTest, DroppedFilesOpenAndJoinTheRecentFiles) {
   static_cast<QObject*>(&window)->event(&drop);
   ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
   ASSERT_TRUE(window.session());
-  EXPECT_EQ(window.session()->source_path, path_);
+  EXPECT_EQ(window.session()->source(0).path, path_);
   const QStringList recent =
       QSettings("fleetscope", "fleetscope-gui").value("recent").toStringList();
   ASSERT_FALSE(recent.isEmpty());
@@ -397,18 +456,35 @@ TEST_F(WidgetsTest, ClosingOrCancellingDuringALoadIsSafe) {
   EXPECT_FALSE(window.loading());
 }
 
-TEST_F(WidgetsTest, ScreenshotWritesAPngOfEveryView) {
-  for (const QString view : {"fleet", "timeline", "findings", "sharing", "sql"}) {
+TEST_F(WidgetsTest, ScreenshotOfEveryViewOfRealTracesShowsTheirContent) {
+  // Two real Kineto traces (samples/traces, from HTA's test data) opened together.
+  const QStringList traces{
+      QString::fromStdString(sample("hta-critical_path_alexnet_trace.json.gz")),
+      QString::fromStdString(sample("hta-critical_path_simple_add_trace.json.gz"))};
+  const QSize size(900, 600);
+  for (const QString view : {"fleet", "timeline", "findings", "sharing", "diff", "sql"}) {
     const QString png = QString::fromStdString(dir_.file(view.toStdString() + ".png"));
     QString error;
-    ASSERT_TRUE(write_screenshot(QString::fromStdString(path_), view, QSize(900, 600), png, error))
-        << error.toStdString();
-    const QImage image(png);
-    EXPECT_EQ(image.size(), QSize(900, 600));
+    ASSERT_TRUE(write_screenshot(traces, view, size, png, error)) << error.toStdString();
+    const QImage image = QImage(png).convertToFormat(QImage::Format_RGB32);
+    ASSERT_EQ(image.size(), size);
+    // The same view of a window with nothing open: the picture must differ from it by what the
+    // traces put there (tables filled, tracks drawn), not only by a line of text.
+    MainWindow empty(false);
+    empty.resize(size);
+    empty.show();
+    empty.show_view(view);
+    QApplication::processEvents();
+    const QImage blank = empty.grab().toImage().convertToFormat(QImage::Format_RGB32);
+    ASSERT_EQ(blank.size(), size);
+    int differing = 0;
+    for (int y = 0; y < size.height(); ++y)
+      for (int x = 0; x < size.width(); ++x) differing += image.pixel(x, y) != blank.pixel(x, y);
+    EXPECT_GT(differing, size.width() * size.height() / 50) << view.toStdString();
   }
   QString error;
-  EXPECT_FALSE(
-      write_screenshot(QString::fromStdString(path_), "nope", QSize(300, 200), "x.png", error));
+  EXPECT_FALSE(write_screenshot(QStringList{QString::fromStdString(path_)}, "nope", QSize(300, 200),
+                                "x.png", error));
   EXPECT_TRUE(error.contains("unknown view"));
 }
 

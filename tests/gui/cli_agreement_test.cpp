@@ -1,0 +1,116 @@
+// One fact, one place: on the same databases the GUI and the `fleetscope` command give the same
+// consolidation plan (byte for byte, with the host's settings and with what-if changes), the
+// same findings and the same fleet ranking — the GUI calls the analysis session and the sharer's
+// planner the CLI calls, it has no planner or ranking of its own (issues 22, 23).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "fleetscope/store/database.h"
+#include "gui_fixture.h"
+#include "session.h"
+#include "temp_dir.h"
+
+namespace fleetscope::gui {
+namespace {
+
+using test_support::run_cli;
+
+class CliAgreementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Two hosts' databases, one job each on its own GPU, both mostly idle with measured memory.
+    a_ = dir_.file("host-a.db");
+    b_ = dir_.file("host-b.db");
+    testing::write_fixture(a_);
+    testing::write_fixture(b_);
+  }
+  // The plan part of `share plan --format json` (without the fields only the CLI prints).
+  static std::string cli_plan(const std::vector<std::string>& args,
+                              std::vector<std::string>* not_planned = nullptr) {
+    const auto run = run_cli(args);
+    EXPECT_EQ(run.code, 0) << run.err;
+    nlohmann::json doc = nlohmann::json::parse(run.out);
+    if (not_planned) *not_planned = doc.at("not_planned").get<std::vector<std::string>>();
+    for (const char* key : {"interference", "context_source", "not_planned"}) doc.erase(key);
+    return doc.dump(2);
+  }
+  test_support::TempDir dir_;
+  std::string a_, b_;
+};
+
+TEST_F(CliAgreementTest, TheGuiPlansByteForByteAsSharePlan) {
+  auto session = open_session(std::vector<std::string>{a_, b_});
+  const SharingState gui = plan_sharing(*session);
+  ASSERT_EQ(gui.jobs.size(), 2u);  // both placeable: the comparison is not vacuous
+  std::vector<std::string> not_planned;
+  const std::string cli = cli_plan({"share", "plan", a_, b_, "--format", "json"}, &not_planned);
+  EXPECT_EQ(sharer::plan_to_json(gui.plan).dump(2), cli);
+  EXPECT_EQ(gui.skipped, not_planned);
+  EXPECT_FALSE(gui.interference.empty());  // the panel names the model
+
+  // What-if: the controls change the settings as share plan's flags do.
+  WhatIf what_if;
+  what_if.max_slowdown = 2.5;
+  what_if.single_lane = true;
+  what_if.margin_sigma = 1.5;
+  const SharingState changed = plan_sharing(*session, what_if);
+  EXPECT_TRUE(changed.plan.single_lane);
+  EXPECT_EQ(sharer::plan_to_json(changed.plan).dump(2),
+            cli_plan({"share", "plan", a_, b_, "--format", "json", "--max-slowdown", "2.5",
+                      "--single-lane", "--margin-sigma", "1.5"}));
+}
+
+TEST_F(CliAgreementTest, TheGuiShowsTheFindingsTheCliPrints) {
+  auto findings_of = [](const nlohmann::json& doc) {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto& f : doc.at("findings"))
+      out.emplace_back(f.at("rule").get<std::string>(), f.at("impact_ns").get<int64_t>());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto gui_findings = [](const std::string& db) {
+    auto session = open_session(db);
+    const CaptureAnalysis a = analyze_capture(*session, session->captures.at(0));
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto& f : a.result().findings) out.emplace_back(f.rule, f.impact_ns);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // Stored findings (`fleetscope analyze` wrote them): the GUI shows what `report` prints.
+  auto report = run_cli({"report", a_, "--format", "json"});
+  ASSERT_EQ(report.code, 0) << report.err;
+  const auto stored = findings_of(nlohmann::json::parse(report.out));
+  ASSERT_FALSE(stored.empty());
+  EXPECT_EQ(gui_findings(a_), stored);
+  // None stored: the GUI analyses as `analyze` does.
+  {
+    store::Database db = store::Database::open(b_, store::OpenMode::read_write);
+    db.exec("DELETE FROM findings");
+  }
+  auto analyze = run_cli({"analyze", b_, "--no-store", "--format", "json"});
+  ASSERT_EQ(analyze.code, 0) << analyze.err;
+  const auto fresh = findings_of(nlohmann::json::parse(analyze.out));
+  ASSERT_FALSE(fresh.empty());
+  EXPECT_EQ(gui_findings(b_), fresh);
+}
+
+TEST_F(CliAgreementTest, TheFleetTableIsFleetscopeFleet) {
+  auto session = open_session(std::vector<std::string>{a_, b_});
+  const FleetRows gui = session->analysis->fleet();
+  const auto run = run_cli({"fleet", a_, b_, "--format", "json"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const auto cli = nlohmann::json::parse(run.out);
+  ASSERT_EQ(cli.size(), gui.size());
+  ASSERT_FALSE(gui.empty());
+  for (size_t i = 0; i < gui.size(); ++i) {
+    EXPECT_EQ(cli[i].at("workflow").get<std::string>(), gui[i].workflow);
+    EXPECT_EQ(cli[i].at("span_ns").get<int64_t>(), gui[i].span_ns);
+    EXPECT_EQ(cli[i].at("idle_ns").get<int64_t>(), gui[i].idle_ns);
+    EXPECT_EQ(cli[i].at("captures").get<int64_t>(), gui[i].captures);
+  }
+}
+
+}  // namespace
+}  // namespace fleetscope::gui
