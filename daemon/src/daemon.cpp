@@ -22,6 +22,22 @@
 #include "fleetscope/daemon/thrift_server.h"
 
 namespace fleetscope::daemon {
+namespace {
+
+// A database made by an earlier version (or copied in) may be world-readable: no other user
+// reads it (0640; group `fleetscope` for readers an operator allows, docs/daemon.md).
+// The -shm index stays group-writable: readers of a WAL database write their read marks there.
+void narrow_database_modes(const std::string& database) {
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string file = database + suffix;
+    const mode_t keep = std::string(suffix) == "-shm" ? 07770 : 07750;
+    struct stat info {};
+    if (::stat(file.c_str(), &info) == 0 && (info.st_mode & 07777 & ~keep) != 0)
+      ::chmod(file.c_str(), info.st_mode & keep);
+  }
+}
+
+}  // namespace
 
 int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   DaemonConfig config;
@@ -45,6 +61,10 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
   // Files the daemon creates are not world-readable (the unit's UMask=0027 says the same):
   // the host database holds every user's command lines and traces.
   ::umask(::umask(0) | 0027);
+
+  // Before the first open: SQLite gives the -wal and -shm files the mode of the database file
+  // when it creates them, so a world-readable database would hand its mode on.
+  narrow_database_modes(config.database);
 
   std::unique_ptr<DaemonCore> core;
   std::unique_ptr<ThriftServers> servers;
@@ -76,16 +96,7 @@ int run_daemon(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "fleetscoped: " << e.what() << '\n';
     return 1;
   }
-  // A database made by an earlier version (or copied in) may be world-readable: no other user
-  // reads it (0640; group `fleetscope` for readers an operator allows, docs/daemon.md).
-  // The -shm index stays group-writable: readers of a WAL database write their read marks there.
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    const std::string file = config.database + suffix;
-    const mode_t keep = std::string(suffix) == "-shm" ? 07770 : 07750;
-    struct stat info {};
-    if (::stat(file.c_str(), &info) == 0 && (info.st_mode & 07777 & ~keep) != 0)
-      ::chmod(file.c_str(), info.st_mode & keep);
-  }
+  narrow_database_modes(config.database);  // again: -wal and -shm made while opening
   err << "fleetscoped: serving " << config.socket << " (API) and " << config.agent_socket
       << " (agents), database " << config.database << '\n';
   err.flush();
