@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fleetscope/analyzer/gpu_utilization.h"
+#include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/common/capture_choice.h"
 
 namespace fleetscope::analyzer {
@@ -26,6 +27,9 @@ struct WorkflowWaste {
   int64_t idle_ns = 0;             // span − busy
   int64_t findings_impact_ns = 0;  // summed impact of stored findings on the job's captures
   std::string top_rule;            // stored finding with the largest impact, if any
+  // The tail, not only the median: step_stats() over every recorded iteration of the job in every
+  // database (nearest-rank p50/p90/p99, jitter = std / mean); count 0 without iterations.
+  StepStats steps;
   double gpu_hours() const { return double(span_ns) / 3.6e12; }
   double wasted_gpu_hours() const { return double(idle_ns) / 3.6e12; }
   double utilization() const { return utilization_ratio(busy_ns, span_ns); }
