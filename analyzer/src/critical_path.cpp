@@ -470,7 +470,9 @@ CriticalPath critical_path(const CaptureData& data, const CriticalPathOptions& o
     out.by_edge_type[to_string(edge.type)] += edge.weight;
     if (!s.bound_by.empty()) out.by_bound[s.bound_by] += edge.weight;
     if (!s.category.empty()) out.by_category[s.category] += edge.weight;
-    if (event && edge.weight > 0) {
+    // An op's own time on the path: its span edges (the gap after a kernel, which HTA attributes
+    // to it, stays under kernel_gap and is not the kernel's work).
+    if (event && edge.weight > 0 && edge.type == CriticalEdgeType::operator_kernel) {
       CriticalPathOp& op = ops[s.name];
       op.name = s.name;
       op.category = s.category;
@@ -489,7 +491,8 @@ CriticalPath critical_path(const CaptureData& data, const CriticalPathOptions& o
     std::vector<std::string> edge_name(graph.edges().size());
     for (size_t id = 0; id < graph.edges().size(); ++id) {
       const int ev = graph.edges()[id].attributed;
-      if (ev >= 0) edge_name[id] = event_name(data, events[static_cast<size_t>(ev)]);
+      if (ev >= 0 && graph.edges()[id].type == CriticalEdgeType::operator_kernel)
+        edge_name[id] = event_name(data, events[static_cast<size_t>(ev)]);
     }
     const double keep = std::clamp(1.0 - options.what_if_faster, 0.0, 1.0);
     for (size_t k = 0; k < out.top_ops.size() && k < options.what_if_ops; ++k) {
