@@ -32,8 +32,8 @@
 //   - Among paths of equal length the one chosen may differ; the length does not.
 //
 // Beyond HTA: the same time split into finer categories (cpu_op, cuda_runtime, kernel, copy,
-// communication, launch_delay, kernel_gap), the ops with most time on the path, and a what-if
-// per op: the graph's longest path again with that op's attributed edges shortened by
+// communication, launch_delay, kernel_gap), the ops with most time on the path (their own span
+// edges), and a what-if per op: the graph's longest path again with those edges shortened by
 // `what_if_faster` (the share of time saved), i.e. "if this op were X % faster, the step's
 // critical path would be Y % shorter" — the path may move to other work, so Y can be below X times
 // the op's share.
