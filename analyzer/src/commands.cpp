@@ -615,14 +615,15 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
                       {"step_jitter", w.steps.jitter}});
     out << list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "csv") {
-    out << "workflow,user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
-           "findings_impact_ns,top_rule,steps,step_p50_ns,step_p90_ns,step_p99_ns,step_jitter\n";
+    // The step columns come before the findings so that top_rule stays the last column.
+    out << "workflow,user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,steps,"
+           "step_p50_ns,step_p90_ns,step_p99_ns,step_jitter,findings_impact_ns,top_rule\n";
     for (const auto& w : ranking)
       out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
           << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
-          << w.findings_impact_ns << "," << w.top_rule << "," << w.steps.count << ","
-          << w.steps.median_ns << "," << w.steps.p90_ns << "," << w.steps.p99_ns << ","
-          << w.steps.jitter << "\n";
+          << w.steps.count << "," << w.steps.median_ns << "," << w.steps.p90_ns << ","
+          << w.steps.p99_ns << "," << w.steps.jitter << "," << w.findings_impact_ns << ","
+          << w.top_rule << "\n";
   } else {
     int name_width = 32;
     for (const auto& w : ranking)
