@@ -43,4 +43,17 @@ WorkflowInfo workflow_info(const CaptureData& data, int64_t workflow_id) {
   return info;
 }
 
+std::map<std::string, std::vector<int64_t>> step_durations_by_workflow(const CaptureData& data) {
+  std::map<int64_t, std::string> names;  // workflow id -> name
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const store::Iteration& it : data.iterations) {
+    const int64_t workflow = workflow_of_process(data, it.globalPid.value_or(-1));
+    auto name = names.find(workflow);
+    if (name == names.end())
+      name = names.emplace(workflow, workflow_info(data, workflow).name).first;
+    out[name->second].push_back(it.end - it.start);
+  }
+  return out;
+}
+
 }  // namespace fleetscope::analyzer

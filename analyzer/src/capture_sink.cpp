@@ -165,7 +165,7 @@ struct CaptureSink::Impl {
       if (like_dataloader_prefix(op.name))
         data.dataloader_ops.push_back({op.start, op.end, id, op.globalTid});
       if (op.category != "gpu_user_annotation")
-        data.cpu_ops.push_back({op.start, op.end, id, op.globalTid});
+        data.cpu_ops.push_back({op.start, op.end, id, op.globalTid, op.category == "cpu_op"});
     }
     for (const std::string& metric : pending_metrics) intern(metric);
     pending_kernels.clear();

@@ -608,16 +608,24 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
                       {"idle_ns", w.idle_ns},
                       {"span_ns", w.span_ns},
                       {"findings_impact_ns", w.findings_impact_ns},
-                      {"top_rule", w.top_rule}});
+                      {"top_rule", w.top_rule},
+                      {"steps", w.steps.count},
+                      {"step_p50_ns", w.steps.median_ns},
+                      {"step_p90_ns", w.steps.p90_ns},
+                      {"step_p99_ns", w.steps.p99_ns},
+                      {"step_jitter", w.steps.jitter}});
     out << list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "csv") {
+    // The step columns come before the findings so that top_rule stays the last column.
     out << name_column
-        << ",user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,"
-           "findings_impact_ns,top_rule\n";
+        << ",user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,steps,"
+           "step_p50_ns,step_p90_ns,step_p99_ns,step_jitter,findings_impact_ns,top_rule\n";
     for (const auto& w : ranking)
       out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
           << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
-          << w.findings_impact_ns << "," << w.top_rule << "\n";
+          << w.steps.count << "," << w.steps.median_ns << "," << w.steps.p90_ns << ","
+          << w.steps.p99_ns << "," << w.steps.jitter << "," << w.findings_impact_ns << ","
+          << w.top_rule << "\n";
   } else {
     int name_width = 32;
     for (const auto& w : ranking)
@@ -626,14 +634,19 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
     for (char& c : title) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     out << std::left << std::setw(name_width) << title << std::setw(14) << "WASTED GPU-H"
         << std::setw(12) << "GPU-H" << std::setw(8) << "UTIL" << std::setw(10) << "CAPTURES"
+        << std::setw(24) << "STEP P50/P99"
         << "TOP FINDING\n";
     for (const auto& w : ranking) {
       std::ostringstream wasted, held;
       wasted << std::fixed << std::setprecision(6) << w.wasted_gpu_hours();
       held << std::fixed << std::setprecision(6) << w.gpu_hours();
+      // The tail next to the median: a job whose p99 step is far above p50 wastes time too.
+      const std::string tail = w.steps.count ? format_duration(w.steps.median_ns) + " / " +
+                                                   format_duration(w.steps.p99_ns)
+                                             : std::string("-");
       out << std::left << std::setw(name_width) << w.workflow << std::setw(14) << wasted.str()
           << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization()) << std::setw(10)
-          << w.captures << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
+          << w.captures << std::setw(24) << tail << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
     }
   }
 }

@@ -24,6 +24,7 @@ struct DatabaseShare {
   std::map<std::string, WorkflowWaste> by_name;
   std::map<std::string, std::set<std::pair<std::string, int64_t>>> captures_of;  // (db, capture)
   std::map<std::string, std::map<std::string, int64_t>> rule_impact;
+  std::map<std::string, std::vector<int64_t>> step_durations;  // name -> iteration durations
 };
 
 void add_capture(const store::Reader& reader, const std::string& path,
@@ -91,6 +92,11 @@ void add_capture(const store::Reader& reader, const std::string& path,
         it = workflow_by_pid.emplace(pid, workflow_of_process(context, pid)).first;
       steps_of_workflow[it->second].push_back(step);
     }
+  }
+  context.iterations = reader.iterations(capture.id);
+  for (auto& [name, durations] : step_durations_by_workflow(context)) {
+    auto& all = share.step_durations[name];
+    all.insert(all.end(), durations.begin(), durations.end());
   }
   std::set<std::string> names_in_capture;
   for (auto& [key, spans] : groups) {
@@ -198,7 +204,12 @@ std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& database
   std::map<std::string, WorkflowWaste> by_name;
   std::map<std::string, std::set<std::pair<std::string, int64_t>>> captures_of;
   std::map<std::string, std::map<std::string, int64_t>> rule_impact;
+  std::map<std::string, std::vector<int64_t>> step_durations;
   for (DatabaseShare& share : shares) {
+    for (auto& [name, durations] : share.step_durations) {
+      auto& all = step_durations[name];
+      all.insert(all.end(), durations.begin(), durations.end());
+    }
     for (auto& [name, w] : share.by_name) {
       WorkflowWaste& total = by_name[name];
       total.workflow = name;
@@ -215,6 +226,7 @@ std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& database
   for (auto& [name, w] : by_name) {
     w.captures = static_cast<int64_t>(captures_of[name].size());
     w.capture_refs.assign(captures_of[name].begin(), captures_of[name].end());
+    w.steps = step_stats(step_durations[name]);
     int64_t best = -1;
     for (const auto& [rule, impact] : rule_impact[name])
       if (impact > best) best = impact, w.top_rule = rule, w.top_rule_impact_ns = impact;

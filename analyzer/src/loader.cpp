@@ -201,8 +201,8 @@ void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, Captur
 // ranges, which Kineto draws on the GPU timeline (they mark GPU work, not CPU work).
 void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
-      "SELECT start, end, nameId, globalTid FROM cpu_ops WHERE captureId = ?1 AND category != "
-      "'gpu_user_annotation'");
+      "SELECT start, end, nameId, globalTid, category = 'cpu_op' FROM cpu_ops WHERE captureId = ?1 "
+      "AND category != 'gpu_user_annotation'");
   stmt.bind(1, capture_id);
   const std::string& path = reader.database().path();
   int64_t row = 0;
@@ -210,7 +210,8 @@ void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& 
     ++row;
     const int64_t start = checked_time(stmt, 0, path, "cpu_ops", row, "start");
     const int64_t end = checked_time(stmt, 1, path, "cpu_ops", row, "end");
-    data.cpu_ops.push_back({start, std::max(start, end), stmt.column_int(2), int_or(stmt, 3, 0)});
+    data.cpu_ops.push_back({start, std::max(start, end), stmt.column_int(2), int_or(stmt, 3, 0),
+                            stmt.column_int(4) != 0});
   }
 }
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "fleetscope/analyzer/critical_path.h"
 #include "fleetscope/analyzer/describe.h"
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/kernel_stats.h"
@@ -418,6 +419,13 @@ json metrics_json(const CaptureData& data, const MetricsJsonOptions& options) {
   const OpTree tree = build_op_tree(data);
   out["operator_table"] = operator_table_json(data, tree, options.table_rows);
   out["kernel_table"] = kernel_table_json(data, tree, options.table_rows);
+  const CriticalPath path = critical_path(data);
+  if (path.computed) {
+    out["critical_path"] = critical_path_json(path, options.series);
+  } else {
+    out["critical_path"] = nullptr;
+    out["critical_path_needs"] = path.not_computed_reason;
+  }
   if (options.series) {
     out["queue_length_time_series"] = queue_series_json(queues);
     out["memory_bandwidth_time_series"] = bandwidth_series_json(data);

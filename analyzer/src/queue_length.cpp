@@ -29,6 +29,7 @@ namespace {
 struct Change {
   int64_t time;
   int delta;
+  int64_t gpu_event;
 };
 
 }  // namespace
@@ -46,8 +47,8 @@ std::vector<QueueLengthSeries> queue_length_time_series(const CaptureData& data,
     const int64_t call = data.launch_call_of[i];
     if (call < 0 || !is_launch.count(r.name_id[call]) || !filter.keeps_gpu_event(data, i)) continue;
     auto& list = changes[{g.device[i], g.stream[i]}];
-    list.push_back({r.start[call], +1});
-    list.push_back({g.start[i], -1});
+    list.push_back({r.start[call], +1, static_cast<int64_t>(i)});
+    list.push_back({g.start[i], -1, static_cast<int64_t>(i)});
   }
   std::vector<QueueLengthSeries> out;
   for (auto& [key, list] : changes) {
@@ -61,7 +62,7 @@ std::vector<QueueLengthSeries> queue_length_time_series(const CaptureData& data,
     int64_t running = 0;
     for (const Change& c : list) {
       running += c.delta;
-      series.points.push_back({c.time, running});
+      series.points.push_back({c.time, running, c.gpu_event, c.delta > 0});
     }
     out.push_back(std::move(series));
   }

@@ -404,6 +404,7 @@ class Builder {
     headline_metrics();
     utilization_charts();
     iterations();
+    critical_path();
     launches();
     streams();
     memory();
@@ -568,6 +569,52 @@ class Builder {
                      ", p90 " + format_duration(st["p90_ns"].get<int64_t>()) + ", p99 " +
                      format_duration(st["p99_ns"].get<int64_t>()) + ", jitter (std / mean) " +
                      percent(st["jitter"].get<double>()) + ".");
+  }
+
+  // HTA critical_path_analysis of one iteration (critical_path.h): what bounds the step.
+  void critical_path() {
+    doc_.h2("Critical path");
+    const json& cp = metrics_["critical_path"];
+    if (cp.is_null()) {
+      doc_.paragraph(
+          "Not computed: " + metrics_.value("critical_path_needs", std::string("no data")) + ".");
+      return;
+    }
+    doc_.note(
+        "HTA critical_path_analysis: the longest chain of CPU operators, CUDA calls, launches, GPU "
+        "work and synchronisations through one iteration; each part of it is attributed to the "
+        "op or kernel it runs in (docs/analyzer.md, \"Critical path\").");
+    const int64_t length = cp["length_ns"].get<int64_t>();
+    const int64_t window =
+        cp["window_end_ns"].get<int64_t>() - cp["window_start_ns"].get<int64_t>();
+    const std::string where = cp["step"].is_null()
+                                  ? std::string("The capture")
+                                  : "Step #" + std::to_string(cp["step"].get<int64_t>());
+    doc_.paragraph(where + " (" + format_duration(window) + "): critical path " +
+                   format_duration(length) + ".");
+    std::vector<std::pair<std::string, int64_t>> parts;
+    for (const char* category : {"cpu_op", "cuda_runtime", "kernel", "copy", "communication",
+                                 "launch_delay", "kernel_gap"})
+      if (cp["by_category_ns"].contains(category))
+        parts.emplace_back(category, cp["by_category_ns"][category].get<int64_t>());
+    doc_.chart("Critical path by category",
+               render_critical_path_svg(parts, length, "Critical path by category"),
+               "critical_path.svg");
+    Table t;
+    t.header = {"On the path", "Category", "Time", "Share", "If 2x faster: path shorter by"};
+    t.numeric = {false, false, true, true, true};
+    std::map<std::string, double> shorter;
+    for (const json& w : cp["what_if"])
+      shorter[w["name"].get<std::string>()] = w["path_shorter_pct"].get<double>();
+    for (const json& op : cp["top_ops"]) {
+      const std::string name = op["name"].get<std::string>();
+      auto what_if = shorter.find(name);
+      t.rows.push_back({shorten(name, 80), op["category"].get<std::string>(),
+                        format_duration(op["on_path_ns"].get<int64_t>()),
+                        percent(op["share"].get<double>()),
+                        what_if == shorter.end() ? "-" : percent(what_if->second / 100.0)});
+    }
+    doc_.table(std::move(t));
   }
 
   void launches() {

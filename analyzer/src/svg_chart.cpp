@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -303,6 +304,52 @@ std::string render_step_breakdown_svg(const std::vector<StepBreakdown>& rows, si
         << "\" width=\"10\" height=\"10\" fill=\"" << p.color << "\"/><text x=\"" << num(x + 13)
         << "\" y=\"" << num(legend_y) << "\" fill=\"#333333\">" << p.name << "</text>\n";
     x += 24 + 7.0 * double(std::string(p.name).size());
+  }
+  out << "</g>\n</svg>\n";
+  return out.str();
+}
+
+std::string render_critical_path_svg(const std::vector<std::pair<std::string, int64_t>>& parts,
+                                     int64_t length_ns, const std::string& title, int width) {
+  // The finer categories of critical_path.h, CPU first, then the GPU's work, then its idle time.
+  static const std::map<std::string, const char*> colors = {
+      {"cpu_op", "#b279a2"},    {"cuda_runtime", "#54a24b"},  {"kernel", "#4c78a8"},
+      {"copy", "#f58518"},      {"communication", "#72b7b2"}, {"launch_delay", "#e45756"},
+      {"kernel_gap", "#bab0ac"}};
+  const int left = 16, right = 16, top = 28, bar = 18;
+  const int height = top + bar + 40 + 20;
+  std::ostringstream out;
+  open_svg(out, width, height, title);
+  if (length_ns <= 0) {
+    out << "<text class=\"empty\" x=\"" << width / 2 << "\" y=\"" << top + bar / 2 + 4
+        << "\" text-anchor=\"middle\" fill=\"#666666\">no critical path</text>\n</svg>\n";
+    return out.str();
+  }
+  const TimeAxis axis{0, length_ns, double(left), double(width - right)};
+  int64_t offset = 0;
+  for (const auto& [name, ns] : parts) {
+    if (ns <= 0) continue;
+    const auto color = colors.find(name);
+    const double a = axis.to_pixel(offset), b = axis.to_pixel(offset + ns);
+    offset += ns;
+    out << "<rect x=\"" << num(a) << "\" y=\"" << top << "\" width=\"" << num(b - a)
+        << "\" height=\"" << bar << "\" fill=\""
+        << (color != colors.end() ? color->second : "#999999") << "\"><title>"
+        << xml_escape(name + " " + format_duration(ns) + " of " + format_duration(length_ns))
+        << "</title></rect>\n";
+  }
+  x_axis(out, axis, top + bar + 2, 8, width);
+  double x = left;
+  const double legend_y = top + bar + 46;
+  out << "<g class=\"legend\">\n";
+  for (const auto& [name, ns] : parts) {
+    if (ns <= 0) continue;
+    const auto color = colors.find(name);
+    out << "<rect x=\"" << num(x) << "\" y=\"" << num(legend_y - 9)
+        << "\" width=\"10\" height=\"10\" fill=\""
+        << (color != colors.end() ? color->second : "#999999") << "\"/><text x=\"" << num(x + 13)
+        << "\" y=\"" << num(legend_y) << "\" fill=\"#333333\">" << xml_escape(name) << "</text>\n";
+    x += 24 + 7.0 * double(name.size());
   }
   out << "</g>\n</svg>\n";
   return out.str();

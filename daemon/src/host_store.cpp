@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/attribution.h"
 #include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/daemon/batch_decoder.h"
@@ -285,7 +286,27 @@ CaptureSummary HostStore::analyze(int64_t capture_id) {
   if (!findings.empty())
     summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;
   analyzer::store_findings(*catalog_, capture_id, findings);
+  add_workflow_metrics(step_tail_rows(data));
   return summary;
+}
+
+std::vector<WorkflowMetricRow> HostStore::step_tail_rows(const analyzer::CaptureData& data) {
+  // The step-time tail of each workflow in the window (analyzer step_stats over its iterations),
+  // as workflow_metrics rows over the capture's window; deviceId -1: not per device.
+  std::vector<WorkflowMetricRow> rows;
+  const int64_t start =
+      data.capture.start_ns.value_or(data.iterations.empty() ? 0 : data.iterations.front().start);
+  const int64_t end = data.capture.end_ns.value_or(start);
+  for (const auto& [workflow, durations] : analyzer::step_durations_by_workflow(data)) {
+    const analyzer::StepStats s = analyzer::step_stats(durations);
+    for (const auto& [metric, value] : {std::pair<const char*, double>{"steps", double(s.count)},
+                                        {"step_time_p50_ns", double(s.median_ns)},
+                                        {"step_time_p90_ns", double(s.p90_ns)},
+                                        {"step_time_p99_ns", double(s.p99_ns)},
+                                        {"step_time_jitter", s.jitter}})
+      rows.push_back({workflow, -1, start, end, metric, value});
+  }
+  return rows;
 }
 
 void HostStore::add_device_samples(std::vector<store::DeviceSample> samples) {

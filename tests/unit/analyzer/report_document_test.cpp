@@ -147,8 +147,11 @@ TEST(ReportDocument, StepsMemoryAndEmptyCaptures) {
   options.format = DocumentFormat::markdown;
   options.chart_dir = "r_files";
   const ReportDocument doc = render_report_document(data, result, options);
-  ASSERT_EQ(doc.charts.size(), 2u);
+  // Utilization, steps, and the first step's critical path.
+  ASSERT_EQ(doc.charts.size(), 3u);
   EXPECT_EQ(doc.charts[1].relative_path, "r_files/steps.svg");
+  EXPECT_EQ(doc.charts[2].relative_path, "r_files/critical_path.svg");
+  EXPECT_TRUE(has(doc.text, "## Critical path"));
   EXPECT_TRUE(has(doc.text, "| #1 |"));
   EXPECT_TRUE(has(doc.text, "| #2 |"));
   EXPECT_TRUE(has(doc.text, "Not measured (needs memory events"));

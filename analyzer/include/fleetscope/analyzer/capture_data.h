@@ -76,6 +76,7 @@ struct HostRange {
   int64_t start = 0, end = 0;
   int64_t name_id = 0;
   int64_t global_tid = 0;
+  bool is_operator = false;  // Kineto cat "cpu_op" (not an annotation, not python_function)
 };
 
 // GPU-side synchronization waits that carry a stream (Kineto cuda_sync "Stream Sync", "Stream Wait

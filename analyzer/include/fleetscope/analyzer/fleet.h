@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fleetscope/analyzer/gpu_utilization.h"
+#include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/common/capture_choice.h"
 #include "fleetscope/store/reader.h"
 
@@ -31,6 +32,9 @@ struct WorkflowWaste {
   int64_t top_rule_impact_ns = 0;  // that rule's summed impact on the job
   // The job's captures: (source name, capture id), sorted.
   std::vector<std::pair<std::string, int64_t>> capture_refs;
+  // The tail, not only the median: step_stats() over every recorded iteration of the job in every
+  // database (nearest-rank p50/p90/p99, jitter = std / mean); count 0 without iterations.
+  StepStats steps;
   double gpu_hours() const { return double(span_ns) / 3.6e12; }
   double wasted_gpu_hours() const { return double(idle_ns) / 3.6e12; }
   double utilization() const { return utilization_ratio(busy_ns, span_ns); }

@@ -3,8 +3,9 @@
 //   {"capture": {...}, "devices": {"0": {...}, ...}, "streams": [...], "iterations": [...],
 //    "launches": {...}, "memory": {"0": {...}, ...}, "idle_interval_stats": [...],
 //    "memory_bandwidth": [...], "kernel_stats": [...], "operator_table": [...],
-//    "kernel_table": [...]}
-// and, with `series`, "queue_length_time_series" and "memory_bandwidth_time_series".
+//    "kernel_table": [...], "critical_path": {...}}
+// and, with `series`, "queue_length_time_series", "memory_bandwidth_time_series" and the critical
+// path's edges ("critical_path"."path").
 // Times are integer ns, fractions are 0..1 (est_achieved_occupancy is in percent, as in the
 // profiler plugin). A metric the trace lacks the data for is null, with a sibling
 // "<name>_needs" string naming the missing data.

@@ -26,6 +26,8 @@ extern const std::vector<std::string> kQueueLaunchApis;
 struct QueuePoint {
   int64_t time_ns = 0;
   int64_t queue_length = 0;
+  int64_t gpu_event = -1;  // the GPU event (data.gpu index) whose launch or start this point is
+  bool enqueue = false;    // its launch (+1), else its start (-1)
 };
 
 struct QueueLengthSeries {

@@ -70,4 +70,9 @@ std::string render_utilization_svg(const UtilizationChart& chart, const ChartLay
 std::string render_step_breakdown_svg(const std::vector<StepBreakdown>& rows, size_t max_steps = 40,
                                       int width = 720);
 
+// Critical path chart: one stacked bar of the path's length split into `parts` (critical_path.h's
+// categories, in the order given), with a legend; "no critical path" when `length_ns` is 0.
+std::string render_critical_path_svg(const std::vector<std::pair<std::string, int64_t>>& parts,
+                                     int64_t length_ns, const std::string& title, int width = 720);
+
 }  // namespace fleetscope::analyzer

@@ -24,6 +24,10 @@
 #include "fleetscope/store/writer.h"
 #include "fleetscope_types.h"
 
+namespace fleetscope::analyzer {
+struct CaptureData;
+}  // namespace fleetscope::analyzer
+
 namespace fleetscope::daemon {
 
 struct CaptureSummary {
@@ -88,6 +92,9 @@ class HostStore {
 
   void add_device_samples(std::vector<store::DeviceSample> samples);
   void add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows);
+  // The step-time tail rows analyze() adds for each workflow of a closed window: steps,
+  // step_time_p50_ns, step_time_p90_ns, step_time_p99_ns, step_time_jitter (deviceId -1).
+  static std::vector<WorkflowMetricRow> step_tail_rows(const analyzer::CaptureData& data);
   std::vector<WorkflowMetricRow> workflow_metrics(const std::optional<std::string>& workflow,
                                                   std::optional<int64_t> since_ns, int limit);
 
