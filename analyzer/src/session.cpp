@@ -5,6 +5,7 @@
 
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/importers/importers.h"
+#include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/error.h"
 
 namespace fleetscope::analyzer {
@@ -16,22 +17,6 @@ std::unique_ptr<store::Reader> SessionSource::reader() const {
 }
 
 namespace {
-
-bool is_fleetscope_database(const std::string& path) {
-  try {
-    store::Database db = store::Database::open_external(path);
-    auto st =
-        db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
-    return st.step() && st.column_int(0) > 0;
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    // SQLite's own words ("file is not a database", "database disk image is malformed",
-    // "database is locked") with the file in front.
-    throw InputError(path, "sqlite_master",
-                     std::string("cannot read the SQLite schema: ") + e.what());
-  }
-}
 
 void check(const SessionCancel& cancel) {
   if (cancel) cancel();
@@ -47,32 +32,20 @@ const SessionSource& AnalysisSession::open(const std::string& path, const Sessio
                                            const SessionCancel& cancel) {
   auto source = std::make_shared<SessionSource>();
   source->path = path;
-  const importers::Format format = importers::detect_format(path);
-  if (format == importers::Format::unknown)
-    throw InputError(path, "byte 0",
-                     "not a trace: expected a fleetscope database, a Kineto JSON trace (.json, "
-                     ".json.gz) or an nsys SQLite export");
-  std::unique_ptr<store::Reader> reader;
-  if (format == importers::Format::nsys_sqlite && is_fleetscope_database(path)) {
-    source->format = "fleetscope database";
-    reader = std::make_unique<store::Reader>(path);  // refuses a newer schema, names both versions
-  } else {
-    source->format =
-        format == importers::Format::nsys_sqlite ? "nsys SQLite export" : "Kineto JSON";
-    importers::ImportOptions options;
-    options.progress_every_events = 50000;
-    options.progress = [&](const importers::ImportProgress& p) {
-      check(cancel);
-      if (progress) progress("import", p.events);
-    };
-    importers::MemoryImport imported = importers::import_to_memory(path, options);
+  // The one dispatch every reading command uses (importers/open_input.h): a fleetscope database
+  // as it is, a Kineto trace or an nsys export imported into memory with the indexes readers need.
+  importers::ImportOptions options;
+  options.progress_every_events = 50000;
+  options.progress = [&](const importers::ImportProgress& p) {
     check(cancel);
-    // Window queries (the GUI's timeline, its SQL console) want the indexes the import skipped.
-    imported.database.exec(store::index_sql());
-    source->imported = true;
-    source->keeper = std::make_shared<store::Database>(std::move(imported.database));
-    reader = source->reader();
-  }
+    if (progress) progress("import", p.events);
+  };
+  importers::OpenedInput input = importers::open_input(path, options);
+  check(cancel);
+  source->format = importers::describe(input.kind);
+  source->imported = input.imported();
+  source->keeper = std::move(input.memory);
+  std::unique_ptr<store::Reader> reader = source->reader();  // refuses a newer schema
   source->captures = reader->captures();
   source->workflows = reader->workflows();
   sources_.push_back(std::move(source));

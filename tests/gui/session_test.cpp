@@ -48,7 +48,7 @@ TEST(Session, OpensADatabase) {
 
 TEST(Session, ImportsAKinetoTraceInMemoryAndAnalysesIt) {
   auto s = open_session(sample("hta-critical_path_alexnet_trace.json.gz"));
-  EXPECT_EQ(s->source(0).format, "Kineto JSON");
+  EXPECT_EQ(s->source(0).format, "Kineto JSON trace");
   EXPECT_TRUE(s->source(0).imported);
   EXPECT_TRUE(s->cache_base(0).empty());  // nothing is written beside the trace
   ASSERT_EQ(s->captures.size(), 1u);
@@ -80,7 +80,7 @@ TEST(Session, SeveralFilesAndAFolderOpenTogether) {
   ASSERT_EQ(s->sources().size(), 3u);
   EXPECT_EQ(s->source(0).label, "rank0.db");
   EXPECT_EQ(s->source(1).label, "rank1.db");
-  EXPECT_EQ(s->source(2).format, "Kineto JSON");
+  EXPECT_EQ(s->source(2).format, "Kineto JSON trace");
   ASSERT_EQ(s->captures.size(), 3u);
   EXPECT_EQ(s->captures[1].source, 1u);
   EXPECT_EQ(s->capture_label(s->captures[1]), "rank1.db · capture 1");
