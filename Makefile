@@ -1,6 +1,6 @@
 # Thin wrapper over CMake presets. `make demo` and `make test` are the two commands a fresh Debian
 # machine needs; both install the Debian packages first (scripts/install-deps: only what the build
-# and the tests need; `make fuzz` adds clang, `scripts/install-deps prometheus` a Prometheus server).
+# and the tests need; `make test` adds a Prometheus server, `make fuzz` clang).
 # They build the `quick` preset (build/quick: -O1, line tables only, about half the compile time of
 # `dev`'s -O2 -g); `PRESET=dev make test` gives the developers' build (warnings are errors).
 PRESET ?= quick
@@ -19,12 +19,13 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Everything the tests run, but no benchmark (target fleetscope_test_build: all of the tree but
-# bench/); bench-labelled tests are not run.
-test: configure
+# bench/); bench-labelled tests are not run. The tests also need a real Prometheus server (one
+# daemon test scrapes two fleetscoped with it), so `make test` installs that extra too.
+test:
+	@scripts/install-deps prometheus
+	@cmake --preset $(PRESET) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target fleetscope_test_build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE '^bench$$'
-	@command -v prometheus >/dev/null || echo "note: PrometheusFleet.* was skipped: no prometheus" \
-	  "(scripts/install-deps prometheus installs it)" >&2
 
 # The demo runs the `fleetscope` command first (import, analyze, report, plan, simulate), so a
 # result shows as soon as that one program is built; then the GUI, for its screenshots.

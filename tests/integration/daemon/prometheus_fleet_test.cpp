@@ -43,8 +43,10 @@ std::unique_ptr<Child> start_agent(const std::string& socket, const std::string&
 }
 
 TEST(PrometheusFleet, RanksWorkflowsOfTwoDaemonsByWastedGpuHours) {
-  if (access(PROMETHEUS, X_OK) != 0)
-    GTEST_SKIP() << PROMETHEUS << " is missing: `scripts/install-deps prometheus` installs it";
+  // `make test` installs it; a missing server fails the test rather than passing it unrun.
+  ASSERT_EQ(access(PROMETHEUS, X_OK), 0)
+      << PROMETHEUS
+      << " is missing: `scripts/install-deps prometheus` (run by `make test`) installs it";
   // Host A: "idle-job" at 10 % SM. Host B: "busy-job" at 90 % and "half-job" at 50 %.
   DaemonUnderTest a, b;
   // Slurm job 80 runs on both hosts (idle-job on A, half-job on B); job 81 is busy-job.
