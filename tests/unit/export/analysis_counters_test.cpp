@@ -85,7 +85,9 @@ TEST_P(AnalysisCounters, MatchHtaGenerateTraceWithCounters) {
   ScratchDir dir;
   ASSERT_EQ(importers::import_files({trace}, dir.file("trace.db")).size(), 1u);
   store::Reader reader(dir.file("trace.db"));
-  const ChromeExportStats stats = export_chrome(reader, dir.file("exported.json"));
+  ChromeExportOptions options;
+  options.analysis_counters = true;  // `fleetscope export --counters`
+  const ChromeExportStats stats = export_chrome(reader, dir.file("exported.json"), options);
   const json exported = testing::read_json(dir.file("exported.json"));
   const int64_t base_ns = exported.at("baseTimeNanoseconds").get<int64_t>();
 
@@ -118,17 +120,15 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-// --no-counters (ChromeExportOptions::analysis_counters = false) leaves every such track out and
-// keeps the rest of the file.
-TEST(AnalysisCountersOff, NoCounterTrackWhenDisabled) {
+// Without --counters (the default, ChromeExportOptions::analysis_counters = false) no such track
+// is written and the rest of the file is.
+TEST(AnalysisCountersOff, NoCounterTrackByDefault) {
   const std::string trace = std::string(FLEETSCOPE_SHARED_DATA) +
                             "/traces/kineto/hta-critical_path_alexnet_trace.json.gz";
   ScratchDir dir;
   ASSERT_EQ(importers::import_files({trace}, dir.file("trace.db")).size(), 1u);
   store::Reader reader(dir.file("trace.db"));
-  ChromeExportOptions options;
-  options.analysis_counters = false;
-  const ChromeExportStats stats = export_chrome(reader, dir.file("exported.json"), options);
+  const ChromeExportStats stats = export_chrome(reader, dir.file("exported.json"));
   EXPECT_EQ(stats.queue_length_points, 0);
   EXPECT_EQ(stats.bandwidth_points, 0);
   EXPECT_GT(stats.kernels, 0);

@@ -43,8 +43,10 @@ struct ChromeExportOptions {
   bool memory_instants = true;  // Kineto "[memory]" events (re-importable) besides the counter
   bool findings = true;
   // HTA's generate_trace_with_counters tracks: launch-queue length per stream and memory-copy
-  // bandwidth per copy kind (needs the capture loaded by the analyzer; docs/export.md).
-  bool analysis_counters = true;
+  // bandwidth per copy kind. Off by default: they need the capture's GPU work and launch calls in
+  // memory (the analyzer's load), while the rest of the export streams rows in bounded memory
+  // (docs/export.md, docs/benchmarks.md "Export").
+  bool analysis_counters = false;
   // Called about every `progress_every` events with the count so far (for a progress line).
   std::function<void(int64_t events)> on_progress;
   int64_t progress_every = 1'000'000;
