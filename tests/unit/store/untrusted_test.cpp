@@ -550,3 +550,33 @@ TEST(Untrusted, EveryReadingCommandStopsAtItsMemoryBudgetNamingTheFile) {
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit", "lots"}).code, 2);
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit=100"}).code, 2);
 }
+
+TEST(Untrusted, NoControlCharacterFromAFileReachesTheTerminal) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "escapes.db", 40);
+  const std::string plain = make_db(dir, "plain.db", 40);
+  // Names that would set the window title and the colour of the terminal they are printed on.
+  raw_exec(path,
+           "UPDATE StringIds SET value = char(27) || ']0;owned' || char(7) || char(27) || '[31m' "
+           "|| value;"
+           "UPDATE TARGET_INFO_GPU SET name = char(27) || '[2J' || name;"
+           "INSERT INTO workflows(id, name) VALUES (77, char(27) || '[31mjob');"
+           "INSERT INTO processes(captureId, globalPid, pid, workflow_id, command) VALUES ("
+           "(SELECT MIN(id) FROM captures), 7 * 16777216, 7, 77, char(27) || '[31mpython');");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"info", path},
+           {"analyze", "--no-store", path},
+           {"report", path},
+           {"diff", path, plain},
+           {"fleet", path},
+           {"candidates", path}}) {
+    const CliRun shown = run(args);
+    EXPECT_EQ(shown.code, 0) << args[0] << ": " << shown.err;
+    EXPECT_EQ(shown.out.find('\x1b'), std::string::npos) << args[0] << ":\n" << shown.out;
+    EXPECT_EQ(shown.err.find('\x1b'), std::string::npos) << args[0] << ":\n" << shown.err;
+  }
+  // The escaped form is shown instead (the name stays recognisable).
+  EXPECT_NE(run({"info", path}).out.find("\\x1B[2J"), std::string::npos);
+  EXPECT_NE(run({"fleet", path}).out.find("\\x1B[31mjob"), std::string::npos)
+      << run({"fleet", path}).out;
+}
