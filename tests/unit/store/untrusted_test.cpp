@@ -546,6 +546,15 @@ TEST(Untrusted, EveryReadingCommandStopsAtItsMemoryBudgetNamingTheFile) {
     EXPECT_EQ(run_program(dir, args).code, 0) << args[0];
   }
   fs::remove(exported);
+  // A trace file analysed in memory: the same one line, not "invalid JSON".
+  const CliRun trace =
+      run_program(dir, {"analyze", "--no-store",
+                        std::string(FLEETSCOPE_SHARED_DATA) +
+                            "/traces/kineto/hta-critical_path_alexnet_trace.json.gz",
+                        "--memory-limit", "1M"});
+  EXPECT_EQ(trace.code, 1) << trace.err;
+  EXPECT_NE(trace.err.find("memory budget of 1 MiB"), std::string::npos) << trace.err;
+  EXPECT_EQ(trace.err.find("invalid JSON"), std::string::npos) << trace.err;
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit", "0"}).code, 0);
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit", "lots"}).code, 2);
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit=100"}).code, 2);
@@ -563,13 +572,13 @@ TEST(Untrusted, NoControlCharacterFromAFileReachesTheTerminal) {
            "INSERT INTO workflows(id, name) VALUES (77, char(27) || '[31mjob');"
            "INSERT INTO processes(captureId, globalPid, pid, workflow_id, command) VALUES ("
            "(SELECT MIN(id) FROM captures), 7 * 16777216, 7, 77, char(27) || '[31mpython');");
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"info", path},
-           {"analyze", "--no-store", path},
-           {"report", path},
-           {"diff", path, plain},
-           {"fleet", path},
-           {"candidates", path}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"info", path},
+                                             {"analyze", "--no-store", path},
+                                             {"report", path},
+                                             {"diff", path, plain},
+                                             {"fleet", path},
+                                             {"candidates", path}}) {
     const CliRun shown = run(args);
     EXPECT_EQ(shown.code, 0) << args[0] << ": " << shown.err;
     EXPECT_EQ(shown.out.find('\x1b'), std::string::npos) << args[0] << ":\n" << shown.out;
