@@ -337,6 +337,15 @@ def table_io_h():
             sets = ", ".join(f"{n} = {n} + ?1" for n in times)
             out.append("  // Moves the capture's rows in time by ?1 ns (RowSink::shift_times).")
             out.append(f'  static constexpr const char* shift_sql = "UPDATE {t.name} SET {sets} WHERE captureId = ?2";')
+            # A row's last time: its end (its start where the end is NULL, as an NVTX mark), or
+            # its only time column (a memory event's or a sample's ts).
+            end = next((c for c in t.columns if c.time and c.name == "end"), None)
+            last = (f"coalesce(end, {times[0]})" if end.nullable else "end") if end else times[0]
+            out.append("  // The capture's latest row time (store/capture_rows.h), NULL without rows.")
+            out.append(f'  static constexpr const char* last_time_sql = "SELECT max({last}) FROM {t.name} WHERE captureId = ?1";')
+        if t.event and any(c.name == "captureId" for c in t.columns):
+            out.append("  // Deletes the capture's rows (store/capture_rows.h).")
+            out.append(f'  static constexpr const char* delete_sql = "DELETE FROM {t.name} WHERE captureId = ?1";')
         if t.extent:
             end = next(c for c in t.columns if c.name == "end")
             end_expr = "r.end ? *r.end : r.start" if end.opt else "r.end"
