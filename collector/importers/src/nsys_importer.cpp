@@ -215,11 +215,12 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
   std::set<int32_t> devices;
 
   if (f.has_table(kKernel)) {
-    Query q = build_query(
-        f, kKernel, {"start", "end", "deviceId", "streamId", "demangledName"},
-        {"contextId", "correlationId", "globalPid", "shortName", "mangledName", "gridX", "gridY",
-         "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
-         "dynamicSharedMemory", "localMemoryPerThread", "graphId", "graphNodeId", "launchType"});
+    Query q =
+        build_query(f, kKernel, {"start", "end", "deviceId", "streamId", "demangledName"},
+                    {"contextId", "correlationId", "globalPid", "shortName", "mangledName", "gridX",
+                     "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+                     "staticSharedMemory", "dynamicSharedMemory", "localMemoryPerThread", "graphId",
+                     "graphNodeId", "launchType", "gridId"});
     f.for_each(q.sql, kKernel, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kKernel);
       store::Kernel k;
@@ -245,6 +246,7 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       k.graphId = r.opt("graphId");
       k.graphNodeId = r.opt("graphNodeId");
       k.launchType = r.opt_as("launchType");
+      k.gridId = r.opt("gridId");  // schema 4 (tables.py); nsys exports carry it too
       k.captureId = capture.id;
       see(k.start, k.end);
       devices.insert(k.deviceId);
