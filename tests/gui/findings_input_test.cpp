@@ -91,7 +91,7 @@ TEST_F(FindingsInputTest, OffendingEventsAreListedMarkedAndShown) {
   // timeline, times from the capture start (500 µs, the first copy).
   EvidenceModel* events = panel->evidence_model();
   ASSERT_EQ(events->rowCount(), 20);
-  EXPECT_EQ(events->index(0, EvidenceModel::start).data().toString(), "0.500 ms");
+  EXPECT_EQ(events->index(0, EvidenceModel::start).data().toString(), "500 µs");
   EXPECT_EQ(events->index(0, EvidenceModel::duration).data().toString(), "400 µs");
   EXPECT_EQ(events->index(1, EvidenceModel::start).data().toString(), "1.500 ms");
   EXPECT_EQ(events->index(0, EvidenceModel::track).data().toString(), "GPU 0 · stream 7");
@@ -100,7 +100,7 @@ TEST_F(FindingsInputTest, OffendingEventsAreListedMarkedAndShown) {
   const QString details = panel->details()->toPlainText();
   EXPECT_TRUE(details.contains("5.000 ms")) << details.toStdString();
   EXPECT_TRUE(details.contains("100.0 %")) << details.toStdString();
-  EXPECT_TRUE(details.contains("Worst instance: 0.500 ms")) << details.toStdString();
+  EXPECT_TRUE(details.contains("Worst instance: 500 µs")) << details.toStdString();
   // The timeline behind the tab went to the worst instance, not to the whole window.
   const TimeRange vis = t->view().visible();
   EXPECT_LE(vis.begin, at_us(1000));
