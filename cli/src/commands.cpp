@@ -123,7 +123,7 @@ const std::vector<Command>& commands() {
        }},
       {"analyze", "run the antipattern rules on a capture and store the findings",
        with_read_budget(analyzer::run_analyze_command)},
-      {"report", "print the findings stored for a capture (table, markdown, json, chrome-trace)",
+      {"report", "a capture's report: analysed now (html, markdown, table, json, chrome-trace)",
        with_read_budget(analyzer::run_report_command)},
       {"fleet", "rank jobs by wasted GPU-hours across trace databases or a Prometheus server",
        [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) {
