@@ -30,6 +30,9 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
   store_ = std::make_unique<HostStore>(config_.database, hostname_);
   traces_ = std::make_unique<TraceControl>(registry_, *store_, clock_, config_.trace_grace_ms);
   sampler_ = std::make_unique<NvmlSampler>(config_.nvml_library);
+  kubelet_ = std::make_unique<kubelet::KubeletPodResources>(
+      kubelet::KubeletPodResources::Options{.socket_path = config_.kubelet_pod_resources_socket},
+      log_);
   if (sampler_->available())
     log_ << "fleetscoped: sampling " << sampler_->device_count() << " GPU(s) every "
          << config_.sample_interval_ms << " ms\n";
@@ -245,7 +248,9 @@ void DaemonCore::reload(const DaemonConfig& fresh) {
         std::pair{"nvml_library", fresh.nvml_library != config_.nvml_library},
         std::pair{"dcgm_library/dcgm_hostengine",
                   fresh.dcgm_library != config_.dcgm_library ||
-                      fresh.dcgm_hostengine != config_.dcgm_hostengine}})
+                      fresh.dcgm_hostengine != config_.dcgm_hostengine},
+        std::pair{"kubelet_pod_resources_socket",
+                  fresh.kubelet_pod_resources_socket != config_.kubelet_pod_resources_socket}})
     if (changed) log_ << "fleetscoped: reload: '" << name << "' changes at the next restart\n";
   config_.sample_interval_ms = fresh.sample_interval_ms;
   config_.metrics_window_s = fresh.metrics_window_s;

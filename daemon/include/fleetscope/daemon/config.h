@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/kubelet/kubelet_pod_resources.h"
+
 namespace fleetscope::daemon {
 
 struct DaemonConfig {
@@ -34,8 +36,10 @@ struct DaemonConfig {
   std::string nvml_library = "libnvidia-ml.so.1";
   // DCGM profiling fields (dcgm_sampler.h): empty = libdcgm.so.4, .so.3, .so in turn; "off" = none.
   std::string dcgm_library;
-  std::string dcgm_hostengine;       // empty = embedded host engine; else nv-hostengine's address
-  int64_t retention_max_mb = 10240;  // 0 = unbounded
+  std::string dcgm_hostengine;  // empty = embedded host engine; else nv-hostengine's address
+  // The kubelet's pod-resources socket (kubelet_pod_resources.h): pod names by GPU; "off" = none.
+  std::string kubelet_pod_resources_socket = kubelet::kDefaultPodResourcesSocket;
+  int64_t retention_max_mb = 10240;     // 0 = unbounded
   int64_t retention_max_age_days = 30;  // 0 = unbounded
   int64_t downsample_after_hours = 24;  // 0 = never
   int64_t max_frame_bytes = 16 * 1024 * 1024;

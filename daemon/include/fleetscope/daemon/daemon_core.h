@@ -20,6 +20,7 @@
 #include "fleetscope/daemon/sharing_host.h"
 #include "fleetscope/daemon/trace_control.h"
 #include "fleetscope/daemon/workflow_metrics.h"
+#include "fleetscope/kubelet/kubelet_pod_resources.h"
 
 namespace fleetscope::daemon {
 
@@ -56,6 +57,9 @@ class DaemonCore {
   std::set<int> profiling_paused() const;
   std::string exposition() const;
   void agent_gone(int64_t agent_id);
+  // The kubelet's pod names of the node's GPUs (cached; at most one List call of 1 s, made by
+  // the caller: call it with no lock held).
+  kubelet::GpuNames kubelet_gpu_names() { return kubelet_->gpu_names(); }
 
   // SIGHUP: takes the settings that can change while running; says which need a restart.
   void reload(const DaemonConfig& fresh);
@@ -73,7 +77,8 @@ class DaemonCore {
   std::unique_ptr<TraceControl> traces_;
   std::unique_ptr<NvmlSampler> sampler_;
   std::unique_ptr<DcgmSampler> dcgm_;  // null when dcgm_library = off
-  mutable std::mutex dcgm_mutex_;      // guards dcgm_'s calls, profiling_windows_ (taken last)
+  std::unique_ptr<kubelet::KubeletPodResources> kubelet_;
+  mutable std::mutex dcgm_mutex_;  // guards dcgm_'s calls, profiling_windows_ (taken last)
   std::map<int64_t, std::vector<int>>
       profiling_windows_;  // open window -> GPUs paused (empty: all)
   void pause_profiling_for(int64_t capture_id, const std::vector<int>& gpus);
