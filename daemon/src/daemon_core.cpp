@@ -140,11 +140,26 @@ void DaemonCore::tick() {
       policy.downsample_after_ns = config_.downsample_after_hours * 3600 * 1'000'000'000;
     }
   }
+  if (sampled) name_pods_by_kubelet(devices);
   store_->add_workflow_metrics(window_rows);
   if (retention_due) {
     auto result = store_->apply_retention(policy, now);
     if (result.captures_dropped > 0)
       log_ << "fleetscoped: retention dropped " << result.captures_dropped << " capture(s)\n";
+  }
+}
+
+void DaemonCore::name_pods_by_kubelet(const std::vector<DeviceReading>& devices) {
+  std::optional<kubelet::GpuNames> names;  // asked only when a pod's process is on a GPU
+  for (const auto& agent : registry_.all()) {
+    if (!kubelet::in_pod(agent.labels)) continue;
+    const auto gpus = gpu_uuids_of_process(devices, agent.pid);
+    if (gpus.empty()) continue;
+    if (!names) names = kubelet_->gpu_names();
+    auto labels = kubelet::labels_with_kubelet_names(agent.labels, gpus, *names);
+    if (labels == agent.labels) continue;
+    store_->remember_workflow_labels(agent.workflow, labels, /*replace=*/true);
+    registry_.set_labels(agent.id, std::move(labels));
   }
 }
 

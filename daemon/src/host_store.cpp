@@ -131,15 +131,18 @@ uid_t HostStore::claim_workflow(const std::string& name, uid_t uid, int64_t now_
 }
 
 void HostStore::remember_workflow_labels(const std::string& name,
-                                         const std::vector<std::string>& labels) {
+                                         const std::vector<std::string>& labels, bool replace) {
   if (labels.empty()) return;
   nlohmann::json object = nlohmann::json::object();
   for (const auto& label : labels)
     if (auto eq = label.find('='); eq != std::string::npos)
       object[label.substr(0, eq)] = label.substr(eq + 1);
+  std::string json = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard lock(mutex_);
-  workflow_labels_.try_emplace(
-      name, object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (replace)
+    workflow_labels_.insert_or_assign(name, std::move(json));
+  else
+    workflow_labels_.try_emplace(name, std::move(json));
 }
 
 std::optional<uid_t> HostStore::workflow_owner(const std::string& name) {

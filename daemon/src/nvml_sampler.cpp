@@ -178,4 +178,12 @@ std::vector<DeviceReading> NvmlSampler::sample() {
   return out;
 }
 
+std::vector<std::string> gpu_uuids_of_process(const std::vector<DeviceReading>& devices, int pid) {
+  std::vector<std::string> uuids;
+  for (const auto& device : devices)
+    for (const auto& process : device.processes)
+      if (process.pid == pid && !device.uuid.empty()) uuids.push_back(device.uuid);
+  return uuids;
+}
+
 }  // namespace fleetscope::daemon

@@ -114,6 +114,12 @@ void Registry::set_open_capture(int64_t agent_id, std::optional<int64_t> capture
   if (it != slots_.end()) it->second->entry.open_capture = capture_id;
 }
 
+void Registry::set_labels(int64_t agent_id, std::vector<std::string> labels) {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(agent_id);
+  if (it != slots_.end()) it->second->entry.labels = std::move(labels);
+}
+
 bool Registry::post(int64_t agent_id, const rpc::AgentOrder& order) {
   std::lock_guard lock(mutex_);
   auto it = slots_.find(agent_id);

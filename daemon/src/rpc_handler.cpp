@@ -59,21 +59,6 @@ rpc::Severity::type severity_of(const std::string& text) {
   return it == table.end() ? rpc::Severity::INFO : it->second;
 }
 
-// The UUIDs of the GPUs the driver's last per-process list (NVML) shows `pid` on.
-std::vector<std::string> gpu_uuids_of_process(const std::vector<DeviceReading>& devices, int pid) {
-  std::vector<std::string> uuids;
-  for (const auto& device : devices)
-    for (const auto& process : device.processes)
-      if (process.pid == pid && !device.uuid.empty()) uuids.push_back(device.uuid);
-  return uuids;
-}
-
-bool in_pod(const std::vector<std::string>& labels) {
-  for (const auto& label : labels)
-    if (label.rfind("k8s_pod_uid=", 0) == 0) return true;
-  return false;
-}
-
 }  // namespace
 
 rpc::VersionInfo RpcHandler::version() {
@@ -391,7 +376,8 @@ rpc::AgentWelcome AgentLinkHandler::register_agent(const rpc::AgentHello& claime
                                          caller_.uid, uid_of_user_name);
   // The kubelet's pod names of the GPUs the driver shows the process on win over the ones its
   // downward-API environment declares (dcgm-exporter's join: by GPU UUID). No lock is held here.
-  if (in_pod(checked.labels))
+  // A process with no CUDA context yet is not in the driver's list: tick() joins it later.
+  if (kubelet::in_pod(checked.labels))
     if (const auto gpus = gpu_uuids_of_process(core_.latest_devices(), caller_.pid); !gpus.empty())
       checked.labels =
           kubelet::labels_with_kubelet_names(checked.labels, gpus, core_.kubelet_gpu_names());

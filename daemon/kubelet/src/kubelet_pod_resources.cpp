@@ -101,15 +101,19 @@ GpuNames KubeletPodResources::gpu_names() {
   return names_;
 }
 
+bool in_pod(const std::vector<std::string>& labels) {
+  for (const auto& label : labels)
+    if (label.rfind("k8s_pod_uid=", 0) == 0) return true;
+  return false;
+}
+
 std::vector<std::string> labels_with_kubelet_names(const std::vector<std::string>& labels,
                                                    const std::vector<std::string>& gpu_uuids,
                                                    const GpuNames& names) {
-  bool in_pod = false;
-  for (const auto& label : labels) in_pod = in_pod || label.rfind("k8s_pod_uid=", 0) == 0;
   const ContainerName* found = nullptr;
   for (const auto& uuid : gpu_uuids)
     if (auto it = names.find(uuid); !found && it != names.end()) found = &it->second;
-  if (!in_pod || !found) return labels;
+  if (!in_pod(labels) || !found) return labels;
   std::vector<std::string> out;
   bool namespace_set = false, pod_set = false;
   for (const auto& label : labels) {

@@ -145,6 +145,7 @@ struct Registration : ::testing::Test {
   std::ostringstream log;
   ServedKubelet kubelet;
   std::unique_ptr<daemon::DaemonCore> core;
+  std::unique_ptr<daemon::AgentLinkHandler> link;  // the agent's connection: open while it lives
   static constexpr int kPid = 4242;
   const std::string pod_uid = "1d5bd3f2-7b1c-4e0e-9a8f-0123456789ab";
 
@@ -158,6 +159,7 @@ struct Registration : ::testing::Test {
         << std::string(64, 'c') << ".scope\n";
   }
   void TearDown() override {
+    link.reset();
     core.reset();
     unsetenv("FLEETSCOPE_NVML_STANDIN_DEVICES");
     unsetenv("FLEETSCOPE_NVML_STANDIN_PROCESSES");
@@ -180,8 +182,8 @@ struct Registration : ::testing::Test {
     hello.workflow_source = "kubernetes";
     hello.__set_protocol_version(rpc::g_fleetscope_constants.AGENT_PROTOCOL_VERSION);
     hello.__set_labels(labels);
-    daemon::AgentLinkHandler link(*core, daemon::Caller{kPid, 1000});
-    link.register_agent(hello);
+    link = std::make_unique<daemon::AgentLinkHandler>(*core, daemon::Caller{kPid, 1000});
+    link->register_agent(hello);
     daemon::RpcHandler api(*core, daemon::Caller{73, 1000});
     const auto status = api.status();
     return status.agents.empty() ? std::vector<std::string>{} : status.agents[0].labels;
@@ -194,6 +196,29 @@ TEST_F(Registration, AnAgentDeclaringAnotherPodsNameGetsTheKubeletsName) {
   start_daemon();
   EXPECT_EQ(
       register_declaring({"k8s_namespace=victims", "k8s_pod=their-job"}),
+      (std::vector<std::string>{"k8s_namespace=ml", "k8s_pod=train-0", "k8s_pod_uid=" + pod_uid,
+                                "k8s_container_id=" + std::string(64, 'c')}));
+  EXPECT_EQ(kubelet.service.calls.load(), 1);
+}
+
+TEST_F(Registration, AProcessSeenOnItsGpuAfterRegisteringGetsTheKubeletsNameThen) {
+  const std::string list = dir.file("nvml-processes");
+  std::ofstream(list) << "";  // registered at CUDA init: no context on a GPU yet
+  setenv("FLEETSCOPE_NVML_STANDIN_PROCESSES_FILE", list.c_str(), 1);
+  kubelet.service.add("ml", "train-0", "trainer", "nvidia.com/gpu", {kGpuA});
+  kubelet.start(dir.file("kubelet.sock"));
+  start_daemon();
+  const std::vector<std::string> declared{"k8s_namespace=victims", "k8s_pod=their-job"};
+  EXPECT_EQ(register_declaring(declared)[1], "k8s_pod=their-job");
+  EXPECT_EQ(kubelet.service.calls.load(), 0);
+  std::ofstream(list) << "1:4242:1000:30";  // its context on GPU 1
+  core->tick();
+  unsetenv("FLEETSCOPE_NVML_STANDIN_PROCESSES_FILE");
+  daemon::RpcHandler api(*core, daemon::Caller{73, 1000});
+  const auto status = api.status();
+  ASSERT_EQ(status.agents.size(), 1u);
+  EXPECT_EQ(
+      status.agents[0].labels,
       (std::vector<std::string>{"k8s_namespace=ml", "k8s_pod=train-0", "k8s_pod_uid=" + pod_uid,
                                 "k8s_container_id=" + std::string(64, 'c')}));
   EXPECT_EQ(kubelet.service.calls.load(), 1);

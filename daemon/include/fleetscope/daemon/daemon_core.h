@@ -83,7 +83,10 @@ class DaemonCore {
       profiling_windows_;  // open window -> GPUs paused (empty: all)
   void pause_profiling_for(int64_t capture_id, const std::vector<int>& gpus);
   void resume_profiling_after(int64_t capture_id);
-  void apply_profiling_pauses();          // dcgm_mutex_ held
+  void apply_profiling_pauses();  // dcgm_mutex_ held
+  // The kubelet's pod names for agents in pods that `devices` now shows on a GPU (an agent
+  // registers at CUDA init, before its context). No lock held: it may ask the kubelet.
+  void name_pods_by_kubelet(const std::vector<DeviceReading>& devices);
   std::unique_ptr<SharingHost> sharing_;  // its GPUs are the sampler's (sharing_gpus())
   std::vector<sharer::ServiceGpu> sharing_gpus();
   std::mutex sampler_mutex_;  // serializes sampler_'s NVML calls (tick, sharing_gpus)

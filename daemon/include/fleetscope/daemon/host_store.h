@@ -64,8 +64,9 @@ class HostStore {
   uid_t claim_workflow(const std::string& name, uid_t uid, int64_t now_ns);
   std::optional<uid_t> workflow_owner(const std::string& name);
   // The scheduler labels ("key=value") the workflows row of `name` gets in its labels column
-  // (JSON) when it is created.
-  void remember_workflow_labels(const std::string& name, const std::vector<std::string>& labels);
+  // (JSON) when it is created: the first agent's, or `replace`d ones (the kubelet's names).
+  void remember_workflow_labels(const std::string& name, const std::vector<std::string>& labels,
+                                bool replace = false);
   // The process row of `pid` in capture `capture_id` (a process is per capture: pids repeat).
   void upsert_process(int64_t capture_id, int pid, int64_t workflow_id, const std::string& command,
                       int64_t start_ns);

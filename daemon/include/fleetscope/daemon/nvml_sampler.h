@@ -30,6 +30,9 @@ struct DeviceReading {
   std::vector<ProcessReading> processes;
 };
 
+// The UUIDs of the GPUs whose per-process list in `devices` shows `pid`.
+std::vector<std::string> gpu_uuids_of_process(const std::vector<DeviceReading>& devices, int pid);
+
 class NvmlSampler {
  public:
   // Loads `library` (default: the driver's libnvidia-ml.so.1) and initializes NVML. When that

@@ -52,6 +52,8 @@ class Registry {
   std::optional<std::string> workflow_of_pid(int pid) const;
 
   void set_open_capture(int64_t agent_id, std::optional<int64_t> capture_id);
+  // Replaces the agent's scheduler labels (the kubelet's pod names found after it registered).
+  void set_labels(int64_t agent_id, std::vector<std::string> labels);
   // Queues an order for the agent; false when the agent is gone.
   bool post(int64_t agent_id, const rpc::AgentOrder& order);
   // Waits up to `timeout` for an order; NOTHING on timeout or when the agent is removed.

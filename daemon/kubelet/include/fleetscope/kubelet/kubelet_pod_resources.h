@@ -59,6 +59,9 @@ class KubeletPodResources {
   std::chrono::steady_clock::time_point asked_at_;
 };
 
+// Whether `labels` ("key=value") place the process in a pod (a k8s_pod_uid label).
+bool in_pod(const std::vector<std::string>& labels);
+
 // `labels` ("key=value", kernel_checked_labels) of a process using the GPUs `gpu_uuids`, with
 // k8s_namespace and k8s_pod set to the kubelet's names of the first of those GPUs it knows (in
 // place, or appended). Unchanged for a process in no pod (no k8s_pod_uid label) or on GPUs the
