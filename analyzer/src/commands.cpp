@@ -36,6 +36,7 @@
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/common/text_table.h"
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/database.h"
@@ -639,8 +640,10 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
           << w.top_rule << "\n";
   } else {
     int name_width = 32;
+    // Workflow names and stored rule ids come from the files: escaped for the terminal.
     for (const auto& w : ranking)
-      name_width = std::max(name_width, static_cast<int>(w.workflow.size()) + 2);
+      name_width =
+          std::max(name_width, static_cast<int>(text::terminal_safe(w.workflow).size()) + 2);
     std::string title = name_column;
     for (char& c : title) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     out << std::left << std::setw(name_width) << title << std::setw(14) << "WASTED GPU-H"
@@ -655,9 +658,10 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
       const std::string tail = w.steps.count ? format_duration(w.steps.median_ns) + " / " +
                                                    format_duration(w.steps.p99_ns)
                                              : std::string("-");
-      out << std::left << std::setw(name_width) << w.workflow << std::setw(14) << wasted.str()
-          << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization()) << std::setw(10)
-          << w.captures << std::setw(24) << tail << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
+      out << std::left << std::setw(name_width) << text::terminal_safe(w.workflow) << std::setw(14)
+          << wasted.str() << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization())
+          << std::setw(10) << w.captures << std::setw(24) << tail
+          << (w.top_rule.empty() ? "-" : text::terminal_safe(w.top_rule)) << "\n";
     }
   }
 }
@@ -781,7 +785,7 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
     for (const auto& k : d.kernels)
       out << "  " << format_duration(k.total_ns_before) << " -> "
           << format_duration(k.total_ns_after) << "  (" << k.count_before << " -> " << k.count_after
-          << ")  " << k.name.substr(0, 100) << "\n";
+          << ")  " << text::terminal_safe(k.name.substr(0, 100)) << "\n";
     return 0;
   });
 }

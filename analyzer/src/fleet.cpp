@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "fleetscope/analyzer/analysis.h"
@@ -190,7 +191,15 @@ std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& database
   const size_t threads = std::min<size_t>(
       database_paths.size(), std::max<unsigned>(1, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (size_t t = 1; t < threads; ++t) {
+    // A thread the process may not have (its stack refused by the memory budget or RLIMIT_NPROC)
+    // leaves the work to the ones started: they take the databases in turn.
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
   work();
   for (auto& t : pool) t.join();
   for (const auto& e : errors)

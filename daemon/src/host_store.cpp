@@ -392,6 +392,29 @@ std::map<std::string, HostStore::WorkflowCaptures> HostStore::workflow_captures(
   return out;
 }
 
+std::map<std::string, HostStore::StepTail> HostStore::workflow_step_tails() {
+  store::Database db = store::Database::open(path_);
+  // The rows of each workflow's latest window that has a step-time tail (step_tail_rows).
+  auto s = db.prepare(
+      "SELECT w.name, m.metric, m.value, m.window_end FROM workflow_metrics m JOIN workflows w ON "
+      "w.id = m.workflow_id WHERE m.deviceId = -1 AND m.window_end = (SELECT max(l.window_end) "
+      "FROM workflow_metrics l WHERE l.workflow_id = m.workflow_id AND l.deviceId = -1 AND "
+      "l.metric = 'step_time_p50_ns')");
+  std::map<std::string, StepTail> out;
+  while (s.step()) {
+    StepTail& tail = out[s.column_text(0)];
+    const std::string metric = s.column_text(1);
+    const double value = s.column_double(2);
+    tail.window_end_ns = s.column_int(3);
+    if (metric == "steps") tail.steps = static_cast<int64_t>(value);
+    if (metric == "step_time_p50_ns") tail.p50_ns = value;
+    if (metric == "step_time_p90_ns") tail.p90_ns = value;
+    if (metric == "step_time_p99_ns") tail.p99_ns = value;
+    if (metric == "step_time_jitter") tail.jitter = value;
+  }
+  return out;
+}
+
 std::vector<int64_t> HostStore::captures_of_workflow(int64_t workflow_id) {
   store::Database db = store::Database::open(path_);
   auto s = db.prepare(
