@@ -22,10 +22,6 @@ void check(const SessionCancel& cancel) {
   if (cancel) cancel();
 }
 
-std::string job_name(const ConsolidationCandidate& c) {
-  return c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow;
-}
-
 }  // namespace
 
 const SessionSource& AnalysisSession::open(const std::string& path, const SessionProgress& progress,

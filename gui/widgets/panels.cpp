@@ -184,6 +184,10 @@ void DiffView::set_diff(DiffPtr diff) {
 FindingsPanel::FindingsPanel(QWidget* parent) : QWidget(parent) {
   qRegisterMetaType<store::Finding>();
   auto* layout = new QVBoxLayout(this);
+  source_ = new QLabel(
+      "Findings as stored in the database: the capture has no rows left to analyse.", this);
+  source_->hide();
+  layout->addWidget(source_);
   auto* split = new QSplitter(Qt::Vertical, this);
   model_ = new FindingsModel(this);
   proxy_ = new QSortFilterProxyModel(this);
@@ -276,6 +280,7 @@ void FindingsPanel::show_row(const QModelIndex& current) {
 
 void FindingsPanel::set_analysis(const CaptureAnalysis* analysis) {
   model_->set_rows(analysis ? finding_rows(analysis->result()) : std::vector<FindingRow>{});
+  source_->setVisible(analysis && analysis->result().source == analyzer::FindingsSource::stored);
   // By impact, largest first; rules not evaluated (impact -1) last.
   table_->sortByColumn(FindingsModel::impact, Qt::DescendingOrder);
   table_->resizeColumnsToContents();

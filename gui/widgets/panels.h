@@ -105,6 +105,9 @@ class FindingsPanel : public QWidget {
   EvidenceModel* evidence_model() const { return evidence_; }
   QTableView* evidence_table() const { return evidence_table_; }
   QTextBrowser* details() const { return details_; }
+  // Shown only when the findings are the stored ones (the capture has no rows left to analyse:
+  // analyzer::capture_findings, the rule `report` follows too).
+  QLabel* source_label() const { return source_; }
   // The evidence of the selected finding (events located on the timeline).
   const FindingEvidence& evidence() const { return current_; }
   // Selects the row of the model (source row), as a click does.
@@ -125,6 +128,7 @@ class FindingsPanel : public QWidget {
   void request_event(const QModelIndex& index, bool go);
   FindingsModel* model_;
   QSortFilterProxyModel* proxy_;
+  QLabel* source_;
   QTableView* table_;
   QTextBrowser* details_;
   EvidenceModel* evidence_;
