@@ -8,7 +8,9 @@
                                          steps as strings, so a binary never needs the source tree
       records.thrift                     the agent link's record structs and RecordBatch
       include/fleetscope/store/tables.h  row structs, the event-row list, RowVectors
-      include/fleetscope/store/table_io.h          per-table insert binding and row reading
+      include/fleetscope/store/table_io.h          per-table insert binding and row reading, a
+                                                   capture's latest row time and deletion
+      include/fleetscope/store/nsys_columns.h      the nsys importer's copy of nsys-named columns
       include/fleetscope/store/table_columns.h     every table's columns as data (type, range,
                                                    Chrome-trace arg), for code that maps columns
                                                    by table (the Chrome-trace export)
@@ -337,6 +339,15 @@ def table_io_h():
             sets = ", ".join(f"{n} = {n} + ?1" for n in times)
             out.append("  // Moves the capture's rows in time by ?1 ns (RowSink::shift_times).")
             out.append(f'  static constexpr const char* shift_sql = "UPDATE {t.name} SET {sets} WHERE captureId = ?2";')
+            # A row's last time: its end (its start where the end is NULL, as an NVTX mark), or
+            # its only time column (a memory event's or a sample's ts).
+            end = next((c for c in t.columns if c.time and c.name == "end"), None)
+            last = (f"coalesce(end, {times[0]})" if end.nullable else "end") if end else times[0]
+            out.append("  // The capture's latest row time (store/capture_rows.h), NULL without rows.")
+            out.append(f'  static constexpr const char* last_time_sql = "SELECT max({last}) FROM {t.name} WHERE captureId = ?1";')
+        if t.event and any(c.name == "captureId" for c in t.columns):
+            out.append("  // Deletes the capture's rows (store/capture_rows.h).")
+            out.append(f'  static constexpr const char* delete_sql = "DELETE FROM {t.name} WHERE captureId = ?1";')
         if t.extent:
             end = next(c for c in t.columns if c.name == "end")
             end_expr = "r.end ? *r.end : r.start" if end.opt else "r.end"
@@ -508,6 +519,78 @@ def cpp_header(purpose, system, local, namespace):
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# C++: reading an Nsight Systems SQLite export (collector/importers, nsys_importer.cpp)
+
+
+def nsys_tables():
+    """Tables that carry nsys's table and column names and have a row struct."""
+    return [t for t in T.TABLES if t.nsys and t.struct]
+
+
+def nsys_columns(t):
+    """The columns an export has under the same name, copied as they are: nsys-named, with a
+    member, not the capture (the importer sets it) and not read through a SELECT expression
+    (NVTX text, which the importer resolves itself)."""
+    return [c for c in member_columns(t) if c.nsys and c.name != "captureId" and not c.read_sql
+            and not is_enum(c)]
+
+
+def nsys_required(c):
+    return not c.nullable and not c.nsys_opt
+
+
+def nsys_read_expr(c):
+    """How the importer's row reader fills the member (r: req / opt / opt_as / text; str: a
+    StringIds id resolved to its text)."""
+    if c.intern:
+        return f'str(r, "{c.name}")'
+    if c.t == "str":
+        if c.opt:
+            return f'r.text("{c.name}")'
+        return f'r.text("{c.name}").value_or({c.default or "std::string()"})'
+    if c.t == "f64":
+        value = f'r.real("{c.name}")'
+    elif nsys_required(c):
+        return f'static_cast<int32_t>(r.req("{c.name}"))' if c.t == "i32" else f'r.req("{c.name}")'
+    else:
+        value = f'r.opt_as("{c.name}")' if c.t == "i32" else f'r.opt("{c.name}")'
+    return value if c.opt else f"{value}.value_or({c.default or '0'})"
+
+
+def nsys_columns_h():
+    out = cpp_header(["How each table is read from an Nsight Systems SQLite export (`nsys export --type sqlite`):",
+                      "our tables carry nsys's table and column names (tables.py), so a column nsys also exports is",
+                      "copied by name with no line of its own in the importer. `required`: the importer refuses an",
+                      "export without them; `optional`: read as NULL where an nsys version lacks them."],
+                     ["string", "vector"], ["fleetscope/store/rows.h"], "fleetscope::store::nsys")
+    out += ["template <class Row>", "struct Columns;", ""]
+    for t in nsys_tables():
+        cols = nsys_columns(t)
+        req = ", ".join(f'"{c.name}"' for c in cols if nsys_required(c))
+        opt = ", ".join(f'"{c.name}"' for c in cols if not nsys_required(c))
+        out.append("template <>")
+        out.append(f"struct Columns<{t.struct}> {{")
+        out.append(f'  static constexpr const char* table = "{t.name}";')
+        out.append(f"  static inline const std::vector<std::string> required = {{{req}}};")
+        out.append(f"  static inline const std::vector<std::string> optional = {{{opt}}};")
+        out.append("  // `r` reads a column of the export's row by name, `str` resolves a StringIds id to its text.")
+        out.append("  template <class Reader, class Strings>")
+        out.append(f"  static void read({t.struct}& row, const Reader& r, const Strings& str) {{")
+        for c in cols:
+            if c.intern and not nsys_required(c):  # a StringIds id the export may leave NULL
+                out.append(f'    if (!r.null("{c.name}")) row.{c.m} = {nsys_read_expr(c)};')
+            else:
+                out.append(f"    row.{c.m} = {nsys_read_expr(c)};")
+        if not any(c.intern for c in cols):
+            out.append("    (void)str;")
+        out.append("  }")
+        out.append("};")
+        out.append("")
+    out.append("}  // namespace fleetscope::store::nsys")
+    return "\n".join(out) + "\n"
+
+
 def encoder_h():
     out = cpp_header(["Store rows -> the agent link's record structs in Thrift's binary protocol (wire.h), field by",
                       "field as records.thrift declares them. The daemon decodes them with Thrift's generated code",
@@ -609,6 +692,7 @@ def main():
         write(out / "include/fleetscope/store/tables.h", tables_h())
         write(out / "include/fleetscope/store/table_io.h", table_io_h())
         write(out / "include/fleetscope/store/table_columns.h", table_columns_h())
+        write(out / "include/fleetscope/store/nsys_columns.h", nsys_columns_h())
         write(out / "include/fleetscope/agent_link/record_encoder.h", encoder_h())
         write(out / "include/fleetscope/daemon/record_decoder.h", decoder_h())
 

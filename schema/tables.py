@@ -2,7 +2,7 @@
 # (trace.sql, embedded in the store), docs/schema.md, the row structs and the list of event rows
 # (fleetscope/store/tables.h), the store's per-table insert and read code, the agent link's record
 # structs (records.thrift) and both ends of their codec (the agent's encoder, the daemon's
-# decoder). Perfetto's trace processor declares its tables the same way (Python descriptions,
+# decoder), and the nsys importer's copy of nsys-named columns (fleetscope/store/nsys_columns.h). Perfetto's trace processor declares its tables the same way (Python descriptions,
 # generated C++: src/trace_processor/tables/*.py).
 #
 # Adding a column: add one C(...) line to its table with `since=` the schema version that adds it
@@ -28,7 +28,10 @@
 #   wire     field id in the agent link's record struct (schema/fleetscope.thrift RecordBatch);
 #            captureId never travels (the daemon decides the capture). wire_opt: an optional field
 #            even though the member is not (sent only when non-empty)
-#   nsys     False where an nsys-named table carries a column nsys does not have
+#   nsys     False where an nsys-named table carries a column nsys does not have (the nsys importer
+#            copies every other column of such a table by name: fleetscope/store/nsys_columns.h)
+#   nsys_opt an export may lack the column or leave it NULL although ours is NOT NULL (the importer
+#            fills it otherwise)
 #   since    schema version that added the column (generates the migration's ALTER TABLE)
 #   strid    the INTEGER column holds a StringIds id (implied by `intern`; for columns without `t`)
 #
@@ -47,7 +50,7 @@ SCHEMA_VERSION = 4
 class C:
     def __init__(self, name, sql, doc, t=None, m=None, opt=None, default=None, time=False,
                  intern=None, bind=None, read=None, read_sql=None, wire=None, wire_opt=False,
-                 nsys=True, since=None, strid=False, chrome=None, labels=None):
+                 nsys=True, nsys_opt=False, since=None, strid=False, chrome=None, labels=None):
         self.name, self.sql, self.doc = name, sql, doc
         self.t, self.m = t, (m or name) if t else None
         self.nullable = "NOT NULL" not in sql and "PRIMARY KEY" not in sql
@@ -55,6 +58,7 @@ class C:
         self.default, self.time, self.intern = default, time, intern
         self.bind, self.read, self.read_sql = bind, read, read_sql
         self.wire, self.wire_opt, self.nsys, self.since = wire, wire_opt, nsys, since
+        self.nsys_opt = nsys_opt
         self.strid, self.chrome, self.labels = strid or bool(intern), chrome, labels
 
 
@@ -181,7 +185,8 @@ TABLES = [
         C("demangledName", "INTEGER NOT NULL", "StringIds id of the demangled name", t="str",
           intern="demangledNameId", bind="in.kernel_names(r).demangled", wire=8, chrome=FIELD),
         C("shortName", "INTEGER NOT NULL", "StringIds id of the short name (function name without args/templates)",
-          t="str", intern="shortNameId", bind="in.kernel_names(r).short_name", wire=9, wire_opt=True),
+          t="str", intern="shortNameId", bind="in.kernel_names(r).short_name", wire=9, wire_opt=True,
+          nsys_opt=True),
         C("mangledName", "INTEGER", "StringIds id of the mangled name when known", strid=True),
         C("gridX", "INTEGER", "grid dimension X (blocks)", t="i32", opt=False, default="0", wire=19, chrome="grid"),
         C("gridY", "INTEGER", "grid dimension Y", t="i32", opt=False, default="0", wire=20, chrome="grid"),

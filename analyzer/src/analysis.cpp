@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "fleetscope/store/capture_rows.h"
+#include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
 
 namespace fleetscope::analyzer {
@@ -19,6 +21,10 @@ std::vector<const RuleOutcome*> AnalysisResult::not_evaluated() const {
   for (const RuleOutcome& r : rules)
     if (!r.evaluated) out.push_back(&r);
   return out;
+}
+
+const char* to_string(FindingsSource source) {
+  return source == FindingsSource::stored ? "stored" : "analysed";
 }
 
 std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOptions& options) {
@@ -85,6 +91,33 @@ AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& op
   std::stable_sort(result.findings.begin(), result.findings.end(),
                    [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
   return result;
+}
+
+AnalysisResult capture_findings(const CaptureData& data, const store::Reader* reader,
+                                const AnalyzeOptions& options) {
+  // Why fresh first: see analysis.h and docs/architecture.md ("Stored and fresh findings").
+  // Every load reads the GPU events and the iterations, so a capture with either is analysed
+  // without a look at the database; the event tables are asked only for a capture that looks
+  // empty, and only when it has stored findings at all.
+  if (reader && data.gpu.size() == 0 && data.iterations.empty()) {
+    std::vector<store::Finding> stored = reader->findings(data.capture.id);
+    if (!stored.empty() && !store::capture_has_rows(reader->database(), data.capture.id)) {
+      // Validate the selection as an analysis would (an unknown rule id is an error either way).
+      (void)parts_needed(options, false);
+      AnalysisResult result;
+      result.source = FindingsSource::stored;
+      if (!options.rules.empty())
+        std::erase_if(stored, [&](const store::Finding& f) {
+          return std::find(options.rules.begin(), options.rules.end(), f.rule) ==
+                 options.rules.end();
+        });
+      std::stable_sort(stored.begin(), stored.end(),
+                       [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
+      result.findings = std::move(stored);
+      return result;
+    }
+  }
+  return analyze_capture(data, options);
 }
 
 std::vector<int64_t> store_findings(store::Writer& writer, int64_t capture_id,

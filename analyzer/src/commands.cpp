@@ -36,6 +36,7 @@
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/common/text_table.h"
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/database.h"
@@ -395,11 +396,14 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       ReportHeader header;
     };
     std::vector<Analysed> analysed;
-    auto analyse_data = [&](const CaptureData& data, int64_t id) {
+    // The one rule for stored vs fresh findings (capture_findings(), analysis.h): the rows are
+    // analysed now; stored findings stand in only for a capture with no rows left.
+    auto analyse_data = [&](const CaptureData& data, int64_t id, const store::Reader* reader) {
       Analysed a;
-      a.result = analyze_capture(data, options);
+      a.result = capture_findings(data, reader, options);
       a.header.capture_id = id;
       a.header.rules = a.result.rules;
+      a.header.findings_source = a.result.source;
       a.header.source = data.capture.source_path;
       a.header.summary_lines = summary_lines(data);
       MetricsJsonOptions json_options;
@@ -410,14 +414,15 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       analysed.push_back(std::move(a));
     };
     if (in.trace) {
-      analyse_data(*in.trace, in.trace->capture.id);
+      analyse_data(*in.trace, in.trace->capture.id, nullptr);
     } else {
       const store::Reader reader = in.opened->reader();
       // Only the tables the selected rules and the summary read; the JSON metrics document
       // reads every part.
       const CaptureParts parts =
           fmt == ReportFormat::json ? CaptureParts::all() : parts_needed(options);
-      for (int64_t id : in.captures) analyse_data(load_capture(reader, id, progress, parts), id);
+      for (int64_t id : in.captures)
+        analyse_data(load_capture(reader, id, progress, parts), id, &reader);
     }
     if (!no_store && in.kind == importers::InputKind::fleetscope_database) {
       store::Database db = store::Database::open(input, store::OpenMode::read_write);
@@ -432,7 +437,10 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       }
       writer_options.build_indexes = !writer_options.keep_wal_after_finish;
       store::Writer writer(std::move(db), writer_options);
-      for (Analysed& a : analysed) store_findings(writer, a.header.capture_id, a.result.findings);
+      // Stored findings shown again are left as they are (nothing was analysed).
+      for (Analysed& a : analysed)
+        if (a.result.source == FindingsSource::analysed)
+          store_findings(writer, a.header.capture_id, a.result.findings);
       writer.finish();
     }
     emit(output, out, [&](std::ostream& os) {
@@ -523,14 +531,17 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       err << "report: " << stage << ": " << rows << " rows\n";
     };
     ReadingInput in = open_reading_input(input, choice, false, "report", progress, {}, err);
-    // Every format shows the analysis made now, so the report never changes meaning with its
-    // format (findings `fleetscope analyze` stored with other thresholds are not mixed in).
+    // Every format follows the one rule for stored vs fresh findings (capture_findings(),
+    // analysis.h): the analysis made now, so the report never changes meaning with its format
+    // nor differs from `analyze` (findings stored with other thresholds are not mixed in).
     auto analysed = [&](int64_t id,
                         const std::function<void(const CaptureData&, const AnalysisResult&)>& use) {
+      std::optional<store::Reader> reader;
+      if (!in.trace) reader.emplace(in.opened->reader());
       const CaptureData data =
-          in.trace ? std::move(*in.trace) : load_capture(in.opened->reader(), id, progress);
+          in.trace ? std::move(*in.trace) : load_capture(*reader, id, progress);
       err << "report: analysing capture " << id << " of " << input << "\n";
-      const AnalysisResult result = analyze_capture(data, options);
+      const AnalysisResult result = capture_findings(data, reader ? &*reader : nullptr, options);
       err << "report: " << result.findings.size() << " finding(s), "
           << result.not_evaluated().size() << " rule(s) not evaluated\n";
       use(data, result);
@@ -545,6 +556,7 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
           header.capture_id = id;
           header.source = data.capture.source_path;
           header.rules = result.rules;
+          header.findings_source = result.source;
           reports.emplace_back(result.findings, std::move(header));
         });
       emit(output, out, [&](std::ostream& os) {
@@ -628,8 +640,10 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
           << w.top_rule << "\n";
   } else {
     int name_width = 32;
+    // Workflow names and stored rule ids come from the files: escaped for the terminal.
     for (const auto& w : ranking)
-      name_width = std::max(name_width, static_cast<int>(w.workflow.size()) + 2);
+      name_width =
+          std::max(name_width, static_cast<int>(text::terminal_safe(w.workflow).size()) + 2);
     std::string title = name_column;
     for (char& c : title) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     out << std::left << std::setw(name_width) << title << std::setw(14) << "WASTED GPU-H"
@@ -644,9 +658,10 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
       const std::string tail = w.steps.count ? format_duration(w.steps.median_ns) + " / " +
                                                    format_duration(w.steps.p99_ns)
                                              : std::string("-");
-      out << std::left << std::setw(name_width) << w.workflow << std::setw(14) << wasted.str()
-          << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization()) << std::setw(10)
-          << w.captures << std::setw(24) << tail << (w.top_rule.empty() ? "-" : w.top_rule) << "\n";
+      out << std::left << std::setw(name_width) << text::terminal_safe(w.workflow) << std::setw(14)
+          << wasted.str() << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization())
+          << std::setw(10) << w.captures << std::setw(24) << tail
+          << (w.top_rule.empty() ? "-" : text::terminal_safe(w.top_rule)) << "\n";
     }
   }
 }
@@ -770,7 +785,7 @@ int run_diff_command(const std::vector<std::string>& args, std::ostream& out, st
     for (const auto& k : d.kernels)
       out << "  " << format_duration(k.total_ns_before) << " -> "
           << format_duration(k.total_ns_after) << "  (" << k.count_before << " -> " << k.count_after
-          << ")  " << k.name.substr(0, 100) << "\n";
+          << ")  " << text::terminal_safe(k.name.substr(0, 100)) << "\n";
     return 0;
   });
 }

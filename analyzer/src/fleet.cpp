@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "fleetscope/analyzer/analysis.h"
@@ -28,9 +29,8 @@ struct DatabaseShare {
 };
 
 void add_capture(const store::Reader& reader, const std::string& path,
-                 const store::Capture& capture, const std::vector<store::Finding>& findings,
-                 const std::vector<store::Process>& processes, CaptureData& context,
-                 DatabaseShare& share) {
+                 const store::Capture& capture, const std::vector<store::Process>& processes,
+                 CaptureData& context, DatabaseShare& share) {
   context.capture = capture;
   context.processes = store::processes_of(processes, capture.id);  // pids repeat across captures
   // The GPU intervals (kernels, copies, memsets: start, end, device, process), all the ranking
@@ -120,16 +120,13 @@ void add_capture(const store::Reader& reader, const std::string& path,
     share.captures_of[info.name].insert({path, capture.id});
     names_in_capture.insert(info.name);
   }
-  // Findings are per capture; credit them to the capture's jobs (split evenly). Stored findings
-  // are read as they are; a capture `fleetscope analyze` has not seen is loaded in full and
-  // analysed here (nothing is stored).
+  // Findings are per capture; credit them to the capture's jobs (split evenly). They follow the
+  // one rule for stored vs fresh findings (capture_findings(), analysis.h), as `analyze` and
+  // `report` do: the capture is loaded in full and analysed now (nothing is stored); findings
+  // stored earlier are not read for a capture that has rows.
   if (names_in_capture.empty()) return;
-  std::vector<store::Finding> capture_findings;
-  for (const auto& f : findings)
-    if (f.captureId == capture.id) capture_findings.push_back(f);
-  if (capture_findings.empty())
-    capture_findings = analyze_capture(load_capture(reader, capture.id)).findings;
-  for (const auto& f : capture_findings) {
+  const AnalysisResult analysis = capture_findings(load_capture(reader, capture.id), &reader);
+  for (const auto& f : analysis.findings) {
     const int64_t share_ns = f.impact_ns / static_cast<int64_t>(names_in_capture.size());
     for (const auto& name : names_in_capture) {
       share.by_name[name].findings_impact_ns += share_ns;
@@ -141,13 +138,12 @@ void add_capture(const store::Reader& reader, const std::string& path,
 DatabaseShare rank_database(const store::Reader& reader, const std::string& path,
                             const common::CaptureChoice& captures) {
   DatabaseShare share;
-  const auto findings = reader.findings();
   CaptureData context;  // what workflow attribution reads: processes, workflows, the capture
   const auto processes = reader.processes();
   context.workflows = reader.workflows();
   for (const auto& capture : reader.captures())
     if (!captures.id || capture.id == *captures.id)
-      add_capture(reader, path, capture, findings, processes, context, share);
+      add_capture(reader, path, capture, processes, context, share);
   return share;
 }
 
@@ -195,7 +191,15 @@ std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& database
   const size_t threads = std::min<size_t>(
       database_paths.size(), std::max<unsigned>(1, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  for (size_t t = 1; t < threads; ++t) {
+    // A thread the process may not have (its stack refused by the memory budget or RLIMIT_NPROC)
+    // leaves the work to the ones started: they take the databases in turn.
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
   work();
   for (auto& t : pool) t.join();
   for (const auto& e : errors)

@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "fleetscope/analyzer/aten_op_delay.h"
 #include "fleetscope/analyzer/critical_path.h"
 #include "fleetscope/analyzer/describe.h"
 #include "fleetscope/analyzer/device_metrics.h"
@@ -350,6 +351,21 @@ json step_time_json(const CaptureData& data) {
 }
 
 // The profiler plugin's operator view (grouped by name) and kernel view (by kernel and op).
+// HTA get_aten_op_kernels_and_delay (aten_op_delay.h): the `top` (op, kernel sequence) pairs by
+// count.
+json aten_op_kernels_json(const CaptureData& data, size_t top) {
+  json out = json::array();
+  for (const AtenOpKernels& row : aten_op_kernels_and_delay(data)) {
+    if (out.size() >= top) break;
+    out.push_back({{"op", row.op},
+                   {"kernels", row.kernels},
+                   {"count", row.count},
+                   {"avg_aten_op_launch_delay_ns", row.avg_aten_op_launch_delay_ns},
+                   {"avg_runtime_delay_ns", row.avg_runtime_delay_ns}});
+  }
+  return out;
+}
+
 json operator_table_json(const CaptureData& data, const OpTree& tree, size_t top) {
   json out = json::array();
   for (const OperatorRow& r : operator_table(data, tree)) {
@@ -419,6 +435,7 @@ json metrics_json(const CaptureData& data, const MetricsJsonOptions& options) {
   const OpTree tree = build_op_tree(data);
   out["operator_table"] = operator_table_json(data, tree, options.table_rows);
   out["kernel_table"] = kernel_table_json(data, tree, options.table_rows);
+  out["aten_op_kernels"] = aten_op_kernels_json(data, options.table_rows);
   const CriticalPath path = critical_path(data);
   if (path.computed) {
     out["critical_path"] = critical_path_json(path, options.series);

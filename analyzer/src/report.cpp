@@ -62,11 +62,16 @@ void render_table_not_evaluated(const ReportHeader& header, std::ostream& out) {
     out << "  " << pad(r->rule, 28) << r->not_evaluated_text() << "\n";
 }
 
+// The line a stored (not analysed) set of findings carries in every format.
+constexpr const char* kStoredNote =
+    "findings as stored in the database: the capture has no rows left to analyse";
+
 void render_table(const std::vector<store::Finding>& findings, const ReportHeader& header,
                   std::ostream& out) {
   out << "capture " << header.capture_id;
   if (!header.source.empty()) out << " (" << header.source << ")";
   out << "\n";
+  if (header.findings_source == FindingsSource::stored) out << "  " << kStoredNote << "\n";
   for (const auto& line : header.summary_lines) out << "  " << line << "\n";
   if (findings.empty()) {
     out << "no findings\n";
@@ -101,6 +106,7 @@ void render_markdown(const std::vector<store::Finding>& findings, const ReportHe
                      std::ostream& out) {
   out << "# fleetscope findings — capture " << header.capture_id << "\n\n";
   if (!header.source.empty()) out << "Source: `" << header.source << "`\n\n";
+  if (header.findings_source == FindingsSource::stored) out << "*" << kStoredNote << ".*\n\n";
   for (const auto& line : header.summary_lines) out << "- " << markdown_escape(line) << "\n";
   if (!header.summary_lines.empty()) out << "\n";
   if (findings.empty()) out << "No findings.\n";
@@ -147,18 +153,23 @@ void render_json(const std::vector<store::Finding>& findings, const ReportHeader
               {"summary", header.summary_lines},
               {"metrics", header.metrics},
               {"findings", list},
+              {"findings_source", to_string(header.findings_source)},
               {"rules", rules_json(header)}};
   out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 // Chrome trace format: ts in microseconds; global-scope instant events ("s":"g") so they draw
 // across every track, plus one complete event per finding window on a "findings" track.
-void render_chrome_trace(const std::vector<store::Finding>& findings, std::ostream& out) {
+void render_chrome_trace(const std::vector<store::Finding>& findings, const ReportHeader& header,
+                         std::ostream& out) {
   json events = json::array();
+  const std::string track = header.findings_source == FindingsSource::stored
+                                ? "fleetscope findings (stored)"
+                                : "fleetscope findings";
   events.push_back({{"name", "process_name"},
                     {"ph", "M"},
                     {"pid", "fleetscope findings"},
-                    {"args", {{"name", "fleetscope findings"}}}});
+                    {"args", {{"name", track}}}});
   for (const auto& f : findings) {
     if (!f.window_start) continue;
     json args = {{"severity", f.severity},
@@ -227,7 +238,7 @@ void render_findings(const std::vector<store::Finding>& findings, ReportFormat f
       render_json(findings, header, out);
       break;
     case ReportFormat::chrome_trace:
-      render_chrome_trace(findings, out);
+      render_chrome_trace(findings, header, out);
       break;
   }
 }

@@ -723,6 +723,10 @@ class Builder {
     std::stable_sort(list.begin(), list.end(),
                      [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
     doc_.h2("Findings");
+    if (result_.source == FindingsSource::stored)
+      doc_.note(
+          "As stored in the database: the capture has no rows left to analyse, so these are the "
+          "findings of an earlier analysis.");
     if (list.empty()) {
       doc_.paragraph("No findings: every evaluated rule found its antipattern absent.");
       return;

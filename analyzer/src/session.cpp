@@ -125,15 +125,8 @@ std::shared_ptr<const CaptureAnalysis> AnalysisSession::analysis(const CaptureKe
   }
   auto base = loaded(key, cancel);
   auto result = std::make_shared<CaptureAnalysis>(*base);
-  result->result = analyze_capture(*result->data);
-  std::vector<store::Finding> stored;
-  for (auto& f : sources_[key.source]->reader()->findings())
-    if (f.captureId == key.capture_id) stored.push_back(std::move(f));
-  if (!stored.empty()) {
-    std::stable_sort(stored.begin(), stored.end(),
-                     [](const auto& a, const auto& b) { return a.impact_ns > b.impact_ns; });
-    result->result.findings = std::move(stored);
-  }
+  // The one rule for stored vs fresh findings (analysis.h): what `analyze` and `report` show.
+  result->result = capture_findings(*result->data, sources_[key.source]->reader().get());
   std::lock_guard lock(cache_mutex_);
   auto& entry = cache_[key];
   if (!entry.analysed) entry.analysed = keep_data_ ? result : without_data(*result);

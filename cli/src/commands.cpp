@@ -14,26 +14,59 @@
 namespace fleetscope::cli {
 namespace {
 
-// Every command that reads trace files has a time budget, so that no file (a planted one, or one
-// damaged into something endless) keeps it busy for ever: --timeout SECONDS (default an hour,
-// 0 = none) for all the databases it opens (store/read_policy.h). `sql` has its own per query.
+// Every command that reads trace files has a time and a memory budget, so that no file (a planted
+// one, or one damaged into something endless or huge) keeps it busy for ever or takes the host's
+// memory: --timeout SECONDS (default an hour, 0 = none) for all the databases it opens, and
+// --memory-limit SIZE (default store::default_read_memory_limit(), 0 = none) for the whole command
+// (store/read_policy.h). `sql` keeps its own --timeout per query and takes the memory budget.
 constexpr double kDefaultReadSeconds = 3600;
 
-CommandFn with_read_budget(CommandFn run) {
-  return [run = std::move(run)](const std::vector<std::string>& args, std::ostream& out,
-                                std::ostream& err) {
+enum class TimeBudget { per_command, own };
+
+// Sets the budget for the command's run and removes it however the run ends.
+struct ReadBudgets {
+  ReadBudgets(double seconds, uint64_t memory_bytes) {
+    store::set_read_time_limit(seconds);
+    store::set_read_memory_limit(memory_bytes);
+  }
+  ~ReadBudgets() {
+    store::set_read_memory_limit(0);
+    store::set_read_time_limit(0);
+  }
+  ReadBudgets(const ReadBudgets&) = delete;
+  ReadBudgets& operator=(const ReadBudgets&) = delete;
+};
+
+CommandFn with_read_budget(CommandFn run, TimeBudget time = TimeBudget::per_command) {
+  return [run = std::move(run), time](const std::vector<std::string>& args, std::ostream& out,
+                                      std::ostream& err) {
     std::vector<std::string> rest;
-    double seconds = kDefaultReadSeconds;
+    double seconds = time == TimeBudget::own ? 0 : kDefaultReadSeconds;
+    uint64_t memory_bytes = store::default_read_memory_limit();
     bool help = false;
     for (size_t i = 0; i < args.size(); ++i) {
-      std::string value;
-      if (args[i] == "--timeout" && i + 1 < args.size()) {
-        value = args[++i];
-      } else if (args[i].rfind("--timeout=", 0) == 0) {
-        value = args[i].substr(10);
-      } else {
+      const bool timeout = time == TimeBudget::per_command &&
+                           (args[i] == "--timeout" || args[i].rfind("--timeout=", 0) == 0);
+      const bool memory = args[i] == "--memory-limit" || args[i].rfind("--memory-limit=", 0) == 0;
+      if (!timeout && !memory) {
         help = help || args[i] == "--help" || args[i] == "-h";
         rest.push_back(args[i]);
+        continue;
+      }
+      std::string value;
+      if (const size_t equals = args[i].find('='); equals != std::string::npos)
+        value = args[i].substr(equals + 1);
+      else if (i + 1 < args.size())
+        value = args[++i];
+      if (memory) {
+        const auto bytes = importers::parse_byte_size(value);
+        if (!bytes || (*bytes != 0 && *bytes < (int64_t{1} << 20))) {
+          err << "error: --memory-limit expects a size of at least 1M (e.g. 512M, 4G; 0 = no "
+                 "limit), got '"
+              << value << "'\n";
+          return 2;
+        }
+        memory_bytes = static_cast<uint64_t>(*bytes);
         continue;
       }
       size_t used = 0;
@@ -47,12 +80,24 @@ CommandFn with_read_budget(CommandFn run) {
         return 2;
       }
     }
-    store::set_read_time_limit(seconds);
-    const int code = run(rest, out, err);
-    store::set_read_time_limit(0);
-    if (help)
-      out << "  --timeout SECONDS  stop reading the databases after SECONDS (default "
-          << kDefaultReadSeconds << ", 0 = no limit)\n";
+    int code = 1;
+    try {
+      ReadBudgets budgets(seconds, memory_bytes);
+      code = run(rest, out, err);
+    } catch (const store::MemoryBudgetExceeded& e) {
+      // A command that lets the failed allocation through (rather than reporting it itself).
+      err << "error: " << e.what() << "\n";
+      return 1;
+    }
+    if (help) {
+      if (time == TimeBudget::per_command)
+        out << "  --timeout SECONDS  stop reading the databases after SECONDS (default "
+            << kDefaultReadSeconds << ", 0 = no limit)\n";
+      out << "  --memory-limit SIZE  stop with an error naming the file when the command would "
+             "take more memory (default "
+          << (store::default_read_memory_limit() >> 20) << "M here: half the physical memory, "
+          << "1G to 16G; 0 = no limit)\n";
+    }
     return code;
   };
 }
@@ -63,7 +108,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"info", "summarize a trace database (devices, processes, span, counts)",
        with_read_budget(run_info_command)},
-      {"sql", "run a read-only SQL query on a trace database", run_sql_command},
+      {"sql", "run a read-only SQL query on a trace database",
+       with_read_budget(run_sql_command, TimeBudget::own)},
       {"migrate", "upgrade trace databases from older fleetscope builds, in place",
        run_migrate_command},
       {"import", "import Kineto/PyTorch-profiler JSON or nsys SQLite exports into a trace database",
@@ -77,7 +123,7 @@ const std::vector<Command>& commands() {
        }},
       {"analyze", "run the antipattern rules on a capture and store the findings",
        with_read_budget(analyzer::run_analyze_command)},
-      {"report", "print the findings stored for a capture (table, markdown, json, chrome-trace)",
+      {"report", "a capture's report: analysed now (html, markdown, table, json, chrome-trace)",
        with_read_budget(analyzer::run_report_command)},
       {"fleet", "rank jobs by wasted GPU-hours across trace databases or a Prometheus server",
        [](const std::vector<std::string>& a, std::ostream& o, std::ostream& e) {

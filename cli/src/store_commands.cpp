@@ -5,10 +5,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/common/args.h"
 #include "fleetscope/common/capture_choice.h"
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/query_stream.h"
@@ -194,8 +196,13 @@ int run_info_command(const std::vector<std::string>& args, std::ostream& out, st
       j["input"] = importers::describe(input.kind);
       if (format == "json")
         all.push_back(j);
-      else
-        print_info_table(j, file, out);
+      else {
+        // Device names, command lines and capture notes come from the file: no control
+        // character of theirs reaches the terminal raw.
+        std::ostringstream table;
+        print_info_table(j, file, table);
+        out << text::terminal_safe_lines(table.str());
+      }
     } catch (const Error& e) {
       err << "error: " << e.what() << "\n";
       return 1;

@@ -36,13 +36,40 @@ ConnectionTicket::~ConnectionTicket() {
 }
 
 void ConnectionTicket::set_idle(bool idle) {
-  std::lock_guard lock(owner_->mutex_);
-  idle_since_ = idle ? steady_ns() : 0;
+  {
+    std::lock_guard lock(owner_->mutex_);
+    idle_since_ = idle ? steady_ns() : 0;
+  }
+  if (idle) owner_->place_changed_.notify_all();  // waiting connections may close it later
 }
 
 void ConnectionTicket::forget_socket() {
-  std::lock_guard lock(owner_->mutex_);
-  fd_ = -1;
+  {
+    std::lock_guard lock(owner_->mutex_);
+    fd_ = -1;
+  }
+  owner_->place_changed_.notify_all();  // it no longer holds a place
+}
+
+bool ConnectionTicket::wait_for_place(std::chrono::steady_clock::time_point deadline,
+                                      std::string* why_refused) {
+  ConnectionLimiter& limiter = *owner_;
+  std::unique_lock lock(limiter.mutex_);
+  while (waiting_) {
+    std::string why;
+    if (limiter.take_place_locked(uid_, &why)) {
+      waiting_ = false;
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      ++limiter.refused_;
+      if (why_refused) *why_refused = why + "; no place within the request deadline";
+      return false;
+    }
+    limiter.place_changed_.wait_until(lock, std::min(deadline, limiter.next_evictable_locked()));
+  }
+  return true;
 }
 
 bool ConnectionTicket::reserve(int64_t bytes, std::chrono::steady_clock::time_point deadline) {
@@ -78,9 +105,14 @@ std::shared_ptr<ConnectionLimiter> ConnectionLimiter::create(ConnectionLimits li
 }
 
 bool ConnectionLimiter::evict_idle_locked(uid_t uid) {
+  const int64_t idle_before =
+      steady_ns() -
+      static_cast<int64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.min_idle_to_evict).count());
   ConnectionTicket* oldest = nullptr;
   for (ConnectionTicket* t : live_) {
-    if (t->uid_ != uid || t->idle_since_ == 0 || t->fd_ < 0) continue;
+    if (t->uid_ != uid || t->idle_since_ == 0 || t->fd_ < 0 || t->waiting_) continue;
+    if (t->idle_since_ > idle_before) continue;  // idle for a moment only: between two calls
     if (!oldest || t->idle_since_ < oldest->idle_since_) oldest = t;
   }
   if (!oldest) return false;
@@ -93,50 +125,84 @@ bool ConnectionLimiter::evict_idle_locked(uid_t uid) {
   return true;
 }
 
-std::shared_ptr<ConnectionTicket> ConnectionLimiter::admit(uid_t uid, int fd,
-                                                           std::string* why_refused) {
-  std::lock_guard lock(mutex_);
-  // Connections already evicted still count until their threads end: count only those not
-  // evicted, or a burst could be refused while its places are being freed.
+std::chrono::steady_clock::time_point ConnectionLimiter::next_evictable_locked() const {
+  int64_t earliest = 0;
+  for (const ConnectionTicket* t : live_)
+    if (t->idle_since_ != 0 && t->fd_ >= 0 && !t->waiting_ &&
+        (earliest == 0 || t->idle_since_ < earliest))
+      earliest = t->idle_since_;
+  if (earliest == 0) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(earliest)) +
+         limits_.min_idle_to_evict;
+}
+
+bool ConnectionLimiter::take_place_locked(uid_t uid, std::string* why_not) {
+  // Connections already evicted still count until their threads end, and waiting ones have no
+  // place yet: count only those holding one, or a burst could be refused while its places are
+  // being freed.
   auto active_of = [&](std::optional<uid_t> who) {
     int n = 0;
     for (ConnectionTicket* t : live_)
-      if (t->fd_ >= 0 && (!who || t->uid_ == *who)) ++n;
+      if (t->fd_ >= 0 && !t->waiting_ && (!who || t->uid_ == *who)) ++n;
     return n;
   };
-  auto refuse = [&](const std::string& why) -> std::shared_ptr<ConnectionTicket> {
-    ++refused_;
-    if (why_refused) *why_refused = why;
-    return nullptr;
-  };
-  // Places held by evicted connections whose threads have not ended yet are bounded too: at
-  // most as many again as the limit, so that descriptors never run out.
-  if (static_cast<int>(live_.size()) >= 2 * limits_.max_connections)
-    return refuse("closing connections have not ended yet");
-  if (active_of(uid) >= limits_.max_connections_per_uid && !evict_idle_locked(uid))
-    return refuse("uid " + std::to_string(uid) + " has " +
-                  std::to_string(limits_.max_connections_per_uid) +
-                  " connections busy (max_connections_per_uid)");
+  if (active_of(uid) >= limits_.max_connections_per_uid && !evict_idle_locked(uid)) {
+    *why_not = "uid " + std::to_string(uid) + " has " +
+               std::to_string(limits_.max_connections_per_uid) +
+               " connections busy (max_connections_per_uid)";
+    return false;
+  }
   if (active_of(std::nullopt) >= limits_.max_connections) {
-    // The uid holding the most connections gives one up, if it has an idle one.
+    // The uid holding the most connections gives one up, if it has one idle long enough.
     std::map<uid_t, int> held;
     for (ConnectionTicket* t : live_)
-      if (t->fd_ >= 0) ++held[t->uid_];
+      if (t->fd_ >= 0 && !t->waiting_) ++held[t->uid_];
     std::vector<std::pair<int, uid_t>> by_count;
     for (auto [who, n] : held) by_count.emplace_back(n, who);
     std::sort(by_count.rbegin(), by_count.rend());
     bool made_room = false;
     for (auto [n, who] : by_count)
       if ((made_room = evict_idle_locked(who))) break;
-    if (!made_room)
-      return refuse(std::to_string(limits_.max_connections) +
-                    " connections busy (max_connections)");
+    if (!made_room) {
+      *why_not = std::to_string(limits_.max_connections) + " connections busy (max_connections)";
+      return false;
+    }
   }
+  return true;
+}
+
+std::shared_ptr<ConnectionTicket> ConnectionLimiter::admit_locked(uid_t uid, int fd, bool may_wait,
+                                                                  std::string* why_refused) {
+  auto refuse = [&](const std::string& why) -> std::shared_ptr<ConnectionTicket> {
+    ++refused_;
+    if (why_refused) *why_refused = why;
+    return nullptr;
+  };
+  // Places held by evicted connections whose threads have not ended yet, and by waiting ones,
+  // are bounded too: at most as many again as the limit, so that descriptors never run out.
+  if (static_cast<int>(live_.size()) >= 2 * limits_.max_connections)
+    return refuse("closing and waiting connections have not ended yet");
+  std::string why;
+  const bool placed = take_place_locked(uid, &why);
+  if (!placed && !may_wait) return refuse(why);
   auto ticket =
       std::shared_ptr<ConnectionTicket>(new ConnectionTicket(shared_from_this(), uid, fd));
+  ticket->waiting_ = !placed;
   live_.push_back(ticket.get());
   ++per_uid_[uid];
   return ticket;
+}
+
+std::shared_ptr<ConnectionTicket> ConnectionLimiter::admit(uid_t uid, int fd,
+                                                           std::string* why_refused) {
+  std::lock_guard lock(mutex_);
+  return admit_locked(uid, fd, /*may_wait=*/false, why_refused);
+}
+
+std::shared_ptr<ConnectionTicket> ConnectionLimiter::admit_or_queue(uid_t uid, int fd,
+                                                                    std::string* why_refused) {
+  std::lock_guard lock(mutex_);
+  return admit_locked(uid, fd, /*may_wait=*/true, why_refused);
 }
 
 void ConnectionLimiter::forget(ConnectionTicket* ticket) {
@@ -148,6 +214,7 @@ void ConnectionLimiter::forget(ConnectionTicket* ticket) {
     buffered_per_uid_[ticket->uid_] -= ticket->reserved_;
     budget_freed_.notify_all();
   }
+  place_changed_.notify_all();
 }
 
 ConnectionLimiter::Counts ConnectionLimiter::counts() const {

@@ -210,6 +210,7 @@ std::string DaemonCore::exposition() const {
   input.lane_denials = sharing_->denied_totals();
   try {
     input.workflow_captures = store_->workflow_captures();
+    input.workflow_step_tails = store_->workflow_step_tails();
   } catch (const std::exception&) {
     // The page goes out without these series rather than not at all.
   }

@@ -65,6 +65,13 @@ uint32_t GuardedFramedTransport::read_some(uint8_t* into, uint32_t wanted) {
 }
 
 bool GuardedFramedTransport::readFrame() {
+  // A connection admitted over a limit waits here, in its own thread, for a place (the accept loop
+  // goes on); its request waits in the socket meanwhile.
+  if (ticket_) {
+    std::string why;
+    if (!ticket_->wait_for_place(std::chrono::steady_clock::now() + request_deadline_, &why))
+      throw TTransportException(TTransportException::TIMED_OUT, "refused: " + why);
+  }
   if (ticket_) {
     ticket_->release();  // a previous frame whose message was not read to its end
     ticket_->set_idle(true);

@@ -13,6 +13,7 @@
 #include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/daemon/batch_decoder.h"
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/reader.h"
 
 namespace fleetscope::daemon {
@@ -249,25 +250,11 @@ std::vector<HostStore::InterruptedCapture> HostStore::interrupted_captures() {
       out.push_back(c);
     }
   }
-  // The last committed row of each: the latest end (or time) in the tables an agent's batches
-  // fill. Once per start, for the few windows a crash left open.
-  static const char* const kLastRow[] = {
-      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?",
-      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE captureId = ?",
-      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE captureId = ?",
-      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE captureId = ?",
-      "SELECT max(end) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE captureId = ?",
-      "SELECT max(coalesce(end, start)) FROM NVTX_EVENTS WHERE captureId = ?",
-      "SELECT max(end) FROM iterations WHERE captureId = ?",
-      "SELECT max(ts) FROM memory_events WHERE captureId = ?"};
+  // The last committed row of each: the latest end (or time) in the event tables, as their
+  // description gives them (store/capture_rows.h). Once per start, for the few windows a crash
+  // left open.
   for (auto& c : out) {
-    std::optional<int64_t> last;
-    for (const char* sql : kLastRow) {
-      auto s = db.prepare(sql);
-      s.bind(1, c.id);
-      if (s.step() && !s.column_is_null(0))
-        last = std::max(last.value_or(std::numeric_limits<int64_t>::min()), s.column_int(0));
-    }
+    const std::optional<int64_t> last = store::capture_last_row_ns(db, c.id);
     c.last_row_ns = last.value_or(c.start_ns);  // no row: the window ends where it began
   }
   return out;
@@ -282,10 +269,15 @@ CaptureSummary HostStore::analyze(int64_t capture_id) {
     if (data.gpu.kind[i] == analyzer::GpuEventKind::kernel) ++summary.kernels;
   if (auto utilization = analyzer::capture_gpu_utilization(data))
     summary.gpu_busy_pct = 100.0 * *utilization;  // the analyzer's GPU utilization
-  auto findings = analyzer::analyze(data);
+  // The one rule for stored vs fresh findings (analyzer/analysis.h): the rows were just committed,
+  // so this is the analysis `fleetscope analyze` and `report` would make now; it is stored for
+  // what reads the database without analysing (status, the exporter, the Prometheus fleet).
+  const analyzer::AnalysisResult analysis = analyzer::capture_findings(data, &reader);
+  std::vector<store::Finding> findings = analysis.findings;
   if (!findings.empty())
     summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;
-  analyzer::store_findings(*catalog_, capture_id, findings);
+  if (analysis.source == analyzer::FindingsSource::analysed)
+    analyzer::store_findings(*catalog_, capture_id, findings);
   add_workflow_metrics(step_tail_rows(data));
   return summary;
 }
@@ -400,6 +392,29 @@ std::map<std::string, HostStore::WorkflowCaptures> HostStore::workflow_captures(
   return out;
 }
 
+std::map<std::string, HostStore::StepTail> HostStore::workflow_step_tails() {
+  store::Database db = store::Database::open(path_);
+  // The rows of each workflow's latest window that has a step-time tail (step_tail_rows).
+  auto s = db.prepare(
+      "SELECT w.name, m.metric, m.value, m.window_end FROM workflow_metrics m JOIN workflows w ON "
+      "w.id = m.workflow_id WHERE m.deviceId = -1 AND m.window_end = (SELECT max(l.window_end) "
+      "FROM workflow_metrics l WHERE l.workflow_id = m.workflow_id AND l.deviceId = -1 AND "
+      "l.metric = 'step_time_p50_ns')");
+  std::map<std::string, StepTail> out;
+  while (s.step()) {
+    StepTail& tail = out[s.column_text(0)];
+    const std::string metric = s.column_text(1);
+    const double value = s.column_double(2);
+    tail.window_end_ns = s.column_int(3);
+    if (metric == "steps") tail.steps = static_cast<int64_t>(value);
+    if (metric == "step_time_p50_ns") tail.p50_ns = value;
+    if (metric == "step_time_p90_ns") tail.p90_ns = value;
+    if (metric == "step_time_p99_ns") tail.p99_ns = value;
+    if (metric == "step_time_jitter") tail.jitter = value;
+  }
+  return out;
+}
+
 std::vector<int64_t> HostStore::captures_of_workflow(int64_t workflow_id) {
   store::Database db = store::Database::open(path_);
   auto s = db.prepare(
@@ -443,22 +458,12 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   store::Database retention = store::Database::open(path_, store::OpenMode::read_write);
   retention.exec("PRAGMA synchronous = NORMAL");
   store::Database& db = retention;
-  static const char* const kEventTables[] = {"CUPTI_ACTIVITY_KIND_KERNEL",
-                                             "CUPTI_ACTIVITY_KIND_MEMCPY",
-                                             "CUPTI_ACTIVITY_KIND_MEMSET",
-                                             "CUPTI_ACTIVITY_KIND_RUNTIME",
-                                             "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-                                             "NVTX_EVENTS",
-                                             "cpu_ops",
-                                             "external_correlation",
-                                             "iterations",
-                                             "memory_events",
-                                             "TARGET_INFO_GPU",
-                                             "findings",
-                                             "daemon_capture_owner"};
   auto drop_capture = [&](int64_t id) {
     Transaction transaction(db);
-    for (const char* table : kEventTables) {
+    // The event tables from their one description (store/capture_rows.h), then what else is
+    // kept per capture.
+    store::delete_capture_rows(db, id);
+    for (const char* table : {"TARGET_INFO_GPU", "findings", "daemon_capture_owner"}) {
       auto s = db.prepare(std::string("DELETE FROM ") + table + " WHERE captureId = ?");
       s.bind(1, id).execute();
     }

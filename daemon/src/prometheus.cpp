@@ -239,6 +239,32 @@ std::string render_exposition(const ExpositionInput& in) {
             << scheduler_labels(workflow) << "} "
             << number(static_cast<double>(c.top_impact_ns) / 1e9) << '\n';
   }
+  // The step-time tail of each workflow's latest analysed window (what `fleetscope fleet` shows
+  // as STEP P50/P90/P99 and JITTER): quantiles as one gauge with Prometheus' `quantile` label
+  // (the label its summaries use), jitter = std / mean of the step durations.
+  if (!in.workflow_step_tails.empty()) {
+    const std::string host = "Hostname=\"" + escape_label_value(in.hostname) + "\"";
+    auto labels = [&](const std::string& workflow) {
+      return host + ",workflow=\"" + escape_label_value(workflow) + '"' +
+             scheduler_labels(workflow);
+    };
+    header({"fleetscope_workflow_step_time_seconds", "gauge",
+            "Step time quantile of the workflow's latest analysed trace window (nearest rank)"});
+    for (const auto& [workflow, tail] : in.workflow_step_tails)
+      for (const auto& [quantile, ns] : {std::pair<const char*, double>{"0.5", tail.p50_ns},
+                                         {"0.9", tail.p90_ns},
+                                         {"0.99", tail.p99_ns}})
+        out << "fleetscope_workflow_step_time_seconds{" << labels(workflow) << ",quantile=\""
+            << quantile << "\"} " << number(ns / 1e9) << '\n';
+    header({"fleetscope_workflow_step_time_jitter_ratio", "gauge",
+            "Standard deviation over mean of the step times of that window"});
+    for (const auto& [workflow, tail] : in.workflow_step_tails)
+      out << "fleetscope_workflow_step_time_jitter_ratio{" << labels(workflow) << "} "
+          << number(tail.jitter) << '\n';
+    header({"fleetscope_workflow_steps", "gauge", "Steps in that window"});
+    for (const auto& [workflow, tail] : in.workflow_step_tails)
+      out << "fleetscope_workflow_steps{" << labels(workflow) << "} " << tail.steps << '\n';
+  }
   auto workflow_family = [&](const Family& f, auto value_of) {
     if (in.workflows.empty()) return;
     header(f);

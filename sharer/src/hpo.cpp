@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <stdexcept>
 
 #include "fleetscope/sharer/policy.h"
@@ -20,6 +22,7 @@ std::vector<SimJob> hpo_trials(const WorkloadProfile& profile, int trials, doubl
     job.id = i;
     job.name = "trial" + std::to_string(i);
     job.model = profile.model;
+    job.workload = profile.model;  // one study: every trial runs the same workload
     job.batch_size = profile.batch_size;
     job.iteration_s = profile.iteration_s;
     job.iterations = std::max<int64_t>(1, std::llround(trial_seconds / profile.iteration_s));
@@ -30,14 +33,50 @@ std::vector<SimJob> hpo_trials(const WorkloadProfile& profile, int trials, doubl
   return jobs;
 }
 
+namespace {
+// The water-filling run: lanes on, Fluid-style placement (one definition for the comparison and
+// the plan).
+SimResult waterfill_run(const std::vector<SimJob>& trials, SimConfig config) {
+  config.lanes = true;
+  return simulate(trials, WaterFillPolicy{}, config);
+}
+}  // namespace
+
 HpoComparison compare_hpo(const std::vector<SimJob>& trials, SimConfig config) {
   HpoComparison comparison;
   config.lanes = false;
   comparison.one_per_gpu = simulate(trials, FifoExclusivePolicy{}, config);
   config.lanes = true;
   comparison.pack = simulate(trials, PackPolicy{}, config);
-  comparison.waterfill = simulate(trials, WaterFillPolicy{}, config);
+  comparison.waterfill = waterfill_run(trials, config);
   return comparison;
+}
+
+HpoPlan plan_hpo(const std::vector<SimJob>& trials, SimConfig config) {
+  HpoPlan plan;
+  plan.waterfill = waterfill_run(trials, config);
+  double study_start = std::numeric_limits<double>::infinity();
+  for (const auto& trial : trials) study_start = std::min(study_start, trial.submit_s);
+  std::map<int, int> first_wave_per_gpu;
+  for (const auto& row : plan.waterfill.jobs) {
+    HpoTrialPlacement placement;
+    placement.trial = row.id;
+    placement.name = row.name;
+    placement.gpu = row.gpu;
+    placement.lane = row.lane;
+    placement.start_s = row.start_s;
+    placement.finish_s = row.finish_s;
+    placement.first_wave = row.start_s == study_start;
+    if (placement.first_wave) {
+      ++plan.first_wave;
+      plan.max_trials_per_gpu = std::max(plan.max_trials_per_gpu, ++first_wave_per_gpu[row.gpu]);
+    }
+    plan.trials.push_back(std::move(placement));
+  }
+  std::stable_sort(plan.trials.begin(), plan.trials.end(), [](const auto& a, const auto& b) {
+    return a.start_s != b.start_s ? a.start_s < b.start_s : a.gpu < b.gpu;
+  });
+  return plan;
 }
 
 }  // namespace fleetscope::sharer

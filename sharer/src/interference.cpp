@@ -63,6 +63,27 @@ double InterferenceModel::alpha_next_to(const std::string& own,
   return term;
 }
 
+double InterferenceModel::lane_factor(
+    size_t lane, const std::vector<double>& lane_demands,
+    const std::vector<std::vector<std::string>>& lane_workloads) const {
+  if (pair_alpha.empty() || lane >= lane_workloads.size()) {
+    return parallel_slowdown(lane, lane_demands);
+  }
+  std::vector<std::string> neighbours;
+  for (size_t other = 0; other < lane_workloads.size(); ++other) {
+    if (other != lane) {
+      neighbours.insert(neighbours.end(), lane_workloads[other].begin(),
+                        lane_workloads[other].end());
+    }
+  }
+  // The factor grows with the term, so the worst member's term gives the lane's factor.
+  double worst = lane_workloads[lane].empty() ? alpha : 0.0;
+  for (const auto& own : lane_workloads[lane]) {
+    worst = std::max(worst, alpha_next_to(own, neighbours));
+  }
+  return parallel_slowdown_with(worst, lane, lane_demands);
+}
+
 double InterferenceModel::iteration_slowdown(double utilization, double gpu_demand) const {
   const double u = std::clamp(utilization, 0.0, 1.0);
   return u * parallel_slowdown(u, gpu_demand) + 1.0 - u;

@@ -71,8 +71,10 @@ double p99_bound_s(const JobProfile& job, double bound) {
 
 // Latency-sensitive jobs get a lane of their own unless they state a p99 target the planner can
 // check (Herald/Orloj direction: share only within the latency objective).
-bool needs_own_lane(const JobProfile& job) {
-  return job.latency_sensitive() && !p99_target_s(job);
+// Without tail checks (PlannerOptions::tail_checks false) a target cannot be checked, so every
+// latency-sensitive job keeps its own lane.
+bool needs_own_lane(const JobProfile& job, bool tail_checks) {
+  return job.latency_sensitive() && (!tail_checks || !p99_target_s(job));
 }
 
 std::string workload_of(const JobProfile& job) {
@@ -88,7 +90,8 @@ struct JobPrediction {
 // Slowdown (worst case, or the estimate) and predicted p99 step time of every job (by index into
 // `jobs`) placed on one GPU. A lane's GPU phases are stretched by the contention of its worst
 // member: each job's term is the measured pair term next to the jobs of the other lanes where
-// one exists (InterferenceModel::alpha_next_to), else the global alpha. The p99 is the same
+// one exists, else the global alpha (InterferenceModel::lane_factor, which the simulator uses
+// too). The p99 is the same
 // worst case with every member of the lane at its p99 iteration: a job's slow step can meet
 // one slow GPU phase of each lane mate.
 std::map<size_t, JobPrediction> predict(const LaneAllocator& allocator,
@@ -109,27 +112,19 @@ std::map<size_t, JobPrediction> predict(const LaneAllocator& allocator,
   for (size_t l = 0; l < allocator.lanes().size(); ++l) {
     const auto& lane = allocator.lanes()[l];
     std::vector<LaneMember> members, tails;
-    std::vector<std::string> neighbours;
-    for (size_t other = 0; other < lane_workloads.size(); ++other) {
-      if (other != l) {
-        neighbours.insert(neighbours.end(), lane_workloads[other].begin(),
-                          lane_workloads[other].end());
-      }
-    }
-    double parallel = 1.0;
     for (const auto& member : lane.jobs) {
       const auto& job = jobs[member.job_id];
       members.push_back({job.utilization, iteration_s(job)});
-      tails.push_back({job.utilization, p99_iteration_s(job)});
-      const double alpha = options.interference.alpha_next_to(workload_of(job), neighbours);
-      parallel =
-          std::max(parallel, options.interference.parallel_slowdown_with(alpha, l, lane_demand));
+      if (options.tail_checks) tails.push_back({job.utilization, p99_iteration_s(job)});
     }
+    const double parallel = options.interference.lane_factor(l, lane_demand, lane_workloads);
     for (size_t m = 0; m < lane.jobs.size(); ++m) {
       const auto index = static_cast<size_t>(lane.jobs[m].job_id);
-      predictions[index] =
-          JobPrediction{contended_time_sharing(members, m, parallel, estimate),
-                        tails[m].iteration_s * contended_time_sharing(tails, m, parallel, false)};
+      predictions[index] = JobPrediction{
+          contended_time_sharing(members, m, parallel, estimate),
+          options.tail_checks
+              ? tails[m].iteration_s * contended_time_sharing(tails, m, parallel, false)
+              : 0.0};
     }
   }
   return predictions;
@@ -164,7 +159,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   std::vector<double> p99_bounds;
   for (const auto& job : jobs) {
     bounds.push_back(bound_of(job, options));
-    p99_bounds.push_back(p99_bound_s(job, bounds.back()));
+    p99_bounds.push_back(options.tail_checks ? p99_bound_s(job, bounds.back())
+                                             : std::numeric_limits<double>::infinity());
   }
 
   // First-fit decreasing by memory: large jobs first leaves small ones to fill the gaps.
@@ -181,7 +177,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   const auto set_tail_fields = [&](size_t i) {
     plan.jobs[i].p99_bound_s = p99_bounds[i];
     plan.jobs[i].solo_p99_s = p99_iteration_s(jobs[i]);
-    plan.jobs[i].own_lane = needs_own_lane(jobs[i]);
+    plan.jobs[i].own_lane = needs_own_lane(jobs[i], options.tail_checks);
   };
   for (size_t i = 0; i < jobs.size(); ++i) {
     plan.jobs[i] = PlannedJob{jobs[i].job_id,
@@ -208,11 +204,11 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     // Own lane (parallel) and shared lane (time-shared): keep the one that uses less memory,
     // leaving more room for the jobs still to come.
     for (bool shared : {false, true}) {
-      if (shared && needs_own_lane(profile)) continue;
+      if (shared && needs_own_lane(profile, options.tail_checks)) continue;
       AdmitOptions admit_options;
       admit_options.allow_shared_lane = shared;
       admit_options.allow_new_lane = !shared;
-      admit_options.solo = needs_own_lane(profile);
+      admit_options.solo = needs_own_lane(profile, options.tail_checks);
       if (options.single_lane) admit_options.max_lanes = 1;
       LaneAllocator trial = gpu.allocator;
       if (!trial.admit(static_cast<int64_t>(job), profile.demand(), admit_options)) continue;
@@ -277,7 +273,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
         const auto& profile = jobs[static_cast<size_t>(member.job_id)];
         lane_demand += profile.utilization;
         members.push_back({profile.utilization, iteration_s(profile)});
-        tails.push_back({profile.utilization, p99_iteration_s(profile)});
+        if (options.tail_checks) tails.push_back({profile.utilization, p99_iteration_s(profile)});
       }
       double tolerance = 1e9;
       // The parallel factor each member tolerates, contention stretching GPU phases only (as
@@ -285,6 +281,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
       for (size_t m = 0; m < lane.jobs.size(); ++m) {
         const auto index = static_cast<size_t>(lane.jobs[m].job_id);
         tolerance = std::min(tolerance, tolerated_parallel_slowdown(members, m, bounds[index]));
+        if (!options.tail_checks) continue;
         tolerance = std::min(tolerance, tolerated_parallel_slowdown(
                                             tails, m, p99_bounds[index] / tails[m].iteration_s));
       }
@@ -457,6 +454,7 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
     job.iterations = std::min<int64_t>(
         kMaxIterations, static_cast<int64_t>(std::ceil(horizon / job.iteration_s)) + 2);
     job.utilization = std::clamp(jobs[i].utilization, 1e-6, 1.0);
+    job.workload = workload_of(jobs[i]);  // the pair terms apply in the replay too
     job.memory = jobs[i].demand();
     job.pinned_gpu = gpu_index.at(planned.to_gpu);
     job.pinned_lane = planned.lane_id;

@@ -1,11 +1,15 @@
 // `fleetscope share plan`: turns the analyzer's consolidation candidates into a plan.
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "arguments.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/host_planning.h"
+#include "fleetscope/sharer/hpo.h"
 #include "fleetscope/sharer/planner.h"
+#include "hpo_study.h"
 
 namespace fleetscope::sharer {
 
@@ -38,7 +42,91 @@ constexpr const char* kPlanUsage =
     "planned; each job says which) or from a JSON array of job profiles (--candidates).\n"
     "--replay runs the plan in the simulator and prints each job's predicted and simulated\n"
     "slowdown. --wide prints names in full (the table otherwise cuts long ones in the middle,\n"
-    "keeping both ends).\n";
+    "keeping both ends).\n"
+    "\n"
+    "       fleetscope share plan --hpo TRIALS --profiles FILE --model MODEL --gpus N\n"
+    "                             [--trial-s S] [--utilization U | --trial-db DB]\n"
+    "                             [--interference-alpha A | --calibration RUNS.csv]\n"
+    "                             [--format table|json]\n"
+    "\n"
+    "--hpo plans one hyper-parameter tuning study Fluid-style (water-filling): the first wave\n"
+    "fills every GPU with trials in lanes of their own up to one GPU of utilization, the\n"
+    "lowest-filled GPU first, and every later trial takes the share a finished one freed. It\n"
+    "prints where and when each trial runs (the simulator's water-filling run of the study,\n"
+    "the same run as `sim --hpo`'s waterfill row) and the makespan of one trial per GPU and of\n"
+    "Salus PACK on the same trials.\n";
+
+// `share plan --hpo`: the water-filling plan of one study, beside the other two placements.
+int run_hpo_plan(const Arguments& arguments, const std::string& format, std::ostream& out) {
+  const HpoStudy study = read_hpo_study(arguments);
+  const HpoPlan plan = plan_hpo(study.jobs, study.config);
+  const HpoComparison comparison = compare_hpo(study.jobs, study.config);
+  const std::pair<const char*, const SimResult*> placements[] = {
+      {"one-per-gpu", &comparison.one_per_gpu},
+      {"pack", &comparison.pack},
+      {"waterfill", &plan.waterfill}};
+  if (format == "json") {
+    nlohmann::json document{{"hpo",
+                             {{"trials", study.trials},
+                              {"model", study.model},
+                              {"batch_size", study.batch_size},
+                              {"trial_s", study.trial_s},
+                              {"utilization", study.utilization},
+                              {"utilization_source", study.utilization_source},
+                              {"gpus", study.config.gpus}}},
+                            {"interference", interference_to_json(study.interference)},
+                            {"first_wave", plan.first_wave},
+                            {"max_trials_per_gpu", plan.max_trials_per_gpu},
+                            {"makespan_s", plan.waterfill.makespan_s},
+                            {"gpu_utilization", plan.waterfill.gpu_utilization},
+                            {"placements", nlohmann::json::array()},
+                            {"trials", nlohmann::json::array()}};
+    for (const auto& [name, result] : placements) {
+      document["placements"].push_back({{"placement", name},
+                                        {"makespan_s", result->makespan_s},
+                                        {"avg_jct_s", result->avg_jct_s},
+                                        {"gpu_utilization", result->gpu_utilization}});
+    }
+    for (const auto& trial : plan.trials) {
+      document["trials"].push_back({{"trial", trial.name},
+                                    {"gpu", trial.gpu},
+                                    {"lane", trial.lane},
+                                    {"start_s", trial.start_s},
+                                    {"finish_s", trial.finish_s},
+                                    {"first_wave", trial.first_wave}});
+    }
+    out << document.dump(2) << "\n";
+    return 0;
+  }
+  char line[300];
+  out << "interference: " << study.interference.description << "\n";
+  std::snprintf(line, sizeof line,
+                "study: %d trials of %s batch %d, %.0f s each alone, utilization %.3f (%s), "
+                "%d GPUs\n",
+                study.trials, study.model.c_str(), study.batch_size, study.trial_s,
+                study.utilization, study.utilization_source.c_str(), study.config.gpus);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "water-filling: %d trials start at once (at most %d per GPU, a lane each); the "
+                "other %d start as trials finish\n",
+                plan.first_wave, plan.max_trials_per_gpu,
+                static_cast<int>(plan.trials.size()) - plan.first_wave);
+  out << line;
+  for (const auto& [name, result] : placements) {
+    std::snprintf(line, sizeof line, "  %-12s makespan %10.1f s, GPU utilization %.3f\n", name,
+                  result->makespan_s, result->gpu_utilization);
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "%-14s %5s %5s %10s %10s\n", "TRIAL", "GPU", "LANE", "START_S",
+                "FINISH_S");
+  out << line;
+  for (const auto& trial : plan.trials) {
+    std::snprintf(line, sizeof line, "%-14s %5d %5d %10.1f %10.1f\n", trial.name.c_str(), trial.gpu,
+                  trial.lane, trial.start_s, trial.finish_s);
+    out << line;
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -49,10 +137,11 @@ void set_candidate_loader(CandidateLoader loader) {
 int run_share_plan_command(const std::vector<std::string>& args, std::ostream& out,
                            std::ostream& err) {
   try {
-    const Arguments arguments(args,
-                              {"--candidates", "--max-slowdown", "--interference-alpha",
-                               "--margin-sigma", "--format", "--calibration", "--config"},
-                              {"--help", "--replay", "--single-lane", "--wide"});
+    std::set<std::string> valued{"--candidates",   "--max-slowdown", "--interference-alpha",
+                                 "--margin-sigma", "--format",       "--calibration",
+                                 "--config"};
+    valued.insert(kHpoStudyFlags.begin(), kHpoStudyFlags.end());
+    const Arguments arguments(args, valued, {"--help", "--replay", "--single-lane", "--wide"});
     if (arguments.has("--help")) {
       out << kPlanUsage;
       return 0;
@@ -60,6 +149,28 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
     const std::string format = arguments.get_or("--format", "table");
     if (format != "table" && format != "json") {
       throw UsageError("--format expects table|json, got '" + format + "'");
+    }
+    if (arguments.has("--hpo")) {
+      for (const char* flag : {"--candidates", "--max-slowdown", "--margin-sigma", "--config",
+                               "--replay", "--single-lane", "--wide"}) {
+        if (arguments.has(flag)) throw UsageError(std::string(flag) + " does not apply to --hpo");
+      }
+      if (!arguments.positional().empty()) {
+        throw UsageError("--hpo plans a study, not databases: unexpected " +
+                         arguments.positional().front());
+      }
+      try {
+        return run_hpo_plan(arguments, format, out);
+      } catch (const UsageError&) {
+        throw;
+      } catch (const std::exception& error) {
+        err << "share plan: " << error.what() << "\n";
+        return 1;
+      }
+    }
+    for (const char* flag :
+         {"--profiles", "--model", "--gpus", "--trial-s", "--utilization", "--trial-db"}) {
+      if (arguments.has(flag)) throw UsageError(std::string(flag) + " needs --hpo");
     }
     if (arguments.positional().empty() && !arguments.has("--candidates")) {
       throw UsageError("give at least one DB or --candidates FILE.json");

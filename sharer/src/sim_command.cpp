@@ -13,6 +13,7 @@
 #include "fleetscope/sharer/hpo.h"
 #include "fleetscope/sharer/mps.h"
 #include "fleetscope/sharer/simulator.h"
+#include "hpo_study.h"
 
 namespace fleetscope::sharer {
 
@@ -114,65 +115,27 @@ int run_alibaba(const Arguments& arguments, const std::string& jobs_path, const 
   return 0;
 }
 
-TrialLoader& trial_loader() {
-  static TrialLoader loader;
-  return loader;
-}
-
 int run_hpo(const Arguments& arguments, const std::string& format, std::ostream& out) {
-  const double trials = arguments.number("--hpo", 0);
-  if (!(trials >= 1 && trials <= 1e6 && trials == std::floor(trials))) {
-    throw UsageError("--hpo expects a whole number of trials in 1..1000000");
-  }
-  const auto profiles_path = arguments.get("--profiles");
-  const auto model = arguments.get("--model");
-  if (!profiles_path || !model) throw UsageError("--hpo needs --profiles FILE and --model MODEL");
-  if (!arguments.has("--gpus")) throw UsageError("--gpus N is required");
-  const double gpus = arguments.number("--gpus", 1);
-  if (gpus < 1 || gpus > kMaxGpus || gpus != std::floor(gpus)) {
-    throw UsageError("--gpus expects a whole number in 1..100000");
-  }
-  const double trial_s = arguments.number("--trial-s", 60);
-  if (!(trial_s > 0 && trial_s <= 1e7)) throw UsageError("--trial-s expects (0, 1e7]");
-  double utilization = arguments.number("--utilization", 1);
-  if (!(utilization > 0 && utilization <= 1)) throw UsageError("--utilization expects (0, 1]");
-  std::string utilization_source = arguments.has("--utilization") ? "--utilization" : "default";
-  if (const auto trial_db = arguments.get("--trial-db")) {
-    if (arguments.has("--utilization")) {
-      throw UsageError("give --utilization or --trial-db, not both");
-    }
-    if (!trial_loader()) {
-      throw std::runtime_error("--trial-db needs the analyzer (the CLI wires it)");
-    }
-    const auto measured = trial_loader()(*trial_db);
-    if (measured.empty() || !(measured.front().utilization > 0)) {
-      throw std::runtime_error(*trial_db + ": no GPU job with a measured utilization");
-    }
-    utilization = std::min(1.0, measured.front().utilization);
-    utilization_source =
-        "measured by the analyzer in " + *trial_db + " (" + measured.front().job + ")";
-  }
-  const auto profiles = load_salus_profiles(*profiles_path);
-  const WorkloadProfile* smallest = nullptr;
-  for (const auto& profile : profiles.profiles) {
-    if (profile.model == *model && (!smallest || profile.batch_size < smallest->batch_size)) {
-      smallest = &profile;
-    }
-  }
-  if (!smallest) throw UsageError("--model " + *model + " is not in " + *profiles_path);
-  SimConfig config;
-  config.gpus = static_cast<int>(gpus);
-  config.interference = published_interference().model;
-  const auto comparison =
-      compare_hpo(hpo_trials(*smallest, static_cast<int>(trials), trial_s, utilization), config);
+  const HpoStudy study = read_hpo_study(arguments);
+  const SimConfig& config = study.config;
+  const double trials = study.trials;
+  const double trial_s = study.trial_s;
+  const double utilization = study.utilization;
+  const std::string& utilization_source = study.utilization_source;
+  const auto comparison = compare_hpo(study.jobs, config);
   const std::pair<const char*, const SimResult*> rows[] = {{"one-per-gpu", &comparison.one_per_gpu},
                                                            {"pack", &comparison.pack},
                                                            {"waterfill", &comparison.waterfill}};
   if (format == "json") {
-    nlohmann::json document{{"trials", trials},         {"utilization_source", utilization_source},
-                            {"model", smallest->model}, {"batch_size", smallest->batch_size},
-                            {"trial_s", trial_s},       {"utilization", utilization},
-                            {"gpus", config.gpus},      {"placements", nlohmann::json::array()}};
+    nlohmann::json document{{"trials", trials},
+                            {"utilization_source", utilization_source},
+                            {"model", study.model},
+                            {"batch_size", study.batch_size},
+                            {"trial_s", trial_s},
+                            {"utilization", utilization},
+                            {"gpus", config.gpus},
+                            {"placements", nlohmann::json::array()},
+                            {"interference", interference_to_json(study.interference)}};
     for (const auto& [name, result] : rows) {
       document["placements"].push_back({{"placement", name},
                                         {"makespan_s", result->makespan_s},
@@ -186,9 +149,10 @@ int run_hpo(const Arguments& arguments, const std::string& format, std::ostream&
   char line[300];
   std::snprintf(line, sizeof line,
                 "%d trials of %s batch %d, %.0f s each alone, utilization %.3f, %d GPUs\n",
-                static_cast<int>(trials), smallest->model.c_str(), smallest->batch_size, trial_s,
+                static_cast<int>(trials), study.model.c_str(), study.batch_size, trial_s,
                 utilization, config.gpus);
   out << line << "utilization: " << utilization_source << "\n";
+  out << "interference: " << study.interference.description << "\n";
   std::snprintf(line, sizeof line, "%-12s %12s %12s %8s %6s\n", "PLACEMENT", "MAKESPAN_S",
                 "AVG_JCT_S", "GPU_UTIL", "GPUS");
   out << line;
@@ -201,10 +165,6 @@ int run_hpo(const Arguments& arguments, const std::string& format, std::ostream&
 }
 
 }  // namespace
-
-void set_trial_loader(TrialLoader loader) {
-  trial_loader() = std::move(loader);
-}
 
 int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {

@@ -83,6 +83,8 @@ struct JobRuntime {
   JobState state;
   MemoryDemand memory;  // P, T, sigma (the allocator charges the context)
   int slot = -1;
+  int gpu = -1;   // where it was placed (a gang job: its first GPU)
+  int lane = -1;  // the allocator's lane id there
   double start_s = -1;
   double finish_s = 0;
   int64_t preemptions = 0;
@@ -571,6 +573,8 @@ class Engine {
     auto& runtime = runtime_[job];
     runtime.slot = static_cast<int>(slot_index);
     Slot& slot = slots_[slot_index];
+    runtime.gpu = slot.gang && !slot.gang_gpus.empty() ? slot.gang_gpus.front() : slot.gpu;
+    runtime.lane = slot.lane_id;
     slot.runner->add(job, runtime.state, runtime.start_s, runtime.preemptions, now_);
     touch(slot_index);
   }
@@ -618,13 +622,24 @@ class Engine {
       const std::vector<int> slots = gpu.slots;  // bring() may free a slot
       std::vector<double> demands;
       demands.reserve(slots.size());
+      // The jobs' workloads, for the measured pair terms (none in the model: not gathered).
+      std::vector<std::vector<std::string>> workloads;
+      const bool pair_terms = !config_.interference.pair_alpha.empty();
       for (int index : slots) {
-        demands.push_back(std::min(1.0, std::max(0.0, slots_[static_cast<size_t>(index)].demand)));
+        const Slot& slot = slots_[static_cast<size_t>(index)];
+        demands.push_back(std::min(1.0, std::max(0.0, slot.demand)));
+        if (!pair_terms) continue;
+        workloads.emplace_back();
+        if (!slot.active || !slot.runner) continue;
+        for (const auto& member : slot.runner->members()) {
+          workloads.back().push_back(jobs_[member.job].workload);
+        }
       }
       for (size_t i = 0; i < slots.size(); ++i) {
         const auto slot_index = static_cast<size_t>(slots[i]);
         if (!slots_[slot_index].active || slots_[slot_index].gpu != g) continue;
-        const double factor = config_.interference.parallel_slowdown(i, demands);
+        // The planner's definition (InterferenceModel::lane_factor): one model in one place.
+        const double factor = config_.interference.lane_factor(i, demands, workloads);
         if (factor == slots_[slot_index].runner->factor()) continue;
         bring(slot_index, now);
         if (slots_[slot_index].active) slots_[slot_index].runner->set_factor(factor, now);
@@ -710,6 +725,8 @@ class Engine {
       row.num_gpu = job.num_gpu;
       row.submit_s = job.submit_s;
       row.start_s = runtime.start_s;
+      row.gpu = runtime.gpu;
+      row.lane = runtime.lane;
       row.finished = runtime.finished;
       row.finish_s = runtime.finished ? runtime.finish_s : 0;
       row.jct_s = runtime.finished ? runtime.finish_s - job.submit_s : 0;

@@ -163,6 +163,7 @@ std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string
   const size_t batch_col = optional("batch_size");
   const size_t priority_col = optional("priority");
   const size_t utilization_col = optional("utilization");
+  const size_t workload_col = optional("workload");
   if (table.rows.empty()) csv::fail(path, 2, "at least one job row after the header");
 
   std::vector<SimJob> jobs;
@@ -205,6 +206,7 @@ std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string
         csv::fail_value(table, row, utilization_col, "utilization", "in (0, 1]");
       }
     }
+    if (workload_col < table.header.size()) job.workload = row.fields[workload_col];
     jobs.push_back(std::move(job));
   }
   return jobs;

@@ -1,7 +1,9 @@
 // A small trace database with known contents for the GUI tests: one host, one process (workflow
 // "train"), GPU 0 with streams 7 and 13, kernels with known names and times launched by runtime
 // calls (correlation ids), a memcpy, CPU ops, iterations, memory events, and one stored finding
-// with a window. Times are kBase + µs offsets.
+// of an earlier run that the GUI does not show: the capture's rows are there, so its findings are
+// the analyzer's now (analyzer/analysis.h capture_findings(): few_blocks, worst instance the gemm
+// at [1000, 1400) µs, and tensor_cores_unused). Times are kBase + µs offsets.
 #pragma once
 
 #include <string>
@@ -18,8 +20,9 @@ inline int64_t at_us(int64_t us) {
 
 struct Fixture {
   int64_t capture = 0;
-  // The finding's window and the "gemm" kernel at [1000, 1400) µs on stream 7.
-  int64_t finding_begin = at_us(6000), finding_end = at_us(6500);
+  // The worst instance (the focus) of the analyzer's few_blocks finding: the first "gemm" kernel,
+  // at [1000, 1400) µs on stream 7.
+  int64_t finding_begin = at_us(1000), finding_end = at_us(1400);
 };
 
 // `gemm_us`: the gemm kernel's length in each 1 ms step (900: the GPU 90 % busy, not a
@@ -107,8 +110,8 @@ inline Fixture write_fixture(const std::string& path, int64_t gemm_us = 400) {
   finding.rule = "gpu_idle_gaps";
   finding.severity = "high";
   finding.deviceId = 0;
-  finding.window_start = f.finding_begin;
-  finding.window_end = f.finding_end;
+  finding.window_start = at_us(6000);
+  finding.window_end = at_us(6500);
   finding.impact_ns = 4'000'000;
   finding.evidence_json = R"({"gaps":10})";
   finding.recommendation = "Overlap the steps.";

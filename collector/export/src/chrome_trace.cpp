@@ -7,7 +7,9 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "analysis_counters.h"
 #include "event_builder.h"
+#include "fleetscope/analyzer/loader.h"
 #include "fleetscope/export/json_text.h"
 #include "fleetscope/store/checked_column.h"
 #include "fleetscope/store/database.h"
@@ -151,6 +153,7 @@ class ChromeExporter {
     if (options_.flows) write_flows();
     write_device_samples();
     write_memory_events();
+    if (options_.analysis_counters) write_analysis_counter_tracks();
     write_iterations();
     if (options_.findings) {
       stats_.findings +=
@@ -754,6 +757,23 @@ class ChromeExporter {
       }
       ++stats_.memory_events;
     }
+  }
+
+  // Queue length per stream and copy bandwidth per kind (analysis_counters.h): computed from the
+  // capture as the analyzer loads it, since they are series over several tables, not rows.
+  void write_analysis_counter_tracks() {
+    std::optional<int64_t> capture_id = scope_.capture_id;
+    if (!capture_id) {
+      const std::vector<store::Capture> captures = reader_.captures();
+      if (captures.size() != 1) return;  // several captures are exported one group at a time
+      capture_id = captures.front().id;
+    }
+    const analyzer::CaptureData data =
+        analyzer::load_capture(reader_, *capture_id, {}, analysis_counter_parts());
+    const AnalysisCounterStats counted = write_analysis_counters(
+        data, event_, group_pid_base_, [this](std::string_view e) { emit(e); });
+    stats_.queue_length_points += counted.queue_length_points;
+    stats_.bandwidth_points += counted.bandwidth_points;
   }
 
   void write_iterations() {

@@ -21,9 +21,11 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   std::string format = "chrome";
   std::string capture_text;
   bool no_flows = false;
+  bool counters = false;
   bool quiet = false;
   common::ArgParser parser(
-      "fleetscope export DB|TRACE|NSYS.sqlite -o FILE [--format chrome] [--capture ID|all]",
+      "fleetscope export DB|TRACE|NSYS.sqlite -o FILE [--format chrome] [--capture ID|all] "
+      "[--counters]",
       "Write a trace database (or one capture) as Chrome-trace JSON for Perfetto, "
       "chrome://tracing\n"
       "and the Kineto tool chain (HTA, TensorBoard); an nsys SQLite export (or a Kineto trace) "
@@ -37,6 +39,10 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
       .option("--format", "FORMAT", "output format: chrome (default)", &format)
       .option("--capture", "ID|all", "export only this capture (default: all)", &capture_text)
       .flag("--no-flows", "leave out the launch -> kernel flow arrows", &no_flows)
+      .flag("--counters",
+            "add HTA's generate_trace_with_counters tracks: launch-queue length per stream and "
+            "copy bandwidth per kind (loads the capture's GPU work and launch calls in memory)",
+            &counters)
       .flag("--quiet", "no progress on stderr", &quiet);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (output_path.empty()) {
@@ -58,6 +64,7 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   ChromeExportOptions options;
   options.capture_id = choice.id;
   options.flows = !no_flows;
+  options.analysis_counters = counters;
   common::ProgressLine line(err, "export", !quiet && isatty(STDERR_FILENO) == 1);
   int64_t total_events = 0;
   if (line.enabled())
@@ -76,8 +83,9 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
     out << "wrote " << output_path << ": " << stats.events << " events (" << stats.kernels
         << " kernels, " << stats.memcpys << " memcpys, " << stats.memsets << " memsets, "
         << stats.runtime_calls << " runtime calls, " << stats.cpu_ops << " cpu ops, " << stats.flows
-        << " flows, " << stats.findings << " findings), base time " << stats.base_time_ns
-        << " ns\n";
+        << " flows, " << stats.findings << " findings, " << stats.queue_length_points
+        << " queue-length and " << stats.bandwidth_points
+        << " bandwidth counter points), base time " << stats.base_time_ns << " ns\n";
     return 0;
   } catch (const std::exception& error) {
     line.finish();

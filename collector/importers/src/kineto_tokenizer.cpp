@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/read_policy.h"
 #include "kineto_input.h"
 #include "kineto_splitter.h"
 
@@ -411,8 +412,15 @@ void Tokenizer::fail(size_t offset, const std::string& what) const {
   throw InputError(path_, position(offset), what);
 }
 
-#define FS_JSON_FAIL(where, err) \
-  fail(where, std::string("invalid JSON: ") + simdjson::error_message(err))
+// simdjson's error as the user reads it: an allocation refused by the reading command's memory
+// budget (store/read_policy.h) is that, not "invalid JSON".
+static std::string json_error_text(simdjson::error_code err) {
+  if (err == simdjson::MEMALLOC && store::read_memory_limit() != 0)
+    return store::memory_budget_text();
+  return std::string("invalid JSON: ") + simdjson::error_message(err);
+}
+
+#define FS_JSON_FAIL(where, err) fail(where, json_error_text(err))
 
 static bool is_json_space(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
@@ -425,9 +433,7 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
   segments.assign(1, Segment{0, document_size, 0, 1, doc_base});
   // Lines are counted only when an error needs one (Tokenizer::position, from the document).
   auto line_at = [](size_t) { return int64_t{0}; };
-  auto json_fail = [&](size_t at, simdjson::error_code e) {
-    tok.fail(at, std::string("invalid JSON: ") + simdjson::error_message(e));
-  };
+  auto json_fail = [&](size_t at, simdjson::error_code e) { tok.fail(at, json_error_text(e)); };
   od::document doc;
   auto err = parser.iterate(simdjson::padded_string_view(doc_base, document_size, document.size()))
                  .get(doc);

@@ -1,6 +1,8 @@
 // Nsight Systems SQLite export (`nsys export --type sqlite`) → trace store. Our core tables carry
 // the nsys table and column names, so this is mostly a copy with StringIds ids resolved to text
-// (the writer re-interns them) and a captureId added. Tables nsys leaves out when empty are
+// (the writer re-interns them) and a captureId added: the copy is generated from the tables'
+// description (fleetscope/store/nsys_columns.h, from schema/tables.py), so a new column nsys also
+// exports needs no line here. Tables nsys leaves out when empty are
 // optional; StringIds and at least one activity table are required. Columns are looked up by
 // name (nsys versions add and drop columns), required ones are checked with a clear error.
 //
@@ -14,6 +16,7 @@
 #include <unordered_map>
 
 #include "fleetscope/importers/importers.h"
+#include "fleetscope/store/nsys_columns.h"
 #include "import_util.h"
 
 namespace fleetscope::importers {
@@ -101,6 +104,16 @@ Query build_query(NsysFile& f, const std::string& table, const std::vector<std::
   q.sql += " FROM \"" + table + "\"";
   if (have.count("start")) q.sql += " ORDER BY start";
   return q;
+}
+
+// The SELECT of a table's columns as tables.py describes them (nsys_columns.h), plus `extra`
+// optional ones the importer reads itself.
+template <class StoreRow>
+Query query_of(NsysFile& f, const std::vector<std::string>& extra = {}) {
+  using Columns = store::nsys::Columns<StoreRow>;
+  std::vector<std::string> optional = Columns::optional;
+  optional.insert(optional.end(), extra.begin(), extra.end());
+  return build_query(f, Columns::table, Columns::required, optional);
 }
 
 class Row {
@@ -215,36 +228,11 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
   std::set<int32_t> devices;
 
   if (f.has_table(kKernel)) {
-    Query q = build_query(
-        f, kKernel, {"start", "end", "deviceId", "streamId", "demangledName"},
-        {"contextId", "correlationId", "globalPid", "shortName", "mangledName", "gridX", "gridY",
-         "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
-         "dynamicSharedMemory", "localMemoryPerThread", "graphId", "graphNodeId", "launchType"});
+    Query q = query_of<store::Kernel>(f);
     f.for_each(q.sql, kKernel, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kKernel);
       store::Kernel k;
-      k.start = r.req("start");
-      k.end = r.req("end");
-      k.deviceId = static_cast<int32_t>(r.req("deviceId"));
-      k.streamId = static_cast<int32_t>(r.req("streamId"));
-      k.demangledName = str(r, "demangledName");
-      if (!r.null("shortName")) k.shortName = str(r, "shortName");
-      k.contextId = r.opt_as("contextId");
-      k.correlationId = r.opt("correlationId");
-      k.globalPid = r.opt("globalPid");
-      k.gridX = r.opt_as("gridX").value_or(0);
-      k.gridY = r.opt_as("gridY").value_or(0);
-      k.gridZ = r.opt_as("gridZ").value_or(0);
-      k.blockX = r.opt_as("blockX").value_or(0);
-      k.blockY = r.opt_as("blockY").value_or(0);
-      k.blockZ = r.opt_as("blockZ").value_or(0);
-      k.registersPerThread = r.opt_as("registersPerThread");
-      k.staticSharedMemory = r.opt_as("staticSharedMemory");
-      k.dynamicSharedMemory = r.opt_as("dynamicSharedMemory");
-      k.localMemoryPerThread = r.opt_as("localMemoryPerThread");
-      k.graphId = r.opt("graphId");
-      k.graphNodeId = r.opt("graphNodeId");
-      k.launchType = r.opt_as("launchType");
+      store::nsys::Columns<store::Kernel>::read(k, r, str);
       k.captureId = capture.id;
       see(k.start, k.end);
       devices.insert(k.deviceId);
@@ -254,26 +242,11 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
     });
   }
   if (f.has_table(kMemcpy)) {
-    Query q = build_query(f, kMemcpy, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"},
-                          {"contextId", "correlationId", "globalPid", "srcKind", "dstKind",
-                           "srcDeviceId", "dstDeviceId", "graphNodeId"});
+    Query q = query_of<store::Memcpy>(f);
     f.for_each(q.sql, kMemcpy, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kMemcpy);
       store::Memcpy m;
-      m.start = r.req("start");
-      m.end = r.req("end");
-      m.deviceId = static_cast<int32_t>(r.req("deviceId"));
-      m.streamId = static_cast<int32_t>(r.req("streamId"));
-      m.bytes = r.req("bytes");
-      m.copyKind = static_cast<int32_t>(r.req("copyKind"));
-      m.contextId = r.opt_as("contextId");
-      m.correlationId = r.opt("correlationId");
-      m.globalPid = r.opt("globalPid");
-      m.srcKind = r.opt_as("srcKind");
-      m.dstKind = r.opt_as("dstKind");
-      m.srcDeviceId = r.opt_as("srcDeviceId");
-      m.dstDeviceId = r.opt_as("dstDeviceId");
-      m.graphNodeId = r.opt("graphNodeId");
+      store::nsys::Columns<store::Memcpy>::read(m, r, str);
       m.captureId = capture.id;
       see(m.start, m.end);
       devices.insert(m.deviceId);
@@ -283,23 +256,11 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
     });
   }
   if (f.has_table(kMemset)) {
-    Query q =
-        build_query(f, kMemset, {"start", "end", "deviceId", "streamId", "bytes"},
-                    {"contextId", "correlationId", "globalPid", "value", "memKind", "graphNodeId"});
+    Query q = query_of<store::Memset>(f);
     f.for_each(q.sql, kMemset, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kMemset);
       store::Memset m;
-      m.start = r.req("start");
-      m.end = r.req("end");
-      m.deviceId = static_cast<int32_t>(r.req("deviceId"));
-      m.streamId = static_cast<int32_t>(r.req("streamId"));
-      m.bytes = r.req("bytes");
-      m.contextId = r.opt_as("contextId");
-      m.correlationId = r.opt("correlationId");
-      m.globalPid = r.opt("globalPid");
-      m.value = r.opt_as("value");
-      m.memKind = r.opt_as("memKind");
-      m.graphNodeId = r.opt("graphNodeId");
+      store::nsys::Columns<store::Memset>::read(m, r, str);
       m.captureId = capture.id;
       see(m.start, m.end);
       devices.insert(m.deviceId);
@@ -310,21 +271,14 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
   }
   std::set<int64_t> pids;
   if (f.has_table(kRuntime)) {
-    Query q = build_query(f, kRuntime, {"start", "end", "globalTid", "nameId"},
-                          {"correlationId", "returnValue", "cbid"});
+    Query q = query_of<store::RuntimeCall>(f);
     f.for_each(q.sql, kRuntime, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kRuntime);
       store::RuntimeCall c;
-      c.start = r.req("start");
-      c.end = r.req("end");
-      c.globalTid = r.req("globalTid");
-      c.name = str(r, "nameId");
+      store::nsys::Columns<store::RuntimeCall>::read(c, r, str);
       // nsys files runtime and driver calls in one table; the name tells them apart.
       bool driver = c.name.rfind("cu", 0) == 0 && c.name.rfind("cuda", 0) != 0;
       c.eventClass = driver ? store::ApiClass::driver : store::ApiClass::runtime;
-      c.correlationId = r.opt("correlationId");
-      c.returnValue = r.opt_as("returnValue");
-      c.cbid = r.opt_as("cbid");
       c.captureId = capture.id;
       see(c.start, c.end);
       pids.insert(store::pid_of(c.globalTid));
@@ -334,22 +288,11 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
     });
   }
   if (f.has_table(kSync)) {
-    Query q = build_query(f, kSync, {"start", "end", "syncType"},
-                          {"deviceId", "contextId", "streamId", "correlationId", "globalPid",
-                           "globalTid", "eventId"});
+    Query q = query_of<store::Sync>(f);
     f.for_each(q.sql, kSync, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kSync);
       store::Sync s;
-      s.start = r.req("start");
-      s.end = r.req("end");
-      s.syncType = static_cast<int32_t>(r.req("syncType"));
-      s.deviceId = r.opt_as("deviceId");
-      s.contextId = r.opt_as("contextId");
-      s.streamId = r.opt_as("streamId");
-      s.correlationId = r.opt("correlationId");
-      s.globalPid = r.opt("globalPid");
-      s.globalTid = r.opt("globalTid");
-      s.eventId = r.opt("eventId");
+      store::nsys::Columns<store::Sync>::read(s, r, str);
       s.captureId = capture.id;
       see(s.start, s.end);
       if (s.deviceId) devices.insert(*s.deviceId);
@@ -359,21 +302,16 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
     });
   }
   if (f.has_table(kNvtx)) {
-    Query q = build_query(f, kNvtx, {"start", "eventType"},
-                          {"end", "rangeId", "text", "textId", "domainId", "globalTid"});
+    // The text is inline or a StringIds id (registered strings): read here, not copied.
+    Query q = query_of<store::NvtxEvent>(f, {"text", "textId"});
     f.for_each(q.sql, kNvtx, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kNvtx);
       store::NvtxEvent e;
-      e.start = r.req("start");
-      e.end = r.opt("end");
-      e.eventType = static_cast<int32_t>(r.req("eventType"));
-      e.rangeId = r.opt("rangeId");
+      store::nsys::Columns<store::NvtxEvent>::read(e, r, str);
       if (auto t = r.text("text"))
         e.text = *t;
       else if (!r.null("textId"))
         e.text = str(r, "textId");
-      e.domainId = r.opt_as("domainId");
-      e.globalTid = r.opt("globalTid");
       e.captureId = capture.id;
       see(e.start, e.end.value_or(e.start));
       ++result.nvtx_events;
@@ -386,31 +324,12 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       result.kernels + result.memcpys + result.memsets + result.syncs + result.runtime_calls > 0;
   std::set<int32_t> written;
   if (f.has_table(kGpu)) {
-    Query q = build_query(
-        f, kGpu, {"id"},
-        {"name", "uuid", "busLocation", "totalMemory", "smCount", "computeMajor", "computeMinor",
-         "clockRate", "memoryBandwidth", "maxThreadsPerBlock", "maxWarpsPerSm", "maxBlocksPerSm",
-         "maxRegistersPerSm", "maxShmemPerSm", "threadsPerWarp", "vendor"});
+    Query q = query_of<store::GpuInfo>(f);
     f.for_each(q.sql, kGpu, [&](sqlite3_stmt* st) {
       Row r(st, q, f, kGpu);
       store::GpuInfo g;
-      g.id = static_cast<int32_t>(r.req("id"));
+      store::nsys::Columns<store::GpuInfo>::read(g, r, str);
       g.captureId = capture.id;
-      g.name = r.text("name").value_or("");
-      g.uuid = r.text("uuid");
-      g.busLocation = r.text("busLocation");
-      g.totalMemory = r.opt("totalMemory");
-      g.smCount = r.opt_as("smCount");
-      g.computeMajor = r.opt_as("computeMajor");
-      g.computeMinor = r.opt_as("computeMinor");
-      g.clockRate = r.opt("clockRate");
-      g.memoryBandwidth = r.opt("memoryBandwidth");
-      g.maxThreadsPerBlock = r.opt_as("maxThreadsPerBlock");
-      g.maxWarpsPerSm = r.opt_as("maxWarpsPerSm");
-      g.maxBlocksPerSm = r.opt_as("maxBlocksPerSm");
-      g.maxRegistersPerSm = r.opt_as("maxRegistersPerSm");
-      g.maxShmemPerSm = r.opt("maxShmemPerSm");
-      g.threadsPerWarp = r.opt_as("threadsPerWarp");
       g.vendor = "nvidia";  // nsys CUDA traces are NVIDIA's; its 'vendor' column is free text
       if (!written.insert(g.id).second) return;
       writer.add_gpu(g);

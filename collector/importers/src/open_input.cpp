@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/read_policy.h"
 
 namespace fleetscope::importers {
 
@@ -62,6 +63,7 @@ store::Reader OpenedInput::reader() const {
 OpenedInput open_input(const std::string& path, const ImportOptions& options) {
   OpenedInput input;
   input.path = path;
+  store::note_reading(path);
   input.kind = input_kind(path);
   if (input.kind == InputKind::fleetscope_database) return input;
   MemoryImport imported = import_to_memory(path, options);

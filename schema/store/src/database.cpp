@@ -25,6 +25,7 @@
 #include "fleetscope/store/rows.h"
 #include "fleetscope/store/unreadable_file.h"
 #include "schema_shape.h"
+#include "sqlite_errors.h"
 
 namespace fleetscope::store {
 namespace embedded {
@@ -94,6 +95,9 @@ void forget_path(const sqlite3* db) {
                      what + ": stopped after the time limit of " +
                          std::to_string(read_time_limit()) +
                          " s (raise it with --timeout SECONDS, 0 for none)");
+  // SQLite's allocation refused by the reading command's memory budget (memory_budget.cpp).
+  if (code == SQLITE_NOMEM && read_memory_limit() != 0)
+    throw InputError(file, "", what + ": " + memory_budget_text());
   // A damaged file is bad input (exit 1 with the file named), not an internal error.
   if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_MISMATCH)
     throw InputError(file, "", what + ": " + message);
@@ -287,6 +291,9 @@ double Statement::column_double(int col) const {
 }
 std::string Statement::column_text(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
+  if (column_text_failed(stmt_, col, text))
+    throw_sqlite(db_, "read column " + std::to_string(col) + " of '" +
+                          std::string(sqlite3_sql(stmt_)).substr(0, 80) + "'");
   return text ? std::string(reinterpret_cast<const char*>(text),
                             static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
               : std::string();
@@ -309,6 +316,7 @@ Database Database::open(const std::string& path, OpenMode mode) {
     throw unreadable_file(path, *problem);
   if (std::filesystem::file_size(path, ec) == 0)
     throw InputError(path, "byte 0", "empty file, expected a SQLite trace database");
+  note_reading(path);
   sqlite3* raw = nullptr;
   int flags = (mode == OpenMode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
               SQLITE_OPEN_NOMUTEX;
@@ -359,6 +367,7 @@ Database Database::open_external(const std::string& path) {
     throw unreadable_file(path, *problem);
   if (std::filesystem::file_size(path, ec) == 0)
     throw InputError(path, "byte 0", "empty file, expected a SQLite database");
+  note_reading(path);
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "fleetscope/store/error.h"
+#include "sqlite_errors.h"
 
 namespace fleetscope::store {
 namespace {
@@ -66,7 +67,7 @@ int64_t stream_query(const Database& db, const std::string& sql, const QueryLimi
   const char* tail = nullptr;
   if (sqlite3_prepare_v2(raw, sql.c_str(), static_cast<int>(sql.size()), &statement.stmt, &tail) !=
       SQLITE_OK)
-    throw InputError(file, "query", sqlite3_errmsg(raw));
+    throw InputError(file, "query", sqlite_error_message(raw));
   if (!statement.stmt) throw InputError(file, "query", "empty query, expected one statement");
   if (tail && !only_comments(tail))
     throw InputError(file, "query",
@@ -97,6 +98,8 @@ int64_t stream_query(const Database& db, const std::string& sql, const QueryLimi
   while ((rc = sqlite3_step(statement.stmt)) == SQLITE_ROW) {
     for (int c = 0; c < columns; ++c) {
       const unsigned char* text = sqlite3_column_text(statement.stmt, c);
+      if (column_text_failed(statement.stmt, c, text))
+        throw InputError(file, "query", sqlite_error_message(raw));
       if (text)
         row[c].emplace(reinterpret_cast<const char*>(text),
                        static_cast<size_t>(sqlite3_column_bytes(statement.stmt, c)));
@@ -111,7 +114,7 @@ int64_t stream_query(const Database& db, const std::string& sql, const QueryLimi
     throw InputError(file, "query",
                      "stopped after the time limit of " + std::to_string(limits.time_limit_s) +
                          " s (raise it with --timeout SECONDS, 0 for none)");
-  throw InputError(file, "query", sqlite3_errmsg(raw));
+  throw InputError(file, "query", sqlite_error_message(raw));
 }
 
 }  // namespace fleetscope::store

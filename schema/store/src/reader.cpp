@@ -6,6 +6,7 @@
 
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/table_io.h"
+#include "sqlite_errors.h"
 
 namespace fleetscope::store {
 namespace {
@@ -287,6 +288,11 @@ QueryResult Reader::query(const std::string& sql) const {
     std::vector<std::optional<std::string>> row;
     for (int c = 0; c < columns; ++c) {
       const unsigned char* text = sqlite3_column_text(raw, c);
+      if (column_text_failed(raw, c, text)) {
+        const std::string message = sqlite_error_message(db_.raw());
+        sqlite3_finalize(raw);
+        throw InputError(db_.path(), "query", message);
+      }
       if (text)
         row.emplace_back(reinterpret_cast<const char*>(text));
       else
@@ -294,7 +300,7 @@ QueryResult Reader::query(const std::string& sql) const {
     }
     result.rows.push_back(std::move(row));
   }
-  std::string message = sqlite3_errmsg(db_.raw());
+  std::string message = sqlite_error_message(db_.raw());
   sqlite3_finalize(raw);
   if (rc != SQLITE_DONE) throw InputError(db_.path(), "query", message);
   return result;

@@ -1,10 +1,12 @@
 // ConnectionLimiter (connection_guard.h) on real socket pairs: who is admitted, who gives up an
-// idle place (its peer reads end-of-file), who is refused, and the read budget.
+// idle place (its peer reads end-of-file), who waits for a place, who is refused, and the read
+// budget.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <thread>
 
 #include "fleetscope/daemon/connection_guard.h"
@@ -41,6 +43,8 @@ ConnectionLimits small(int total, int per_uid) {
   limits.max_connections = total;
   limits.max_connections_per_uid = per_uid;
   limits.max_buffered_bytes = 1000;
+  limits.min_idle_to_evict = 0ms;  // any idle connection may be closed (the tests below that
+                                   // are about the grace set their own)
   return limits;
 }
 
@@ -134,6 +138,72 @@ TEST(ConnectionGuard, TheReadBudgetIsSharedAndWaitedFor) {
   release.join();
   other.reset();  // a connection that ends gives its reservation back
   EXPECT_EQ(limiter->counts().buffered_bytes, 300);
+}
+
+// The cause of DaemonProcess.ServesTwoHundredConcurrentClients failing under load: with 200
+// clients of one uid over its limit of 128, each newcomer closed a connection idle for a moment (a
+// client between two calls, or one accepted whose first request was on its way).
+TEST(ConnectionGuard, AConnectionIdleForAMomentIsNotClosedTheNewcomerWaitsForAPlace) {
+  ConnectionLimits limits = small(100, 1);
+  limits.min_idle_to_evict = 1h;
+  auto limiter = ConnectionLimiter::create(limits);
+  Pair a, b;
+  auto between_calls = limiter->admit(1000, a.daemon_end);
+  ASSERT_TRUE(between_calls);
+  between_calls->set_idle(true);
+  std::string why;
+  EXPECT_FALSE(limiter->admit(1000, b.daemon_end, &why));  // no waiting: refused, not evicted
+  EXPECT_NE(why.find("max_connections_per_uid"), std::string::npos) << why;
+  auto newcomer = limiter->admit_or_queue(1000, b.daemon_end);
+  ASSERT_TRUE(newcomer);
+  EXPECT_FALSE(a.closed_for_client());
+  // It gets the place when the first connection ends, and not before.
+  std::atomic<bool> placed{false};
+  std::thread waiter(
+      [&] { placed = newcomer->wait_for_place(std::chrono::steady_clock::now() + 1h); });
+  EXPECT_FALSE(placed.load());
+  between_calls.reset();
+  waiter.join();
+  EXPECT_TRUE(placed.load());
+  EXPECT_EQ(limiter->counts().evicted, 0);
+  EXPECT_FALSE(a.closed_for_client());
+}
+
+TEST(ConnectionGuard, AWaitingConnectionTakesThePlaceOfOneIdleLongerThanTheGrace) {
+  ConnectionLimits limits = small(100, 1);
+  limits.min_idle_to_evict = 30ms;
+  auto limiter = ConnectionLimiter::create(limits);
+  Pair a, b;
+  auto abandoned = limiter->admit(1000, a.daemon_end);
+  abandoned->set_idle(true);
+  const auto idle_from = std::chrono::steady_clock::now();
+  auto newcomer = limiter->admit_or_queue(1000, b.daemon_end);
+  ASSERT_TRUE(newcomer);
+  EXPECT_TRUE(newcomer->wait_for_place(std::chrono::steady_clock::now() + 1h));
+  EXPECT_GE(std::chrono::steady_clock::now() - idle_from, 30ms);
+  EXPECT_TRUE(a.closed_for_client());
+  EXPECT_EQ(limiter->counts().evicted, 1);
+}
+
+TEST(ConnectionGuard, AWaitingConnectionIsRefusedAtItsDeadlineWhenAllAreBusy) {
+  auto limiter = ConnectionLimiter::create(small(100, 1));
+  Pair a, b;
+  auto busy = limiter->admit(1000, a.daemon_end);
+  busy->set_idle(false);
+  auto newcomer = limiter->admit_or_queue(1000, b.daemon_end);
+  ASSERT_TRUE(newcomer);
+  std::string why;
+  EXPECT_FALSE(newcomer->wait_for_place(std::chrono::steady_clock::now() + 20ms, &why));
+  EXPECT_NE(why.find("max_connections_per_uid"), std::string::npos) << why;
+  EXPECT_EQ(limiter->counts().refused, 1);
+  EXPECT_FALSE(a.closed_for_client());
+  // Waiting connections are bounded: twice max_connections held in all.
+  auto tiny = ConnectionLimiter::create(small(1, 1));
+  Pair c, d, e;
+  auto held = tiny->admit_or_queue(1000, c.daemon_end);
+  auto queued = tiny->admit_or_queue(1000, d.daemon_end);
+  EXPECT_TRUE(held && queued);
+  EXPECT_FALSE(tiny->admit_or_queue(1000, e.daemon_end));
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ TEST(NsysImporter, ImportsEveryTable) {
   EXPECT_EQ(kernels[0].gridX, 108);
   EXPECT_EQ(kernels[0].dynamicSharedMemory, 4096);
   EXPECT_EQ(kernels[0].globalPid, store::global_pid(1234));
+  // Schema 4's column (tables.py, kernel gridId) is read from the export as the agent fills it.
+  EXPECT_EQ(kernels[0].gridId, 1);
+  EXPECT_EQ(kernels[1].gridId, 2);
   EXPECT_EQ(
       scalar(
           db,

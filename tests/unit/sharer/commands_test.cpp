@@ -135,6 +135,81 @@ TEST(SimHpo, ComparesThePlacementsOfOneStudy) {
             2);
 }
 
+// share plan --hpo: the water-filling plan of a study. 40 trials at u = 0.5 on 2 GPUs: the first
+// wave puts two trials on each GPU (their utilizations fill one GPU), each in a lane of its own;
+// no GPU ever runs more than two at once, and a waiting trial starts when one finishes on that
+// GPU. The plan is sim --hpo's water-filling run (one code path): same makespan.
+TEST(SharePlanHpo, WaterFillsTrialsIntoLanesAndRefillsAsTheyFinish) {
+  const std::vector<std::string> study{
+      "--hpo",     "40",       "--profiles",    jobs_data("salus_workloads.csv"),
+      "--model",   "resnet50", "--gpus",        "2",
+      "--trial-s", "30",       "--utilization", "0.5",
+      "--format",  "json"};
+  const auto planned = plan(study);
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  const auto document = nlohmann::json::parse(planned.out);
+  EXPECT_EQ(document.at("first_wave"), 4);
+  EXPECT_EQ(document.at("max_trials_per_gpu"), 2);
+  const auto& trials = document.at("trials");
+  ASSERT_EQ(trials.size(), 40u);
+  double last_finish = 0;
+  for (const auto& trial : trials) {
+    const double start = trial.at("start_s");
+    const double finish = trial.at("finish_s");
+    const int gpu = trial.at("gpu");
+    ASSERT_TRUE(gpu == 0 || gpu == 1) << trial.dump();
+    EXPECT_GT(finish, start);
+    last_finish = std::max(last_finish, finish);
+    // At its start, at most one other trial runs on its GPU, in another lane.
+    int running = 0;
+    for (const auto& other : trials) {
+      if (&other == &trial || other.at("gpu") != gpu) continue;
+      if (other.at("start_s").get<double>() <= start && start < other.at("finish_s")) {
+        ++running;
+        EXPECT_NE(other.at("lane"), trial.at("lane")) << trial.dump() << other.dump();
+      }
+    }
+    EXPECT_LE(running, 1) << trial.dump();
+    // A trial of a later wave starts the moment a trial on its GPU finished.
+    if (!trial.at("first_wave").get<bool>()) {
+      bool refilled = false;
+      for (const auto& other : trials) {
+        refilled = refilled || (other.at("gpu") == gpu && other.at("finish_s") == start);
+      }
+      EXPECT_TRUE(refilled) << trial.dump();
+    }
+  }
+  EXPECT_DOUBLE_EQ(document.at("makespan_s").get<double>(), last_finish);
+  ASSERT_EQ(document.at("placements").size(), 3u);
+  EXPECT_EQ(document.at("placements")[0].at("placement"), "one-per-gpu");
+  EXPECT_NEAR(document.at("placements")[0].at("makespan_s").get<double>() /
+                  document.at("makespan_s").get<double>(),
+              2.0, 0.05);
+
+  auto simulated_args = study;
+  const auto simulated = sim(simulated_args);
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+  const auto sim_document = nlohmann::json::parse(simulated.out);
+  EXPECT_DOUBLE_EQ(sim_document.at("placements")[2].at("makespan_s").get<double>(),
+                   document.at("makespan_s").get<double>());
+
+  // The table names the study, the waves and every trial.
+  auto table_args = study;
+  table_args.resize(table_args.size() - 2);
+  const auto table = plan(table_args);
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("water-filling: 4 trials start at once (at most 2 per GPU"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("trial39"), std::string::npos);
+
+  // Flags of the other mode are refused.
+  auto mixed = study;
+  mixed.insert(mixed.end(), {"--candidates", "c.json"});
+  EXPECT_EQ(plan(mixed).code, 2);
+  EXPECT_EQ(plan({"--candidates", "c.json", "--model", "resnet50"}).code, 2);
+}
+
 TEST(SimHpo, TrialDbTakesTheUtilizationTheAnalyzerMeasures) {
   // Without the analyzer wired in it is a clear failure.
   set_trial_loader(nullptr);

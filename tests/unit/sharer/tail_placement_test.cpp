@@ -65,6 +65,12 @@ TEST(TailAwarePlacement, AJitteryNeighbourIsKeptOutOfASteadyJobsLane) {
   // Without tails the mean alone puts them together (the only check before issue 25).
   const auto no_tails = plan_consolidation(pair(-1), options);
   EXPECT_EQ(no_tails.gpus_after, 1);
+  // So does the planner with its tail checks off (the cost benchmark's reference).
+  auto mean_only = options;
+  mean_only.tail_checks = false;
+  const auto unchecked = plan_consolidation(pair(400), mean_only);
+  EXPECT_EQ(unchecked.gpus_after, 1);
+  EXPECT_EQ(find(unchecked, "a").lane_id, find(unchecked, "b").lane_id);
 }
 
 // A latency-sensitive job (10 ms steps, p99 12 ms, 20 % busy) next to a batch job (50 ms, 30 %).
@@ -92,6 +98,12 @@ TEST(TailAwarePlacement, ALatencyJobSharesALaneOnlyWithinItsP99Target) {
   const auto tight = plan_with({{"class", "latency"}, {"p99_target_ms", "20"}});
   EXPECT_NE(find(tight, "serve").lane_id, find(tight, "batch").lane_id);
   EXPECT_LE(find(tight, "serve").predicted_p99_s, 0.020 + 1e-12);
+
+  // Without tail checks a target cannot be checked: the latency job keeps its own lane.
+  options.tail_checks = false;
+  const auto unchecked = plan_with({{"class", "latency"}, {"p99_target_ms", "30"}});
+  EXPECT_NE(find(unchecked, "serve").lane_id, find(unchecked, "batch").lane_id);
+  EXPECT_TRUE(find(unchecked, "serve").own_lane);
 }
 
 std::string h100_runs() {

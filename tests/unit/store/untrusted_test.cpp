@@ -2,7 +2,9 @@
 // SQLite's defensive settings keep triggers in a file from running, `sql` takes one statement and
 // stops at its time limit, every error on a corrupted database names the file (a corpus of
 // corrupted copies generated here), out-of-range times are refused before any arithmetic, and an
-// output file is never lost to a concurrent writer or left behind by a signal.
+// output file is never lost to a concurrent writer or left behind by a signal, and every reading
+// command stops at its memory budget with the file named.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -10,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -434,14 +437,15 @@ TEST(Untrusted, AVersionOneFileIsMigratedWithMemoryIndependentOfItsSize) {
   test_support::TempDir dir;
   const std::string path = dir.file("big-v1.db");
   // About 50 MB of v1 kernels, written by SQLite itself.
-  raw_exec(path, store::schema_v1_sql() +
-                     "INSERT INTO meta VALUES ('schema_version', '1');"
-                     "INSERT INTO captures(id, kind, source) VALUES (1, 'imported', 'old');"
-                     "INSERT INTO StringIds VALUES (1, 'k');"
-                     "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 1200000) "
-                     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, "
-                     "demangledName, shortName, captureId) SELECT n * 10, n * 10 + 5, 0, 7, 1, 1, "
-                     "1 FROM r;");
+  raw_exec(path,
+           store::schema_v1_sql() +
+               "INSERT INTO meta VALUES ('schema_version', '1');"
+               "INSERT INTO captures(id, kind, source) VALUES (1, 'imported', 'old');"
+               "INSERT INTO StringIds VALUES (1, 'k');"
+               "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 1200000) "
+               "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, "
+               "demangledName, shortName, captureId) SELECT n * 10, n * 10 + 5, 0, 7, 1, 1, "
+               "1 FROM r;");
   ASSERT_GT(fs::file_size(path), 40u << 20);
   int report[2];
   ASSERT_EQ(pipe(report), 0);
@@ -469,4 +473,124 @@ TEST(Untrusted, AVersionOneFileIsMigratedWithMemoryIndependentOfItsSize) {
   EXPECT_EQ(got[0], 1200000);
   EXPECT_LT(got[1], 24 * 1024) << "peak RSS grew by " << got[1] << " KiB to migrate "
                                << fs::file_size(path) / 1024 << " KiB";
+}
+
+namespace {
+
+// The `fleetscope` program in a process of its own (the memory budget is a limit of the whole
+// process, and a test process keeps freed memory that would serve the command unseen).
+CliRun run_program(const test_support::TempDir& dir, const std::vector<std::string>& args) {
+  const std::string out_path = dir.file("program.out"), err_path = dir.file("program.err");
+  const pid_t child = fork();
+  if (child == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
+    // Under AddressSanitizer (the asan preset) a refused allocation must return null, as malloc
+    // does, rather than end the program.
+    std::string asan = "allocator_may_return_null=1";
+    if (const char* given = getenv("ASAN_OPTIONS"); given && *given) asan = given + (":" + asan);
+    setenv("ASAN_OPTIONS", asan.c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(FLEETSCOPE_CLI)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(FLEETSCOPE_CLI, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), file_bytes(out_path),
+          file_bytes(err_path)};
+}
+
+}  // namespace
+
+TEST(Untrusted, EveryReadingCommandStopsAtItsMemoryBudgetNamingTheFile) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "heavy.db", 3);
+  const std::string other = make_db(dir, "light.db", 3);
+  // A file that needs far more than an 8 MiB budget to read: a 24 MB kernel name and GPU name
+  // (under the 64 MiB value cap), built by SQLite itself.
+  raw_exec(path,
+           "UPDATE StringIds SET value = printf('%.*c', 24000000, 'k') WHERE id = (SELECT "
+           "demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1);"
+           "UPDATE TARGET_INFO_GPU SET name = printf('%.*c', 24000000, 'g');");
+  const std::string before = file_bytes(path);
+  const std::string exported = dir.file("heavy.json");
+  const std::vector<std::vector<std::string>> commands = {
+      {"info", path},
+      {"analyze", path},
+      {"report", path},
+      {"export", path, "-o", exported},
+      {"fleet", path},
+      {"diff", path, other},
+      {"sql", path, "SELECT name FROM TARGET_INFO_GPU"}};
+  for (auto args : commands) {
+    args.insert(args.end(), {"--memory-limit", "8M"});
+    const CliRun stopped = run_program(dir, args);
+    EXPECT_EQ(stopped.code, 1) << args[0] << ": " << stopped.err;
+    // One error line (after any progress lines): the file, the budget and how to raise it.
+    std::vector<std::string> errors;
+    std::istringstream lines(stopped.err);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("error: ", 0) == 0) errors.push_back(line);
+    ASSERT_EQ(errors.size(), 1u) << args[0] << ": " << stopped.err;
+    EXPECT_EQ(errors[0].rfind("error: " + path + ": ", 0), 0u) << errors[0];
+    EXPECT_NE(errors[0].find("memory budget of 8 MiB"), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find("--memory-limit"), std::string::npos) << errors[0];
+    // Nothing half-written: no export, no temporary beside it, the input untouched (analyze
+    // stores its findings in it when it succeeds).
+    EXPECT_FALSE(fs::exists(exported)) << args[0];
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+      EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+    EXPECT_EQ(file_bytes(path), before) << args[0] << " changed its input";
+  }
+  // The same file within the default budget, and with none.
+  for (auto args : commands) {
+    if (args[0] == "export") fs::remove(exported);
+    EXPECT_EQ(run_program(dir, args).code, 0) << args[0];
+  }
+  fs::remove(exported);
+  // A trace file analysed in memory: the same one line, not "invalid JSON".
+  const CliRun trace =
+      run_program(dir, {"analyze", "--no-store",
+                        std::string(FLEETSCOPE_SHARED_DATA) +
+                            "/traces/kineto/hta-critical_path_alexnet_trace.json.gz",
+                        "--memory-limit", "1M"});
+  EXPECT_EQ(trace.code, 1) << trace.err;
+  EXPECT_NE(trace.err.find("memory budget of 1 MiB"), std::string::npos) << trace.err;
+  EXPECT_EQ(trace.err.find("invalid JSON"), std::string::npos) << trace.err;
+  EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit", "0"}).code, 0);
+  EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit", "lots"}).code, 2);
+  EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit=100"}).code, 2);
+}
+
+TEST(Untrusted, NoControlCharacterFromAFileReachesTheTerminal) {
+  test_support::TempDir dir;
+  const std::string path = make_db(dir, "escapes.db", 40);
+  const std::string plain = make_db(dir, "plain.db", 40);
+  // Names that would set the window title and the colour of the terminal they are printed on.
+  raw_exec(path,
+           "UPDATE StringIds SET value = char(27) || ']0;owned' || char(7) || char(27) || '[31m' "
+           "|| value;"
+           "UPDATE TARGET_INFO_GPU SET name = char(27) || '[2J' || name;"
+           "INSERT INTO workflows(id, name) VALUES (77, char(27) || '[31mjob');"
+           "INSERT INTO processes(captureId, globalPid, pid, workflow_id, command) VALUES ("
+           "(SELECT MIN(id) FROM captures), 7 * 16777216, 7, 77, char(27) || '[31mpython');");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"info", path},
+                                             {"analyze", "--no-store", path},
+                                             {"report", path},
+                                             {"diff", path, plain},
+                                             {"fleet", path},
+                                             {"candidates", path}}) {
+    const CliRun shown = run(args);
+    EXPECT_EQ(shown.code, 0) << args[0] << ": " << shown.err;
+    EXPECT_EQ(shown.out.find('\x1b'), std::string::npos) << args[0] << ":\n" << shown.out;
+    EXPECT_EQ(shown.err.find('\x1b'), std::string::npos) << args[0] << ":\n" << shown.err;
+  }
+  // The escaped form is shown instead (the name stays recognisable).
+  EXPECT_NE(run({"info", path}).out.find("\\x1B[2J"), std::string::npos);
+  EXPECT_NE(run({"fleet", path}).out.find("\\x1B[31mjob"), std::string::npos)
+      << run({"fleet", path}).out;
 }

@@ -9,8 +9,9 @@
 #include "fleetscope/store/rows.h"
 
 namespace fleetscope::store {
+class Reader;
 class Writer;
-}
+}  // namespace fleetscope::store
 
 namespace fleetscope::analyzer {
 
@@ -29,9 +30,17 @@ struct RuleOutcome {
   std::string not_evaluated_text() const;
 };
 
+// Where a capture's findings come from (capture_findings() decides).
+enum class FindingsSource {
+  analysed,  // the rules ran now on the capture's rows
+  stored,    // read back from the findings table: the capture has no rows left to analyse
+};
+const char* to_string(FindingsSource source);  // "analysed", "stored"
+
 struct AnalysisResult {
   std::vector<store::Finding> findings;  // sorted by impact, largest first
   std::vector<RuleOutcome> rules;        // one per selected rule, in catalogue/selection order
+  FindingsSource source = FindingsSource::analysed;  // stored: `rules` is empty
   std::vector<const RuleOutcome*> not_evaluated() const;
 };
 
@@ -45,6 +54,24 @@ CaptureParts parts_needed(const AnalyzeOptions& options, bool with_summary = tru
 // reads (CaptureData::loaded). Throws std::invalid_argument for an unknown rule id or an override
 // naming no threshold of a selected rule.
 AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& options = {});
+
+// The one rule for stored vs fresh findings, which `analyze`, `report`, `fleet`, the analysis
+// session (the GUI) and the daemon's live analysis all follow:
+//
+//   A capture whose rows are there is analysed now, with `options`. Findings in the database
+//   are a record of an earlier run (`fleetscope analyze` with other rules or thresholds, the
+//   daemon's live analysis with the analyzer of its day), never an input: were they preferred,
+//   the same capture would show different findings in different commands, and a changed rule or
+//   threshold would never be seen on a database that was analysed once. Only a capture with no
+//   rows left (deleted, or written by a tool that kept the findings alone) shows its stored
+//   findings, with `source` = stored so that every output says so.
+//
+// `data` is the capture as loaded (any CaptureParts); `reader` is its database, or null for a
+// capture that never was in one (a trace imported straight into memory). The stored findings
+// are looked for only when `data` holds no GPU events and no iterations, and then used only when
+// no event table has a row of the capture (store/capture_rows.h).
+AnalysisResult capture_findings(const CaptureData& data, const store::Reader* reader,
+                                const AnalyzeOptions& options = {});
 
 // The findings of analyze_capture() alone.
 std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOptions& options = {});

@@ -1,8 +1,9 @@
 // Fleet view: rank jobs (workflows) across one or more trace databases by wasted GPU-hours.
 // A job's GPU-hours on a GPU = the window of its GPU utilization (gpu_utilization.h: its steps'
 // span when it recorded steps, else its first-to-last GPU-event span on that GPU); wasted = the
-// idle time inside that window; utilization = the GPU utilization, Σ busy / Σ window. Findings
-// already stored by `fleetscope analyze` add their summed impact as a second column.
+// idle time inside that window; utilization = the GPU utilization, Σ busy / Σ window. The
+// findings of each capture (capture_findings() in analysis.h: analysed now, as `analyze` and
+// `report` show them) add their summed impact as a second column.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,8 @@ struct WorkflowWaste {
   int64_t span_ns = 0;             // summed per-device GPU-utilization windows (GPU time held)
   int64_t busy_ns = 0;             // summed GPU work inside them
   int64_t idle_ns = 0;             // span − busy
-  int64_t findings_impact_ns = 0;  // summed impact of stored findings on the job's captures
-  std::string top_rule;            // stored finding with the largest impact, if any
+  int64_t findings_impact_ns = 0;  // summed impact of the findings on the job's captures
+  std::string top_rule;            // the rule with the largest summed impact, if any
   int64_t top_rule_impact_ns = 0;  // that rule's summed impact on the job
   // The job's captures: (source name, capture id), sorted.
   std::vector<std::pair<std::string, int64_t>> capture_refs;

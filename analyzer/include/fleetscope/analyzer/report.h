@@ -24,6 +24,9 @@ struct ReportHeader {
   // What became of each rule (empty when the findings were read back from the database, which
   // keeps findings only). Rules that were not evaluated are listed with the data they need.
   std::vector<RuleOutcome> rules;
+  // Whether the findings were analysed now or read back (capture_findings() in analysis.h):
+  // every format says which.
+  FindingsSource findings_source = FindingsSource::analysed;
   // metrics_json() of the capture, or null when not computed (JSON output only).
   nlohmann::json metrics;
 };

@@ -68,8 +68,9 @@ struct CaptureRef {
 struct CaptureAnalysis {
   CaptureKey key;
   std::shared_ptr<const CaptureData> data;
-  // The analyzer's findings and rule outcomes; findings stored by `fleetscope analyze` (possibly
-  // with other thresholds) replace the fresh ones, largest impact first.
+  // The analyzer's findings and rule outcomes under the one rule for stored vs fresh findings
+  // (capture_findings(), analysis.h): analysed now, as `analyze` and `report` do; the stored
+  // findings only for a capture with no rows left (result.source says which).
   AnalysisResult result;
   // The capture's consolidation candidates (trace evidence, then the host's NVML figures).
   std::vector<ConsolidationCandidate> candidates;

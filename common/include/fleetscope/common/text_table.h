@@ -2,6 +2,8 @@
 // widest cell (header included), two spaces between columns, numbers right-aligned. A column may
 // have a width limit; longer cells are cut in the middle, keeping the start and the end (where
 // names differ: "resnet50-train-2026-11…-rank3"), unless the table is printed wide (`--wide`).
+// Cells come from files and agents: control characters are escaped (untrusted_text.h), so that no
+// name in a trace drives the terminal it is printed on.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "fleetscope/common/untrusted_text.h"
 
 namespace fleetscope::common {
 
@@ -58,6 +62,7 @@ class TextTable {
   // One row; missing cells are empty, extra cells are an error of the caller (ignored).
   void add_row(std::vector<std::string> cells) {
     cells.resize(columns_.size());
+    for (auto& cell : cells) cell = text::terminal_safe(cell);
     rows_.push_back(std::move(cells));
   }
   // A line printed under the last row as it is (e.g. "  not placed: no GPU has room").

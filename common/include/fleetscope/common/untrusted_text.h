@@ -108,4 +108,19 @@ inline std::string terminal_safe(std::string_view s) {
   return out;
 }
 
+// Several lines of output made safe the same way, their line feeds kept (a table or a report
+// whose cells came from a file).
+inline std::string terminal_safe_lines(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  while (!s.empty()) {
+    const size_t end = s.find('\n');
+    out += terminal_safe(s.substr(0, end));
+    if (end == std::string_view::npos) break;
+    out += '\n';
+    s.remove_prefix(end + 1);
+  }
+  return out;
+}
+
 }  // namespace fleetscope::text

@@ -148,7 +148,9 @@ class AdmittingServerSocket : public Base, public TicketSource {
     const uid_t uid = admission_.uid_of ? admission_.uid_of(fd).value_or(static_cast<uid_t>(-1))
                                         : static_cast<uid_t>(-1);
     std::string why;
-    auto ticket = admission_.limiter->admit(uid, fd, &why);
+    // Over a limit the connection waits for a place in its own thread (GuardedFramedTransport);
+    // refused here only when even waiting connections are at their bound.
+    auto ticket = admission_.limiter->admit_or_queue(uid, fd, &why);
     if (!ticket) {
       note_refusal(uid, why);
       client->close();

@@ -109,6 +109,14 @@ class HostStore {
     int64_t top_impact_ns = 0;
   };
   std::map<std::string, WorkflowCaptures> workflow_captures();
+  // Per workflow: the step-time tail of its latest analysed window (the step_tail_rows that
+  // analyze() stored with the largest window_end), for the Prometheus page.
+  struct StepTail {
+    int64_t steps = 0;
+    double p50_ns = 0, p90_ns = 0, p99_ns = 0, jitter = 0;
+    int64_t window_end_ns = 0;
+  };
+  std::map<std::string, StepTail> workflow_step_tails();
   // Captures linked to a workflow through the processes of its agents' windows.
   std::vector<int64_t> captures_of_workflow(int64_t workflow_id);
   // Owner uid recorded for a capture (the uid of the process traced), if any.

@@ -44,6 +44,8 @@ struct ExpositionInput {
   std::map<std::pair<std::string, int>, uint64_t> lane_denials;
   // Per workflow: captures in the host database, and the rule and impact of its largest finding.
   std::map<std::string, HostStore::WorkflowCaptures> workflow_captures;
+  // Per workflow: the step-time tail (p50/p90/p99, jitter) of its latest analysed window.
+  std::map<std::string, HostStore::StepTail> workflow_step_tails;
   // Scheduler labels of each workflow ("key=value", registry's agents), added to its series.
   std::map<std::string, std::vector<std::string>> workflow_labels;
 };

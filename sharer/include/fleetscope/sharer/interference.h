@@ -55,9 +55,18 @@ struct InterferenceModel {
   // terms of a calibration, fitted on runs whose utilizations were measured alone:
   // InterferenceFit::pair_terms). A pair that was measured is predicted from its own runs,
   // whatever the global fit says: A next to B and B next to A differ (on the H100, a full-duty
-  // GEMM next to a half-duty one: alpha 0.84; the half-duty one next to it: 0). The planner uses
-  // them for jobs labelled workload=NAME; the simulator uses `alpha` only.
+  // GEMM next to a half-duty one: alpha 0.84; the half-duty one next to it: 0). The planner
+  // (jobs labelled workload=NAME) and the simulator (SimJob::workload) both apply them through
+  // lane_factor.
   std::map<std::string, double> pair_alpha;
+
+  // The factor on the GPU phases of lane `lane` among lanes demanding `lane_demands` whose jobs
+  // run the workloads `lane_workloads` (one name per job, "" unnamed; an empty vector: every job
+  // unnamed): the throughput bound times the contention of the lane's worst member, each member's
+  // term alpha_next_to(its workload, the workloads of the other lanes). The one definition the
+  // planner's prediction and the simulator's lane speed share.
+  double lane_factor(size_t lane, const std::vector<double>& lane_demands,
+                     const std::vector<std::vector<std::string>>& lane_workloads) const;
 
   // The contention term of a job of workload `own` whose GPU also runs jobs of workloads
   // `neighbours` in other lanes (one entry per job): the largest, over the neighbours, of the

@@ -23,6 +23,10 @@ struct PlannerOptions {
   // Salus's own mode: one lane per GPU, every job of the GPU time-slices it (for jobs that accept
   // time slicing; a latency/priority job then keeps a GPU to itself).
   bool single_lane = false;
+  // Bound each job's predicted p99 step time as well as its mean slowdown (latency jobs with a
+  // p99_target_ms may then share a lane). false: the mean only, and every latency-sensitive job
+  // keeps its own lane (the planner before issue 25; the cost benchmark's reference).
+  bool tail_checks = true;
 };
 
 struct PlannedJob {

@@ -69,6 +69,8 @@ struct SimJobResult {
   double submit_s = 0;
   double start_s = 0;
   double finish_s = 0;
+  int gpu = -1;   // GPU index it ran on (a multi-GPU job: its first), -1: never started
+  int lane = -1;  // lane id on that GPU (lanes off: the GPU's one lane)
   double jct_s = 0;
   double solo_s = 0;  // iterations x iteration time alone
   int64_t preemptions = 0;

@@ -59,6 +59,9 @@ struct SimJob {
   MemoryDemand memory;
   double utilization = 1.0;  // share of an iteration the GPU is busy (1: compute-bound)
   int priority = 0;          // higher runs first under the priority policy
+  // The workload name a calibration's pair terms use ("measured+neighbour": the planner's
+  // workload=NAME label; a trace's optional `workload` column); "" unnamed (global alpha).
+  std::string workload;
   // Plan replay: place the job on this GPU index and lane as a plan says (no placement search;
   // the plan checked the safety condition). -1: the simulator places the job.
   int pinned_gpu = -1;
@@ -70,7 +73,7 @@ struct SimJob {
 // Reads a Tiresias-format trace (job_id,num_gpu,submit_time,iterations,model_name,duration,...)
 // and attaches Salus profiles: the batch size is the one whose iteration time best matches
 // duration / iterations unless a batch_size column says otherwise. Optional columns:
-// batch_size, priority, utilization.
+// batch_size, priority, utilization, workload.
 std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles);
 std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string& source,
                                         const ProfileTable& profiles);

@@ -13,6 +13,8 @@
 //   - counters ("C"): device_samples per metric, and allocated device memory over time; memory
 //   events
 //     also as Kineto "[memory]" instant events;
+//   - counters derived by analysis, as HTA's generate_trace_with_counters writes them: "Queue
+//     Length" per stream ("id" = stream) and "Memcpy BW" per copy kind (analysis_counters.h);
 //   - iterations as "X" spans on a per-process "iterations" track; findings as instant events.
 // Columns are not listed here by hand: each exported table is read through its description
 // generated from schema/tables.py (store/table_columns.h), whose `chrome` names say which arg each
@@ -40,6 +42,11 @@ struct ChromeExportOptions {
   bool flows = true;                  // launch → GPU activity arrows
   bool memory_instants = true;  // Kineto "[memory]" events (re-importable) besides the counter
   bool findings = true;
+  // HTA's generate_trace_with_counters tracks: launch-queue length per stream and memory-copy
+  // bandwidth per copy kind. Off by default: they need the capture's GPU work and launch calls in
+  // memory (the analyzer's load), while the rest of the export streams rows in bounded memory
+  // (docs/export.md, docs/benchmarks.md "Export").
+  bool analysis_counters = false;
   // Called about every `progress_every` events with the count so far (for a progress line).
   std::function<void(int64_t events)> on_progress;
   int64_t progress_every = 1'000'000;
@@ -50,7 +57,8 @@ struct ChromeExportStats {
   int64_t events = 0;  // every event written, metadata included
   int64_t kernels = 0, memcpys = 0, memsets = 0, runtime_calls = 0, syncs = 0, nvtx_events = 0,
           cpu_ops = 0, iterations = 0, memory_events = 0, device_samples = 0, findings = 0,
-          flows = 0;  // flows = "s"/"f" pairs
+          flows = 0,                                  // flows = "s"/"f" pairs
+      queue_length_points = 0, bandwidth_points = 0;  // the analysis counters' events
   int64_t bytes = 0;  // bytes written to the file (compressed size not counted)
 };
 

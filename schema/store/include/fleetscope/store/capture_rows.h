@@ -1,0 +1,28 @@
+// A capture's rows taken together, over the event tables of their one description (tables.py's
+// event tables, FLEETSCOPE_EVENT_ROWS, and the SQL table_io.h generates from it) rather than a
+// list of tables written where it is used: whether any is left (what the analyzer can analyse
+// again, analyzer/analysis.h capture_findings()), the latest row time (the daemon closing a window
+// a crash left open) and deleting them (the daemon's retention).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "fleetscope/store/database.h"
+
+namespace fleetscope::store {
+
+// True when an event table (GPU activity, API calls, waits, NVTX, CPU ops, iterations, memory
+// events, external correlations) has a row of the capture. Device samples do not count: the
+// daemon samples its GPUs whether or not a capture is open, and no rule is made from them alone.
+bool capture_has_rows(const Database& db, int64_t capture_id);
+
+// The latest time of the capture's rows in the event tables (a row's end, or its start where it
+// has none; a memory event's ts), device samples left out as above; nullopt without rows.
+std::optional<int64_t> capture_last_row_ns(const Database& db, int64_t capture_id);
+
+// Deletes the capture's rows from every event table (device samples taken in it included). The
+// caller holds the transaction and deletes the rest (the capture row, its GPUs, findings).
+void delete_capture_rows(Database& db, int64_t capture_id);
+
+}  // namespace fleetscope::store

@@ -1,0 +1,20 @@
+// SQLite's errors as the reading commands report them (memory_budget.cpp).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <string>
+
+namespace fleetscope::store {
+
+// The message of the last error on `db`; when SQLite ran out of memory within the reading
+// command's memory budget, the budget and how to raise it.
+std::string sqlite_error_message(sqlite3* db);
+
+// sqlite3_column_text answers a null pointer both for NULL and for a value it could not allocate:
+// true for the second (the caller throws rather than read the value as NULL or "").
+inline bool column_text_failed(sqlite3_stmt* stmt, int col, const unsigned char* text) {
+  return text == nullptr && sqlite3_column_type(stmt, col) != SQLITE_NULL;
+}
+
+}  // namespace fleetscope::store
