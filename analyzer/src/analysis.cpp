@@ -95,7 +95,7 @@ AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& op
 
 AnalysisResult capture_findings(const CaptureData& data, const store::Reader* reader,
                                 const AnalyzeOptions& options) {
-  // Why fresh first: see analysis.h and docs/architecture.md ("Stored and fresh findings").
+  // Why fresh first: see analysis.h and docs/analyzer.md ("Stored and fresh findings").
   // Every load reads the GPU events and the iterations, so a capture with either is analysed
   // without a look at the database; the event tables are asked only for a capture that looks
   // empty, and only when it has stored findings at all.

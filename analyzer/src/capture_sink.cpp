@@ -166,6 +166,8 @@ struct CaptureSink::Impl {
         data.dataloader_ops.push_back({op.start, op.end, id, op.globalTid});
       if (op.category != "gpu_user_annotation")
         data.cpu_ops.push_back({op.start, op.end, id, op.globalTid, op.category == "cpu_op"});
+      else
+        data.gpu_annotations.push_back({op.start, op.end, id, op.globalTid, false});
     }
     for (const std::string& metric : pending_metrics) intern(metric);
     pending_kernels.clear();

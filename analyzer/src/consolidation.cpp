@@ -77,6 +77,11 @@ std::map<std::string, std::string> flatten_labels(const std::string& labels_json
 
 }  // namespace
 
+std::string job_name(const ConsolidationCandidate& candidate) {
+  return candidate.workflow.empty() ? "capture" + std::to_string(candidate.capture_id)
+                                    : candidate.workflow;
+}
+
 std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& data,
                                                              const ConsolidationOptions& options) {
   std::vector<ConsolidationCandidate> out;

@@ -212,6 +212,11 @@ std::vector<ValueRange> sm_efficiency_ranges(const CaptureData& data, int32_t de
 
 std::vector<UtilizationBucket> gpu_utilization_timeline(const CaptureData& data, int32_t device,
                                                         Interval range) {
+  if (range.empty()) return {};
+  return gpu_utilization_timeline(kernel_busy(data, device), range);
+}
+
+std::vector<UtilizationBucket> gpu_utilization_timeline(const IntervalSet& busy, Interval range) {
   std::vector<UtilizationBucket> out;
   if (range.empty()) return out;
   // get_bucket_info works in µs.
@@ -219,7 +224,6 @@ std::vector<UtilizationBucket> gpu_utilization_timeline(const CaptureData& data,
   int64_t bucket_us = 1;
   while (range_us / double(bucket_us) > 100.0) bucket_us *= 10;
   const auto buckets = static_cast<int64_t>(range_us / double(bucket_us));
-  const IntervalSet busy = kernel_busy(data, device);
   for (int64_t b = 0; b < buckets; ++b) {
     Interval bucket{range.begin + b * bucket_us * 1000,
                     b + 1 < buckets ? range.begin + (b + 1) * bucket_us * 1000 : range.end};

@@ -41,6 +41,33 @@ KernelStat stat_of(std::string name, const std::vector<int64_t>& durations) {
   return s;
 }
 
+// HTA _aggr_gpu_kernel_time's fold of `rows` (by sum descending): with more than `top` names,
+// every name whose running sum exceeds the `duration_ratio` quantile of the running sums, and
+// every name past the first `top`, goes to "others".
+void fold_into_others(std::vector<KernelStat> rows, size_t top, double duration_ratio,
+                      std::vector<KernelStat>& kept, int64_t& others_names,
+                      int64_t& others_sum_ns) {
+  if (rows.size() <= top) {
+    kept = std::move(rows);
+    return;
+  }
+  std::vector<double> running(rows.size());
+  double sum = 0;
+  for (size_t k = 0; k < rows.size(); ++k) running[k] = sum += double(rows[k].sum_ns);
+  const double cut = linear_quantile(running, duration_ratio);  // already ascending
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (running[k] > cut || k >= top) {
+      ++others_names, others_sum_ns += rows[k].sum_ns;
+    } else {
+      kept.push_back(std::move(rows[k]));
+    }
+  }
+}
+
+bool by_sum_then_name(const KernelStat& a, const KernelStat& b) {
+  return a.sum_ns != b.sum_ns ? a.sum_ns > b.sum_ns : a.name < b.name;
+}
+
 }  // namespace
 
 std::vector<KernelTypeStats> kernel_stats(const CaptureData& data,
@@ -70,29 +97,31 @@ std::vector<KernelTypeStats> kernel_stats(const CaptureData& data,
     std::vector<KernelStat> rows;
     for (const auto& [name_id, durations] : by_name)
       rows.push_back(stat_of(data.name(name_id), durations));
-    std::stable_sort(rows.begin(), rows.end(), [](const KernelStat& a, const KernelStat& b) {
-      return a.sum_ns != b.sum_ns ? a.sum_ns > b.sum_ns : a.name < b.name;
-    });
+    std::stable_sort(rows.begin(), rows.end(), by_sum_then_name);
     KernelTypeStats t;
     t.device = key.first;
     t.kernel_type = type_label(key.second);
-    if (rows.size() <= options.top) {
-      t.top = std::move(rows);
-    } else {
-      std::vector<double> running(rows.size());
-      double sum = 0;
-      for (size_t k = 0; k < rows.size(); ++k) running[k] = sum += double(rows[k].sum_ns);
-      const double cut = linear_quantile(running, options.duration_ratio);  // already ascending
-      for (size_t k = 0; k < rows.size(); ++k) {
-        if (running[k] > cut || k >= options.top) {
-          ++t.others_kernels, t.others_sum_ns += rows[k].sum_ns;
-        } else {
-          t.top.push_back(std::move(rows[k]));
-        }
-      }
-    }
+    fold_into_others(std::move(rows), options.top, options.duration_ratio, t.top, t.others_kernels,
+                     t.others_sum_ns);
     out.push_back(std::move(t));
   }
+  return out;
+}
+
+AnnotationStats gpu_user_annotation_stats(const CaptureData& data, size_t top,
+                                          double duration_ratio, bool hta_last_step_filter) {
+  const HtaStepFilter filter = HtaStepFilter::for_capture(data, hta_last_step_filter);
+  std::map<int64_t, std::vector<int64_t>> by_name;
+  for (const HostRange& a : data.gpu_annotations)
+    if (!filter.active || a.start < filter.last_step_start)
+      by_name[a.name_id].push_back(a.end - a.start);
+  std::vector<KernelStat> rows;
+  for (const auto& [name_id, durations] : by_name)
+    rows.push_back(stat_of(data.name(name_id), durations));
+  std::stable_sort(rows.begin(), rows.end(), by_sum_then_name);
+  AnnotationStats out;
+  fold_into_others(std::move(rows), top, duration_ratio, out.top, out.others_names,
+                   out.others_sum_ns);
   return out;
 }
 

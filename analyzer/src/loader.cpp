@@ -198,11 +198,12 @@ void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, Captur
 }
 
 // Host activity (host_bound, the step breakdown): every cpu_ops row except gpu_user_annotation
-// ranges, which Kineto draws on the GPU timeline (they mark GPU work, not CPU work).
+// ranges, which Kineto draws on the GPU timeline (they mark GPU work, not CPU work): those go to
+// gpu_annotations.
 void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
-      "SELECT start, end, nameId, globalTid, category = 'cpu_op' FROM cpu_ops WHERE captureId = ?1 "
-      "AND category != 'gpu_user_annotation'");
+      "SELECT start, end, nameId, globalTid, category = 'cpu_op', "
+      "category = 'gpu_user_annotation' FROM cpu_ops WHERE captureId = ?1");
   stmt.bind(1, capture_id);
   const std::string& path = reader.database().path();
   int64_t row = 0;
@@ -210,8 +211,9 @@ void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& 
     ++row;
     const int64_t start = checked_time(stmt, 0, path, "cpu_ops", row, "start");
     const int64_t end = checked_time(stmt, 1, path, "cpu_ops", row, "end");
-    data.cpu_ops.push_back({start, std::max(start, end), stmt.column_int(2), int_or(stmt, 3, 0),
-                            stmt.column_int(4) != 0});
+    (stmt.column_int(5) != 0 ? data.gpu_annotations : data.cpu_ops)
+        .push_back({start, std::max(start, end), stmt.column_int(2), int_or(stmt, 3, 0),
+                    stmt.column_int(4) != 0});
   }
 }
 

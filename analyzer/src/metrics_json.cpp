@@ -366,6 +366,23 @@ json aten_op_kernels_json(const CaptureData& data, size_t top) {
   return out;
 }
 
+// HTA get_gpu_user_annotation_breakdown (kernel_stats.h): per gpu_user_annotation name.
+json gpu_user_annotation_stats_json(const CaptureData& data) {
+  const AnnotationStats stats = gpu_user_annotation_stats(data);
+  json top = json::array();
+  for (const KernelStat& k : stats.top)
+    top.push_back({{"name", k.name},
+                   {"count", k.count},
+                   {"sum_ns", k.sum_ns},
+                   {"max_ns", k.max_ns},
+                   {"min_ns", k.min_ns},
+                   {"mean_ns", k.mean_ns},
+                   {"std_ns", k.std_ns}});
+  return {{"top", std::move(top)},
+          {"others_names", stats.others_names},
+          {"others_sum_ns", stats.others_sum_ns}};
+}
+
 json operator_table_json(const CaptureData& data, const OpTree& tree, size_t top) {
   json out = json::array();
   for (const OperatorRow& r : operator_table(data, tree)) {
@@ -436,6 +453,7 @@ json metrics_json(const CaptureData& data, const MetricsJsonOptions& options) {
   out["operator_table"] = operator_table_json(data, tree, options.table_rows);
   out["kernel_table"] = kernel_table_json(data, tree, options.table_rows);
   out["aten_op_kernels"] = aten_op_kernels_json(data, options.table_rows);
+  out["gpu_user_annotation_stats"] = gpu_user_annotation_stats_json(data);
   const CriticalPath path = critical_path(data);
   if (path.computed) {
     out["critical_path"] = critical_path_json(path, options.series);

@@ -22,10 +22,6 @@ void check(const SessionCancel& cancel) {
   if (cancel) cancel();
 }
 
-std::string job_name(const ConsolidationCandidate& c) {
-  return c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow;
-}
-
 }  // namespace
 
 const SessionSource& AnalysisSession::open(const std::string& path, const SessionProgress& progress,
@@ -70,12 +66,25 @@ std::vector<CaptureRef> AnalysisSession::captures() const {
   return out;
 }
 
+namespace {
+
+std::shared_ptr<const CaptureAnalysis> without_data(const CaptureAnalysis& analysis) {
+  auto copy = std::make_shared<CaptureAnalysis>(analysis);
+  copy->data.reset();
+  return copy;
+}
+
+}  // namespace
+
 std::shared_ptr<const CaptureAnalysis> AnalysisSession::loaded(const CaptureKey& key,
                                                                const SessionCancel& cancel) {
+  std::shared_ptr<const CaptureAnalysis> cached;  // kept without its events (set_keep_data)
   {
     std::lock_guard lock(cache_mutex_);
-    if (auto it = cache_.find(key); it != cache_.end() && it->second.loaded)
-      return it->second.loaded;
+    if (auto it = cache_.find(key); it != cache_.end() && it->second.loaded) {
+      if (it->second.loaded->data) return it->second.loaded;
+      cached = it->second.loaded;
+    }
   }
   if (key.source >= sources_.size())
     throw std::out_of_range("no source " + std::to_string(key.source) + " in the session");
@@ -85,6 +94,11 @@ std::shared_ptr<const CaptureAnalysis> AnalysisSession::loaded(const CaptureKey&
   auto data = std::make_shared<CaptureData>(
       load_capture(*reader, key.capture_id, [&](const std::string&, int64_t) { check(cancel); }));
   check(cancel);
+  if (cached) {
+    auto again = std::make_shared<CaptureAnalysis>(*cached);
+    again->data = std::move(data);
+    return again;
+  }
   result->candidates = consolidation_candidates(*data);
   const auto nvml = nvml_memory(*reader);
   for (auto& c : result->candidates)
@@ -94,8 +108,8 @@ std::shared_ptr<const CaptureAnalysis> AnalysisSession::loaded(const CaptureKey&
   std::lock_guard lock(cache_mutex_);
   // Two threads may have loaded the same capture: the first one stored wins.
   auto& entry = cache_[key];
-  if (!entry.loaded) entry.loaded = std::move(result);
-  return entry.loaded;
+  if (!entry.loaded) entry.loaded = keep_data_ ? result : without_data(*result);
+  return keep_data_ ? entry.loaded : result;
 }
 
 std::shared_ptr<const CaptureAnalysis> AnalysisSession::analysis(const CaptureKey& key,
@@ -111,8 +125,18 @@ std::shared_ptr<const CaptureAnalysis> AnalysisSession::analysis(const CaptureKe
   result->result = capture_findings(*result->data, sources_[key.source]->reader().get());
   std::lock_guard lock(cache_mutex_);
   auto& entry = cache_[key];
-  if (!entry.analysed) entry.analysed = std::move(result);
-  return entry.analysed;
+  if (!entry.analysed) entry.analysed = keep_data_ ? result : without_data(*result);
+  return keep_data_ ? entry.analysed : result;
+}
+
+std::vector<ConsolidationCandidate> AnalysisSession::cached_candidates(
+    const CaptureKey& key, const SessionCancel& cancel) {
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (auto it = cache_.find(key); it != cache_.end() && it->second.loaded)
+      return it->second.loaded->candidates;
+  }
+  return loaded(key, cancel)->candidates;
 }
 
 std::vector<WorkflowWaste> AnalysisSession::fleet(const FleetProgress& progress) const {
@@ -126,7 +150,7 @@ std::vector<ConsolidationCandidate> AnalysisSession::candidates(const SessionCan
   std::vector<ConsolidationCandidate> out;
   for (const auto& ref : captures()) {
     check(cancel);
-    const auto& part = loaded(ref.key, cancel)->candidates;
+    const auto part = cached_candidates(ref.key, cancel);
     out.insert(out.end(), part.begin(), part.end());
   }
   return out;
@@ -173,7 +197,7 @@ PlanInputs AnalysisSession::plan_inputs(const sharer::MemoryModel& memory,
   PlanInputs inputs;
   for (const auto& ref : captures()) {
     check(cancel);
-    for (const auto& c : loaded(ref.key, cancel)->candidates) {
+    for (const auto& c : cached_candidates(ref.key, cancel)) {
       inputs.candidates.push_back(c);
       inputs.candidate_sources.push_back(ref.key.source);
     }
@@ -190,6 +214,14 @@ PlanInputs AnalysisSession::plan_inputs(const sharer::MemoryModel& memory,
     if (c.gpu_memory_bytes <= 0) {
       inputs.skipped.push_back(job_name(c) + " on GPU " + std::to_string(c.device) +
                                ": GPU capacity unknown");
+      continue;
+    }
+    // The analyzer's verdict decides what may move: a busy job (or one whose memory fills its
+    // GPU) keeps its GPU, so the plan never puts it in a shared lane (the GUI labels it "not a
+    // candidate" and must not plan it; `share plan` says the same).
+    if (!c.co_location_candidate) {
+      inputs.skipped.push_back(job_name(c) + " on GPU " + std::to_string(c.device) +
+                               ": not a candidate: " + c.reason);
       continue;
     }
     inputs.jobs.push_back(job_profile(c, inputs.candidate_sources[i], memory));

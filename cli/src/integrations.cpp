@@ -23,8 +23,7 @@ std::vector<sharer::TrialMeasurement> trials_from_database(const std::string& db
   std::vector<sharer::TrialMeasurement> trials;
   for (const analyzer::ConsolidationCandidate& c : session.candidates()) {
     sharer::TrialMeasurement trial;
-    trial.job = (c.workflow.empty() ? "capture" + std::to_string(c.capture_id) : c.workflow) +
-                "/gpu" + std::to_string(c.device);
+    trial.job = analyzer::job_name(c) + "/gpu" + std::to_string(c.device);
     trial.utilization = c.utilization;
     trial.iteration_s = static_cast<double>(c.iteration_ns) * 1e-9;
     trials.push_back(std::move(trial));

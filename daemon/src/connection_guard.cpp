@@ -51,6 +51,10 @@ void ConnectionTicket::forget_socket() {
   owner_->place_changed_.notify_all();  // it no longer holds a place
 }
 
+bool ConnectionTicket::note_refusal_now() {
+  return owner_->note_refusal_now();
+}
+
 bool ConnectionTicket::wait_for_place(std::chrono::steady_clock::time_point deadline,
                                       std::string* why_refused) {
   ConnectionLimiter& limiter = *owner_;
@@ -220,6 +224,16 @@ void ConnectionLimiter::forget(ConnectionTicket* ticket) {
 ConnectionLimiter::Counts ConnectionLimiter::counts() const {
   std::lock_guard lock(mutex_);
   return {static_cast<int>(live_.size()), buffered_, evicted_, refused_};
+}
+
+bool ConnectionLimiter::note_refusal_now() {
+  std::lock_guard lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (last_refusal_note_ != std::chrono::steady_clock::time_point{} &&
+      now - last_refusal_note_ < std::chrono::minutes(1))
+    return false;
+  last_refusal_note_ = now;
+  return true;
 }
 
 int ConnectionLimiter::connections_of(uid_t uid) const {

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace fleetscope::daemon {
@@ -69,8 +70,12 @@ bool GuardedFramedTransport::readFrame() {
   // goes on); its request waits in the socket meanwhile.
   if (ticket_) {
     std::string why;
-    if (!ticket_->wait_for_place(std::chrono::steady_clock::now() + request_deadline_, &why))
+    if (!ticket_->wait_for_place(std::chrono::steady_clock::now() + request_deadline_, &why)) {
+      if (ticket_->note_refusal_now())
+        std::fprintf(stderr, "fleetscoped: refused a connection of uid %d: %s\n",
+                     static_cast<int>(ticket_->uid()), why.c_str());
       throw TTransportException(TTransportException::TIMED_OUT, "refused: " + why);
+    }
   }
   if (ticket_) {
     ticket_->release();  // a previous frame whose message was not read to its end

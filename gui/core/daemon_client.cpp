@@ -86,7 +86,7 @@ std::string DaemonClient::apply_blocker() const {
 }
 
 std::optional<int64_t> DaemonClient::apply(const sharer::ConsolidationPlan& plan,
-                                           std::string& error) {
+                                           const std::string& policy, std::string& error) {
   if (!connected()) {
     error = kNoDaemonReason;
     return std::nullopt;
@@ -97,6 +97,7 @@ std::optional<int64_t> DaemonClient::apply(const sharer::ConsolidationPlan& plan
     rpc::HostConnection daemon(address_, timeout_ms_);
     rpc::ApplyPlanRequest request;
     request.plan_json = sharer::plan_to_json(plan).dump();
+    request.__set_policy(policy);
     rpc::PlanApplied applied;
     daemon->applyPlan(applied, request);
     return applied.plan_id;

@@ -17,7 +17,8 @@ class DaemonClient : public DaemonLink {
   bool connect(const std::string& socket_path, std::string& error) override;
   std::optional<DaemonStatusView> status(std::string& error) override;
   std::string apply_blocker() const override;
-  std::optional<int64_t> apply(const sharer::ConsolidationPlan& plan, std::string& error) override;
+  std::optional<int64_t> apply(const sharer::ConsolidationPlan& plan, const std::string& policy,
+                               std::string& error) override;
 
  private:
   std::optional<DaemonStatusView> ask_status(const std::string& address, std::string& error) const;

@@ -61,9 +61,10 @@ class DaemonLink {
   // Why Apply is not possible now (empty when it is).
   virtual std::string apply_blocker() const = 0;
   // Hands the plan to the daemon's sharing service (FleetscopeHost.applyPlan, as `fleetscope
-  // share apply` does); the daemon's lane_plans id, or nothing with `error` set on failure.
+  // share apply --policy POLICY` does; `policy`: the lanes' turn policy, one of
+  // lanes::turn_policy_names()); the daemon's lane_plans id, or nothing with `error` set.
   virtual std::optional<int64_t> apply(const sharer::ConsolidationPlan& plan,
-                                       std::string& error) = 0;
+                                       const std::string& policy, std::string& error) = 0;
 };
 
 // Apply's reason while no daemon is connected.

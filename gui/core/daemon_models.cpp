@@ -58,7 +58,7 @@ QVariant DaemonAgentsModel::cell(const DaemonAgent& a, int column, int role) con
 }
 
 DaemonDevicesModel::DaemonDevicesModel(QObject* parent)
-    : RowTableModel({"GPU", "Name", "Utilization", "Memory", "Power"}, parent) {}
+    : RowTableModel({"GPU", "Name", "NVML utilization rate", "Memory", "Power"}, parent) {}
 
 QVariant DaemonDevicesModel::cell(const DaemonDevice& d, int column, int role) const {
   if (!shown(role)) return {};

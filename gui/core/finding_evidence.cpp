@@ -70,6 +70,8 @@ std::optional<EventKind> event_kind(const std::string& kind) {
   if (kind == "kernel") return EventKind::kernel;
   if (kind == "memcpy") return EventKind::memcpy;
   if (kind == "memset") return EventKind::memset;
+  if (kind == "runtime") return EventKind::runtime;
+  if (kind == "cpu_op") return EventKind::cpu_op;
   return std::nullopt;
 }
 
@@ -79,9 +81,14 @@ std::optional<std::pair<size_t, int64_t>> find_event(const TimelineData& data,
                                                      const EvidenceEvent& ev) {
   const auto kind = event_kind(ev.kind);
   if (!kind || !data.has_events) return std::nullopt;
+  const bool host = *kind == EventKind::runtime || *kind == EventKind::cpu_op;
+  const TrackKind track_kind = *kind == EventKind::runtime  ? TrackKind::thread_runtime
+                               : *kind == EventKind::cpu_op ? TrackKind::thread_cpu
+                                                            : TrackKind::gpu_stream;
   for (size_t t = 0; t < data.tracks.size(); ++t) {
     const TrackKey& key = data.tracks[t].key;
-    if (key.kind != TrackKind::gpu_stream || key.device != ev.device || key.stream != ev.stream)
+    if (key.kind != track_kind) continue;
+    if (host ? key.global_tid != ev.global_tid : key.device != ev.device || key.stream != ev.stream)
       continue;
     const TrackEvents& e = data.events[t];
     for (auto it = std::lower_bound(e.start.begin(), e.start.end(), ev.start);
@@ -113,6 +120,7 @@ FindingEvidence finding_evidence(const store::Finding& finding, const TimelineDa
         e.end = o.value("end", int64_t{0});
         e.device = o.value("device", -1);
         e.stream = o.value("stream", -1);
+        e.global_tid = o.value("global_tid", int64_t{-1});
         if (data)
           if (auto found = find_event(*data, e)) e.track = found->first, e.event = found->second;
         out.events.push_back(std::move(e));

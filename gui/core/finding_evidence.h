@@ -17,9 +17,10 @@
 namespace fleetscope::gui {
 
 struct EvidenceEvent {
-  std::string kind, name;
+  std::string kind, name;  // kind: kernel, memcpy, memset, runtime (a CUDA API call), cpu_op
   int64_t start = 0, end = 0;
-  int32_t device = -1, stream = -1;
+  int32_t device = -1, stream = -1;  // GPU events
+  int64_t global_tid = -1;           // host events
   // On the timeline, when found there (raw events loaded, same track, start, end and kind).
   std::optional<size_t> track;
   int64_t event = -1;
@@ -35,7 +36,8 @@ struct FindingEvidence {
 // origin of the readable times (the timeline's span start).
 FindingEvidence finding_evidence(const store::Finding& finding, const TimelineData* data,
                                  int64_t capture_start);
-// The event of `data` with this kind, track and times, if any.
+// The event of `data` with this kind, track (GPU stream, or the thread's CUDA API or CPU-op
+// track) and times, if any.
 std::optional<std::pair<size_t, int64_t>> find_event(const TimelineData& data,
                                                      const EvidenceEvent& e);
 

@@ -56,8 +56,8 @@ void post(Loader* loader, Fn fn) {
 
 }  // namespace
 
-void Loader::run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& session,
-                          const CaptureKey& key) {
+int64_t Loader::run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& session,
+                             const CaptureKey& key) {
   const int id = job->id;
   const int source = int(key.source);
   const std::string cache_base = session->cache_base(key.source);
@@ -85,6 +85,19 @@ void Loader::run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& ses
   if (!cache_base.empty()) save_timeline_cache(cache_base, *timeline);
   TimelinePtr ptr = timeline;
   post(this, [this, id, source, ptr] { emit timeline_ready(id, source, ptr, false); });
+  return timeline->event_count();
+}
+
+void Loader::run_analysis_if_small(const std::shared_ptr<Job>& job, const SessionPtr& session,
+                                   const CaptureKey& key, int64_t events) {
+  if (events <= auto_analysis_limit_) {
+    run_analysis(job, session, key);
+    return;
+  }
+  const int id = job->id;
+  post(this, [this, id, key, events] {
+    emit analysis_deferred(id, int(key.source), key.capture_id, events);
+  });
 }
 
 void Loader::run_analysis(const std::shared_ptr<Job>& job, const SessionPtr& session,
@@ -129,8 +142,7 @@ int Loader::open(const QStringList& paths) {
       if (session->captures.size() > 1) rank();
       const auto first = most_wasteful_capture(*session, fleet ? *fleet : FleetRows{});
       if (job->cancel) throw LoadCancelled();
-      if (first) run_timeline(job, ptr, *first);
-      if (first) run_analysis(job, ptr, *first);
+      if (first) run_analysis_if_small(job, ptr, *first, run_timeline(job, ptr, *first));
       post(this, [this, id] { emit finished(id); });
     } catch (const LoadCancelled&) {
       post(this, [this, id] { emit cancelled(id); });
@@ -149,7 +161,25 @@ int Loader::load_capture(SessionPtr session, CaptureKey key) {
   const int id = job->id;
   pool_.start([this, job, id, session, key] {
     try {
-      run_timeline(job, session, key);
+      run_analysis_if_small(job, session, key, run_timeline(job, session, key));
+      post(this, [this, id] { emit finished(id); });
+    } catch (const LoadCancelled&) {
+      post(this, [this, id] { emit cancelled(id); });
+    } catch (const std::exception& e) {
+      post(this, [this, id, p = QString::fromStdString(session->source(key.source).path),
+                  m = QString::fromStdString(e.what())] { emit failed(id, p, m); });
+    }
+  });
+  return id;
+}
+
+int Loader::analyze(SessionPtr session, CaptureKey key) {
+  if (current_capture_) current_capture_->cancel = true;
+  auto job = start_job();
+  current_capture_ = job;
+  const int id = job->id;
+  pool_.start([this, job, id, session, key] {
+    try {
       run_analysis(job, session, key);
       post(this, [this, id] { emit finished(id); });
     } catch (const LoadCancelled&) {

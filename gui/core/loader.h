@@ -47,6 +47,14 @@ class Loader : public QObject {
   int rank(SessionPtr session);
   // Compares two captures of the session (`fleetscope diff`; a job of its own).
   int diff(SessionPtr session, CaptureKey before, CaptureKey after);
+  // Analyses a capture whose analysis open() / load_capture() left to the user (a job of its own).
+  int analyze(SessionPtr session, CaptureKey key);
+  // open() and load_capture() analyse a capture by themselves only up to this many timeline
+  // events: the analyzer holds every event of the capture in memory while it runs (about 1.5 GB
+  // for 10 M kernels, docs/benchmarks.md "GUI memory"), so a larger one waits for the user's
+  // Analyze (analysis_deferred) and opening it stays within the timeline's own memory.
+  static constexpr int64_t kAutoAnalysisMaxEvents = 2'000'000;
+  void set_auto_analysis_limit(int64_t events) { auto_analysis_limit_ = events; }
   void cancel();
   bool busy() const;
   // Waits until the workers are idle (tests, --screenshot); false on timeout.
@@ -64,6 +72,8 @@ class Loader : public QObject {
                       bool summary_only);
   void fleet_ready(int job, fleetscope::gui::FleetPtr fleet);
   void capture_analysis_ready(int job, fleetscope::gui::CaptureAnalysisPtr analysis);
+  // The capture (session source, capture id) was not analysed: `events` is over the limit.
+  void analysis_deferred(int job, int source, qint64 capture_id, qint64 events);
   void sharing_ready(int job, fleetscope::gui::SharingPtr sharing);
   void diff_ready(int job, fleetscope::gui::DiffPtr diff);
   void failed(int job, QString path, QString message);
@@ -73,8 +83,12 @@ class Loader : public QObject {
  private:
   struct Job;
   std::shared_ptr<Job> start_job();
-  void run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& session,
-                    const CaptureKey& key);
+  // Returns the capture's timeline event count.
+  int64_t run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& session,
+                       const CaptureKey& key);
+  // Analyses the capture, or says it waits for the user (auto_analysis_limit_).
+  void run_analysis_if_small(const std::shared_ptr<Job>& job, const SessionPtr& session,
+                             const CaptureKey& key, int64_t events);
   void run_analysis(const std::shared_ptr<Job>& job, const SessionPtr& session,
                     const CaptureKey& key);
   QThreadPool pool_;
@@ -84,6 +98,7 @@ class Loader : public QObject {
   std::shared_ptr<Job> current_diff_;
   std::shared_ptr<Job> current_rank_;
   int next_id_ = 1;
+  std::atomic<int64_t> auto_analysis_limit_{kAutoAnalysisMaxEvents};
 };
 
 }  // namespace fleetscope::gui

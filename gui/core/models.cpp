@@ -26,7 +26,7 @@ QString fleet_totals(const FleetRows& rows) {
   int64_t span = 0, busy = 0;
   for (const auto& r : rows) span += r.span_ns, busy += r.busy_ns;
   const double hours = double(span) / 3.6e12, wasted = double(span - busy) / 3.6e12;
-  return QString("Total: %1 job(s), %2 GPU-hours, %3 wasted (%4 % utilization)")
+  return QString("Total: %1 job(s), %2 GPU-hours, %3 wasted (%4 % GPU utilization)")
       .arg(rows.size())
       .arg(format_gpu_hours(hours), format_gpu_hours(wasted))
       .arg(QString::number(100.0 * analyzer::utilization_ratio(busy, span), 'f', 1));
@@ -44,8 +44,8 @@ QString time_text(int64_t ns) {
 }  // namespace
 
 FleetModel::FleetModel(QObject* parent)
-    : RowTableModel({"Workflow", "User", "Captures", "GPU-hours", "Utilization", "Wasted GPU-hours",
-                     "Top finding", "Sources"},
+    : RowTableModel({"Workflow", "User", "Captures", "GPU-hours", "GPU utilization",
+                     "Wasted GPU-hours", "Top finding", "Sources"},
                     parent) {}
 
 QVariant FleetModel::cell(const analyzer::WorkflowWaste& r, int column, int role) const {
@@ -301,7 +301,7 @@ QVariant PlanJobsModel::cell(const sharer::PlannedJob& j, int column, int role) 
 }
 
 CandidatesModel::CandidatesModel(QObject* parent)
-    : RowTableModel({"Job", "GPU", "Utilization", "P (persistent)", "T (ephemeral peak)",
+    : RowTableModel({"Job", "GPU", "GPU utilization", "P (persistent)", "T (ephemeral peak)",
                      "GPU memory", "Verdict"},
                     parent) {}
 

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "critical_path_events.h"
+#include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/sharer/host_planning.h"
 #include "fleetscope/store/error.h"
 #include "timeline_data.h"
@@ -81,6 +83,8 @@ std::shared_ptr<Session> open_session(const std::vector<std::string>& paths,
                                       const Progress& progress, const std::atomic<bool>* cancel) {
   auto session = std::make_shared<Session>();
   session->analysis = std::make_shared<analyzer::AnalysisSession>();
+  // The GUI keeps results, not the analyzer's copy of each capture's events (CaptureAnalysis).
+  session->analysis->set_keep_data(false);
   for (const auto& path : expand_sources(paths)) {
     check(cancel);
     if (progress) progress("opening " + std::filesystem::path(path).filename().string(), 0);
@@ -109,9 +113,22 @@ CaptureAnalysis analyze_capture(const Session& session, const CaptureKey& key,
                                 const std::atomic<bool>* cancel) {
   CaptureAnalysis out;
   out.key = key;
-  out.analysis = session.analysis->analysis(key, [cancel] { check(cancel); });
-  const analyzer::CaptureData& data = *out.analysis->data;
+  auto analysed = session.analysis->analysis(key, [cancel] { check(cancel); });
+  // The events: the fresh analysis hands them over once; a cached one comes without them.
+  std::shared_ptr<const analyzer::CaptureData> events =
+      analysed->data ? analysed->data
+                     : session.analysis->loaded(key, [cancel] { check(cancel); })->data;
+  const analyzer::CaptureData& data = *events;
   out.steps = analyzer::step_breakdown(data);
+  check(cancel);
+  out.critical_path = analyzer::critical_path(data);
+  out.critical_events = critical_path_members(out.critical_path, data);
+  for (const auto& [device, members] : data.events_by_device)
+    out.kernel_busy[device] = analyzer::kernel_busy(data, device);
+  // Only the results stay: the events are freed with `events` (the session keeps none).
+  auto kept = std::make_shared<analyzer::CaptureAnalysis>(*analysed);
+  kept->data.reset();
+  out.analysis = std::move(kept);
   for (const auto& [device, members] : data.events_by_device) out.devices.push_back(device);
   for (const auto& m : data.memory) {
     if (m.deviceId < 0) continue;
@@ -208,7 +225,12 @@ SharingState plan_sharing(const Session& session, const WhatIf& what_if,
   out.options.single_lane = what_if.single_lane;
   if (what_if.max_slowdown) out.options.max_slowdown = *what_if.max_slowdown;
   if (what_if.margin_sigma) out.options.memory.margin.z = *what_if.margin_sigma;
-  out.interference = host.interference.description;
+  const sharer::InterferenceCalibration interference =
+      what_if.interference_alpha ? sharer::interference_from_flag(*what_if.interference_alpha)
+                                 : host.interference;
+  out.options.interference = interference.model;
+  out.interference = interference.description;
+  out.interference_source = interference.source;
   out.context_source = host.context_source;
   analyzer::PlanInputs inputs =
       session.analysis->plan_inputs(out.options.memory, [cancel] { check(cancel); });

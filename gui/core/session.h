@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/analyzer/critical_path.h"
 #include "fleetscope/analyzer/diff.h"
 #include "fleetscope/analyzer/session.h"
 #include "fleetscope/analyzer/step_metrics.h"
@@ -76,14 +77,30 @@ struct MemoryPoint {
   int64_t ts = 0;
   int64_t bytes = 0;  // allocated on the device after the event
 };
+// An event the critical path runs through (critical_path_events.h finds it on the timeline).
+struct PathEvent {
+  std::string kind, name;  // kind: kernel, memcpy, memset, runtime, cpu_op
+  int64_t start = 0, end = 0;
+  int32_t device = -1, stream = -1;  // GPU events
+  int64_t global_tid = -1;           // host events
+};
+// What the GUI keeps of a capture's analysis: the results, not the analyzer's copy of the
+// capture's events (CaptureData, about 1.5 GB for 10 M kernels), which is freed once they are
+// made (the session keeps no events either: open_session sets AnalysisSession::set_keep_data).
 struct CaptureAnalysis {
   CaptureKey key;
-  std::shared_ptr<const analyzer::CaptureAnalysis> analysis;
+  std::shared_ptr<const analyzer::CaptureAnalysis> analysis;  // its `data` is null
   const analyzer::AnalysisResult& result() const { return analysis->result; }
-  const analyzer::CaptureData& data() const { return *analysis->data; }
   std::vector<analyzer::StepBreakdown> steps;
   std::map<int32_t, std::vector<MemoryPoint>> memory;  // per device
   std::vector<int32_t> devices;                        // with GPU events
+  // HTA's critical path of the first iteration, as `analyze --format json` reports it, and the
+  // events it runs through, in path order.
+  analyzer::CriticalPath critical_path;
+  std::vector<PathEvent> critical_events;
+  // Per device, the union of its kernels: the kernel utilization chart's input
+  // (analyzer::gpu_utilization_timeline), a few intervals where the events are millions.
+  std::map<int32_t, analyzer::IntervalSet> kernel_busy;
 };
 CaptureAnalysis analyze_capture(const Session& session, const CaptureKey& key,
                                 const std::atomic<bool>* cancel = nullptr);
@@ -128,11 +145,12 @@ SharingEvent sharing_event(int64_t ts_ns, std::optional<int64_t> plan_id, std::s
 inline constexpr int kMaxSharingEvents = 1000;
 
 // The what-if controls: changes to the host's planner settings, as `share plan`'s flags make
-// them (--max-slowdown, --single-lane, --margin-sigma). Unset: the host's.
+// them (--max-slowdown, --single-lane, --margin-sigma, --interference-alpha). Unset: the host's.
 struct WhatIf {
   std::optional<double> max_slowdown;
   bool single_lane = false;
   std::optional<double> margin_sigma;
+  std::optional<double> interference_alpha;  // replaces the host's interference model
 };
 
 struct SharingState {
@@ -145,6 +163,7 @@ struct SharingState {
   std::vector<std::string> skipped;  // candidates left out, with the reason
   sharer::PlannerOptions options;    // what the plan was made with
   std::string interference;          // the interference model used (its description)
+  std::string interference_source;   // "published", "calibration" or "flag" (interference.h)
   std::string context_source;        // where the CUDA context figure came from
 };
 

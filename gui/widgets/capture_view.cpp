@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 
+#include "critical_path_events.h"
 #include "flame_graph.h"
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/report_document.h"
@@ -108,7 +109,7 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
   auto* charts = new QWidget(vertical);
   auto* charts_layout = new QHBoxLayout(charts);
   charts_layout->setContentsMargins(0, 0, 0, 0);
-  utilization_ = make_chart("GPU utilization (visible range)");
+  utilization_ = make_chart("Kernel utilization over time (visible range)");
   memory_ = make_chart("Allocated device memory (visible range)");
   charts_layout->addWidget(utilization_);
   charts_layout->addWidget(memory_);
@@ -143,6 +144,21 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
   visible_summary_ = new AggregateModel(this);
   visible_page_ = make_table(visible_summary_, bottom_);
   bottom_->addTab(visible_page_, "Summary (visible range)");
+  // HTA's critical path of the first iteration: the events along it, to highlight and visit.
+  critical_page_ = new QWidget(bottom_);
+  auto* critical_layout = new QVBoxLayout(critical_page_);
+  critical_layout->setContentsMargins(0, 0, 0, 0);
+  critical_toggle_ = new QCheckBox("Highlight the critical path on the timeline", critical_page_);
+  critical_toggle_->setEnabled(false);
+  critical_summary_ = new QLabel(critical_page_);
+  critical_summary_->setWordWrap(true);
+  critical_model_ = new EvidenceModel(this);
+  critical_table_ = make_table(critical_model_, critical_page_);
+  critical_table_->setSortingEnabled(false);  // path order
+  critical_layout->addWidget(critical_toggle_);
+  critical_layout->addWidget(critical_summary_);
+  critical_layout->addWidget(critical_table_, 1);
+  bottom_->addTab(critical_page_, "Critical path");
   vertical->addWidget(bottom_);
   vertical->setStretchFactor(0, 5);
   vertical->setStretchFactor(1, 2);
@@ -189,6 +205,11 @@ CaptureView::CaptureView(QWidget* parent) : QWidget(parent) {
   connect(flame_order_, &QComboBox::currentIndexChanged, this, [this](int index) {
     flame_->set_order(index == 0 ? timeline::CallTreeOrder::top_down
                                  : timeline::CallTreeOrder::bottom_up);
+  });
+  connect(critical_toggle_, &QCheckBox::toggled, this, &CaptureView::show_critical_path);
+  connect(critical_table_, &QTableView::clicked, this, [this](const QModelIndex& index) {
+    const EvidenceEvent* e = critical_model_->row_at(index.row());
+    if (e && e->track) timeline_->reveal_event(*e->track, e->event);
   });
   connect(bottom_, &QTabWidget::currentChanged, this, [this] {
     update_flame_graph();
@@ -346,6 +367,7 @@ void CaptureView::set_timeline(TimelinePtr timeline, size_t source) {
   if (analysis_ && capture_key() != std::optional<CaptureKey>(analysis_->key)) analysis_.reset();
   update_charts();
   update_step_chart();
+  update_critical_path();
 }
 
 void CaptureView::set_analysis(CaptureAnalysisPtr analysis) {
@@ -353,8 +375,57 @@ void CaptureView::set_analysis(CaptureAnalysisPtr analysis) {
   analysis_ = std::move(analysis);
   update_charts();
   update_step_chart();
+  update_critical_path();
 }
 
+void CaptureView::update_critical_path() {
+  const CaptureAnalysis* ca = current_analysis();
+  const bool computed = ca && ca->critical_path.computed;
+  // The events are located again when raw events arrive (a first part, then all).
+  critical_events_ = computed ? gui::critical_path_events(ca->critical_events, timeline_data_.get())
+                              : std::vector<EvidenceEvent>{};
+  const int64_t origin = timeline_data_ ? timeline_data_->span.begin : 0;
+  critical_model_->set_origin(origin);
+  critical_model_->set_rows(critical_events_);
+  critical_table_->resizeColumnsToContents();
+  critical_summary_->setText(
+      !ca ? QString("The critical path comes with the capture's analysis (for a capture of over "
+                    "%L1 events: Findings tab, Analyze).")
+                .arg(Loader::kAutoAnalysisMaxEvents)
+          : QString::fromStdString(gui::critical_path_summary(ca->critical_path, origin)));
+  critical_toggle_->setEnabled(computed);
+  if (critical_toggle_->isChecked()) {
+    if (computed)
+      mark_critical_path(true);  // the located events' marks, the view stays
+    else
+      critical_toggle_->setChecked(false);  // clears the marks
+  }
+}
+
+void CaptureView::show_critical_path(bool on) {
+  if (!mark_critical_path(on)) return;
+  const analyzer::Interval window = current_analysis()->critical_path.window;
+  const int64_t margin = std::max<int64_t>(window.length() / 20, 1000);
+  timeline_->show_range({window.begin - margin, std::max(window.end, window.begin + 1) + margin});
+}
+
+bool CaptureView::mark_critical_path(bool on) {
+  const CaptureAnalysis* ca = current_analysis();
+  if (!on || !ca || !ca->critical_path.computed) {
+    timeline_->set_marked_events({});
+    timeline_->set_highlights({});
+    return false;
+  }
+  std::vector<EventRef> marked;
+  for (const EvidenceEvent& e : critical_events_)
+    if (e.track) marked.push_back({*e.track, e.event});
+  timeline_->set_marked_events(std::move(marked));
+  const TimeRange window{
+      ca->critical_path.window.begin,
+      std::max(ca->critical_path.window.end, ca->critical_path.window.begin + 1)};
+  timeline_->set_highlights({window});
+  return true;
+}
 const CaptureAnalysis* CaptureView::current_analysis() const {
   return analysis_.get();
 }
@@ -402,11 +473,10 @@ void CaptureView::update_charts() {
   y_util->setLabelFormat("%d %%");
   util->addAxis(x_util, Qt::AlignBottom);
   util->addAxis(y_util, Qt::AlignLeft);
-  for (int32_t device : ca->devices) {
+  for (const auto& [device, kernels] : ca->kernel_busy) {
     auto* series = new QLineSeries;
     series->setName(QString("GPU %1").arg(device));
-    for (const auto& b :
-         analyzer::gpu_utilization_timeline(ca->data(), device, {vis.begin, vis.end})) {
+    for (const auto& b : analyzer::gpu_utilization_timeline(kernels, {vis.begin, vis.end})) {
       series->append(ms(b.bucket.begin), 100 * b.utilization);
       series->append(ms(b.bucket.end), 100 * b.utilization);
     }

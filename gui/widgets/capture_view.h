@@ -7,6 +7,7 @@
 #include <QWidget>
 #include <memory>
 
+#include "finding_evidence.h"
 #include "loader.h"
 #include "models.h"
 #include "tree_model.h"
@@ -55,6 +56,15 @@ class CaptureView : public QWidget {
   // The kernels, API calls, copies, … of the visible range by total time (its own tab).
   AggregateModel* visible_summary_model() const { return visible_summary_; }
   QWidget* visible_summary_page() const { return visible_page_; }
+  // The critical path of the capture's first iteration (HTA's, analyzer/critical_path.h): its
+  // summary, its events (a click selects one on the timeline and brings it into view) and the
+  // toggle that outlines them all on the timeline and shows the path's window.
+  QWidget* critical_path_page() const { return critical_page_; }
+  QCheckBox* critical_path_toggle() const { return critical_toggle_; }
+  QLabel* critical_path_summary() const { return critical_summary_; }
+  EvidenceModel* critical_path_model() const { return critical_model_; }
+  QTableView* critical_path_table() const { return critical_table_; }
+  const std::vector<EvidenceEvent>& critical_path_events() const { return critical_events_; }
   QChart* utilization_chart() const;
   QChart* memory_chart() const;
   QChart* step_chart() const;
@@ -104,6 +114,15 @@ class CaptureView : public QWidget {
   QComboBox* flame_order_ = nullptr;
   QWidget* flame_page_ = nullptr;
   void update_flame_graph();
+  void update_critical_path();
+  void show_critical_path(bool on);  // marks (or clears) and goes to the path's window
+  bool mark_critical_path(bool on);  // marks or clears; false when nothing is marked
+  QWidget* critical_page_ = nullptr;
+  QCheckBox* critical_toggle_ = nullptr;
+  QLabel* critical_summary_ = nullptr;
+  EvidenceModel* critical_model_ = nullptr;
+  QTableView* critical_table_ = nullptr;
+  std::vector<EvidenceEvent> critical_events_;
   void update_visible_summary();
   AggregateModel* visible_summary_ = nullptr;
   QWidget* visible_page_ = nullptr;

@@ -108,8 +108,23 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     fleet_rows_ = fleet;
     fleet_->set_rows(*fleet);
   });
+  connect(l, &Loader::analysis_deferred, this,
+          [this](int job, int source, qint64 capture_id, qint64 events) {
+            if (job != job_ && job != capture_job_) return;
+            if (capture_->capture_key() != std::optional<CaptureKey>({size_t(source), capture_id}))
+              return;
+            findings_->show_deferred(events);
+          });
+  connect(findings_, &FindingsPanel::analysis_requested, this, [this] {
+    const auto key = capture_->capture_key();
+    if (!session_ || !key) return;
+    if (analysis_job_) active_.erase(analysis_job_);
+    analysis_job_ = loader_->analyze(session_, *key);
+    job_started(analysis_job_,
+                "Analysing " + QString::fromStdString(session_->capture_label(*key)) + "…");
+  });
   connect(l, &Loader::capture_analysis_ready, this, [this](int job, CaptureAnalysisPtr analysis) {
-    if (job != job_ && job != capture_job_) return;
+    if (job != job_ && job != capture_job_ && job != analysis_job_) return;
     analyses_[analysis->key] = analysis;
     show_capture_analysis();
   });
@@ -272,7 +287,7 @@ void MainWindow::open(const QStringList& paths) {
   last_error_.clear();
   for (const QString& path : paths) add_recent(path);
   active_.clear();
-  capture_job_ = plan_job_ = diff_job_ = fleet_job_ = 0;
+  capture_job_ = plan_job_ = diff_job_ = fleet_job_ = analysis_job_ = 0;
   job_ = loader_->open(paths);
   job_started(job_, paths.size() == 1 ? "Opening " + QFileInfo(paths.front()).fileName() + "…"
                                       : QString("Opening %1 files…").arg(paths.size()));

@@ -92,6 +92,7 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<DaemonLink> daemon_;
   std::unique_ptr<Loader> loader_;
   int job_ = 0, capture_job_ = 0, plan_job_ = 0, diff_job_ = 0, fleet_job_ = 0;
+  int analysis_job_ = 0;
   std::set<int> active_;
   bool plan_requested_ = false, fleet_requested_ = false;
   SessionPtr session_;

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <nlohmann/json.hpp>
 
+#include "fleetscope/lanes/turn_policy.h"
 #include "fleetscope/timeline/ruler.h"
 #include "plan_check.h"
 
@@ -184,6 +185,24 @@ void DiffView::set_diff(DiffPtr diff) {
 FindingsPanel::FindingsPanel(QWidget* parent) : QWidget(parent) {
   qRegisterMetaType<store::Finding>();
   auto* layout = new QVBoxLayout(this);
+  source_ = new QLabel(
+      "Findings as stored in the database: the capture has no rows left to analyse.", this);
+  source_->hide();
+  layout->addWidget(source_);
+  auto* deferred_row = new QHBoxLayout;
+  deferred_ = new QLabel(this);
+  deferred_->setWordWrap(true);
+  analyze_ = new QPushButton("Analyze", this);
+  deferred_row->addWidget(deferred_, 1);
+  deferred_row->addWidget(analyze_);
+  layout->addLayout(deferred_row);
+  deferred_->hide();
+  analyze_->hide();
+  connect(analyze_, &QPushButton::clicked, this, [this] {
+    analyze_->setEnabled(false);
+    deferred_->setText("Analysing…");
+    emit analysis_requested();
+  });
   auto* split = new QSplitter(Qt::Vertical, this);
   model_ = new FindingsModel(this);
   proxy_ = new QSortFilterProxyModel(this);
@@ -274,8 +293,24 @@ void FindingsPanel::show_row(const QModelIndex& current) {
   emit finding_selected(f);
 }
 
+void FindingsPanel::show_deferred(int64_t events) {
+  deferred_->setText(
+      QString("Not analysed yet: this capture has %L1 events, and the analyzer holds all of "
+              "them in memory while it runs (about 1.5 GB for 10 million). Analyze runs it now "
+              "(the results are kept, the events freed).")
+          .arg(events));
+  deferred_->show();
+  analyze_->setEnabled(true);
+  analyze_->show();
+}
+
 void FindingsPanel::set_analysis(const CaptureAnalysis* analysis) {
+  if (analysis) {
+    deferred_->hide();
+    analyze_->hide();
+  }
   model_->set_rows(analysis ? finding_rows(analysis->result()) : std::vector<FindingRow>{});
+  source_->setVisible(analysis && analysis->result().source == analyzer::FindingsSource::stored);
   // By impact, largest first; rules not evaluated (impact -1) last.
   table_->sortByColumn(FindingsModel::impact, Qt::DescendingOrder);
   table_->resizeColumnsToContents();
@@ -303,7 +338,7 @@ void FindingsPanel::set_timeline(TimelinePtr timeline) {
 
 SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent), daemon_(daemon) {
   auto* layout = new QVBoxLayout(this);
-  // What-if: share plan's --max-slowdown, --single-lane and --margin-sigma.
+  // What-if: share plan's --max-slowdown, --single-lane, --margin-sigma and --interference-alpha.
   auto* controls = new QHBoxLayout;
   max_slowdown_ = new QDoubleSpinBox(this);
   max_slowdown_->setRange(1.0, 10.0);
@@ -315,12 +350,35 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   margin_sigma_->setRange(0.0, 10.0);
   margin_sigma_->setSingleStep(0.5);
   margin_sigma_->setDecimals(1);
-  single_lane_ = new QCheckBox("Single lane per GPU (Salus's time slicing)", this);
+  single_lane_ = new QCheckBox("Single lane per GPU", this);
+  single_lane_->setToolTip("Salus's own mode: one lane per GPU that all its jobs time-slice");
+  // share plan's interference choice: the host's model, or --interference-alpha A.
+  interference_ = new QComboBox(this);
+  interference_->addItem("host's model");
+  interference_->addItem("alpha");
+  interference_->setToolTip(
+      "The interference model the planner predicts slowdowns with: the host's, or an alpha as "
+      "share plan --interference-alpha A");
+  alpha_ = new QDoubleSpinBox(this);
+  alpha_->setRange(0.0, 100.0);
+  alpha_->setSingleStep(0.1);
+  alpha_->setDecimals(2);
+  alpha_->setEnabled(false);
+  // The lanes' turn policy (share apply --policy): what Apply hands over with the plan.
+  policy_ = new QComboBox(this);
+  for (std::string_view name : lanes::turn_policy_names())
+    policy_->addItem(QString::fromUtf8(name.data(), qsizetype(name.size())));
+  policy_->setToolTip(
+      "Turn policy of the plan's lanes (fifo: round robin at iteration boundaries; srtf: "
+      "shortest remaining time first; priority: FLEETSCOPE_JOB_PRIORITY first)");
   controls->addWidget(new QLabel("Max slowdown:", this));
   controls->addWidget(max_slowdown_);
   controls->addWidget(new QLabel("Margin (σ of T):", this));
   controls->addWidget(margin_sigma_);
   controls->addWidget(single_lane_);
+  controls->addWidget(new QLabel("Interference:", this));
+  controls->addWidget(interference_);
+  controls->addWidget(alpha_);
   controls->addStretch(1);
   layout->addLayout(controls);
   model_label_ = new QLabel(this);
@@ -338,6 +396,15 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
     emit what_if_changed();
   });
   connect(single_lane_, &QCheckBox::toggled, this, [this] { emit what_if_changed(); });
+  connect(interference_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    alpha_->setEnabled(index == 1);
+    emit what_if_changed();
+  });
+  connect(alpha_, &QDoubleSpinBox::editingFinished, this, [this] {
+    if (interference_->currentIndex() == 1) emit what_if_changed();
+  });
+  // The policy does not change the plan: only the label and what Apply sends.
+  connect(policy_, &QComboBox::currentIndexChanged, this, [this] { show_model(); });
   auto* split = new QSplitter(Qt::Vertical, this);
   model_ = new SharingModel(this);
   tree_ = new QTreeView(split);
@@ -369,6 +436,9 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   apply_ = new QPushButton("Apply plan", this);
   reason_ = new QLabel(this);
   reason_->setWordWrap(true);
+  // The lane policy goes with Apply: it is what Apply hands over, not a planner setting.
+  row->addWidget(new QLabel("Lane policy:", this));
+  row->addWidget(policy_);
   row->addWidget(apply_);
   row->addWidget(reason_, 1);
   layout->addLayout(row);
@@ -395,8 +465,10 @@ void SharingPanel::request_apply() {
   for (const auto& line : plan_changes(state_->plan)) changes << QString::fromStdString(line);
   auto* box = new QMessageBox(QMessageBox::Question, "Apply consolidation plan",
                               QString("Hand this plan to fleetscoped on %1? New and restarted "
-                                      "jobs of its workflows will run in these lanes.")
-                                  .arg(QString::fromStdString(host->hostname)),
+                                      "jobs of its workflows will run in these lanes, taking "
+                                      "turns by the %2 policy.")
+                                  .arg(QString::fromStdString(host->hostname))
+                                  .arg(policy_->currentText()),
                               QMessageBox::NoButton, this);
   box->setInformativeText(changes.join("\n"));
   QPushButton* confirm = box->addButton("Apply", QMessageBox::AcceptRole);
@@ -404,19 +476,21 @@ void SharingPanel::request_apply() {
   box->setDefaultButton(QMessageBox::Cancel);
   box->setAttribute(Qt::WA_DeleteOnClose);
   // The plan confirmed is the plan sent, whatever is planned meanwhile.
-  connect(box, &QMessageBox::finished, this, [this, box, confirm, state = state_](int) {
-    if (box->clickedButton() != confirm) {
-      reason_->setText("Apply cancelled: nothing was sent to the daemon.");
-      return;
-    }
-    std::string apply_error;
-    if (auto plan_id = daemon_.apply(state->plan, apply_error))
-      reason_->setText(QString("Plan %1 applied by the daemon: new and restarted jobs of its "
-                               "workflows go to its lanes (fleetscope run --share).")
-                           .arg(*plan_id));
-    else
-      reason_->setText(QString::fromStdString(apply_error));
-  });
+  connect(
+      box, &QMessageBox::finished, this,
+      [this, box, confirm, state = state_, policy = turn_policy()](int) {
+        if (box->clickedButton() != confirm) {
+          reason_->setText("Apply cancelled: nothing was sent to the daemon.");
+          return;
+        }
+        std::string apply_error;
+        if (auto plan_id = daemon_.apply(state->plan, policy, apply_error))
+          reason_->setText(QString("Plan %1 applied by the daemon: new and restarted jobs of its "
+                                   "workflows go to its lanes (fleetscope run --share).")
+                               .arg(*plan_id));
+        else
+          reason_->setText(QString::fromStdString(apply_error));
+      });
   confirmation_ = box;
   box->open();
 }
@@ -435,7 +509,28 @@ WhatIf SharingPanel::what_if() const {
   if (user_set_slowdown_) w.max_slowdown = max_slowdown_->value();
   if (user_set_margin_) w.margin_sigma = margin_sigma_->value();
   w.single_lane = single_lane_->isChecked();
+  if (interference_->currentIndex() == 1) w.interference_alpha = alpha_->value();
   return w;
+}
+
+std::string SharingPanel::turn_policy() const {
+  return policy_->currentText().toStdString();
+}
+
+void SharingPanel::show_model() {
+  if (!state_) return;
+  const SharingState* state = state_.get();
+  model_label_->setText(
+      QString("Planned as `fleetscope share plan` plans (one code path): interference %1; "
+              "CUDA context per job %2 MiB (%3); max slowdown %4x; margin %5 σ; %6; Apply hands "
+              "it over with lane policy %7.")
+          .arg(QString::fromStdString(state->interference))
+          .arg(state->options.memory.context_bytes >> 20)
+          .arg(QString::fromStdString(state->context_source))
+          .arg(state->options.max_slowdown)
+          .arg(state->options.memory.margin.z)
+          .arg(state->options.single_lane ? "one lane per GPU" : "lanes by memory")
+          .arg(policy_->currentText()));
 }
 
 void SharingPanel::set_state(SharingPtr state) {
@@ -457,15 +552,7 @@ void SharingPanel::set_state(SharingPtr state) {
       margin_sigma_->setValue(state->options.memory.margin.z);
       single_lane_->setChecked(state->options.single_lane);
     }
-    model_label_->setText(
-        QString("Planned as `fleetscope share plan` plans (one code path): interference %1; "
-                "CUDA context per job %2 MiB (%3); max slowdown %4x; margin %5 σ; %6.")
-            .arg(QString::fromStdString(state->interference))
-            .arg(state->options.memory.context_bytes >> 20)
-            .arg(QString::fromStdString(state->context_source))
-            .arg(state->options.max_slowdown)
-            .arg(state->options.memory.margin.z)
-            .arg(state->options.single_lane ? "one lane per GPU" : "lanes by memory"));
+    show_model();
     model_->set_plan(state->plan, state->jobs);
     tree_->expandAll();
     jobs_->set_rows(state->plan.jobs);

@@ -105,12 +105,21 @@ class FindingsPanel : public QWidget {
   EvidenceModel* evidence_model() const { return evidence_; }
   QTableView* evidence_table() const { return evidence_table_; }
   QTextBrowser* details() const { return details_; }
+  // Shown only when the findings are the stored ones (the capture has no rows left to analyse:
+  // analyzer::capture_findings, the rule `report` follows too).
+  QLabel* source_label() const { return source_; }
   // The evidence of the selected finding (events located on the timeline).
   const FindingEvidence& evidence() const { return current_; }
   // Selects the row of the model (source row), as a click does.
   void select_row(int row);
+  // The capture shown was not analysed by itself (`events` over the loader's limit): says so,
+  // with an Analyze button (analysis_requested). set_analysis() hides it.
+  void show_deferred(int64_t events);
+  QPushButton* analyze_button() const { return analyze_; }
+  QLabel* deferred_label() const { return deferred_; }
 
  signals:
+  void analysis_requested();
   void finding_selected(fleetscope::store::Finding finding);
   void finding_activated(fleetscope::store::Finding finding);
   // `go`: the user asked to see it (double-click, Enter), not only selected it.
@@ -125,18 +134,22 @@ class FindingsPanel : public QWidget {
   void request_event(const QModelIndex& index, bool go);
   FindingsModel* model_;
   QSortFilterProxyModel* proxy_;
+  QLabel* source_;
   QTableView* table_;
   QTextBrowser* details_;
   EvidenceModel* evidence_;
   QSortFilterProxyModel* evidence_proxy_;
   QTableView* evidence_table_;
+  QLabel* deferred_;
+  QPushButton* analyze_;
   TimelinePtr timeline_;
   FindingEvidence current_;
 };
 
 // The consolidation plan of the open sources, made as `fleetscope share plan` makes it (the
 // analysis session's candidates, the host's planner settings) with the what-if controls (max
-// slowdown, single-lane mode, margin) changing them as share plan's flags do; the model used is
+// slowdown, single-lane mode, margin, interference model) changing them as share plan's flags do,
+// and the lanes' turn policy Apply hands over with it (`share apply --policy`); the model used is
 // named. Apply goes through the daemon (see request_apply).
 class SharingPanel : public QWidget {
   Q_OBJECT
@@ -158,6 +171,13 @@ class SharingPanel : public QWidget {
   QDoubleSpinBox* max_slowdown() const { return max_slowdown_; }
   QCheckBox* single_lane() const { return single_lane_; }
   QDoubleSpinBox* margin_sigma() const { return margin_sigma_; }
+  // The interference model: the host's (item 0) or `--interference-alpha` (item 1) with alpha.
+  QComboBox* interference() const { return interference_; }
+  QDoubleSpinBox* interference_alpha() const { return alpha_; }
+  // The lanes' turn policy Apply hands over (`share apply --policy`; it orders the jobs of a lane
+  // and leaves the plan itself unchanged).
+  QComboBox* policy() const { return policy_; }
+  std::string turn_policy() const;
   // The open confirmation of Apply (null when none): Apply checks that the plan's GPUs are the
   // connected host's, then asks, listing what will change; only its Apply button sends the plan.
   QMessageBox* confirmation() const { return confirmation_; }
@@ -168,6 +188,7 @@ class SharingPanel : public QWidget {
 
  private:
   void request_apply();
+  void show_model();  // the plan's settings and the lane policy, in words
   DaemonLink& daemon_;
   QPointer<QMessageBox> confirmation_;
   SharingPtr state_;
@@ -185,6 +206,9 @@ class SharingPanel : public QWidget {
   QDoubleSpinBox* max_slowdown_;
   QCheckBox* single_lane_;
   QDoubleSpinBox* margin_sigma_;
+  QComboBox* interference_;
+  QDoubleSpinBox* alpha_;
+  QComboBox* policy_;
   QLabel* reason_;
   QPushButton* apply_;
 };

@@ -75,6 +75,7 @@ class TimelineWidget : public QWidget {
   void set_highlights(std::vector<TimeRange> windows);
   // Events to mark (a finding's offenders): outlined, with their names drawn in full colour.
   void set_marked_events(std::vector<EventRef> events);
+  const std::set<EventRef>& marked_events() const { return marked_; }
   void set_selection(std::optional<TimeRange> range);
   std::optional<TimeRange> selection() const { return selection_; }
   void select_event(size_t track, int64_t event);

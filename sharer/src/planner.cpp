@@ -130,6 +130,31 @@ std::map<size_t, JobPrediction> predict(const LaneAllocator& allocator,
   return predictions;
 }
 
+// GPU work of a lane per round robin round: sum of its jobs' u_j t_j (seconds).
+double lane_work(const Lane& lane, const std::vector<JobProfile>& jobs) {
+  double work = 0;
+  for (const auto& member : lane.jobs) {
+    const auto& profile = jobs[static_cast<size_t>(member.job_id)];
+    work += profile.utilization * iteration_s(profile);
+  }
+  return work;
+}
+
+// The GPU work a lane can still take in a newcomer (seconds per round): a member m's worst case
+// is 1 + (W - u_m t_m) / t_m before contention (W: lane_work), so the lane takes at most
+// min_m ((bound_m - 1) t_m - (W - u_m t_m)) more. A necessary condition: contention only adds.
+double lane_join_capacity(const Lane& lane, const std::vector<JobProfile>& jobs,
+                          const std::vector<double>& bounds) {
+  const double work = lane_work(lane, jobs);
+  double capacity = std::numeric_limits<double>::infinity();
+  for (const auto& member : lane.jobs) {
+    const auto index = static_cast<size_t>(member.job_id);
+    const double own = jobs[index].utilization * iteration_s(jobs[index]);
+    capacity = std::min(capacity, (bounds[index] - 1.0) * iteration_s(jobs[index]) - (work - own));
+  }
+  return capacity;
+}
+
 bool within_bounds(const std::map<size_t, JobPrediction>& predictions,
                    const std::vector<double>& bounds, const std::vector<double>& p99_bounds) {
   for (const auto& [job, prediction] : predictions) {
@@ -203,6 +228,16 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     int64_t best_free = 0;
     // Own lane (parallel) and shared lane (time-shared): keep the one that uses less memory,
     // leaving more room for the jobs still to come.
+    const auto keep_if_within_bounds = [&](LaneAllocator& trial) {
+      if (!within_bounds(predict(trial, jobs, options), bounds, p99_bounds)) return false;
+      if (!best || trial.free_bytes() > best_free) {
+        best_free = trial.free_bytes();
+        best = std::move(trial);
+      }
+      return true;
+    };
+    int tried_lane = -1;
+    bool shared_fits = false;
     for (bool shared : {false, true}) {
       if (shared && needs_own_lane(profile, options.tail_checks)) continue;
       AdmitOptions admit_options;
@@ -211,11 +246,36 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
       admit_options.solo = needs_own_lane(profile, options.tail_checks);
       if (options.single_lane) admit_options.max_lanes = 1;
       LaneAllocator trial = gpu.allocator;
-      if (!trial.admit(static_cast<int64_t>(job), profile.demand(), admit_options)) continue;
-      if (!within_bounds(predict(trial, jobs, options), bounds, p99_bounds)) continue;
-      if (!best || trial.free_bytes() > best_free) {
-        best_free = trial.free_bytes();
-        best = std::move(trial);
+      const auto placement =
+          trial.admit(static_cast<int64_t>(job), profile.demand(), admit_options);
+      if (!placement) continue;
+      if (shared) tried_lane = placement->lane_id;
+      const bool fits = keep_if_within_bounds(trial);
+      if (shared) shared_fits = fits;
+    }
+    // The allocator shares the lane that fits best by memory; when that lane is too busy to
+    // join within the bounds, a lighter lane may do: the lanes whose GPU work per round leaves
+    // the job within its bound before contention, lightest first, a few of them.
+    if (tried_lane >= 0 && !shared_fits) {
+      const double join_budget = (bounds[job] - 1.0) * iteration_s(profile);
+      const double own_work = profile.utilization * iteration_s(profile);
+      std::vector<std::pair<double, int>> lighter;
+      for (const auto& lane : gpu.allocator.lanes()) {
+        if (lane.solo || lane.id == tried_lane) continue;
+        const double work = lane_work(lane, jobs);
+        if (work <= join_budget * (1 + 1e-9) &&
+            own_work <= lane_join_capacity(lane, jobs, bounds) * (1 + 1e-9)) {
+          lighter.emplace_back(work, lane.id);
+        }
+      }
+      std::sort(lighter.begin(), lighter.end());
+      constexpr size_t kJoinTries = 4;
+      for (size_t k = 0; k < lighter.size() && k < kJoinTries; ++k) {
+        LaneAllocator trial = gpu.allocator;
+        if (!trial.admit_into(static_cast<int64_t>(job), profile.demand(), lighter[k].second)) {
+          continue;
+        }
+        if (keep_if_within_bounds(trial)) break;
       }
     }
     if (!best) return false;
@@ -235,6 +295,26 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   // requirement there) and the largest lane slack plus that memory (joining a lane needs at
   // least P there).
   std::vector<int64_t> slack_of;
+  // Time-sharing screen: the least GPU work per round (sum of u_j t_j, seconds) of a lane a job
+  // may join. Joining lane L costs job i at least 1 + sum_{j in L} u_j t_j / t_i (the worst case
+  // before any contention), so a GPU whose lightest lane exceeds (bound_i - 1) t_i cannot take i
+  // in a shared lane: it is skipped without a full check. (Without it, at 100,000 candidates the
+  // small jobs spent their 64 full checks on GPUs with lane slack whose lanes were too busy to
+  // join, and 37,516 of them opened a GPU of their own: 47,061 GPUs.)
+  // Likewise a lane whose members' bounds leave less than the job's own work per round
+  // (lane_join_capacity) cannot take it: the GPU keeps the largest such capacity of its lanes.
+  std::vector<double> lightest_work_of;
+  std::vector<double> join_capacity_of;
+  const auto join_screen = [&](const LaneAllocator& allocator, double& capacity) {
+    double lightest = std::numeric_limits<double>::infinity();
+    capacity = -std::numeric_limits<double>::infinity();
+    for (const auto& lane : allocator.lanes()) {
+      if (lane.solo || lane.jobs.empty()) continue;
+      lightest = std::min(lightest, lane_work(lane, jobs));
+      capacity = std::max(capacity, lane_join_capacity(lane, jobs, bounds));
+    }
+    return lightest;
+  };
   const auto headroom = [&](const LaneAllocator& allocator, int64_t& slack) {
     slack = 0;
     for (const auto& lane : allocator.lanes()) {
@@ -314,6 +394,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   const auto reindex = [&](size_t index) {
     by_room.erase({room_of[index], index});
     headroom_of[index] = headroom(open[index].allocator, slack_of[index]);
+    lightest_work_of[index] = join_screen(open[index].allocator, join_capacity_of[index]);
     room_of[index] = compute_room(open[index].allocator);
     if (room_of[index] + 1e-12 >= min_utilization && slack_of[index] >= min_need) {
       by_room.emplace(room_of[index], index);
@@ -328,6 +409,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     open_names.insert(name);
     room_of.push_back(0);
     slack_of.push_back(0);
+    lightest_work_of.push_back(0);
+    join_capacity_of.push_back(0);
     headroom_of.push_back(0);
     reindex(open.size() - 1);
     return true;
@@ -340,13 +423,18 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     // Start at GPUs with room for the job's own lane (P + guarded T): Salus's order tries a new
     // lane first, and GPUs with less room rarely take the job by sharing a lane.
     const int64_t own_need = options.memory.lane_bytes_with(LaneLoad{}, jobs[job].demand());
+    const double join_budget = (bounds[job] - 1.0) * iteration_s(jobs[job]);
+    const double own_work = jobs[job].utilization * iteration_s(jobs[job]);
     // Best fit by compute room (candidates are low-utilization jobs: compute is what fills a
     // GPU first), skipping GPUs without memory room for the job's own lane.
     for (auto it = by_room.lower_bound({jobs[job].utilization - 1e-12, 0});
          it != by_room.end() && tries < kMaxTries && scanned < 64 * kMaxTries; ++it) {
       const size_t index = it->second;
       ++scanned;
-      if (headroom_of[index] < own_need && slack_of[index] < jobs[job].persistent_bytes) continue;
+      const bool may_join = slack_of[index] >= jobs[job].persistent_bytes &&
+                            lightest_work_of[index] <= join_budget * (1 + 1e-9) &&
+                            own_work <= join_capacity_of[index] * (1 + 1e-9);
+      if (headroom_of[index] < own_need && !may_join) continue;
       ++tries;
       if ((placed = try_place(open[index], job))) {
         reindex(index);

@@ -4,12 +4,18 @@
 // planner the CLI calls, it has no planner or ranking of its own (issues 22, 23).
 #include <gtest/gtest.h>
 
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLabel>
+#include <QTest>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/reader.h"
 #include "gui_fixture.h"
+#include "main_window.h"
+#include "panels.h"
 #include "session.h"
 #include "temp_dir.h"
 
@@ -21,11 +27,12 @@ using test_support::run_cli;
 class CliAgreementTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Two hosts' databases, one job each on its own GPU, both mostly idle with measured memory.
+    // Two hosts' databases, one job each on its own GPU, both mostly idle (gemm 300 µs of each
+    // 1 ms step: GPU utilization 40 %, a co-location candidate) with measured memory.
     a_ = dir_.file("host-a.db");
     b_ = dir_.file("host-b.db");
-    testing::write_fixture(a_);
-    testing::write_fixture(b_);
+    testing::write_fixture(a_, /*gemm_us=*/300);
+    testing::write_fixture(b_, /*gemm_us=*/300);
   }
   // The plan part of `share plan --format json` (without the fields only the CLI prints).
   static std::string cli_plan(const std::vector<std::string>& args,
@@ -61,6 +68,84 @@ TEST_F(CliAgreementTest, TheGuiPlansByteForByteAsSharePlan) {
   EXPECT_EQ(sharer::plan_to_json(changed.plan).dump(2),
             cli_plan({"share", "plan", a_, b_, "--format", "json", "--max-slowdown", "2.5",
                       "--single-lane", "--margin-sigma", "1.5"}));
+}
+
+TEST_F(CliAgreementTest, TheWhatIfControlsOfTheRealWindowPlanAsSharePlansFlags) {
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QStringList{QString::fromStdString(a_), QString::fromStdString(b_)});
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  window.show_view("sharing");
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  SharingPanel* sharing = window.sharing_panel();
+  ASSERT_TRUE(sharing->state());
+  const std::string host_plan = cli_plan({"share", "plan", a_, b_, "--format", "json"});
+  EXPECT_EQ(sharer::plan_to_json(sharing->state()->plan).dump(2), host_plan);
+  EXPECT_TRUE(sharing->model_label()->text().contains(
+      QString::fromStdString(sharing->state()->interference)));
+
+  // The interference control, by keyboard: alpha 3 (strong contention) instead of the host's
+  // model: the plan is share plan --interference-alpha 3's, and the label names that model.
+  sharing->interference()->setFocus();
+  QTest::keyClick(sharing->interference(), Qt::Key_Down);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_TRUE(sharing->interference_alpha()->isEnabled());
+  sharing->interference_alpha()->setFocus();
+  QTest::keyClick(sharing->interference_alpha(), Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(sharing->interference_alpha(), "3");
+  QTest::keyClick(sharing->interference_alpha(), Qt::Key_Return);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_TRUE(sharing->state());
+  EXPECT_EQ(sharing->state()->interference_source, "flag");
+  const std::string alpha_plan =
+      cli_plan({"share", "plan", a_, b_, "--format", "json", "--interference-alpha", "3"});
+  EXPECT_NE(alpha_plan, host_plan);  // the control changes the plan: the comparison is not vacuous
+  EXPECT_EQ(sharer::plan_to_json(sharing->state()->plan).dump(2), alpha_plan);
+  EXPECT_TRUE(sharing->model_label()->text().contains("alpha = 3, given with --interference-alpha"))
+      << sharing->model_label()->text().toStdString();
+
+  // The lane policy (share apply --policy): the label says what Apply hands over; the plan stays.
+  ASSERT_EQ(sharing->policy()->currentText(), "fifo");
+  sharing->policy()->setFocus();
+  QTest::keyClick(sharing->policy(), Qt::Key_Down);
+  EXPECT_EQ(sharing->turn_policy(), "srtf");
+  EXPECT_TRUE(sharing->model_label()->text().contains("lane policy srtf"))
+      << sharing->model_label()->text().toStdString();
+  EXPECT_EQ(sharer::plan_to_json(sharing->state()->plan).dump(2), alpha_plan);
+
+  // Back to the host's model: the host's plan again.
+  sharing->interference()->setFocus();
+  QTest::keyClick(sharing->interference(), Qt::Key_Up);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  EXPECT_FALSE(sharing->interference_alpha()->isEnabled());
+  EXPECT_EQ(sharer::plan_to_json(sharing->state()->plan).dump(2), host_plan);
+}
+
+TEST_F(CliAgreementTest, ABusyJobIsNeverPlannedByTheGuiOrSharePlan) {
+  // A third host whose job keeps its GPU 90 % busy: the analyzer's verdict is "not a candidate",
+  // and neither the GUI nor `share plan` may put it in a shared lane.
+  const std::string busy = dir_.file("host-busy.db");
+  testing::write_fixture(busy, /*gemm_us=*/900);
+  auto session = open_session(std::vector<std::string>{a_, busy});
+  const SharingState gui = plan_sharing(*session);
+  ASSERT_EQ(gui.candidates.size(), 2u);
+  const auto& busy_candidate = gui.candidates[1];
+  EXPECT_FALSE(busy_candidate.co_location_candidate);
+  EXPECT_GE(busy_candidate.utilization, 0.5);
+  ASSERT_EQ(gui.jobs.size(), 1u);  // only host-a's job reaches the planner
+  EXPECT_EQ(gui.jobs[0].job_id.find("host-busy.db"), std::string::npos) << gui.jobs[0].job_id;
+  for (const auto& job : gui.plan.jobs)
+    EXPECT_EQ(job.job_id.find("host-busy.db"), std::string::npos) << job.job_id;
+  ASSERT_EQ(gui.skipped.size(), 1u);
+  EXPECT_EQ(gui.skipped[0], "train on GPU 0: not a candidate: " + busy_candidate.reason);
+  EXPECT_NE(gui.skipped[0].find("GPU utilization 90 %"), std::string::npos) << gui.skipped[0];
+
+  std::vector<std::string> not_planned;
+  const std::string cli = cli_plan({"share", "plan", a_, busy, "--format", "json"}, &not_planned);
+  EXPECT_EQ(sharer::plan_to_json(gui.plan).dump(2), cli);
+  EXPECT_EQ(not_planned, gui.skipped);
+  EXPECT_EQ(cli.find("host-busy.db"), std::string::npos) << cli;
 }
 
 TEST_F(CliAgreementTest, TheGuiShowsTheFindingsTheCliPrints) {

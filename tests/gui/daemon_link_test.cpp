@@ -4,6 +4,7 @@
 // disabled with the daemon's reason while connected.
 #include <gtest/gtest.h>
 
+#include <QComboBox>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
@@ -134,9 +135,14 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
   EXPECT_TRUE(sharing_panel->apply_reason()->text().contains("is not a GPU of"))
       << sharing_panel->apply_reason()->text().toStdString();
   sharing_panel->set_state(sharing);
-  // Confirmed: the plan goes to the daemon.
+  // Confirmed: the plan goes to the daemon, with the lane policy picked (share apply --policy).
+  sharing_panel->policy()->setFocus();
+  QTest::keyClick(sharing_panel->policy(), Qt::Key_Down);
+  ASSERT_EQ(sharing_panel->turn_policy(), "srtf");
   QTest::mouseClick(sharing_panel->apply_button(), Qt::LeftButton);
   ASSERT_TRUE(sharing_panel->confirmation());
+  EXPECT_TRUE(sharing_panel->confirmation()->text().contains("srtf policy"))
+      << sharing_panel->confirmation()->text().toStdString();
   QPushButton* confirm = nullptr;
   for (QAbstractButton* b : sharing_panel->confirmation()->buttons())
     if (b->text() == "Apply") confirm = qobject_cast<QPushButton*>(b);
@@ -150,6 +156,7 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
   ASSERT_EQ(share.plans.size(), 1u);
   EXPECT_TRUE(share.plans[0].active);
   EXPECT_EQ(share.plans[0].workflows, (std::vector<std::string>{"wa", "wb"}));
+  EXPECT_EQ(share.plans[0].policy, "srtf");
   window.sharing_panel()->set_state(nullptr);
 
   // The daemon goes away: Refresh says it cannot be reached and empties the tables.

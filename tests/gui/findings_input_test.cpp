@@ -5,6 +5,9 @@
 // shows it.
 #include <gtest/gtest.h>
 
+#include <QCheckBox>
+#include <QLabel>
+#include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
 #include <QTableView>
@@ -60,6 +63,32 @@ class FindingsInputTest : public ::testing::Test {
   testing::Fixture fixture_;
   std::unique_ptr<MainWindow> window_;
 };
+
+TEST_F(FindingsInputTest, ALargeCaptureWaitsForAnalyzeAndKeepsOnlyTheResults) {
+  // Over the limit (here 10 events; 2 million by default) the capture opens without its
+  // analysis: the Findings tab says so and offers Analyze; a click analyses it.
+  window_ = std::make_unique<MainWindow>(false);
+  window_->loader()->set_auto_analysis_limit(10);
+  window_->resize(1400, 900);
+  window_->show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(window_.get()));
+  window_->open(QString::fromStdString(path_));
+  ASSERT_TRUE(window_->wait_loaded()) << window_->last_error().toStdString();
+  window_->show_view("findings");
+  FindingsPanel* panel = window_->findings_panel();
+  EXPECT_EQ(panel->model()->rowCount(), 0);
+  ASSERT_TRUE(panel->analyze_button()->isVisible());
+  EXPECT_TRUE(panel->deferred_label()->text().contains("Not analysed yet"))
+      << panel->deferred_label()->text().toStdString();
+  EXPECT_FALSE(window_->capture_view()->critical_path_toggle()->isEnabled());
+  QTest::mouseClick(panel->analyze_button(), Qt::LeftButton);
+  ASSERT_TRUE(window_->wait_loaded()) << window_->last_error().toStdString();
+  EXPECT_GT(panel->model()->rowCount(), 0);
+  EXPECT_FALSE(panel->analyze_button()->isVisible());
+  EXPECT_EQ(window_->tabs()->currentWidget(), panel);  // the tab stays
+  // The session kept the results, not the capture's events.
+  EXPECT_FALSE(window_->session()->analysis->analysis({0, fixture_.capture})->data);
+}
 
 TEST_F(FindingsInputTest, SelectingKeepsTheTabAndEnterGoesToTheTimeline) {
   open();

@@ -25,7 +25,9 @@ struct Fixture {
   int64_t finding_begin = at_us(1000), finding_end = at_us(1400);
 };
 
-inline Fixture write_fixture(const std::string& path) {
+// `gemm_us`: the gemm kernel's length in each 1 ms step (900: the GPU 90 % busy, not a
+// co-location candidate).
+inline Fixture write_fixture(const std::string& path, int64_t gemm_us = 400) {
   store::Writer writer(store::Database::create(path));
   Fixture f;
   store::Capture capture;
@@ -74,10 +76,10 @@ inline Fixture write_fixture(const std::string& path) {
   weights.globalPid = store::global_pid(kPid);
   weights.bytes = int64_t{1} << 30, weights.total_allocated = int64_t{1} << 30;
   writer.add(weights);
-  // Ten steps of 1 ms: gemm 400 µs on stream 7, relu 100 µs on stream 13, then idle.
+  // Ten steps of 1 ms: gemm 400 µs (gemm_us) on stream 7, relu 100 µs on stream 13, then idle.
   for (int step = 0; step < 10; ++step) {
     const int64_t s = 1000 + step * 1000;
-    launch(s, s + 400, 7, "gemm");
+    launch(s, s + gemm_us, 7, "gemm");
     launch(s + 450, s + 550, 13, "relu");
     store::Iteration it;
     it.captureId = f.capture, it.globalPid = store::global_pid(kPid), it.step = step;

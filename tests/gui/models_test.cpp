@@ -256,7 +256,7 @@ TEST(FleetFormat, OneFixedFormatForEveryRowAndTheTotals) {
   a.span_ns = 3'600'000'000'000, a.busy_ns = 900'000'000'000;  // 1 GPU-hour, 25 % busy
   b.span_ns = 3'600'000'000'000, b.busy_ns = 2'700'000'000'000;
   EXPECT_EQ(fleet_totals({a, b}),
-            "Total: 2 job(s), 2.000000 GPU-hours, 1.000000 wasted (50.0 % utilization)");
+            "Total: 2 job(s), 2.000000 GPU-hours, 1.000000 wasted (50.0 % GPU utilization)");
 }
 
 }  // namespace

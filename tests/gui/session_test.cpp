@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/fleet.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
@@ -46,6 +47,43 @@ TEST(Session, OpensADatabase) {
   EXPECT_EQ(s->capture_label(s->captures[0]), "capture " + std::to_string(f.capture));
 }
 
+TEST(Session, KeepsResultsButNotTheCapturesEvents) {
+  // The GUI's session keeps no CaptureData (a 10 M-event capture's is about 1.5 GB): the
+  // analysis hands its events over once, later calls give the results without them, and
+  // loaded() reads them again, with the same candidates.
+  test_support::TempDir dir;
+  const auto f = testing::write_fixture(dir.file("t.db"));
+  auto s = open_session(dir.file("t.db"));
+  const CaptureKey key{0, f.capture};
+  auto first = s->analysis->analysis(key);
+  ASSERT_TRUE(first->data);
+  const std::weak_ptr<const analyzer::CaptureData> events = first->data;
+  const size_t findings = first->result.findings.size();
+  ASSERT_GT(findings, 0u);
+  first.reset();
+  EXPECT_TRUE(events.expired());  // freed: nothing else holds it
+  auto again = s->analysis->analysis(key);
+  EXPECT_FALSE(again->data);
+  EXPECT_EQ(again->result.findings.size(), findings);
+  auto reloaded = s->analysis->loaded(key);
+  ASSERT_TRUE(reloaded->data);
+  EXPECT_GT(reloaded->data->gpu.size(), 0u);
+  EXPECT_EQ(reloaded->candidates.size(), again->candidates.size());
+  // The GUI's own analysis keeps only results, the chart's kernel intervals and the path.
+  const CaptureAnalysis gui = analyze_capture(*s, key);
+  EXPECT_FALSE(gui.analysis->data);
+  ASSERT_EQ(gui.kernel_busy.count(0), 1u);
+  const analyzer::Interval range{testing::at_us(1000), testing::at_us(2000)};
+  const auto kept = analyzer::gpu_utilization_timeline(gui.kernel_busy.at(0), range);
+  const auto from_events = analyzer::gpu_utilization_timeline(*reloaded->data, 0, range);
+  ASSERT_EQ(kept.size(), from_events.size());
+  ASSERT_FALSE(kept.empty());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].bucket, from_events[i].bucket);
+    EXPECT_EQ(kept[i].utilization, from_events[i].utilization);
+  }
+}
+
 TEST(Session, ImportsAKinetoTraceInMemoryAndAnalysesIt) {
   auto s = open_session(sample("hta-critical_path_alexnet_trace.json.gz"));
   EXPECT_EQ(s->source(0).format, "Kineto JSON trace");
@@ -61,8 +99,10 @@ TEST(Session, ImportsAKinetoTraceInMemoryAndAnalysesIt) {
   const CaptureAnalysis a = analyze_capture(*s, s->captures[0]);
   EXPECT_FALSE(a.result().rules.empty());
   EXPECT_FALSE(a.devices.empty());
-  // Analysed once: the analysis session hands out the same result again.
-  EXPECT_EQ(analyze_capture(*s, s->captures[0]).analysis, a.analysis);
+  // Analysed once: the analysis session hands out the same cached result again (without the
+  // capture's events, which the GUI does not keep), and the GUI shows the same rules.
+  EXPECT_EQ(s->analysis->analysis(s->captures[0]), s->analysis->analysis(s->captures[0]));
+  EXPECT_EQ(analyze_capture(*s, s->captures[0]).result().rules.size(), a.result().rules.size());
   const FleetRows fleet = s->analysis->fleet();
   ASSERT_EQ(fleet.size(), 1u);
   EXPECT_EQ(capture_keys(*s, fleet[0]), std::vector<CaptureKey>{s->captures[0]});

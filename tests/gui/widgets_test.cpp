@@ -20,6 +20,7 @@
 #include <QTest>
 #include <QUrl>
 #include <QValueAxis>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -32,6 +33,7 @@
 #include "main_window.h"
 #include "panels.h"
 #include "run_gui.h"
+#include "session.h"
 #include "temp_dir.h"
 #include "timeline_widget.h"
 
@@ -197,6 +199,35 @@ TEST_F(WidgetsTest, SelectingAFindingHighlightsAndJumpsToItsWindow) {
   EXPECT_EQ(t->view().visible(), t->view().bounds());
 }
 
+// The one rule for stored vs fresh findings (analyzer::capture_findings): the fixture's stored
+// gpu_idle_gaps is shown only once the capture has no rows left, and the panel says so.
+TEST_F(WidgetsTest, StoredFindingsAreShownOnlyWithoutRowsAndMarked) {
+  auto analysed_panel = [&](FindingsPanel& panel) {
+    auto session = open_session(path_);
+    const CaptureAnalysis a = analyze_capture(*session, session->captures.at(0));
+    panel.set_analysis(&a);
+    std::vector<std::string> rules;
+    for (const auto& f : a.result().findings) rules.push_back(f.rule);
+    return rules;
+  };
+  FindingsPanel fresh;
+  const auto rules = analysed_panel(fresh);
+  EXPECT_TRUE(fresh.source_label()->isHidden());
+  EXPECT_EQ(std::count(rules.begin(), rules.end(), "gpu_idle_gaps"), 0);
+  {
+    store::Database db = store::Database::open(path_, store::OpenMode::read_write);
+    for (const char* table :
+         {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+          "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS",
+          "cpu_ops", "iterations", "memory_events", "external_correlation"})
+      db.exec(std::string("DELETE FROM ") + table);
+  }
+  FindingsPanel stored;
+  EXPECT_EQ(analysed_panel(stored), std::vector<std::string>{"gpu_idle_gaps"});
+  EXPECT_FALSE(stored.source_label()->isHidden());
+  EXPECT_TRUE(stored.source_label()->text().contains("stored")) << "the source is shown";
+}
+
 TEST_F(WidgetsTest, RangeAggregateTableEqualsTheSqlAnswer) {
   MainWindow window(false);
   window.resize(1400, 900);
@@ -327,7 +358,13 @@ TEST_F(WidgetsTest, SeveralDatabasesOpenTogetherWithTablesAcrossThem) {
   ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
   SharingPanel* sharing = window.sharing_panel();
   ASSERT_TRUE(sharing->state());
-  EXPECT_EQ(sharing->state()->jobs.size(), 2u);
+  // The fixture's job keeps its GPU 50 % busy: not a candidate, so neither file's job is planned
+  // and both say why (the analysis session's planner inputs, as `share plan`).
+  EXPECT_EQ(sharing->state()->jobs.size(), 0u);
+  ASSERT_EQ(sharing->state()->skipped.size(), 2u);
+  EXPECT_NE(sharing->state()->skipped[0].find("not a candidate: GPU utilization 50 %"),
+            std::string::npos)
+      << sharing->state()->skipped[0];
   EXPECT_FALSE(sharing->state()->options.single_lane);
   EXPECT_TRUE(sharing->model_label()->text().contains("interference"));
   QTest::mouseClick(sharing->single_lane(), Qt::LeftButton);

@@ -55,4 +55,8 @@ std::unique_ptr<TurnPolicy> make_turn_policy(std::string_view name) {
   return nullptr;
 }
 
+std::vector<std::string_view> turn_policy_names() {
+  return {"fifo", "srtf", "priority"};
+}
+
 }  // namespace fleetscope::lanes

@@ -197,6 +197,9 @@ TEST(ConnectionGuard, AWaitingConnectionIsRefusedAtItsDeadlineWhenAllAreBusy) {
   EXPECT_NE(why.find("max_connections_per_uid"), std::string::npos) << why;
   EXPECT_EQ(limiter->counts().refused, 1);
   EXPECT_FALSE(a.closed_for_client());
+  // The refusal is logged once for a burst.
+  EXPECT_TRUE(newcomer->note_refusal_now());
+  EXPECT_FALSE(newcomer->note_refusal_now());
   // Waiting connections are bounded: twice max_connections held in all.
   auto tiny = ConnectionLimiter::create(small(1, 1));
   Pair c, d, e;

@@ -61,6 +61,18 @@ TEST(GateArbiter, PoliciesOrderWaitingMembers) {
   }
 }
 
+TEST(TurnPolicy, EveryListedNameMakesThatPolicyAndNoOther) {
+  const auto names = turn_policy_names();
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(names.front(), "fifo");  // the default comes first
+  for (std::string_view name : names) {
+    auto policy = make_turn_policy(name);
+    ASSERT_TRUE(policy) << name;
+    EXPECT_EQ(policy->name(), name);
+  }
+  EXPECT_FALSE(make_turn_policy("pack"));  // a simulator policy, not a lane's turn policy
+}
+
 TEST(GateArbiter, LanesAreIndependentAndReleaseDoesNotRequeue) {
   GateArbiter arbiter;
   ASSERT_TRUE(arbiter.set_lane_policy("x", "srtf"));

@@ -1,10 +1,11 @@
 // `share plan DB`: the analyzer's consolidation candidates reach the planner with everything the
 // analyzer measured, the per-iteration variation of T included (it used to be dropped, so the
-// planner always used its 2 % prior).
+// planner always used its 2 % prior); a job the analyzer keeps on its GPU (busy) is not planned.
 
 #include <gtest/gtest.h>
 
 #include "db_fixture.h"
+#include "fleetscope/analyzer/session.h"
 #include "fleetscope/cli/integrations.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/sharer/commands.h"
@@ -17,8 +18,19 @@ namespace {
 TEST(CandidateLoader, CopiesTheMeasuredEphemeralDeviation) {
   fleetscope::test_support::TempDir dir;
   analyzer::testing::write_shared_case(dir.file("t.db"));
-  const auto jobs = candidates_from_databases({dir.file("t.db")}, sharer::MemoryModel{}).jobs;
-  ASSERT_EQ(jobs.size(), 1u);
+  // The fixture keeps its GPU 76 % busy: not a co-location candidate, so `share plan` does not
+  // plan it and says why (the analysis session's planner inputs, shared with the GUI).
+  const auto set = candidates_from_databases({dir.file("t.db")}, sharer::MemoryModel{});
+  EXPECT_TRUE(set.jobs.empty());
+  ASSERT_EQ(set.skipped.size(), 1u);
+  EXPECT_EQ(set.skipped[0], "resnet-train on GPU 0: not a candidate: GPU utilization 76 %");
+  // Its job profile (what `candidates --format profiles` lists) carries everything measured.
+  analyzer::AnalysisSession session;
+  session.open(dir.file("t.db"));
+  const auto candidates = session.candidates();
+  ASSERT_EQ(candidates.size(), 1u);
+  const std::vector<sharer::JobProfile> jobs{
+      session.job_profile(candidates[0], 0, sharer::MemoryModel{})};
   // The fixture's two iterations peak at 256 and 512 MiB of ephemeral memory.
   EXPECT_DOUBLE_EQ(jobs[0].peak_stddev_bytes, 128.0 * 1024 * 1024);
   // Two steps of 250 us: the p99 (nearest rank) is the slowest, what the planner bounds.

@@ -215,5 +215,37 @@ TEST(Planner, ContentionDoesNotDefeatTheBestFitSearch) {
   EXPECT_LE(plan.gpus_after, base.gpus_after * 11 / 10) << base.gpus_after;
 }
 
+// The allocator joins the lane that needs the least growth; when that lane is too busy to take
+// the job within its bound, a lighter lane must be tried. On a 13 GiB GPU: x (P 4, T 3 GiB, 25 %
+// busy) and y (P 2, T 1 GiB, 1 %) in lanes of their own; n (P 1, T 1.5 GiB, 5 %) has no memory
+// for a lane of its own (as a latency job it stays on its GPU), joining x's lane grows it least
+// (1 GiB) but n would wait 1 + 0.25 > 1.2; joining y's lane (1.5 GiB of growth) keeps everyone
+// within 1.2. Before the retry n kept its own GPU (2 GPUs).
+TEST(Planner, ALighterLaneIsTriedWhenTheBestFitLaneIsTooBusyToJoin) {
+  const auto make = [](std::string id, double p_gib, double t_gib, double util) {
+    JobProfile profile;
+    profile.job_id = id;
+    profile.workflow = id;
+    profile.gpu = "g" + id;
+    profile.persistent_bytes = static_cast<int64_t>(p_gib * static_cast<double>(kGiB));
+    profile.ephemeral_peak_bytes = static_cast<int64_t>(t_gib * static_cast<double>(kGiB));
+    profile.gpu_capacity_bytes = 13 * kGiB;
+    profile.utilization = util;
+    profile.iteration_ns = 100'000'000;
+    return profile;
+  };
+  std::vector<JobProfile> jobs{make("x", 4, 3, 0.25), make("y", 2, 1, 0.01),
+                               make("n", 1, 1.5, 0.05)};
+  const auto plan = plan_consolidation(jobs);
+  ASSERT_EQ(plan.gpus_after, 1);
+  ASSERT_EQ(plan.jobs[2].to_gpu, "gx");
+  EXPECT_EQ(plan.jobs[2].lane_id, plan.jobs[1].lane_id);  // with y, not x
+  EXPECT_NE(plan.jobs[2].lane_id, plan.jobs[0].lane_id);
+  for (const auto& planned : plan.jobs) EXPECT_LE(planned.worst_case_slowdown, 1.2 + 1e-9);
+  // No lane of its own fits there: as a latency job (own lane only) n stays on its GPU.
+  jobs[2].labels["class"] = "latency";
+  EXPECT_EQ(plan_consolidation(jobs).jobs[2].to_gpu, "gn");
+}
+
 }  // namespace
 }  // namespace fleetscope::sharer

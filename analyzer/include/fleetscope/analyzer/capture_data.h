@@ -133,6 +133,9 @@ struct CaptureData {
   std::vector<store::MemoryEvent> memory;    // sorted by ts
   std::vector<HostRange> dataloader_ops;     // cpu_ops named enumerate(DataLoader)...
   std::vector<HostRange> cpu_ops;            // all top-level-or-not cpu_ops (host activity)
+  // Kineto gpu_user_annotation ranges: user annotations drawn on the GPU timeline (the span of
+  // the GPU work launched under them). Loaded with cpu_ops; not host activity.
+  std::vector<HostRange> gpu_annotations;
   GpuEvents gpu;
   GpuSyncs gpu_syncs;
   RuntimeCalls runtime;

@@ -84,6 +84,10 @@ struct ConsolidationCandidate {
   std::string reason;
 };
 
+// The candidate's job name: its workflow, or "captureN" for a capture without one (the planner's
+// job ids, the HPO trials' names, the reasons a job is not planned).
+std::string job_name(const ConsolidationCandidate& candidate);
+
 struct ConsolidationOptions {
   double max_utilization = 0.5;  // PyTorch profiler's low-utilization line (50 %)
 };

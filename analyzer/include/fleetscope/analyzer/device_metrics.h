@@ -136,6 +136,11 @@ struct UtilizationBucket {
   Interval bucket;
   double utilization = 0;
 };
+// The same buckets over a device's kernel busy intervals (kernel_busy()), for a caller that keeps
+// those and not the whole capture (the GUI's chart follows the view after the capture's events
+// are freed).
+std::vector<UtilizationBucket> gpu_utilization_timeline(const IntervalSet& kernel_busy,
+                                                        Interval range);
 std::vector<UtilizationBucket> gpu_utilization_timeline(const CaptureData& data, int32_t device,
                                                         Interval range);
 

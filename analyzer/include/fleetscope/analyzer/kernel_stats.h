@@ -43,4 +43,17 @@ struct KernelStatsOptions {
 std::vector<KernelTypeStats> kernel_stats(const CaptureData& data,
                                           const KernelStatsOptions& options = {});
 
+// HTA get_gpu_user_annotation_breakdown (breakdown_analysis.py; use_gpu_annotation=True,
+// num_kernels=1000, duration_ratio=0.8): the same per-name statistics and fold over the
+// gpu_user_annotation ranges (CaptureData::gpu_annotations), per capture (HTA: per rank).
+// They are CPU-side events for HTA's last-step filter: kept when they start before the last
+// ProfilerStep.
+struct AnnotationStats {
+  std::vector<KernelStat> top;  // by sum descending
+  int64_t others_names = 0, others_sum_ns = 0;
+};
+AnnotationStats gpu_user_annotation_stats(const CaptureData& data, size_t top = 1000,
+                                          double duration_ratio = 0.8,
+                                          bool hta_last_step_filter = true);
+
 }  // namespace fleetscope::analyzer

@@ -76,8 +76,9 @@ struct CaptureAnalysis {
   std::vector<ConsolidationCandidate> candidates;
 };
 
-// The planner's inputs: every candidate, the job profiles of those it can place, and why the
-// others are left out ("job on GPU n: P and T unknown ...").
+// The planner's inputs: every candidate, the job profiles of those it can place (the analyzer's
+// co-location candidates with P, T and the GPU's capacity known), and why the others are left
+// out ("job on GPU n: P and T unknown ...", "job on GPU n: not a candidate: GPU utilization 90 %").
 struct PlanInputs {
   std::vector<ConsolidationCandidate> candidates;
   std::vector<size_t> candidate_sources;  // the source index of each candidate
@@ -117,6 +118,12 @@ class AnalysisSession {
   sharer::ConsolidationPlan plan(const sharer::PlannerOptions& options,
                                  const SessionCancel& cancel = {});
 
+  // false: the cache keeps each capture's candidates and analysis result but not its events
+  // (CaptureAnalysis::data), so a GUI showing a 10 M-event capture does not hold the analyzer's
+  // copy of it after the findings are made. loaded() then loads the events again when asked (not
+  // kept), and a cached analysis() comes without them. Default true (the CLI's one-shot use).
+  void set_keep_data(bool keep) { keep_data_ = keep; }
+
   // The planner's job profile of one candidate (the one mapping: `share plan DB`, `candidates
   // --format profiles`, the GUI).
   // `source`: the index of the candidate's source.
@@ -125,6 +132,10 @@ class AnalysisSession {
 
  private:
   void relabel();
+  // The capture's candidates: cached (with or without its events), else loaded.
+  std::vector<ConsolidationCandidate> cached_candidates(const CaptureKey& key,
+                                                        const SessionCancel& cancel);
+  bool keep_data_ = true;
 
   std::vector<std::shared_ptr<SessionSource>> sources_;
   struct CacheEntry {

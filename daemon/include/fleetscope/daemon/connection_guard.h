@@ -49,6 +49,8 @@ class ConnectionTicket {
   ConnectionTicket& operator=(const ConnectionTicket&) = delete;
 
   uid_t uid() const { return uid_; }
+  // ConnectionLimiter::note_refusal_now of its limiter.
+  bool note_refusal_now();
   // Waiting for the next request (may be closed to admit another) or reading/serving one.
   void set_idle(bool idle);
   // The socket is about to be closed by its owner: the limiter must no longer shut it down.
@@ -98,6 +100,9 @@ class ConnectionLimiter : public std::enable_shared_from_this<ConnectionLimiter>
   };
   Counts counts() const;
   int connections_of(uid_t uid) const;
+  // Whether a refusal should be logged now: the first, then at most one a minute (a burst of
+  // refusals is one line, not one per connection).
+  bool note_refusal_now();
 
  private:
   friend class ConnectionTicket;
@@ -124,6 +129,7 @@ class ConnectionLimiter : public std::enable_shared_from_this<ConnectionLimiter>
   std::map<uid_t, int64_t> buffered_per_uid_;
   int64_t buffered_ = 0;
   int64_t evicted_ = 0, refused_ = 0;
+  std::chrono::steady_clock::time_point last_refusal_note_{};
 };
 
 }  // namespace fleetscope::daemon

@@ -32,5 +32,8 @@ class TurnPolicy {
 
 // "fifo", "srtf" or "priority"; nullptr for any other name.
 std::unique_ptr<TurnPolicy> make_turn_policy(std::string_view name);
+// The names make_turn_policy accepts, fifo (the default) first: what `share apply --policy` and
+// the GUI's policy control offer.
+std::vector<std::string_view> turn_policy_names();
 
 }  // namespace fleetscope::lanes
