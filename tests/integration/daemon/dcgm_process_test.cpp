@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "fleetscope/store/database.h"
 #include "harness.h"
@@ -46,9 +47,14 @@ TEST(DaemonProcessDcgm, ProfilingFieldsPauseOnTheTracedGpuDuringAWindowAndResume
   api->traceProgress(progress, started.capture_id, 10'000);
   ASSERT_TRUE(progress.done);
   EXPECT_EQ(progress.records, 100);
-  EXPECT_EQ(lines_of(calls), (std::vector<std::string>{"watch gpu=0", "watch gpu=1",
-                                                       "unwatch gpu=1", "watch gpu=1"}))
-      << "GPU 1 resumed after the window; GPU 0 was never paused";
+  // The window's close hook resumes GPU 1; `done` can be reported just before that hook has run
+  // (seen once under load), so wait for the call rather than read the log once.
+  const std::vector<std::string> resumed{"watch gpu=0", "watch gpu=1", "unwatch gpu=1",
+                                         "watch gpu=1"};
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       lines_of(calls) != resumed && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(lines_of(calls), resumed) << "GPU 1 resumed after the window; GPU 0 was never paused";
   // Samples of both GPUs reach the live database (read while the daemon writes it).
   auto gpus_sampled = [&] {
     auto db = store::Database::open(daemon.database);
