@@ -155,32 +155,28 @@ int Loader::open(const QStringList& paths) {
 }
 
 int Loader::load_capture(SessionPtr session, CaptureKey key) {
-  if (current_capture_) current_capture_->cancel = true;
-  auto job = start_job();
-  current_capture_ = job;
-  const int id = job->id;
-  pool_.start([this, job, id, session, key] {
-    try {
-      run_analysis_if_small(job, session, key, run_timeline(job, session, key));
-      post(this, [this, id] { emit finished(id); });
-    } catch (const LoadCancelled&) {
-      post(this, [this, id] { emit cancelled(id); });
-    } catch (const std::exception& e) {
-      post(this, [this, id, p = QString::fromStdString(session->source(key.source).path),
-                  m = QString::fromStdString(e.what())] { emit failed(id, p, m); });
-    }
-  });
-  return id;
+  return start_capture_job(std::move(session), key,
+                           [this](const auto& job, const auto& s, const auto& k) {
+                             run_analysis_if_small(job, s, k, run_timeline(job, s, k));
+                           });
 }
 
 int Loader::analyze(SessionPtr session, CaptureKey key) {
+  return start_capture_job(
+      std::move(session), key,
+      [this](const auto& job, const auto& s, const auto& k) { run_analysis(job, s, k); });
+}
+
+// One capture job at a time: a new one cancels the previous; its end is reported as finished,
+// cancelled or failed (naming the source's path).
+int Loader::start_capture_job(SessionPtr session, CaptureKey key, CaptureWork work) {
   if (current_capture_) current_capture_->cancel = true;
   auto job = start_job();
   current_capture_ = job;
   const int id = job->id;
-  pool_.start([this, job, id, session, key] {
+  pool_.start([this, job, id, session, key, work = std::move(work)] {
     try {
-      run_analysis(job, session, key);
+      work(job, session, key);
       post(this, [this, id] { emit finished(id); });
     } catch (const LoadCancelled&) {
       post(this, [this, id] { emit cancelled(id); });

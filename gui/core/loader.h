@@ -14,6 +14,7 @@
 #include <QStringList>
 #include <QThreadPool>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "session.h"
@@ -83,6 +84,9 @@ class Loader : public QObject {
  private:
   struct Job;
   std::shared_ptr<Job> start_job();
+  using CaptureWork =
+      std::function<void(const std::shared_ptr<Job>&, const SessionPtr&, const CaptureKey&)>;
+  int start_capture_job(SessionPtr session, CaptureKey key, CaptureWork work);
   // Returns the capture's timeline event count.
   int64_t run_timeline(const std::shared_ptr<Job>& job, const SessionPtr& session,
                        const CaptureKey& key);
