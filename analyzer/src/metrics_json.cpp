@@ -310,20 +310,19 @@ json memory_bandwidth_json(const CaptureData& data) {
   return out;
 }
 
+// One kernel_stats / gpu_user_annotation_stats row, as both keys print it.
+json kernel_stat_json(const KernelStat& k) {
+  return {{"name", k.name},     {"count", k.count},     {"sum_ns", k.sum_ns}, {"max_ns", k.max_ns},
+          {"min_ns", k.min_ns}, {"mean_ns", k.mean_ns}, {"std_ns", k.std_ns}};
+}
+
 json kernel_stats_json(const CaptureData& data, size_t top) {
   KernelStatsOptions options;
   options.top = top;
   json out = json::array();
   for (const auto& t : kernel_stats(data, options)) {
     json kernels = json::array();
-    for (const auto& k : t.top)
-      kernels.push_back({{"name", k.name},
-                         {"count", k.count},
-                         {"sum_ns", k.sum_ns},
-                         {"max_ns", k.max_ns},
-                         {"min_ns", k.min_ns},
-                         {"mean_ns", k.mean_ns},
-                         {"std_ns", k.std_ns}});
+    for (const auto& k : t.top) kernels.push_back(kernel_stat_json(k));
     out.push_back({{"device", t.device},
                    {"kernel_type", t.kernel_type},
                    {"top", std::move(kernels)},
@@ -370,14 +369,7 @@ json aten_op_kernels_json(const CaptureData& data, size_t top) {
 json gpu_user_annotation_stats_json(const CaptureData& data) {
   const AnnotationStats stats = gpu_user_annotation_stats(data);
   json top = json::array();
-  for (const KernelStat& k : stats.top)
-    top.push_back({{"name", k.name},
-                   {"count", k.count},
-                   {"sum_ns", k.sum_ns},
-                   {"max_ns", k.max_ns},
-                   {"min_ns", k.min_ns},
-                   {"mean_ns", k.mean_ns},
-                   {"std_ns", k.std_ns}});
+  for (const KernelStat& k : stats.top) top.push_back(kernel_stat_json(k));
   return {{"top", std::move(top)},
           {"others_names", stats.others_names},
           {"others_sum_ns", stats.others_sum_ns}};
