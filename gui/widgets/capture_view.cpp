@@ -32,6 +32,7 @@
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/analyzer/report_document.h"
 #include "fleetscope/analyzer/time_axis.h"
+#include "timeline_busy.h"
 #include "timeline_widget.h"
 
 namespace fleetscope::gui {
@@ -458,7 +459,7 @@ void CaptureView::update_charts() {
   for (auto* a : util->axes()) util->removeAxis(a), delete a;
   for (auto* a : mem->axes()) mem->removeAxis(a), delete a;
   const CaptureAnalysis* ca = current_analysis();
-  if (!ca || !timeline_data_) return;
+  if (!timeline_data_) return;
   const TimeRange vis = timeline_->view().visible();
   // One unit for both charts, picked from the visible length (as the timeline's ruler does).
   const analyzer::TimeAxis axis{vis.begin, vis.end, 0, 1};
@@ -473,7 +474,17 @@ void CaptureView::update_charts() {
   y_util->setLabelFormat("%d %%");
   util->addAxis(x_util, Qt::AlignBottom);
   util->addAxis(y_util, Qt::AlignLeft);
-  for (const auto& [device, kernels] : ca->kernel_busy) {
+  // Before the analysis (a large capture waits for Analyze) the chart reads the kernels the
+  // timeline holds; the utilization is the analyzer's function of their union either way.
+  TimelineKernelBusy from_timeline;
+  if (!ca) from_timeline = timeline_kernel_busy(*timeline_data_, vis);
+  util->setTitle(ca ? "Kernel utilization over time (visible range)"
+                 : from_timeline.from_summary
+                     ? "Kernel utilization over time (visible range; not analysed yet: from the "
+                       "timeline summary, gaps under 1 µs count as busy)"
+                     : "Kernel utilization over time (visible range; not analysed yet: from the "
+                       "timeline's events)");
+  for (const auto& [device, kernels] : ca ? ca->kernel_busy : from_timeline.by_device) {
     auto* series = new QLineSeries;
     series->setName(QString("GPU %1").arg(device));
     for (const auto& b : analyzer::gpu_utilization_timeline(kernels, {vis.begin, vis.end})) {
@@ -483,6 +494,10 @@ void CaptureView::update_charts() {
     util->addSeries(series);
     series->attachAxis(x_util);
     series->attachAxis(y_util);
+  }
+  if (!ca) {  // the memory chart reads the analysis' memory events
+    mem->setTitle("Allocated device memory: not analysed yet (Findings tab, Analyze)");
+    return;
   }
   auto* x_mem = new QValueAxis;
   x_mem->setRange(0, ms(vis.end));

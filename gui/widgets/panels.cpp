@@ -296,8 +296,8 @@ void FindingsPanel::show_row(const QModelIndex& current) {
 void FindingsPanel::show_deferred(int64_t events) {
   deferred_->setText(
       QString("Not analysed yet: this capture has %L1 events, and the analyzer holds all of "
-              "them in memory while it runs (about 1.5 GB for 10 million). Analyze runs it now "
-              "(the results are kept, the events freed).")
+              "them in memory while it runs (1.17 GB with the timeline for 10 million). Analyze "
+              "runs it now (the results are kept, the events freed).")
           .arg(events));
   deferred_->show();
   analyze_->setEnabled(true);

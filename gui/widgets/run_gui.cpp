@@ -6,10 +6,10 @@
 #include <QElapsedTimer>
 #include <QImage>
 #include <QPixmap>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <cstdio>
 
-#include <QPushButton>
 #include "capture_view.h"
 #include "main_window.h"
 #include "panels.h"
@@ -43,7 +43,7 @@ void report_timing(TimelineWidget* timeline, QElapsedTimer clock) {
 }
 
 bool write_screenshot(const QStringList& files, const QString& view, QSize size, const QString& png,
-                      QString& error, const QElapsedTimer* timing) {
+                      QString& error, const QElapsedTimer* timing, bool analyze) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   if (timing) report_timing(window.capture_view()->timeline(), *timing);
@@ -58,6 +58,15 @@ bool write_screenshot(const QStringList& files, const QString& view, QSize size,
     error = window.last_error().isEmpty() ? files.join(", ") + ": loading did not finish"
                                           : window.last_error();
     return false;
+  }
+  QPushButton* analyze_button = window.findings_panel()->analyze_button();
+  if (analyze && !analyze_button->isHidden() && analyze_button->isEnabled()) {
+    analyze_button->click();
+    if (!window.wait_loaded(600000)) {
+      error = window.last_error().isEmpty() ? files.join(", ") + ": the analysis did not finish"
+                                            : window.last_error();
+      return false;
+    }
   }
   // The diff view compares the first two captures.
   if (view == "diff" && window.diff_view()->compare_button()->isEnabled()) {
@@ -105,13 +114,16 @@ struct Options {
   QCommandLineOption daemon{"connect", "Connect to fleetscoped's API socket at start.", "SOCKET"};
   QCommandLineOption timing{"timing",
                             "Print the time to the first paint of the timeline on stderr."};
+  QCommandLineOption analyze{"analyze",
+                             "With --screenshot: analyse a capture that waits for the Analyze "
+                             "button (a large one) before the picture, as that button does."};
 };
 
 void describe(QCommandLineParser& parser, const Options& o) {
   parser.setApplicationDescription("Browse fleetscope traces, findings and consolidation plans.");
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addOptions({o.shot, o.view, o.size, o.daemon, o.timing});
+  parser.addOptions({o.shot, o.view, o.size, o.daemon, o.timing, o.analyze});
   parser.addPositionalArgument(
       "FILE...",
       "fleetscope databases, Kineto JSON traces (.json, .json.gz), nsys SQLite exports, or "
@@ -175,7 +187,8 @@ int run_gui(int argc, char** argv) {
     QString error;
     if (!write_screenshot(files, parser.value(view),
                           QSize(m.captured(1).toInt(), m.captured(2).toInt()), parser.value(shot),
-                          error, parser.isSet(options.timing) ? &clock : nullptr)) {
+                          error, parser.isSet(options.timing) ? &clock : nullptr,
+                          parser.isSet(options.analyze))) {
       std::fprintf(stderr, "fleetscope-gui: %s\n", qPrintable(error));
       return 1;
     }

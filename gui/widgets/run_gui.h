@@ -18,8 +18,10 @@ int run_gui(int argc, char** argv);
 
 // Opens `files` in a non-interactive window of `size`, waits for the load, shows `view` and
 // writes the window to `png`. Needs a QApplication. Returns false with `error` set on failure.
-// With `timing`, the first paints are reported on stderr as times since it started.
+// With `timing`, the first paints are reported on stderr as times since it started. With
+// `analyze`, a capture that waits for the Analyze button (over the automatic analysis limit) is
+// analysed before the picture, as a click on that button does.
 bool write_screenshot(const QStringList& files, const QString& view, QSize size, const QString& png,
-                      QString& error, const QElapsedTimer* timing = nullptr);
+                      QString& error, const QElapsedTimer* timing = nullptr, bool analyze = false);
 
 }  // namespace fleetscope::gui

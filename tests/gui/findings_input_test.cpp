@@ -5,14 +5,17 @@
 // shows it.
 #include <gtest/gtest.h>
 
+#include <QChart>
 #include <QCheckBox>
 #include <QLabel>
+#include <QLineSeries>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTest>
 #include <QTextBrowser>
+#include <QValueAxis>
 
 #include "capture_view.h"
 #include "gui_fixture.h"
@@ -88,6 +91,51 @@ TEST_F(FindingsInputTest, ALargeCaptureWaitsForAnalyzeAndKeepsOnlyTheResults) {
   EXPECT_EQ(window_->tabs()->currentWidget(), panel);  // the tab stays
   // The session kept the results, not the capture's events.
   EXPECT_FALSE(window_->session()->analysis->analysis({0, fixture_.capture})->data);
+}
+
+// The mean of a utilization step series (two points per bucket) weighted by bucket width.
+double mean_utilization(QChart* chart) {
+  auto* series = qobject_cast<QLineSeries*>(chart->series().value(0));
+  if (!series) return -1;
+  double weighted = 0, covered = 0;
+  for (int i = 0; i + 1 < series->count(); i += 2) {
+    const double w = series->at(i + 1).x() - series->at(i).x();
+    weighted += w * series->at(i).y();
+    covered += w;
+  }
+  return covered > 0 ? weighted / covered : -1;
+}
+
+TEST_F(FindingsInputTest, UtilizationChartIsFilledBeforeAnalyzeAndAgreesAfter) {
+  // A capture over the limit opens without its analysis; the utilization chart reads the
+  // timeline's kernels meanwhile, through the analyzer's utilization function.
+  window_ = std::make_unique<MainWindow>(false);
+  window_->loader()->set_auto_analysis_limit(10);
+  window_->resize(1400, 900);
+  window_->show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(window_.get()));
+  window_->open(QString::fromStdString(path_));
+  ASSERT_TRUE(window_->wait_loaded()) << window_->last_error().toStdString();
+  TimelineWidget* t = window_->capture_view()->timeline();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return t->timeline() && t->timeline()->complete(); }));
+  QChart* util = window_->capture_view()->utilization_chart();
+  t->show_range({at_us(2000), at_us(2500)});
+  auto axis_at_500 = [&] {
+    auto* axis = qobject_cast<QValueAxis*>(util->axes(Qt::Horizontal).value(0));
+    return axis && axis->max() == 500.0 && !util->series().isEmpty();
+  };
+  ASSERT_TRUE(QTest::qWaitFor(axis_at_500, 5000));
+  EXPECT_TRUE(util->title().contains("not analysed yet")) << util->title().toStdString();
+  // Kernels in [2000, 2500) µs: gemm [2000, 2400) and relu [2450, 2550): 450 µs busy, 90 %.
+  const double before = mean_utilization(util);
+  EXPECT_NEAR(before, 90.0, 1.0);
+
+  window_->show_view("findings");
+  QTest::mouseClick(window_->findings_panel()->analyze_button(), Qt::LeftButton);
+  ASSERT_TRUE(window_->wait_loaded()) << window_->last_error().toStdString();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !util->title().contains("not analysed"); }, 5000));
+  ASSERT_TRUE(QTest::qWaitFor(axis_at_500, 5000));
+  EXPECT_DOUBLE_EQ(mean_utilization(util), before);  // one definition: the same figure
 }
 
 TEST_F(FindingsInputTest, SelectingKeepsTheTabAndEnterGoesToTheTimeline) {
