@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -424,7 +427,20 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       for (int64_t id : in.captures)
         analyse_data(load_capture(reader, id, progress, parts), id, &reader);
     }
+    // A database this user may read but not update (another user's file, a read-only mount) is
+    // analysed all the same: the findings are printed and only storing them is left out, with a
+    // note that says why (SQLite writes its journal beside the file, so the folder counts too).
+    std::optional<std::string> cannot_store;
     if (!no_store && in.kind == importers::InputKind::fleetscope_database) {
+      if (::access(input.c_str(), W_OK) != 0)
+        cannot_store = std::strerror(errno);
+      else
+        cannot_store = common::output_problem(input);
+      if (cannot_store)
+        err << "analyze: findings not stored: " << common::cannot_write(input, *cannot_store)
+            << " (--no-store skips storing)\n";
+    }
+    if (!no_store && !cannot_store && in.kind == importers::InputKind::fleetscope_database) {
       store::Database db = store::Database::open(input, store::OpenMode::read_write);
       // A file in WAL mode is a live host database (fleetscoped holds it) or one that was being
       // written: the findings go in as short transactions beside the other writer, and finish()

@@ -1,6 +1,8 @@
 #include "fleetscope/analyzer/commands.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -122,6 +124,56 @@ TEST_F(Commands, AnalyzeErrors) {
   auto rules = call(run_analyze_command, {"--list-rules"});
   EXPECT_EQ(rules.code, 0);
   EXPECT_NE(rules.out.find("gpu_idle_gaps.min_gap_ns = 5e+08"), std::string::npos);
+}
+
+// A second user analyses a database they may read but not write (another user's file): the
+// findings are printed with a note saying why they were not stored, exit 0, the file unchanged.
+// (It used to print nothing and fail on SQLite's "attempt to write a readonly database".) The
+// command runs in a child process that, when the test runs as root (who may write any file),
+// drops to uid/gid 65534 first.
+TEST_F(Commands, AnalyzeADatabaseThisUserMayNotWritePrintsItsFindings) {
+  namespace fs = std::filesystem;
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    const Result r = call(run_analyze_command, {db});
+    const std::string text = std::to_string(r.code) + "\n" + r.err + '\x1f' + r.out;
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fds[1], text.data() + done, text.size() - done);
+      if (n <= 0) ::_exit(4);
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  const size_t code_end = text.find('\n'), err_end = text.find('\x1f');
+  ASSERT_NE(err_end, std::string::npos) << text;
+  const std::string code = text.substr(0, code_end);
+  const std::string err = text.substr(code_end + 1, err_end - code_end - 1);
+  const std::string out = text.substr(err_end + 1);
+  EXPECT_EQ(code, "0") << err;
+  EXPECT_NE(out.find("launch_delay_outliers"), std::string::npos) << out;
+  EXPECT_NE(err.find("analyze: findings not stored: cannot write " + db + ": "), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("error:"), std::string::npos) << err;
+  fs::permissions(db, fs::perms::owner_write, fs::perm_options::add);
+  store::Reader reader(db);
+  EXPECT_TRUE(reader.findings(ids.capture).empty());
 }
 
 TEST_F(Commands, ReportShowsStoredFindings) {
