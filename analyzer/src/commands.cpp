@@ -36,6 +36,7 @@
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/common/args.h"
 #include "fleetscope/common/capture_choice.h"
+#include "fleetscope/common/csv.h"
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/common/text_table.h"
@@ -649,11 +650,11 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
         << ",user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,steps,"
            "step_p50_ns,step_p90_ns,step_p99_ns,step_jitter,findings_impact_ns,top_rule\n";
     for (const auto& w : ranking)
-      out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
-          << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
-          << w.steps.count << "," << w.steps.median_ns << "," << w.steps.p90_ns << ","
-          << w.steps.p99_ns << "," << w.steps.jitter << "," << w.findings_impact_ns << ","
-          << w.top_rule << "\n";
+      out << common::csv_field(w.workflow) << "," << common::csv_field(w.user) << "," << w.captures
+          << "," << w.devices << "," << w.gpu_hours() << "," << w.wasted_gpu_hours() << ","
+          << w.utilization() << "," << w.steps.count << "," << w.steps.median_ns << ","
+          << w.steps.p90_ns << "," << w.steps.p99_ns << "," << w.steps.jitter << ","
+          << w.findings_impact_ns << "," << common::csv_field(w.top_rule) << "\n";
   } else {
     int name_width = 32;
     // Workflow names and stored rule ids come from the files: escaped for the terminal.

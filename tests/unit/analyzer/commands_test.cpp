@@ -299,6 +299,26 @@ TEST_F(Commands, FleetDiffCandidates) {
   EXPECT_EQ(call(run_diff_command, {db}).code, 2);
 }
 
+// A workflow name is whatever the file says (here one with a comma and quotes, as a trace file
+// name gives it): the CSV ranking quotes it (RFC 4180) and keeps 14 columns. It used to print
+// the name raw, so the row had 15 fields and every column after it was shifted.
+TEST(FleetCsv, NamesFromTheFileAreQuoted) {
+  testing::TempDir dir;
+  const std::string db = dir.file("t.db");
+  testing::write_shared_case(db, "run,7 \"final\"");
+  auto fleet = call(run_fleet_command, {db, "--format", "csv"});
+  ASSERT_EQ(fleet.code, 0) << fleet.err;
+  std::istringstream lines(fleet.out);
+  std::string header, row;
+  ASSERT_TRUE(std::getline(lines, header));
+  ASSERT_TRUE(std::getline(lines, row));
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 13) << header;
+  EXPECT_EQ(row.rfind("\"run,7 \"\"final\"\"\",alice,1,", 0), 0u) << row;
+  // Outside the quoted name, 13 separators as in the header.
+  const std::string rest = row.substr(row.find("\",") + 1);
+  EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 13) << row;
+}
+
 // Process identity is per capture (issue 23): 40 Kineto traces that all say pid 100 / device 0,
 // imported into one database, stay 40 processes of 40 workflows, and `fleet` ranks 40 jobs, each
 // named after its own file (schema 2 kept one process row per pid: 2 jobs x "20 captures").
