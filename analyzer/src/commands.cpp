@@ -723,6 +723,11 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
         },
         choice);
     line.finish();
+    // A job is ranked by its GPU work: inputs without any (CPU-only ranks, a trace of another
+    // part of the job) leave nothing to rank, which is said rather than shown as an empty table.
+    if (ranking.empty())
+      err << "fleet: no GPU activity (kernels, copies, memsets) in any capture of the "
+          << positionals.size() << " input(s): nothing to rank\n";
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
     write_fleet_ranking(ranking, format, out);

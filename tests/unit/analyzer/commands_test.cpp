@@ -319,6 +319,19 @@ TEST(FleetCsv, NamesFromTheFileAreQuoted) {
   EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 13) << row;
 }
 
+// Inputs without GPU work (a CPU-only rank) leave nothing to rank: said on stderr, exit 0, rather
+// than an empty table and nothing else.
+TEST(FleetNoGpu, SaysThereIsNothingToRank) {
+  const std::string cpu_only =
+      std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/hta-cpu_only_rank-34.json.gz";
+  auto fleet = call(run_fleet_command, {cpu_only});
+  ASSERT_EQ(fleet.code, 0) << fleet.err;
+  EXPECT_NE(fleet.err.find("fleet: no GPU activity (kernels, copies, memsets) in any capture of "
+                           "the 1 input(s): nothing to rank"),
+            std::string::npos)
+      << fleet.err;
+}
+
 // Process identity is per capture (issue 23): 40 Kineto traces that all say pid 100 / device 0,
 // imported into one database, stay 40 processes of 40 workflows, and `fleet` ranks 40 jobs, each
 // named after its own file (schema 2 kept one process row per pid: 2 jobs x "20 captures").
