@@ -8,6 +8,7 @@
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
+#include "fleetscope/store/input_files.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/unreadable_file.h"
 #include "fleetscope/timeline/timeline_cache.h"
@@ -88,8 +89,10 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   if (!overwrite && std::filesystem::exists(out_db, ec))
     throw Error(out_db + ": already exists (use --force to replace it)");
   // Check every input is readable and recognisable before building anything.
-  for (const auto& p : paths)
+  for (const auto& p : paths) {
     if (detect_format(p) == Format::unknown) throw_unrecognised_format(p);
+    store::note_input_file(p);  // -o naming an input is refused (store/input_files.h)
+  }
   store::AtomicOutput output(
       out_db, overwrite ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   std::vector<ImportResult> results;

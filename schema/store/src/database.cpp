@@ -21,6 +21,7 @@
 
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/input_files.h"
 #include "fleetscope/store/read_policy.h"
 #include "fleetscope/store/rows.h"
 #include "fleetscope/store/unreadable_file.h"
@@ -596,6 +597,11 @@ AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
   // Checked here, so that no error names the temporary file below.
   if (auto problem = common::output_problem(final_path_))
     throw Error(common::cannot_write(final_path_, *problem));
+  if (auto input = input_file_at(final_path_))
+    throw Error(common::cannot_write(
+        final_path_, (*input == final_path_ ? "it is the input this command reads"
+                                            : "it is the input " + *input + " (the same file)") +
+                         "; expected another file for the output (the input would be lost)"));
   std::random_device rd;
   temp_path_ =
       final_path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);

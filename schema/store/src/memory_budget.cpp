@@ -21,6 +21,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "fleetscope/store/input_files.h"
 #include "fleetscope/store/read_policy.h"
 #include "sqlite_errors.h"
 
@@ -125,6 +126,7 @@ std::string sqlite_error_message(sqlite3* db) {
 
 void note_reading(const std::string& path) {
   t_reading = path;
+  note_input_file(path);  // no output of this process may replace it (input_files.h)
 }
 
 }  // namespace fleetscope::store
