@@ -322,6 +322,27 @@ ReadingInput open_reading_input(const std::string& input, const common::CaptureC
   return in;
 }
 
+namespace {
+
+// What `analyze` and `report` print with the findings of a capture in the table, markdown and
+// json formats: one header for both, so `report --format json` is `analyze --format json
+// --no-store` (it printed "metrics": null and no summary lines).
+ReportHeader findings_header(const CaptureData& data, const AnalysisResult& result, int64_t id,
+                             ReportFormat fmt, bool series) {
+  ReportHeader header;
+  header.capture_id = id;
+  header.rules = result.rules;
+  header.findings_source = result.source;
+  header.source = data.capture.source_path;
+  header.summary_lines = summary_lines(data);
+  MetricsJsonOptions json_options;
+  json_options.series = series;
+  if (fmt == ReportFormat::json) header.metrics = metrics_json(data, json_options);
+  return header;
+}
+
+}  // namespace
+
 int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
@@ -405,14 +426,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     auto analyse_data = [&](const CaptureData& data, int64_t id, const store::Reader* reader) {
       Analysed a;
       a.result = capture_findings(data, reader, options);
-      a.header.capture_id = id;
-      a.header.rules = a.result.rules;
-      a.header.findings_source = a.result.source;
-      a.header.source = data.capture.source_path;
-      a.header.summary_lines = summary_lines(data);
-      MetricsJsonOptions json_options;
-      json_options.series = series;
-      if (fmt == ReportFormat::json) a.header.metrics = metrics_json(data, json_options);
+      a.header = findings_header(data, a.result, id, fmt, series);
       err << "analyze: capture " << id << " of " << input << ": " << a.result.findings.size()
           << " finding(s), " << a.result.not_evaluated().size() << " rule(s) not evaluated\n";
       analysed.push_back(std::move(a));
@@ -494,7 +508,8 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       "thresholds in every format) and writes its report. html and markdown: the full document "
       "(metrics per device, kernel utilization charts, iterations, launches, idle streams, "
       "memory, findings by impact, rules not evaluated); Markdown charts go to FILE_files/ next "
-      "to FILE.md. table, json and chrome-trace: the findings. Without --format the format "
+      "to FILE.md. table, json and chrome-trace: what `analyze --no-store` prints in that "
+      "format (json: with every metric). Without --format the format "
       "follows the -o extension (.html/.htm, .md/.markdown), else table. A Kineto trace or an "
       "nsys SQLite export is imported in memory first.");
   parser
@@ -569,12 +584,7 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       std::vector<std::pair<std::vector<store::Finding>, ReportHeader>> reports;
       for (int64_t id : in.captures)
         analysed(id, [&](const CaptureData& data, const AnalysisResult& result) {
-          ReportHeader header;
-          header.capture_id = id;
-          header.source = data.capture.source_path;
-          header.rules = result.rules;
-          header.findings_source = result.source;
-          reports.emplace_back(result.findings, std::move(header));
+          reports.emplace_back(result.findings, findings_header(data, result, id, fmt, false));
         });
       emit(output, out, [&](std::ostream& os) {
         if (fmt == ReportFormat::json && reports.size() > 1) {
