@@ -92,10 +92,7 @@ void forget_path(const sqlite3* db) {
   const std::string message = db ? sqlite3_errmsg(db) : "out of memory";
   const int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
   if (code == SQLITE_INTERRUPT && read_time_limit_passed())
-    throw InputError(file, "",
-                     what + ": stopped after the time limit of " +
-                         std::to_string(read_time_limit()) +
-                         " s (raise it with --timeout SECONDS, 0 for none)");
+    throw InputError(file, "", what + ": " + time_limit_text(read_time_limit()));
   // SQLite's allocation refused by the reading command's memory budget (memory_budget.cpp).
   if (code == SQLITE_NOMEM && read_memory_limit() != 0)
     throw InputError(file, "", what + ": " + memory_budget_text());
