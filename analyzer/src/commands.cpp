@@ -38,6 +38,7 @@
 #include "fleetscope/common/capture_choice.h"
 #include "fleetscope/common/csv.h"
 #include "fleetscope/common/file_errors.h"
+#include "fleetscope/common/new_file.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/common/text_table.h"
 #include "fleetscope/common/untrusted_text.h"
@@ -82,11 +83,15 @@ void emit(const std::string& path, std::ostream& out,
   }
   store::AtomicOutput output(path);
   {
-    std::ofstream file(output.temp_path());
-    if (!file) throw InputError(path, "", "cannot open for writing");
-    fn(file);
-    file.flush();
-    if (!file) throw InputError(path, "", "write failed");
+    std::ostringstream text;
+    fn(text);
+    // A new file, never through a link planted under the temporary name (common/new_file.h).
+    const int fd = common::create_new_file(output.temp_path());
+    if (fd < 0) throw InputError(path, "", std::string("cannot create: ") + std::strerror(errno));
+    const bool written = common::write_all(fd, text.str());
+    const int error = errno;
+    ::close(fd);
+    if (!written) throw InputError(path, "", std::string("write failed: ") + std::strerror(error));
   }
   output.commit();
 }
