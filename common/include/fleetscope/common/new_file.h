@@ -31,4 +31,16 @@ inline bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+// `message` with the output's temporary name (every mention of it, SQLite side files included)
+// replaced by the output's name as the user typed it: an error while writing (a full disk, a file
+// size limit) names the file the user asked for, never "OUT.db.tmp-1234-567890".
+inline std::string with_output_name(std::string message, const std::string& temp_path,
+                                    const std::string& final_path) {
+  if (temp_path.empty()) return message;
+  for (size_t at = message.find(temp_path); at != std::string::npos;
+       at = message.find(temp_path, at + final_path.size()))
+    message.replace(at, temp_path.size(), final_path);
+  return message;
+}
+
 }  // namespace fleetscope::common
