@@ -78,12 +78,14 @@ std::string capture_rows_key(const Database& db, int64_t capture_id) {
   add("capture",
       "SELECT kind, source, source_path, start_ns, end_ns, dropped_records FROM "
       "captures WHERE id = ?1");
+  // Counted on the (captureId, ...) index alone: a largest rowid per capture would read the rowid
+  // of every entry, 2-3x the time of the count (measured on the ResNet trace's 27k rows).
   for_each_event_table([&]<class Row>() {
     if constexpr (!std::is_same_v<Row, DeviceSample>) {
       const std::string table = io::TableIo<Row>::table;
       const char* extra = std::is_same_v<Row, Iteration> ? ", total(start), total(end)" : "";
-      add(io::TableIo<Row>::table, "SELECT count(*), max(rowid)" + std::string(extra) + " FROM " +
-                                       table + " WHERE captureId = ?1");
+      add(io::TableIo<Row>::table,
+          "SELECT count(*)" + std::string(extra) + " FROM " + table + " WHERE captureId = ?1");
     }
   });
   add("gpus", "SELECT count(*), max(rowid) FROM TARGET_INFO_GPU WHERE captureId = ?1");

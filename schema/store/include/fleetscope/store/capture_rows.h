@@ -24,12 +24,13 @@ bool capture_has_rows(const Database& db, int64_t capture_id);
 std::optional<int64_t> capture_last_row_ns(const Database& db, int64_t capture_id);
 
 // What the capture's analysis reads, in a few hundred bytes: the capture row; per event table
-// (device samples left out as above) the capture's row count and largest rowid, and for
-// iterations their summed times (rows replaced in place by an upsert keep count and rowid); the
-// capture's GPU rows and process rows (its own and file-wide ones) by count and largest rowid;
-// the workflows those processes point at. Rows added, deleted or replaced change it; so does a
-// repair of the process attribution. An UPDATE of an event row in place does not (no fleetscope
-// writer updates event rows). Answered from the (captureId, ...) indexes, without reading rows.
+// (device samples left out as above) the capture's row count, and for iterations their summed
+// times (an upsert replaces a step in place); the capture's GPU rows and process rows (its own and
+// file-wide ones) by count and largest rowid; the workflows those processes point at. Rows added
+// or deleted change it (fleetscope appends rows, and deletes a capture's rows all at once); so do
+// replaced steps, GPUs and processes, and a repair of the process attribution. Not seen: an UPDATE
+// of an event row in place, or as many rows deleted as added in between (no fleetscope writer
+// does either). Counted on the (captureId, ...) indexes, without reading a row.
 std::string capture_rows_key(const Database& db, int64_t capture_id);
 
 // Deletes the capture's rows from every event table (device samples taken in it included). The
