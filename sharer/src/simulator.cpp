@@ -88,6 +88,7 @@ struct JobRuntime {
   double start_s = -1;
   double finish_s = 0;
   int64_t preemptions = 0;
+  double paging_s = 0;
   int64_t failed_seq = -2;  // release sequence of its last failed search; -2: never searched
   bool finished = false;
 };
@@ -539,7 +540,12 @@ class Engine {
     slot.version = version;
     slot.active = true;
     slot.gpu = gpu;
-    slot.runner.emplace(policy_, config_.switch_cost_s, config_.fast_forward);
+    HostPaging paging;
+    if (policy_.pages_to_host() && gpu >= 0 && std::isfinite(config_.host_link_bytes_per_s)) {
+      paging = HostPaging{true, config_.gpu_capacity_bytes, config_.memory.context_bytes,
+                          config_.host_link_bytes_per_s};
+    }
+    slot.runner.emplace(policy_, config_.switch_cost_s, config_.fast_forward, paging);
     if (gpu >= 0) gpus_[static_cast<size_t>(gpu)].slots.push_back(index);
     return index;
   }
@@ -575,7 +581,8 @@ class Engine {
     Slot& slot = slots_[slot_index];
     runtime.gpu = slot.gang && !slot.gang_gpus.empty() ? slot.gang_gpus.front() : slot.gpu;
     runtime.lane = slot.lane_id;
-    slot.runner->add(job, runtime.state, runtime.start_s, runtime.preemptions, now_);
+    slot.runner->add(job, runtime.state, runtime.start_s, runtime.preemptions, now_,
+                     runtime.paging_s);
     touch(slot_index);
   }
 
@@ -652,6 +659,7 @@ class Engine {
     runtime.state = member.state;
     runtime.start_s = member.start_s;
     runtime.preemptions = member.preemptions;
+    runtime.paging_s = member.paging_s;
   }
 
   void finish(size_t slot_index, const LaneRunner::Finished& done) {
@@ -732,6 +740,7 @@ class Engine {
       row.jct_s = runtime.finished ? runtime.finish_s - job.submit_s : 0;
       row.solo_s = job.solo_duration_s();
       row.preemptions = runtime.preemptions;
+      row.paging_s = runtime.paging_s;
       row.done_iterations = runtime.state.done_iterations;
       row.wait_s = runtime.start_s >= 0 ? runtime.start_s - job.submit_s : 0;
       const double end = runtime.finished ? runtime.finish_s : config_.stop_at_s;
@@ -805,6 +814,7 @@ void validate_config(const SimConfig& config) {
       config.switch_cost_s > 3600) {
     bad("switch cost must be finite and in [0, 3600] s");
   }
+  if (!(config.host_link_bytes_per_s > 0)) bad("host link bandwidth must be > 0 bytes/s");
   if (config.memory.context_bytes < 0 || config.memory.context_bytes >= config.gpu_capacity_bytes) {
     bad("CUDA context memory must be in [0, GPU memory)");
   }
@@ -854,7 +864,8 @@ nlohmann::json sim_result_to_json(const SimResult& result) {
                            {"slowdown", job.slowdown},
                            {"done_iterations", job.done_iterations},
                            {"finished", job.finished},
-                           {"preemptions", job.preemptions}});
+                           {"preemptions", job.preemptions},
+                           {"paging_s", job.paging_s}});
   }
   return out;
 }
@@ -872,6 +883,12 @@ void write_sim_table(const SimResult& result, std::ostream& out) {
                 result.makespan_s, result.gpu_utilization, result.gpus_used_peak,
                 result.max_wait_multi_gpu_s, result.max_wait_single_gpu_s);
   out << line;
+  double paging_s = 0;
+  for (const auto& job : result.jobs) paging_s += job.paging_s;
+  if (paging_s > 0) {
+    std::snprintf(line, sizeof line, "paging to host: %.1f s of GPU phases in all\n", paging_s);
+    out << line;
+  }
   std::snprintf(line, sizeof line, "%-10s %5s %10s %10s %10s %10s %10s %6s\n", "JOB", "GPUS",
                 "SUBMIT_S", "START_S", "FINISH_S", "JCT_S", "SOLO_S", "PREEMPT");
   out << line;
