@@ -376,10 +376,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   // The screen uses the smallest contention term in the model (the global alpha or any measured
   // pair term): it may let through a GPU the full check refuses, never the other way round.
   InterferenceModel screen;
-  screen.alpha = options.interference.alpha;
-  for (const auto& [pair, alpha] : options.interference.pair_alpha) {
-    screen.alpha = std::min(screen.alpha, alpha);
-  }
+  screen.alpha = options.interference.smallest_term();
   double min_utilization = 1.0;
   for (const auto& job : jobs) min_utilization = std::min(min_utilization, job.utilization);
   std::vector<double> room_of;

@@ -631,7 +631,7 @@ class Engine {
       demands.reserve(slots.size());
       // The jobs' workloads, for the measured pair terms (none in the model: not gathered).
       std::vector<std::vector<std::string>> workloads;
-      const bool pair_terms = !config_.interference.pair_alpha.empty();
+      const bool pair_terms = config_.interference.has_workload_terms();
       for (int index : slots) {
         const Slot& slot = slots_[static_cast<size_t>(index)];
         demands.push_back(std::min(1.0, std::max(0.0, slot.demand)));
