@@ -20,11 +20,12 @@ OrderKey order_key(double key, const SimJob& job, size_t index) {
 }
 
 LaneRunner::LaneRunner(const Policy& policy, double switch_cost_s, bool fast_forward,
-                       HostPaging paging)
+                       HostPaging paging, bool record_steps)
     : policy_(&policy),
       switch_cost_s_(switch_cost_s),
-      fast_forward_(fast_forward),
-      paging_(paging) {}
+      fast_forward_(fast_forward && !record_steps),
+      paging_(paging),
+      record_steps_(record_steps) {}
 
 OrderKey LaneRunner::turn_order(const Member& member) const {
   return order_key(policy_->turn_key(member.state), *member.state.job, member.job);
@@ -158,6 +159,11 @@ bool LaneRunner::process_events_at(double time_s, std::vector<Finished>& finishe
 void LaneRunner::complete_iteration(size_t index, double now, std::vector<Finished>& finished,
                                     bool& any_finished) {
   Member& member = members_[index];
+  if (record_steps_) {
+    const double from = member.last_step_end_s >= 0 ? member.last_step_end_s : member.start_s;
+    ++member.step_counts[std::llround((now - from) * 1e9)];
+    member.last_step_end_s = now;
+  }
   member.state.done_iterations += 1;
   member.state.last_turn_end_s = now;
   if (epoch_) ++epoch_count_;
@@ -193,9 +199,12 @@ void LaneRunner::start_next(double now) {
   const SimJob& spec = *member.state.job;
   // Contention stretches the GPU phase only; the host phase (input pipeline, Python) does not
   // use the GPU.
-  double gpu_phase = spec.iteration_s * factor_ * spec.utilization;
-  member.host_s = spec.iteration_s - spec.iteration_s * spec.utilization;
-  const bool alone = members_.size() == 1 && last_job_ == static_cast<int64_t>(member.job);
+  const double iteration = spec.iteration_time_s(member.state.done_iterations);
+  double gpu_phase = iteration * factor_ * spec.utilization;
+  member.host_s = iteration - iteration * spec.utilization;
+  // Epochs need every iteration alike (a job with a tail has two lengths).
+  const bool alone =
+      members_.size() == 1 && last_job_ == static_cast<int64_t>(member.job) && spec.steady();
   if (alone && !epoch_) {
     epoch_ = true;
     epoch_start_s_ = now;
@@ -268,6 +277,10 @@ double LaneRunner::page_in(size_t index) {
 // ---- closed form ------------------------------------------------------------------------------
 
 void LaneRunner::skip_ahead(double until) {
+  // Iterations of unequal length repeat only every 100: such lanes are stepped.
+  for (const auto& member : members_) {
+    if (!member.state.job->steady()) return;
+  }
   if (members_.size() == 1) {
     skip_alone(until);
   } else if (policy_->turn_key_kind() != Policy::TurnKeyKind::kOther) {

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "fleetscope/sharer/policy.h"
@@ -75,13 +76,18 @@ class LaneRunner {
     int64_t resident_bytes = 0;  // of its working set on the GPU (paging)
     int64_t host_bytes = 0;      // of its working set paged out to the host
     double paging_s = 0;         // time its GPU phases spent moving pages
+    // Step times (ns, completion to completion) and how often each occurred, when recorded.
+    std::map<int64_t, int64_t> step_counts;
+    double last_step_end_s = -1;
   };
   struct Finished {
     Member member;
     double time_s = 0;
   };
 
-  LaneRunner(const Policy& policy, double switch_cost_s, bool fast_forward, HostPaging paging = {});
+  // record_steps: every member's step times go to Member::step_counts (no closed form then).
+  LaneRunner(const Policy& policy, double switch_cost_s, bool fast_forward, HostPaging paging = {},
+             bool record_steps = false);
 
   bool empty() const { return members_.empty(); }
   double clock_s() const { return clock_s_; }
@@ -142,6 +148,7 @@ class LaneRunner {
   double switch_cost_s_;
   bool fast_forward_;
   HostPaging paging_;
+  bool record_steps_ = false;
   double factor_ = 1.0;
   double clock_s_ = 0;
   bool start_pending_ = false;

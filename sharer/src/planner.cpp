@@ -587,6 +587,10 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
     job.iterations = std::min<int64_t>(
         kMaxIterations, static_cast<int64_t>(std::ceil(horizon / job.iteration_s)) + 2);
     job.utilization = std::clamp(jobs[i].utilization, 1e-6, 1.0);
+    // The job's measured tail, so the replay's step times can be held against the p99 bound.
+    if (options.tail_checks) {
+      job.iteration_p99_s = std::min(p99_iteration_s(jobs[i]), 50 * job.iteration_s);
+    }
     job.workload = workload_of(jobs[i]);  // the pair terms apply in the replay too
     job.memory = jobs[i].demand();
     job.pinned_gpu = gpu_index.at(planned.to_gpu);
@@ -603,14 +607,18 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
   config.memory = options.memory;
   config.interference = options.interference;
   config.stop_at_s = horizon;
+  config.record_step_times = true;
   config.gpu_capacity_bytes = 1;
   for (const auto& gpu : plan.gpus) {
     config.gpu_capacity_bytes = std::max(config.gpu_capacity_bytes, gpu.capacity_bytes);
   }
   const auto result = simulate(sim_jobs, PackPolicy{}, config);
   for (size_t k = 0; k < sim_jobs.size(); ++k) {
-    out.push_back(ReplayedJob{jobs[source[k]].job_id, plan.jobs[source[k]].predicted_slowdown,
-                              result.jobs[k].slowdown});
+    const auto& planned = plan.jobs[source[k]];
+    out.push_back(ReplayedJob{jobs[source[k]].job_id, planned.predicted_slowdown,
+                              result.jobs[k].slowdown,
+                              options.tail_checks ? planned.predicted_p99_s : 0.0,
+                              options.tail_checks ? result.jobs[k].p99_step_s : 0.0});
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <queue>
@@ -89,6 +90,7 @@ struct JobRuntime {
   double finish_s = 0;
   int64_t preemptions = 0;
   double paging_s = 0;
+  std::map<int64_t, int64_t> step_counts;  // ns -> count (record_step_times)
   int64_t failed_seq = -2;  // release sequence of its last failed search; -2: never searched
   bool finished = false;
 };
@@ -98,6 +100,20 @@ struct FailedDemand {
   int64_t guarded = 0;
   int64_t seq = 0;
 };
+
+// Nearest rank: the smallest step time at least 99 % of the steps do not exceed; 0 without steps.
+double nearest_rank_p99_s(const std::map<int64_t, int64_t>& counts) {
+  int64_t total = 0;
+  for (const auto& [ns, count] : counts) total += count;
+  if (total == 0) return 0;
+  const auto rank = static_cast<int64_t>(std::ceil(0.99 * static_cast<double>(total)));
+  int64_t seen = 0;
+  for (const auto& [ns, count] : counts) {
+    seen += count;
+    if (seen >= rank) return static_cast<double>(ns) * 1e-9;
+  }
+  return static_cast<double>(counts.rbegin()->first) * 1e-9;
+}
 
 class Engine {
  public:
@@ -193,6 +209,11 @@ class Engine {
     if (!std::isfinite(job.iteration_s) || job.iteration_s <= 0 ||
         job.iteration_s > kMaxIterationSeconds) {
       bad("iteration time must be finite and in (0, 1e7] s");
+    }
+    if (!std::isfinite(job.iteration_p99_s) || job.iteration_p99_s < 0 ||
+        job.iteration_p99_s > 50 * job.iteration_s) {
+      // Two slow iterations in 100 keep the mean only while they fit in 100 iterations' time.
+      bad("p99 iteration time must be finite and in [0, 50 x the iteration time]");
     }
     if (!(job.utilization > 0 && job.utilization <= 1)) bad("utilization must be in (0, 1]");
     if (job.memory.persistent_bytes < 0 || job.memory.ephemeral_peak_bytes < 0 ||
@@ -545,7 +566,8 @@ class Engine {
       paging = HostPaging{true, config_.gpu_capacity_bytes, config_.memory.context_bytes,
                           config_.host_link_bytes_per_s};
     }
-    slot.runner.emplace(policy_, config_.switch_cost_s, config_.fast_forward, paging);
+    slot.runner.emplace(policy_, config_.switch_cost_s, config_.fast_forward, paging,
+                        config_.record_step_times);
     if (gpu >= 0) gpus_[static_cast<size_t>(gpu)].slots.push_back(index);
     return index;
   }
@@ -660,6 +682,7 @@ class Engine {
     runtime.start_s = member.start_s;
     runtime.preemptions = member.preemptions;
     runtime.paging_s = member.paging_s;
+    runtime.step_counts = member.step_counts;
   }
 
   void finish(size_t slot_index, const LaneRunner::Finished& done) {
@@ -741,6 +764,7 @@ class Engine {
       row.solo_s = job.solo_duration_s();
       row.preemptions = runtime.preemptions;
       row.paging_s = runtime.paging_s;
+      row.p99_step_s = nearest_rank_p99_s(runtime.step_counts);
       row.done_iterations = runtime.state.done_iterations;
       row.wait_s = runtime.start_s >= 0 ? runtime.start_s - job.submit_s : 0;
       const double end = runtime.finished ? runtime.finish_s : config_.stop_at_s;
@@ -865,7 +889,8 @@ nlohmann::json sim_result_to_json(const SimResult& result) {
                            {"done_iterations", job.done_iterations},
                            {"finished", job.finished},
                            {"preemptions", job.preemptions},
-                           {"paging_s", job.paging_s}});
+                           {"paging_s", job.paging_s},
+                           {"p99_step_s", job.p99_step_s}});
   }
   return out;
 }

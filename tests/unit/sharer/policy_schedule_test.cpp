@@ -156,6 +156,23 @@ TEST(PolicySchedule, SalusPreemptPaysForPagingToHost) {
   EXPECT_EQ(finishes(fitting), (std::vector<double>{4, 2}));
 }
 
+// A job's tail: with a p99 of 2 s on 1 s iterations, iterations 49 and 99 of every 100 take 2 s
+// and the other 98 take (100 - 4) / 98 s, so 200 iterations still take 200 s, and the p99 of its
+// recorded steps (nearest rank, 198th of 200) is 2 s. Recording is off by default (p99 0).
+TEST(PolicySchedule, AJobsTailIsTwoSlowIterationsInAHundred) {
+  auto job = make(0, 0, 200);
+  job.iteration_p99_s = 2.0;
+  auto config = one_lane();
+  config.record_step_times = true;
+  const auto recorded = simulate({job}, FifoExclusivePolicy{}, config);
+  EXPECT_NEAR(recorded.jobs[0].finish_s, 200.0, 1e-9);
+  EXPECT_NEAR(recorded.jobs[0].p99_step_s, 2.0, 1e-9);
+  EXPECT_EQ(simulate({job}, FifoExclusivePolicy{}, one_lane()).jobs[0].p99_step_s, 0.0);
+  job.iteration_p99_s = 0;
+  const auto steady = simulate({job}, FifoExclusivePolicy{}, config);
+  EXPECT_NEAR(steady.jobs[0].p99_step_s, 1.0, 1e-9);
+}
+
 TEST(PolicySchedule, PriorityJobTakesTheNextTurn) {
   // C has priority: A 0-1, B 1-2, C 2-3 (preempts the round robin at the boundary), A 3-4, B 4-5,
   // A 5-7.

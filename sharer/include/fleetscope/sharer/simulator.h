@@ -65,6 +65,9 @@ struct SimConfig {
   // Advance lanes whose jobs and speed do not change many iterations at once (closed form);
   // false steps every iteration (the reference the equivalence tests compare against).
   bool fast_forward = true;
+  // Record every job's step times (completion to completion) for SimJobResult::p99_step_s; the
+  // lanes are then stepped one iteration at a time (plan replay: a bounded run).
+  bool record_step_times = false;
 };
 
 struct SimJobResult {
@@ -79,8 +82,11 @@ struct SimJobResult {
   double jct_s = 0;
   double solo_s = 0;  // iterations x iteration time alone
   int64_t preemptions = 0;
-  double paging_s =
-      0;              // GPU-phase time spent paging its memory in and others' out (paging policies)
+  // GPU-phase time spent paging its memory in and others' out (paging policies).
+  double paging_s = 0;
+  // Nearest-rank p99 of the job's step times in the run (each from its previous iteration's
+  // end, the first from its start, so waits for lane mates count), with record_step_times; else 0.
+  double p99_step_s = 0;
   double wait_s = 0;  // start - submit
   int64_t done_iterations = 0;
   // Time per completed iteration over the iteration time alone, measured from the job's start to
