@@ -27,7 +27,7 @@ constexpr const char* kSimUsage =
     "                      [--interference-alpha A | --calibration RUNS.csv]\n"
     "                      [--context-mib MIB] [--starvation-bound-s S] [--backfill-window N]\n"
     "                      [--single-gpu-jobs] [--mps [--mps-clients N]] [--nodes FILE]\n"
-    "                      [--host-link-gbps GB/S] [--format table|json]\n"
+    "                      [--host-link-gbps GB/S] [--step-times] [--format table|json]\n"
     "\n"
     "       fleetscope sim --hpo TRIALS --profiles FILE --model MODEL --gpus N\n"
     "                      [--trial-s S] [--utilization U | --trial-db DB] [--format table|json]\n"
@@ -56,6 +56,8 @@ constexpr const char* kSimUsage =
     "--context-mib 300 (CUDA context per job process), --starvation-bound-s 1800 (a multi-GPU\n"
     "job waiting longer reserves GPUs), --backfill-window 500, --format table.\n"
     "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n"
+    "--step-times reports each job's p99 step time in the run (completion to completion, waits\n"
+    "included; every iteration is simulated one by one).\n"
     "--mps models NVIDIA MPS instead of lanes: every job a client process with its own context\n"
     "and a static memory slice, all running concurrently, at most --mps-clients per GPU\n"
     "(default 48, Volta and newer; 16 before Volta); needs a sharing policy.\n";
@@ -192,7 +194,7 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
                                "--trial-s",
                                "--utilization",
                                "--trial-db"},
-                              {"--help", "--single-gpu-jobs", "--mps"});
+                              {"--help", "--single-gpu-jobs", "--mps", "--step-times"});
     if (arguments.has("--help")) {
       out << kSimUsage;
       return 0;
@@ -301,6 +303,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       if (arguments.has("--single-gpu-jobs")) {
         for (auto& job : jobs) job.num_gpu = 1;
       }
+      // Every iteration is then simulated one by one (no closed form).
+      config.record_step_times = arguments.has("--step-times");
       const auto result = simulate(jobs, *policy, config);
       if (format == "json") {
         auto document = sim_result_to_json(result);

@@ -914,14 +914,22 @@ void write_sim_table(const SimResult& result, std::ostream& out) {
     std::snprintf(line, sizeof line, "paging to host: %.1f s of GPU phases in all\n", paging_s);
     out << line;
   }
-  std::snprintf(line, sizeof line, "%-10s %5s %10s %10s %10s %10s %10s %6s\n", "JOB", "GPUS",
-                "SUBMIT_S", "START_S", "FINISH_S", "JCT_S", "SOLO_S", "PREEMPT");
+  const bool steps = std::any_of(result.jobs.begin(), result.jobs.end(),
+                                 [](const SimJobResult& job) { return job.p99_step_s > 0; });
+  std::snprintf(line, sizeof line, "%-10s %5s %10s %10s %10s %10s %10s %6s%s\n", "JOB", "GPUS",
+                "SUBMIT_S", "START_S", "FINISH_S", "JCT_S", "SOLO_S", "PREEMPT",
+                steps ? "  P99_STEP_S" : "");
   out << line;
   for (const auto& job : result.jobs) {
-    std::snprintf(line, sizeof line, "%-10s %5d %10.1f %10.1f %10.1f %10.1f %10.1f %6lld\n",
+    std::snprintf(line, sizeof line, "%-10s %5d %10.1f %10.1f %10.1f %10.1f %10.1f %6lld",
                   job.name.c_str(), job.num_gpu, job.submit_s, job.start_s, job.finish_s, job.jct_s,
                   job.solo_s, static_cast<long long>(job.preemptions));
     out << line;
+    if (steps) {
+      std::snprintf(line, sizeof line, "  %10.3f", job.p99_step_s);
+      out << line;
+    }
+    out << "\n";
   }
 }
 
