@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -17,6 +20,7 @@
 
 #include "fleetscope/analyzer/allocator_tuning.h"
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/analysis_cache.h"
 #include "fleetscope/analyzer/capture_sink.h"
 #include "fleetscope/analyzer/consolidation.h"
 #include "fleetscope/analyzer/declared_memory.h"
@@ -33,7 +37,9 @@
 #include "fleetscope/analyzer/threshold_config.h"
 #include "fleetscope/common/args.h"
 #include "fleetscope/common/capture_choice.h"
+#include "fleetscope/common/csv.h"
 #include "fleetscope/common/file_errors.h"
+#include "fleetscope/common/new_file.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/common/text_table.h"
 #include "fleetscope/common/untrusted_text.h"
@@ -78,11 +84,15 @@ void emit(const std::string& path, std::ostream& out,
   }
   store::AtomicOutput output(path);
   {
-    std::ofstream file(output.temp_path());
-    if (!file) throw InputError(path, "", "cannot open for writing");
-    fn(file);
-    file.flush();
-    if (!file) throw InputError(path, "", "write failed");
+    std::ostringstream text;
+    fn(text);
+    // A new file, never through a link planted under the temporary name (common/new_file.h).
+    const int fd = common::create_new_file(output.temp_path());
+    if (fd < 0) throw InputError(path, "", std::string("cannot create: ") + std::strerror(errno));
+    const bool written = common::write_all(fd, text.str());
+    const int error = errno;
+    ::close(fd);
+    if (!written) throw InputError(path, "", std::string("write failed: ") + std::strerror(error));
   }
   output.commit();
 }
@@ -318,6 +328,27 @@ ReadingInput open_reading_input(const std::string& input, const common::CaptureC
   return in;
 }
 
+namespace {
+
+// What `analyze` and `report` print with the findings of a capture in the table, markdown and
+// json formats: one header for both, so `report --format json` is `analyze --format json
+// --no-store` (it printed "metrics": null and no summary lines).
+ReportHeader findings_header(const CaptureData& data, const AnalysisResult& result, int64_t id,
+                             ReportFormat fmt, bool series) {
+  ReportHeader header;
+  header.capture_id = id;
+  header.rules = result.rules;
+  header.findings_source = result.source;
+  header.source = data.capture.source_path;
+  header.summary_lines = summary_lines(data);
+  MetricsJsonOptions json_options;
+  json_options.series = series;
+  if (fmt == ReportFormat::json) header.metrics = metrics_json(data, json_options);
+  return header;
+}
+
+}  // namespace
+
 int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
                         std::ostream& err) {
   keep_freed_memory_for_reuse();  // one-shot analysis: see allocator_tuning.h
@@ -401,14 +432,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     auto analyse_data = [&](const CaptureData& data, int64_t id, const store::Reader* reader) {
       Analysed a;
       a.result = capture_findings(data, reader, options);
-      a.header.capture_id = id;
-      a.header.rules = a.result.rules;
-      a.header.findings_source = a.result.source;
-      a.header.source = data.capture.source_path;
-      a.header.summary_lines = summary_lines(data);
-      MetricsJsonOptions json_options;
-      json_options.series = series;
-      if (fmt == ReportFormat::json) a.header.metrics = metrics_json(data, json_options);
+      a.header = findings_header(data, a.result, id, fmt, series);
       err << "analyze: capture " << id << " of " << input << ": " << a.result.findings.size()
           << " finding(s), " << a.result.not_evaluated().size() << " rule(s) not evaluated\n";
       analysed.push_back(std::move(a));
@@ -424,7 +448,20 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       for (int64_t id : in.captures)
         analyse_data(load_capture(reader, id, progress, parts), id, &reader);
     }
+    // A database this user may read but not update (another user's file, a read-only mount) is
+    // analysed all the same: the findings are printed and only storing them is left out, with a
+    // note that says why (SQLite writes its journal beside the file, so the folder counts too).
+    std::optional<std::string> cannot_store;
     if (!no_store && in.kind == importers::InputKind::fleetscope_database) {
+      if (::access(input.c_str(), W_OK) != 0)
+        cannot_store = std::strerror(errno);
+      else
+        cannot_store = common::output_problem(input);
+      if (cannot_store)
+        err << "analyze: findings not stored: " << common::cannot_write(input, *cannot_store)
+            << " (--no-store skips storing)\n";
+    }
+    if (!no_store && !cannot_store && in.kind == importers::InputKind::fleetscope_database) {
       store::Database db = store::Database::open(input, store::OpenMode::read_write);
       // A file in WAL mode is a live host database (fleetscoped holds it) or one that was being
       // written: the findings go in as short transactions beside the other writer, and finish()
@@ -437,10 +474,13 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       }
       writer_options.build_indexes = !writer_options.keep_wal_after_finish;
       store::Writer writer(std::move(db), writer_options);
-      // Stored findings shown again are left as they are (nothing was analysed).
+      // Stored findings shown again are left as they are (nothing was analysed), and so is an
+      // analysis read back from the cache (it is in the file already, under its key). The
+      // others are filed under their key (analysis_cache.h), for `fleet` and the daemon's
+      // readers to reuse while the rows, rules, thresholds and analyzer build stay the same.
       for (Analysed& a : analysed)
-        if (a.result.source == FindingsSource::analysed)
-          store_findings(writer, a.header.capture_id, a.result.findings);
+        if (a.result.source == FindingsSource::analysed && !a.result.from_cache)
+          store_analysis(writer, a.header.capture_id, a.result);
       writer.finish();
     }
     emit(output, out, [&](std::ostream& os) {
@@ -477,7 +517,8 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       "thresholds in every format) and writes its report. html and markdown: the full document "
       "(metrics per device, kernel utilization charts, iterations, launches, idle streams, "
       "memory, findings by impact, rules not evaluated); Markdown charts go to FILE_files/ next "
-      "to FILE.md. table, json and chrome-trace: the findings. Without --format the format "
+      "to FILE.md. table, json and chrome-trace: what `analyze --no-store` prints in that "
+      "format (json: with every metric). Without --format the format "
       "follows the -o extension (.html/.htm, .md/.markdown), else table. A Kineto trace or an "
       "nsys SQLite export is imported in memory first.");
   parser
@@ -552,12 +593,7 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       std::vector<std::pair<std::vector<store::Finding>, ReportHeader>> reports;
       for (int64_t id : in.captures)
         analysed(id, [&](const CaptureData& data, const AnalysisResult& result) {
-          ReportHeader header;
-          header.capture_id = id;
-          header.source = data.capture.source_path;
-          header.rules = result.rules;
-          header.findings_source = result.source;
-          reports.emplace_back(result.findings, std::move(header));
+          reports.emplace_back(result.findings, findings_header(data, result, id, fmt, false));
         });
       emit(output, out, [&](std::ostream& os) {
         if (fmt == ReportFormat::json && reports.size() > 1) {
@@ -633,11 +669,11 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
         << ",user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,steps,"
            "step_p50_ns,step_p90_ns,step_p99_ns,step_jitter,findings_impact_ns,top_rule\n";
     for (const auto& w : ranking)
-      out << w.workflow << "," << w.user << "," << w.captures << "," << w.devices << ","
-          << w.gpu_hours() << "," << w.wasted_gpu_hours() << "," << w.utilization() << ","
-          << w.steps.count << "," << w.steps.median_ns << "," << w.steps.p90_ns << ","
-          << w.steps.p99_ns << "," << w.steps.jitter << "," << w.findings_impact_ns << ","
-          << w.top_rule << "\n";
+      out << common::csv_field(w.workflow) << "," << common::csv_field(w.user) << "," << w.captures
+          << "," << w.devices << "," << w.gpu_hours() << "," << w.wasted_gpu_hours() << ","
+          << w.utilization() << "," << w.steps.count << "," << w.steps.median_ns << ","
+          << w.steps.p90_ns << "," << w.steps.p99_ns << "," << w.steps.jitter << ","
+          << w.findings_impact_ns << "," << common::csv_field(w.top_rule) << "\n";
   } else {
     int name_width = 32;
     // Workflow names and stored rule ids come from the files: escaped for the terminal.
@@ -706,6 +742,11 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
         },
         choice);
     line.finish();
+    // A job is ranked by its GPU work: inputs without any (CPU-only ranks, a trace of another
+    // part of the job) leave nothing to rank, which is said rather than shown as an empty table.
+    if (ranking.empty())
+      err << "fleet: no GPU activity (kernels, copies, memsets) in any capture of the "
+          << positionals.size() << " input(s): nothing to rank\n";
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
     write_fleet_ranking(ranking, format, out);

@@ -1,9 +1,13 @@
 #include "fleetscope/analyzer/report_document.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,6 +22,7 @@
 #include "fleetscope/analyzer/step_metrics.h"
 #include "fleetscope/analyzer/svg_chart.h"
 #include "fleetscope/common/file_errors.h"
+#include "fleetscope/common/new_file.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 
@@ -895,11 +900,17 @@ void write_report_document(const std::string& path, const ReportDocument& doc) {
   std::vector<fs::path> fresh;  // renamed into place where no file was before
   auto prepare = [&](const fs::path& file_path, const std::string& text) {
     pending.push_back(std::make_unique<store::AtomicOutput>(file_path.string()));
-    std::ofstream file(pending.back()->temp_path(), std::ios::binary);
-    if (!file) throw InputError(file_path.string(), "", "cannot open for writing");
-    file << text;
-    file.flush();
-    if (!file) throw InputError(file_path.string(), "", "write failed");
+    // A new file, never through a link planted under the temporary name (common/new_file.h).
+    const int fd = common::create_new_file(pending.back()->temp_path());
+    if (fd < 0)
+      throw InputError(file_path.string(), "",
+                       std::string("cannot create: ") + std::strerror(errno));
+    const bool written = common::write_all(fd, text);
+    const int error = errno;
+    ::close(fd);
+    if (!written)
+      throw InputError(file_path.string(), "",
+                       std::string("write failed: ") + std::strerror(error));
   };
   try {
     for (const ChartFile& chart : doc.charts) {

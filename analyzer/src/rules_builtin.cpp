@@ -22,11 +22,22 @@ namespace {
 
 using nlohmann::json;
 
+// Milliseconds in advice text: whole from 10 ms, two decimals down to 10 µs, and four below it,
+// so that a few microseconds never read "0.00 ms" (a 1.8 µs kernel is "0.0018 ms").
 std::string ms(int64_t ns) {
   std::ostringstream s;
   s.setf(std::ios::fixed);
-  s.precision(ns >= 10'000'000 ? 0 : 2);
+  s.precision(ns >= 10'000'000 ? 0 : ns >= 10'000 ? 2 : 4);
   s << double(ns) / 1e6 << " ms";
+  return s.str();
+}
+
+// A count per step as a person writes it: "3", "2.5" (std::to_string gave "3.000000").
+std::string per_step_text(double value) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(value == std::floor(value) ? 0 : 1);
+  s << value;
   return s.str();
 }
 
@@ -731,7 +742,7 @@ class ExcessiveSync : public Rule {
                      {"longest_idle_after", windows_json(longest(idle_after, 10), 10)},
                      {"top_offenders", offenders_json(data, by_name, 10)}};
     std::string advice =
-        std::to_string(calls.size()) + " synchronization calls (" + std::to_string(per_step) +
+        std::to_string(calls.size()) + " synchronization calls (" + per_step_text(per_step) +
         " per step) make the host wait for the GPU; the GPU then idles " + ms(impact) +
         " until the host issues more work. Remove explicit torch.cuda.synchronize() and "
         "implicit ones (.item(), .cpu(), printing tensors, data-dependent shapes) from the step; "

@@ -10,6 +10,7 @@
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/common/args.h"
 #include "fleetscope/common/capture_choice.h"
+#include "fleetscope/common/csv.h"
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/error.h"
@@ -217,13 +218,6 @@ int run_info_command(const std::vector<std::string>& args, std::ostream& out, st
 
 namespace {
 
-std::string csv_quote(const std::string& v) {
-  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
-
 // Table output without holding the result: column widths come from the first kWidthRows rows,
 // which are buffered; later rows print with those widths (values are cut at 60 characters).
 class TablePrinter {
@@ -313,7 +307,8 @@ int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std
     auto on_columns = [&](const std::vector<std::string>& names) {
       columns = names;
       if (format == "csv") {
-        for (size_t c = 0; c < names.size(); ++c) out << (c ? "," : "") << csv_quote(names[c]);
+        for (size_t c = 0; c < names.size(); ++c)
+          out << (c ? "," : "") << common::csv_field(names[c]);
         out << "\n";
       } else if (format == "json") {
         out << "[";
@@ -324,7 +319,7 @@ int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std
     auto on_row = [&](const store::QueryRow& row) {
       if (format == "csv") {
         for (size_t c = 0; c < row.size(); ++c)
-          out << (c ? "," : "") << csv_quote(row[c].value_or(""));
+          out << (c ? "," : "") << common::csv_field(row[c].value_or(""));
         out << "\n";
       } else if (format == "json") {
         nlohmann::json r = nlohmann::json::object();

@@ -1,12 +1,13 @@
 #include "range_export.h"
 
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fleetscope/common/new_file.h"
+#include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/rows.h"
 
@@ -47,23 +48,16 @@ int64_t export_range_chrome(const TimelineData& data, TimeRange range, const std
   nlohmann::json doc = {{"traceEvents", std::move(events)},
                         {"displayTimeUnit", "ns"},
                         {"baseTimeNanoseconds", range.begin}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw Error(path + ": cannot write: " + std::strerror(errno));
-    out << doc.dump();
-    if (!out.good()) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw Error(path + ": write failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename into place: " + ec.message());
-  }
+  // The one way outputs are written (store/database.h): a temporary name of its own beside the
+  // output, created new (never through a planted link), renamed into place at the end.
+  store::AtomicOutput output(path);
+  const int fd = common::create_new_file(output.temp_path());
+  if (fd < 0) throw Error(path + ": cannot write: " + std::strerror(errno));
+  const bool written_all = common::write_all(fd, doc.dump());
+  const int error = errno;
+  ::close(fd);
+  if (!written_all) throw Error(path + ": write failed: " + std::strerror(error));
+  output.commit();
   return written;
 }
 

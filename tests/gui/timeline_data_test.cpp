@@ -318,6 +318,22 @@ TEST_F(TimelineDataTest, ExportsTheVisibleRangeAsAChromeTrace) {
   EXPECT_THROW(export_range_chrome(data_, {0, 1}, dir_.file("no/such/dir/x.json")), Error);
 }
 
+// The range export goes through the one atomic-output path (store::AtomicOutput, a new temporary
+// file of its own): it wrote "<out>.tmp" with std::ofstream, so a symbolic link planted under that
+// fixed name in a shared folder had the trace written into the file the link named.
+TEST_F(TimelineDataTest, RangeExportDoesNotWriteThroughAPlantedLink) {
+  const std::string victim = dir_.file("victim.txt");
+  std::ofstream(victim) << "precious";
+  const std::string out = dir_.file("range.json");
+  std::filesystem::create_symlink(victim, out + ".tmp");
+  EXPECT_GT(export_range_chrome(data_, {at_us(1200), at_us(3500)}, out), 0);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious");
+  EXPECT_FALSE(std::filesystem::is_symlink(out));
+  EXPECT_TRUE(nlohmann::json::parse(std::ifstream(out)).contains("traceEvents"));
+}
+
 TEST_F(TimelineDataTest, LoadingStopsWhenCancelled) {
   std::atomic<bool> cancel{true};
   TimelineLoadOptions options;

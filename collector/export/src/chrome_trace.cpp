@@ -10,6 +10,7 @@
 #include "analysis_counters.h"
 #include "event_builder.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/common/new_file.h"
 #include "fleetscope/export/json_text.h"
 #include "fleetscope/store/checked_column.h"
 #include "fleetscope/store/database.h"
@@ -889,7 +890,7 @@ ChromeExportStats export_chrome(const store::Reader& reader, const std::string& 
 
   store::AtomicOutput output(out_path);
   ChromeExportStats stats;
-  {
+  try {
     ChromeTraceFile file(output.temp_path(), gzip, options.gzip_level);
     ChromeExporter exporter(reader, options, std::move(scope));
     try {
@@ -900,6 +901,12 @@ ChromeExportStats export_chrome(const store::Reader& reader, const std::string& 
                            " ns is out of range (expected a time within ±2^62 ns of the epoch, "
                            "so that differences fit in 64 bits; the database is corrupt)");
     }
+  } catch (const Error& e) {
+    // Writing failed (a full disk, a file size limit): the error names the output, not its
+    // temporary name.
+    const std::string message = e.what();
+    if (message.find(output.temp_path()) == std::string::npos) throw;
+    throw Error(common::with_output_name(message, output.temp_path(), out_path));
   }
   output.commit();
   return stats;

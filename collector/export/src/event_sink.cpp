@@ -1,11 +1,13 @@
 #include "fleetscope/export/event_sink.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "fleetscope/common/new_file.h"
 #include "fleetscope/store/error.h"
 
 namespace fleetscope::exporter {
@@ -40,16 +42,22 @@ struct ChromeTraceFile::Output {
 
 ChromeTraceFile::ChromeTraceFile(const std::string& path, bool gzip, int gzip_level)
     : path_(path), output_(std::make_unique<Output>()) {
+  // A new file, never through a link planted under the temporary name (common/new_file.h).
+  const int fd = common::create_new_file(path);
+  if (fd < 0) throw Error(path + ": cannot create output file: " + std::strerror(errno));
   if (gzip) {
     const std::string mode =
         "wb" + std::to_string(gzip_level < 0 || gzip_level > 9 ? 6 : gzip_level);
-    output_->compressed = gzopen(path.c_str(), mode.c_str());
+    output_->compressed = gzdopen(fd, mode.c_str());
     if (output_->compressed) gzbuffer(output_->compressed, 256 * 1024);
   } else {
-    output_->plain = std::fopen(path.c_str(), "wb");
+    output_->plain = ::fdopen(fd, "wb");
   }
-  if (!output_->plain && !output_->compressed)
-    throw Error(path + ": cannot create output file: " + std::strerror(errno));
+  if (!output_->plain && !output_->compressed) {
+    const int error = errno;
+    ::close(fd);
+    throw Error(path + ": cannot create output file: " + std::strerror(error));
+  }
   buffer_.reserve(kBufferBytes + 64 * 1024);
 }
 

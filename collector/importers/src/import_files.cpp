@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include "fleetscope/common/file_errors.h"
+#include "fleetscope/common/new_file.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/database.h"
+#include "fleetscope/store/input_files.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/unreadable_file.h"
 #include "fleetscope/timeline/timeline_cache.h"
@@ -88,8 +90,10 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   if (!overwrite && std::filesystem::exists(out_db, ec))
     throw Error(out_db + ": already exists (use --force to replace it)");
   // Check every input is readable and recognisable before building anything.
-  for (const auto& p : paths)
+  for (const auto& p : paths) {
     if (detect_format(p) == Format::unknown) throw_unrecognised_format(p);
+    store::note_input_file(p);  // -o naming an input is refused (store/input_files.h)
+  }
   store::AtomicOutput output(
       out_db, overwrite ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   std::vector<ImportResult> results;
@@ -98,34 +102,41 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   // read connection; both are a full pass over the data, on the two cores), and written once the
   // database is in place (the cache records the final file's size and time).
   std::vector<timeline::TimelineData> summaries;
-  {
-    store::Writer writer(store::Database::create(output.temp_path()), import_writer_options());
-    // Several files: parsed on as many threads as there are cores, the one writer takes the
-    // rows of all of them (parallel_import.h); the result is the serial import's.
-    const size_t workers =
-        options.parallel_files > 0 ? options.parallel_files : parallel_import_workers(paths.size());
-    if (paths.size() > 1 && workers > 1)
-      results = import_in_parallel(paths, writer, options, workers);
-    else
-      for (const auto& p : paths) results.push_back(import_file(p, writer, options));
-    writer.finish([&] {
-      try {
-        const store::Reader reader(output.temp_path());
-        // Waits for the index build's commit rather than giving up after the default timeout.
-        sqlite3_busy_timeout(reader.database().raw(), INT32_MAX);
-        for (const auto& capture : reader.captures()) {
-          timeline::TimelineData data = timeline::load_timeline(reader, capture.id);
-          data.events.clear();  // the cache keeps the levels only
-          data.rows.clear();
-          data.has_events = false;
-          summaries.push_back(std::move(data));
+  try {
+    {
+      store::Writer writer(store::Database::create(output.temp_path()), import_writer_options());
+      // Several files: parsed on as many threads as there are cores, the one writer takes the
+      // rows of all of them (parallel_import.h); the result is the serial import's.
+      const size_t workers = options.parallel_files > 0 ? options.parallel_files
+                                                        : parallel_import_workers(paths.size());
+      if (paths.size() > 1 && workers > 1)
+        results = import_in_parallel(paths, writer, options, workers);
+      else
+        for (const auto& p : paths) results.push_back(import_file(p, writer, options));
+      writer.finish([&] {
+        try {
+          const store::Reader reader(output.temp_path());
+          // Waits for the index build's commit rather than giving up after the default timeout.
+          sqlite3_busy_timeout(reader.database().raw(), INT32_MAX);
+          for (const auto& capture : reader.captures()) {
+            timeline::TimelineData data = timeline::load_timeline(reader, capture.id);
+            data.events.clear();  // the cache keeps the levels only
+            data.rows.clear();
+            data.has_events = false;
+            summaries.push_back(std::move(data));
+          }
+        } catch (const std::exception&) {
+          summaries.clear();  // no summary; the GUI builds the levels itself when it opens the file
         }
-      } catch (const std::exception&) {
-        summaries.clear();  // no summary; the GUI builds the levels itself when it opens the file
-      }
-    });
+      });
+    }
+    output.commit();
+  } catch (const Error& e) {
+    // Writing failed (a full disk, a file size limit): the error names OUT.db, not its temporary.
+    const std::string message = e.what();
+    if (message.find(output.temp_path()) == std::string::npos) throw;
+    throw Error(common::with_output_name(message, output.temp_path(), out_db));
   }
-  output.commit();
   for (const auto& data : summaries) timeline::save_timeline_cache(out_db, data);
   return results;
 }

@@ -16,6 +16,7 @@
 
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/read_policy.h"
+#include "json_error_position.h"
 #include "kineto_input.h"
 #include "kineto_splitter.h"
 
@@ -433,7 +434,11 @@ void Tokenizer::Impl::split_whole(const Tokenizer& tok) {
   segments.assign(1, Segment{0, document_size, 0, 1, doc_base});
   // Lines are counted only when an error needs one (Tokenizer::position, from the document).
   auto line_at = [](size_t) { return int64_t{0}; };
-  auto json_fail = [&](size_t at, simdjson::error_code e) { tok.fail(at, json_error_text(e)); };
+  auto json_fail = [&](size_t at, simdjson::error_code e) {
+    if (auto located = locate_json_error(doc_base, document_size, e))
+      tok.fail(located->offset, "invalid JSON: " + located->what);
+    tok.fail(at, json_error_text(e));
+  };
   od::document doc;
   auto err = parser.iterate(simdjson::padded_string_view(doc_base, document_size, document.size()))
                  .get(doc);
@@ -596,10 +601,14 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
   simdjson::dom::parser validator;
   for (const MetaMember& m : members) {
     simdjson::dom::element ignored;
-    if (auto e = validator.parse(m.value).get(ignored))
+    if (auto e = validator.parse(m.value).get(ignored)) {
+      const auto located = locate_json_error(m.value.data(), m.value.size(), e);
       throw InputError(
-          path_, "byte " + std::to_string(m.offset),
-          "invalid JSON in the value of \"" + m.key + "\": " + simdjson::error_message(e));
+          path_,
+          "byte " + std::to_string(m.offset + static_cast<int64_t>(located ? located->offset : 0)),
+          "invalid JSON in the value of \"" + m.key +
+              "\": " + (located ? located->what : simdjson::error_message(e)));
+    }
   }
   impl_->load_members(members);
   od::document doc;
@@ -949,8 +958,13 @@ struct WalkContext {
   }
 };
 
-#define FS_WALK_FAIL(where, err) \
-  ctx.fail(where, std::string("invalid JSON: ") + simdjson::error_message(err))
+// An error simdjson reports without a usable position is moved to its byte (json_error_position.h).
+#define FS_WALK_FAIL(where, err)                                                    \
+  do {                                                                              \
+    if (auto located = locate_json_error(ctx.base, ctx.size, err))                  \
+      ctx.fail(ctx.to_document(located->offset), "invalid JSON: " + located->what); \
+    ctx.fail(where, std::string("invalid JSON: ") + simdjson::error_message(err));  \
+  } while (false)
 
 // Walks one batch of events with simdjson On-Demand, calling emit(const RawEvent&) per event in
 // file order. Throws InputError (naming the file and position) on a malformed event.

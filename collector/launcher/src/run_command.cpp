@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/launcher/agent_locator.h"
 #include "fleetscope/launcher/child_process.h"
 #include "fleetscope/launcher/merge_parts.h"
@@ -18,7 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kUsage =
-    "fleetscope run [--delay-ms N] [--duration-ms N | --iterations N] [-o OUT.db] -- CMD ARGS...";
+    "fleetscope run [--delay-ms N] [--duration-ms N | --iterations N] [-o OUT.db [--force]] -- "
+    "CMD ARGS...";
 constexpr const char* kDescription =
     "Runs CMD with the fleetscope agent injected (CUDA_INJECTION64_PATH) and writes what its CUDA\n"
     "processes did on the GPU into one trace database, like `nsys profile`. Child processes are\n"
@@ -32,6 +34,7 @@ constexpr const char* kDescription =
 
 struct RunOptions {
   int64_t delay_ms = 0, duration_ms = 0, iterations = 0, buffer_size_kb = 0, buffer_pool_mb = 0;
+  bool force = false;
   std::string output, step_names, runtime_filter;
   std::vector<std::string> command;
 };
@@ -107,6 +110,7 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
               &o.runtime_filter)
       .option("-o, --output", "OUT.db", "trace database to write (default fleetscope-run.db)",
               &o.output)
+      .flag("--force", "replace OUT.db if it exists (as `import --force`)", &o.force)
       .rest(&o.command);
   if (auto code = parser.parse(args, out, err)) return *code;
   auto usage_error = [&](const std::string& message) {
@@ -120,6 +124,18 @@ int run_run_command(const std::vector<std::string>& args, std::ostream& out, std
       o.buffer_pool_mb < 0)
     return usage_error("negative values are not allowed");
   if (o.output.empty()) o.output = default_output();
+  // The output is checked before the job runs, not after it (a training run is not repeated for
+  // a typo), and an existing trace is replaced only with --force, as `import` does: it used to be
+  // overwritten silently when the job ended.
+  if (auto problem = common::output_problem(o.output)) {
+    err << "error: " << common::cannot_write(o.output, *problem) << "\n";
+    return 1;
+  }
+  std::error_code exists_error;
+  if (!o.force && fs::exists(fs::symlink_status(o.output, exists_error))) {
+    err << "error: " << o.output << ": already exists (use --force to replace it)\n";
+    return 1;
+  }
 
   std::string searched;
   std::optional<std::string> agent = find_agent(searched);

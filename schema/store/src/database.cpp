@@ -21,6 +21,7 @@
 
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/input_files.h"
 #include "fleetscope/store/read_policy.h"
 #include "fleetscope/store/rows.h"
 #include "fleetscope/store/unreadable_file.h"
@@ -91,10 +92,7 @@ void forget_path(const sqlite3* db) {
   const std::string message = db ? sqlite3_errmsg(db) : "out of memory";
   const int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
   if (code == SQLITE_INTERRUPT && read_time_limit_passed())
-    throw InputError(file, "",
-                     what + ": stopped after the time limit of " +
-                         std::to_string(read_time_limit()) +
-                         " s (raise it with --timeout SECONDS, 0 for none)");
+    throw InputError(file, "", what + ": " + time_limit_text(read_time_limit()));
   // SQLite's allocation refused by the reading command's memory budget (memory_budget.cpp).
   if (code == SQLITE_NOMEM && read_memory_limit() != 0)
     throw InputError(file, "", what + ": " + memory_budget_text());
@@ -596,6 +594,11 @@ AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
   // Checked here, so that no error names the temporary file below.
   if (auto problem = common::output_problem(final_path_))
     throw Error(common::cannot_write(final_path_, *problem));
+  if (auto input = input_file_at(final_path_))
+    throw Error(common::cannot_write(
+        final_path_, (*input == final_path_ ? "it is the input this command reads"
+                                            : "it is the input " + *input + " (the same file)") +
+                         "; expected another file for the output (the input would be lost)"));
   std::random_device rd;
   temp_path_ =
       final_path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "fleetscope/store/input_files.h"
 #include "fleetscope/store/read_policy.h"
 #include "sqlite_errors.h"
 
@@ -123,8 +124,16 @@ std::string sqlite_error_message(sqlite3* db) {
   return sqlite3_errmsg(db);
 }
 
+std::string time_limit_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return std::string("stopped after the time limit of ") + text +
+         " s (raise it with --timeout SECONDS, 0 for none)";
+}
+
 void note_reading(const std::string& path) {
   t_reading = path;
+  note_input_file(path);  // no output of this process may replace it (input_files.h)
 }
 
 }  // namespace fleetscope::store

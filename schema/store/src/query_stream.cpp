@@ -110,10 +110,7 @@ int64_t stream_query(const Database& db, const std::string& sql, const QueryLimi
     ++count;
   }
   if (rc == SQLITE_DONE) return count;
-  if (deadline.passed)
-    throw InputError(file, "query",
-                     "stopped after the time limit of " + std::to_string(limits.time_limit_s) +
-                         " s (raise it with --timeout SECONDS, 0 for none)");
+  if (deadline.passed) throw InputError(file, "query", time_limit_text(limits.time_limit_s));
   throw InputError(file, "query", sqlite_error_message(raw));
 }
 

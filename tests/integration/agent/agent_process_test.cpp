@@ -245,6 +245,42 @@ TEST(FleetscopeRun, JobMapsTheNamedCuptiFirst) {
 }
 #endif
 
+// The output is checked before the job runs: an existing trace is kept unless --force (it was
+// overwritten silently when the job ended), a folder that does not exist is named at once (it
+// failed only after the whole job had run), and the job does not run in either case.
+TEST(FleetscopeRun, AnExistingOutputIsKeptWithoutForceAndCheckedBeforeTheJobRuns) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("fleetscope-run-out-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path existing = dir / "old.db";
+  std::ofstream(existing) << "old trace";
+  const std::vector<std::string> job = {"--", "/bin/sh", "-c", "echo ran; exit 3"};
+  auto run_with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {FLEETSCOPE_CLI, "run"});
+    args.insert(args.end(), job.begin(), job.end());
+    return run({"FLEETSCOPE_AGENT_PATH=" + kAgent}, args);
+  };
+  Outcome kept = run_with({"-o", existing.string()});
+  EXPECT_EQ(kept.exit_code, 1) << kept.err;
+  EXPECT_EQ(kept.out, "");  // the job did not run
+  EXPECT_NE(
+      kept.err.find("error: " + existing.string() + ": already exists (use --force to replace it)"),
+      std::string::npos)
+      << kept.err;
+  EXPECT_EQ(slurp(existing), "old trace");
+  const fs::path nowhere = dir / "missing" / "x.db";
+  Outcome missing = run_with({"-o", nowhere.string()});
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_EQ(missing.out, "");
+  EXPECT_NE(missing.err.find("error: cannot write " + nowhere.string() + ": folder "),
+            std::string::npos)
+      << missing.err;
+  Outcome forced = run_with({"-o", existing.string(), "--force"});
+  EXPECT_EQ(forced.exit_code, 3) << forced.err;
+  EXPECT_EQ(forced.out.rfind("ran\n", 0), 0u) << forced.out;
+  fs::remove_all(dir);
+}
+
 TEST(FleetscopeRun, UsageErrorsExitTwo) {
   Outcome o =
       run({}, {FLEETSCOPE_CLI, "run", "--duration-ms", "5", "--iterations", "2", "--", "true"});

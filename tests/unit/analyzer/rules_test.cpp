@@ -187,6 +187,9 @@ TEST(ExcessiveSync, ManySyncCallsPerStep) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].impact_ns, us(30));
   EXPECT_EQ(json::parse(findings[0].evidence_json)["calls"], 3);
+  // Written as a person would (it said "3.000000 per step").
+  EXPECT_EQ(findings[0].recommendation.rfind("3 synchronization calls (3 per step) ", 0), 0u)
+      << findings[0].recommendation;
   // One call per step is fine.
   testing::CaptureBuilder clean;
   clean.step(0, 0, us(100)).kernel(0, us(100));
@@ -333,6 +336,19 @@ TEST(HostBound, GpuIdleWhileCpuBusy) {
   testing::CaptureBuilder clean;  // GPU busy 8 of 10 ms
   clean.step(1, 0, 10 * kMs).kernel(0, 8 * kMs, 7, "gemm").cpu_op(0, 10 * kMs);
   EXPECT_TRUE(run(clean.build(), "host_bound").empty());
+}
+
+// A few microseconds of kernel time are written with their digits, not as "0.00 ms" (the
+// Triton example trace: one 1.8 µs kernel, "take 100.0 % of its kernel time (0.00 ms)").
+TEST(FewBlocks, MicrosecondsAreNotWrittenAsZero) {
+  testing::CaptureBuilder b;
+  b.gpu_info(0, 108).kernel(0, 1800, 7, "triton_tiny").shape(1, 32);
+  auto findings = run(b.build(), "few_blocks");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].recommendation.find("(0.0018 ms)"), std::string::npos)
+      << findings[0].recommendation;
+  EXPECT_EQ(findings[0].recommendation.find("0.00 ms"), std::string::npos)
+      << findings[0].recommendation;
 }
 
 TEST(FewBlocks, GridSmallerThanSmCount) {

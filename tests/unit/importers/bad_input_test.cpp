@@ -1,7 +1,11 @@
 // Bad input: every case gets a one-line InputError naming the file and the position (byte / line /
 // event index) or the table, and leaves no output database and no temporary file behind.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -250,6 +254,42 @@ TEST(ImportCommand, BadInputExitsOneWithNoOutput) {
   std::ostringstream out2, err2;
   EXPECT_EQ(run_import_command({in, "-o", keep, "--force"}, out2, err2), 1);
   EXPECT_EQ(read_bytes(keep), "old");
+}
+
+// Writing fails midway (here the file size limit, as a full disk would): the error names OUT.db
+// as typed, never its temporary name ("out.db.tmp-1234-567890: database or disk is full"), and
+// nothing is left behind. The import runs in a child process, which alone gets the limit.
+TEST(ImportCommand, AWriteFailureNamesTheOutputNotItsTemporary) {
+  ScratchDir dir;
+  const std::string in = kineto_dir() + "/hta-ns_resolution_trace_rank-0.json.gz";
+  const std::string out = dir.file("out.db");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
+    const rlimit limit{256 << 10, 256 << 10};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    std::ostringstream o, e;
+    const int code = run_import_command({in, "-o", out}, o, e);
+    const std::string text = std::to_string(code) + "\n" + e.str();
+    if (::write(fds[1], text.data(), text.size()) < 0) ::_exit(4);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(text.rfind("1\nerror: " + out + ": ", 0), 0u) << text;
+  EXPECT_EQ(text.find(".tmp-"), std::string::npos) << text;
+  EXPECT_TRUE(dir.entries().empty()) << "something was left behind";
 }
 
 TEST(ImportCommand, UsageErrors) {

@@ -126,6 +126,13 @@ TEST(ReadingInputs, ReportMeansTheSameInEveryFormat) {
   const auto a = nlohmann::json::parse(json_report.out), b = nlohmann::json::parse(analysed.out);
   EXPECT_EQ(a["findings"].size(), b["findings"].size());
   EXPECT_GT(a["findings"].size(), 0u);  // two 2 ms kernels 900 ms apart: an idle GPU
+  // The whole document, metrics and summary included (report printed "metrics": null).
+  EXPECT_EQ(a, b) << json_report.out;
+  EXPECT_TRUE(a["metrics"].is_object()) << json_report.out;
+  // The table is analyze's table too: the summary lines above the findings.
+  const CliRun table_report = run_cli({"report", db, "--capture", "2", "--format", "table"});
+  const CliRun table_analysed = run_cli({"analyze", db, "--capture", "2", "--no-store"});
+  EXPECT_EQ(table_report.out, table_analysed.out);
   EXPECT_EQ(json_report.err.find("run `fleetscope analyze` first"), std::string::npos);
 }
 

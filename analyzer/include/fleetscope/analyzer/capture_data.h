@@ -153,6 +153,10 @@ struct CaptureData {
 
   // The file the data was read from (the loader sets it), for error messages.
   std::string origin_file;
+  // The capture's rows as the loader found them before reading any (store::capture_rows_key):
+  // the analysis cache's key of this data (analysis_cache.h). Empty when not loaded from a
+  // database (an import into memory, a test): never cached.
+  std::string rows_key;
 
   // Sorts the event arrays and builds the indexes below. Call after filling the arrays. First
   // range-checks every time (check_time_ranges), so no metric can overflow on a corrupt value.
