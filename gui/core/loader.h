@@ -51,9 +51,10 @@ class Loader : public QObject {
   // Analyses a capture whose analysis open() / load_capture() left to the user (a job of its own).
   int analyze(SessionPtr session, CaptureKey key);
   // open() and load_capture() analyse a capture by themselves only up to this many timeline
-  // events: the analyzer holds every event of the capture in memory while it runs (about 1.5 GB
-  // for 10 M kernels, docs/benchmarks.md "GUI memory"), so a larger one waits for the user's
-  // Analyze (analysis_deferred) and opening it stays within the timeline's own memory.
+  // events: the analyzer holds every event of the capture in memory while it runs (the GUI with
+  // 10 M kernels open and analysed peaks at 1.17 GB, docs/benchmarks.md "Analyzer memory"), so a
+  // larger one waits for the user's Analyze (analysis_deferred) and opening it stays within the
+  // timeline's own memory.
   static constexpr int64_t kAutoAnalysisMaxEvents = 2'000'000;
   void set_auto_analysis_limit(int64_t events) { auto_analysis_limit_ = events; }
   void cancel();
