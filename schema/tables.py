@@ -44,7 +44,7 @@
 #            tid). False: not exported (the doc or a comment says why).
 #   labels   the ENUM_* table whose label the arg shows instead of the number
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class C:
@@ -257,6 +257,13 @@ TABLES = [
           t="i32", default="kSyncUnknown", wire=9, chrome=FIELD),
         C("eventId", "INTEGER", "CUDA event id for event syncs", t="i64", wire=10, chrome="wait_on_cuda_event_id"),
         CAPTURE,
+        C("eventRecordCorrelationId", "INTEGER",
+          "event syncs: correlation id of the cudaEventRecord call whose recording the wait is on (CUPTI "
+          "CUDA_EVENT record; Kineto wait_on_cuda_event_record_corr_id), NULL when unknown",
+          t="i64", wire=11, since=5, chrome="wait_on_cuda_event_record_corr_id"),
+        C("eventRecordStreamId", "INTEGER",
+          "event syncs: stream the waited-on event was recorded on (Kineto wait_on_stream), NULL when unknown",
+          t="i32", wire=12, since=5, chrome="wait_on_stream"),
     ], chrome=True, struct="Sync", plural="syncs", nsys=True, event=True, wire_batch=7, extent="end"),
     Table("NVTX_EVENTS", "NVTX ranges and markers. nsys NVTX_EVENTS names (subset); captureId added.", [
         C("start", "INTEGER NOT NULL", "range start or mark time, ns", t="i64", default="0", time=True, wire=1, chrome=FIELD),

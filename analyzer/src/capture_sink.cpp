@@ -20,6 +20,14 @@ namespace fleetscope::analyzer {
 
 namespace {
 
+// A row of SyncWait (load_sync_waits' WHERE).
+bool is_sync_wait(const store::Sync& y) {
+  if (!y.correlationId) return false;
+  if (y.syncType == store::kSyncEvent || y.syncType == store::kSyncStreamWaitEvent)
+    return y.eventRecordCorrelationId.has_value();
+  return y.syncType == store::kSyncContext && !y.streamId;
+}
+
 void report(const LoadProgress& progress, const std::string& stage, int64_t rows) {
   if (progress) progress(stage, rows);
 }
@@ -278,7 +286,21 @@ CaptureData CaptureSink::Impl::take(int64_t capture_id, const LoadProgress& prog
   auto& s = out.gpu_syncs;
   for (const store::Sync& y : syncs) {
     std::optional<int32_t> device = y.deviceId ? y.deviceId : only_device;
-    if (!device) continue;
+    if (is_sync_wait(y)) {  // load_sync_waits
+      SyncWait w;
+      w.kind = y.syncType == store::kSyncContext           ? SyncWait::Kind::context_sync
+               : y.syncType == store::kSyncStreamWaitEvent ? SyncWait::Kind::stream_wait_event
+                                                           : SyncWait::Kind::event_sync;
+      w.start = y.start;
+      w.end = y.end;
+      w.device = device.value_or(-1);
+      w.stream = y.streamId.value_or(-1);
+      w.correlation = *y.correlationId;
+      w.record_correlation = y.eventRecordCorrelationId.value_or(-1);
+      w.record_stream = y.eventRecordStreamId.value_or(-1);
+      out.sync_waits.push_back(w);
+    }
+    if (!device || !y.streamId) continue;
     const std::string name = sync_label(y.syncType);
     s.start.push_back(y.start);
     s.end.push_back(y.end);
@@ -361,7 +383,8 @@ void CaptureSink::add(store::RuntimeCall row) {
 
 void CaptureSink::add(store::Sync row) {
   impl_->note_capture(row.captureId);
-  if (row.streamId) impl_->syncs.push_back(row);  // load_gpu_syncs: streamId IS NOT NULL
+  // load_gpu_syncs: streamId IS NOT NULL; load_sync_waits
+  if (row.streamId || is_sync_wait(row)) impl_->syncs.push_back(row);
   impl_->row_added();
 }
 

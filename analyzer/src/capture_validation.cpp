@@ -45,6 +45,9 @@ void check_time_ranges(const CaptureData& data) {
   const auto& s = data.gpu_syncs;
   check_all(data, "sync", s.size(), "start", [&](size_t i) { return s.start[i]; });
   check_all(data, "sync", s.size(), "end", [&](size_t i) { return s.end[i]; });
+  const auto& w = data.sync_waits;
+  check_all(data, "sync wait", w.size(), "start", [&](size_t i) { return w[i].start; });
+  check_all(data, "sync wait", w.size(), "end", [&](size_t i) { return w[i].end; });
   const auto& it = data.iterations;
   check_all(data, "iteration", it.size(), "start", [&](size_t i) { return it[i].start; });
   check_all(data, "iteration", it.size(), "end", [&](size_t i) { return it[i].end; });

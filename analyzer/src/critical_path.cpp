@@ -272,6 +272,77 @@ std::pair<std::string, std::string> classify(const CaptureData& data, const Edge
 
 }  // namespace
 
+std::vector<SyncWaitLink> sync_wait_links(const CaptureData& data) {
+  std::vector<SyncWaitLink> out;
+  if (data.sync_waits.empty()) return out;
+  const RuntimeCalls& r = data.runtime;
+  const GpuEvents& g = data.gpu;
+  std::unordered_map<int64_t, int64_t> call_of_correlation;
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r.correlation[i] >= 0) call_of_correlation.emplace(r.correlation[i], int64_t(i));
+  const auto call_of = [&](int64_t correlation) -> int64_t {
+    auto it = call_of_correlation.find(correlation);
+    return it == call_of_correlation.end() ? -1 : it->second;
+  };
+  // HTA's launches (_get_cuda_runtime_calls_df): the launch APIs of its runtime query that have a
+  // GPU event, by (device, stream) for the recordings and by (thread, stream) for the waits.
+  std::unordered_set<int64_t> launch_names;
+  for (const auto& api : kQueueLaunchApis)
+    if (auto id = data.find_name(api)) launch_names.insert(*id);
+  using Launch = std::pair<int64_t, int64_t>;  // call start, GPU event
+  std::map<std::pair<int32_t, int32_t>, std::vector<Launch>> by_stream;
+  std::map<std::pair<int64_t, int32_t>, std::vector<Launch>> by_thread;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const int64_t call = data.launch_call_of.empty() ? -1 : data.launch_call_of[i];
+    if (call < 0 || !launch_names.count(r.name_id[static_cast<size_t>(call)])) continue;
+    const int64_t start = r.start[static_cast<size_t>(call)];
+    by_stream[{g.device[i], g.stream[i]}].push_back({start, int64_t(i)});
+    by_thread[{r.global_tid[static_cast<size_t>(call)], g.stream[i]}].push_back(
+        {start, int64_t(i)});
+  }
+  const auto by_start = [](const Launch& a, const Launch& b) { return a < b; };
+  for (auto& [key, list] : by_stream) std::sort(list.begin(), list.end(), by_start);
+  for (auto& [key, list] : by_thread) std::sort(list.begin(), list.end(), by_start);
+
+  const auto record_name = data.find_name("cudaEventRecord");
+  const auto stream_wait_name = data.find_name("cudaStreamWaitEvent");
+  for (const SyncWait& w : data.sync_waits) {
+    SyncWaitLink link;
+    link.waiting_call = call_of(w.correlation);
+    if (w.kind == SyncWait::Kind::context_sync) {
+      out.push_back(link);
+      continue;
+    }
+    // The recording: the last launch on the recorded (device, stream) whose call started no
+    // later than the cudaEventRecord call (HTA _get_cuda_event_record_df: cummax of launch ids).
+    const int64_t record = call_of(w.record_correlation);
+    if (record >= 0 && record_name && r.name_id[static_cast<size_t>(record)] == *record_name &&
+        w.record_stream >= 0) {
+      auto list = by_stream.find({w.device, w.record_stream});
+      if (list != by_stream.end()) {
+        const Launch key{r.start[static_cast<size_t>(record)], std::numeric_limits<int64_t>::max()};
+        auto after = std::upper_bound(list->second.begin(), list->second.end(), key, by_start);
+        if (after != list->second.begin()) link.source_gpu = std::prev(after)->second;
+      }
+    }
+    // The waiting kernel: the first launch on the waiting stream from the cudaStreamWaitEvent
+    // call's thread at or after the call (HTA _get_cuda_stream_wait_event_df: reverse cummin).
+    if (w.kind == SyncWait::Kind::stream_wait_event && link.waiting_call >= 0 && w.stream >= 0 &&
+        stream_wait_name &&
+        r.name_id[static_cast<size_t>(link.waiting_call)] == *stream_wait_name) {
+      const auto call = static_cast<size_t>(link.waiting_call);
+      auto list = by_thread.find({r.global_tid[call], w.stream});
+      if (list != by_thread.end()) {
+        const Launch key{r.start[call], std::numeric_limits<int64_t>::min()};
+        auto next = std::lower_bound(list->second.begin(), list->second.end(), key, by_start);
+        if (next != list->second.end()) link.waiting_gpu = next->second;
+      }
+    }
+    out.push_back(link);
+  }
+  return out;
+}
+
 CriticalPath critical_path(const CaptureData& data, const CriticalPathOptions& options) {
   CriticalPath out;
   const auto whole_capture = [&]() -> bool {
@@ -357,9 +428,10 @@ CriticalPath critical_path(const CaptureData& data, const CriticalPathOptions& o
 
   // GPU events launched from the iteration, and the waits of its calls; a wait sorts by its end
   // (HTA: a Stream Sync overlaps the work it waits for).
+  enum class ItemKind : uint8_t { gpu, gpu_sync, sync_wait };
   struct GpuItem {
     int64_t sort_by;
-    bool is_sync;
+    ItemKind kind;
     size_t index;
   };
   std::vector<GpuItem> items;
@@ -370,13 +442,24 @@ CriticalPath critical_path(const CaptureData& data, const CriticalPathOptions& o
     if (call < 0 || !event_of_call.count(call)) continue;
     gpu_event[i] = graph.add_event(CriticalEventKind::gpu, static_cast<int64_t>(i), g.start[i],
                                    std::max(g.start[i], g.end[i]));
-    items.push_back({g.start[i], false, i});
+    items.push_back({g.start[i], ItemKind::gpu, i});
   }
+  // Stream and Context Syncs with a stream; the waits on CUDA events and the Context Syncs
+  // without one come from sync_waits (SyncWait).
+  const auto stream_sync = data.find_name("Stream Sync"),
+             context_sync = data.find_name("Context Sync");
   const GpuSyncs& syncs = data.gpu_syncs;
   for (size_t j = 0; j < syncs.size(); ++j) {
     const int64_t call = j < syncs.call_of.size() ? syncs.call_of[j] : -1;
-    if (call >= 0 && event_of_call.count(call)) items.push_back({syncs.end[j], true, j});
+    const int64_t name = syncs.name_id[j];
+    if (call >= 0 && event_of_call.count(call) &&
+        ((stream_sync && name == *stream_sync) || (context_sync && name == *context_sync)))
+      items.push_back({syncs.end[j], ItemKind::gpu_sync, j});
   }
+  const std::vector<SyncWaitLink> links = sync_wait_links(data);
+  for (size_t k = 0; k < links.size(); ++k)
+    if (event_of_call.count(links[k].waiting_call))
+      items.push_back({data.sync_waits[k].end, ItemKind::sync_wait, k});
   std::stable_sort(items.begin(), items.end(),
                    [](const GpuItem& a, const GpuItem& b) { return a.sort_by < b.sort_by; });
 
@@ -392,24 +475,56 @@ CriticalPath critical_path(const CaptureData& data, const CriticalPathOptions& o
           p.queue_length;
     }
 
-  const auto sync_name = [&](const char* label) { return data.find_name(label); };
-  const auto stream_sync = sync_name("Stream Sync"), context_sync = sync_name("Context Sync");
-  std::map<std::pair<int32_t, int32_t>, int> last_on_stream;  // (device, stream) -> end node
   auto& events = graph.events();
+  const auto add_sync_edge = [&](int from_node, int to_node) {
+    graph.add_edge(from_node, to_node, CriticalEdgeType::sync_dependency);
+    const Node &from = graph.nodes()[static_cast<size_t>(from_node)],
+               &to = graph.nodes()[static_cast<size_t>(to_node)];
+    const Event &source = events[static_cast<size_t>(from.event)],
+                &target = events[static_cast<size_t>(to.event)];
+    out.sync_edges.push_back(
+        {source.kind, source.index, from.is_start, target.kind, target.index, to.is_start});
+  };
+
+  std::map<std::pair<int32_t, int32_t>, int> last_on_stream;  // (device, stream) -> end node
+  std::unordered_map<size_t, int64_t> kernel_sync;  // GPU event -> the GPU event it waits for
   for (const GpuItem& item : items) {
-    if (item.is_sync) {
-      const int64_t name = syncs.name_id[item.index];
-      const int call_event = event_of_call.at(syncs.call_of[item.index]);
-      const int call_end = events[static_cast<size_t>(call_event)].end_node;
-      if (stream_sync && name == *stream_sync) {
+    if (item.kind == ItemKind::gpu_sync) {
+      const int call_end =
+          events[static_cast<size_t>(event_of_call.at(syncs.call_of[item.index]))].end_node;
+      if (stream_sync && syncs.name_id[item.index] == *stream_sync) {
         auto last = last_on_stream.find({syncs.device[item.index], syncs.stream[item.index]});
-        if (last != last_on_stream.end())
-          graph.add_edge(last->second, call_end, CriticalEdgeType::sync_dependency);
-      } else if (context_sync && name == *context_sync) {
-        for (const auto& [stream, node] : last_on_stream)
-          graph.add_edge(node, call_end, CriticalEdgeType::sync_dependency);
+        if (last != last_on_stream.end()) add_sync_edge(last->second, call_end);
       } else {
-        ++out.event_syncs_without_edge;  // Event Sync, Stream Wait Event: see the header
+        for (const auto& [stream, node] : last_on_stream) add_sync_edge(node, call_end);
+      }
+      continue;
+    }
+    if (item.kind == ItemKind::sync_wait) {
+      const SyncWaitLink& link = links[item.index];
+      const int call_end =
+          events[static_cast<size_t>(event_of_call.at(link.waiting_call))].end_node;
+      const int source = link.source_gpu < 0 ? -1 : gpu_event[static_cast<size_t>(link.source_gpu)];
+      switch (data.sync_waits[item.index].kind) {
+        case SyncWait::Kind::context_sync:
+          for (const auto& [stream, node] : last_on_stream) add_sync_edge(node, call_end);
+          break;
+        case SyncWait::Kind::event_sync:
+          if (source >= 0) {
+            add_sync_edge(events[static_cast<size_t>(source)].end_node, call_end);
+            ++out.event_sync_edges;
+          } else {
+            ++out.event_syncs_without_edge;  // recording or its work not found in the window
+          }
+          break;
+        case SyncWait::Kind::stream_wait_event:
+          // HTA schedules the dependency here, in the waits' end order (kernel_sync); the edge
+          // goes in when the waiting kernel comes up.
+          if (link.source_gpu >= 0 && link.waiting_gpu >= 0)
+            kernel_sync[static_cast<size_t>(link.waiting_gpu)] = link.source_gpu;
+          else
+            ++out.event_syncs_without_edge;
+          break;
       }
       continue;
     }
@@ -417,14 +532,32 @@ CriticalPath critical_path(const CaptureData& data, const CriticalPathOptions& o
     const Event& kernel = events[static_cast<size_t>(gpu_event[i])];
     const int start_node = kernel.start_node, end_node = kernel.end_node;
     graph.attribute(graph.add_edge(start_node, end_node, CriticalEdgeType::operator_kernel), -1);
+    // A Stream Wait Event before this kernel: the event's GPU work must end before it starts.
+    std::optional<int64_t> sync_end_ts;
+    if (auto waited = kernel_sync.find(i); waited != kernel_sync.end()) {
+      const int source = gpu_event[static_cast<size_t>(waited->second)];
+      if (source >= 0) {
+        const int source_end = events[static_cast<size_t>(source)].end_node;
+        add_sync_edge(source_end, start_node);
+        ++out.event_sync_edges;
+        sync_end_ts = graph.nodes()[static_cast<size_t>(source_end)].ts;
+      } else {
+        ++out.event_syncs_without_edge;  // the recorded work is outside the window
+      }
+      kernel_sync.erase(waited);
+    }
     const std::pair<int32_t, int32_t> stream{g.device[i], g.stream[i]};
     auto last = last_on_stream.find(stream);
     const Event& call = events[static_cast<size_t>(event_of_call.at(data.launch_call_of[i]))];
     const bool queue_was_empty = queue_at_launch[i] == 1 && queue_at_start[i] == 0;
-    if (queue_was_empty && (last == last_on_stream.end() ||
-                            graph.nodes()[static_cast<size_t>(last->second)].ts < call.start)) {
+    if (queue_was_empty &&
+        (last == last_on_stream.end() ||
+         graph.nodes()[static_cast<size_t>(last->second)].ts < call.start) &&
+        (!sync_end_ts || *sync_end_ts < call.start)) {
       graph.add_edge(call.start_node, start_node, CriticalEdgeType::kernel_launch_delay);
-    } else if (last != last_on_stream.end()) {
+    } else if (last != last_on_stream.end() &&
+               (!sync_end_ts ||
+                *sync_end_ts < graph.nodes()[static_cast<size_t>(last->second)].ts)) {
       graph.attribute(
           graph.add_edge(last->second, start_node, CriticalEdgeType::kernel_kernel_delay), -1);
     }
@@ -540,6 +673,7 @@ nlohmann::json critical_path_json(const CriticalPath& cp, bool with_path) {
               {"top_ops", std::move(top)},
               {"what_if", std::move(what_if)},
               {"negative_weights_clamped", cp.negative_weights_clamped},
+              {"event_sync_edges", cp.event_sync_edges},
               {"event_syncs_without_edge", cp.event_syncs_without_edge}};
   if (with_path) {
     json path = json::array();

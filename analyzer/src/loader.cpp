@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
+#include <utility>
 
 #include <sqlite3.h>
 
@@ -22,13 +24,19 @@ void report(const LoadProgress& progress, const std::string& stage, int64_t rows
 }
 
 // start and end of one row, checked (see checked_time); end before start is an error.
-void push_span(const store::Statement& stmt, const std::string& path, const char* table,
-               int64_t row, std::vector<int64_t>& starts, std::vector<int64_t>& ends) {
+std::pair<int64_t, int64_t> checked_span(const store::Statement& stmt, const std::string& path,
+                                         const char* table, int64_t row) {
   const int64_t start = checked_time(stmt, 0, path, table, row, "start");
   const int64_t end = checked_time(stmt, 1, path, table, row, "end");
   if (end < start)
     throw InputError(path, std::string("table ") + table + " row " + std::to_string(row),
                      "end " + std::to_string(end) + " is before start " + std::to_string(start));
+  return {start, end};
+}
+
+void push_span(const store::Statement& stmt, const std::string& path, const char* table,
+               int64_t row, std::vector<int64_t>& starts, std::vector<int64_t>& ends) {
+  const auto [start, end] = checked_span(stmt, path, table, row);
   starts.push_back(start);
   ends.push_back(end);
 }
@@ -178,6 +186,47 @@ void load_gpu_syncs(const store::Reader& reader, int64_t capture_id, CaptureData
   }
 }
 
+// The synchronization rows of SyncWait. A row without a device goes to the capture's only GPU, as
+// in load_gpu_syncs.
+void load_sync_waits(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
+  std::optional<int32_t> only_device;
+  if (!data.gpu.device.empty() &&
+      std::all_of(data.gpu.device.begin(), data.gpu.device.end(),
+                  [&](int32_t d) { return d == data.gpu.device.front(); }))
+    only_device = data.gpu.device.front();
+  auto stmt = reader.database().prepare(
+      "SELECT start, end, syncType, deviceId, streamId, correlationId, eventRecordCorrelationId, "
+      "eventRecordStreamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
+      "WHERE captureId = ?1 AND correlationId IS NOT NULL AND ((syncType IN (?2, ?3) AND "
+      "eventRecordCorrelationId IS NOT NULL) OR (syncType = ?4 AND streamId IS NULL)) "
+      "ORDER BY rowid");
+  stmt.bind(1, capture_id);
+  stmt.bind(2, static_cast<int64_t>(store::kSyncEvent));
+  stmt.bind(3, static_cast<int64_t>(store::kSyncStreamWaitEvent));
+  stmt.bind(4, static_cast<int64_t>(store::kSyncContext));
+  const std::string& path = reader.database().path();
+  const char* table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+  int64_t row = 0;
+  while (stmt.step()) {
+    ++row;
+    SyncWait w;
+    std::tie(w.start, w.end) = checked_span(stmt, path, table, row);
+    const auto type = stmt.column_int(2);
+    w.kind = type == store::kSyncContext           ? SyncWait::Kind::context_sync
+             : type == store::kSyncStreamWaitEvent ? SyncWait::Kind::stream_wait_event
+                                                   : SyncWait::Kind::event_sync;
+    if (!stmt.column_is_null(3))
+      w.device = static_cast<int32_t>(stmt.column_int(3));
+    else if (only_device)
+      w.device = *only_device;
+    w.stream = static_cast<int32_t>(int_or(stmt, 4, -1));
+    w.correlation = stmt.column_int(5);
+    w.record_correlation = int_or(stmt, 6, -1);
+    w.record_stream = static_cast<int32_t>(int_or(stmt, 7, -1));
+    data.sync_waits.push_back(w);
+  }
+}
+
 // The PyTorch profiler names the DataLoader fetch "enumerate(DataLoader)#<iterator>.__next__";
 // the TensorBoard plugin counts those ops as DataLoader time. In row order whatever join order the
 // planner picks (finalize() sorts them by start only), as analyzer::CaptureSink produces them.
@@ -289,7 +338,10 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   data.gpu.grid_blocks.resize(data.gpu.size(), 0);  // memcpys/memsets: no launch shape
   data.gpu.est_occupancy.resize(data.gpu.size(), std::nan(""));
   report(progress, "gpu events", static_cast<int64_t>(data.gpu.size()));
-  if (parts.gpu_syncs) load_gpu_syncs(reader, capture_id, data);
+  if (parts.gpu_syncs) {
+    load_gpu_syncs(reader, capture_id, data);
+    load_sync_waits(reader, capture_id, data);
+  }
   if (parts.runtime) load_runtime(reader, capture_id, data);
   report(progress, "runtime calls", static_cast<int64_t>(data.runtime.size()));
   if (parts.dataloader_ops) load_dataloader_ops(reader, capture_id, data);

@@ -7,6 +7,7 @@
 #include "fleetscope/analyzer/critical_path.h"
 #include "fleetscope/analyzer/describe.h"
 #include "fleetscope/analyzer/device_metrics.h"
+#include "fleetscope/analyzer/kernel_annotations.h"
 #include "fleetscope/analyzer/kernel_stats.h"
 #include "fleetscope/analyzer/memory_bandwidth.h"
 #include "fleetscope/analyzer/metrics.h"
@@ -446,6 +447,8 @@ json metrics_json(const CaptureData& data, const MetricsJsonOptions& options) {
   out["kernel_table"] = kernel_table_json(data, tree, options.table_rows);
   out["aten_op_kernels"] = aten_op_kernels_json(data, options.table_rows);
   out["gpu_user_annotation_stats"] = gpu_user_annotation_stats_json(data);
+  out["gpu_kernels_with_user_annotations"] =
+      gpu_kernels_with_user_annotations_json(data, options.series);
   const CriticalPath path = critical_path(data);
   if (path.computed) {
     out["critical_path"] = critical_path_json(path, options.series);

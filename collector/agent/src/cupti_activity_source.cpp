@@ -46,6 +46,8 @@ constexpr KindSpec kKinds[] = {
     {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true},
     {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", true},
     {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", false},
+    // cudaEventRecord calls: which recording an event wait is on (RecordTranslator::cuda_event).
+    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, "CUDA_EVENT", false},
     {CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", false},
     {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", false},
     {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION", false},

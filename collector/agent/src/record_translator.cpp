@@ -92,6 +92,9 @@ void RecordTranslator::translate(const CUpti_Activity& record) {
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
       sync(reinterpret_cast<const CUpti_ActivitySynchronization2&>(record));
       break;
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+      cuda_event(reinterpret_cast<const CUpti_ActivityCudaEvent2&>(record));
+      break;
     case CUPTI_ACTIVITY_KIND_MARKER:
       marker(reinterpret_cast<const CUpti_ActivityMarker2&>(record));
       break;
@@ -236,8 +239,41 @@ void RecordTranslator::sync(const CUpti_ActivitySynchronization2& r) {
   s.globalPid = store::global_pid(context_.pid);
   s.syncType = static_cast<int32_t>(r.type);
   if (auto event = valid_u32(r.cudaEventId)) s.eventId = *event;
+  if (r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+      r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) {
+    if (const EventRecording* recording = recording_waited_on(r)) {
+      s.eventRecordCorrelationId = recording->correlation;
+      s.eventRecordStreamId = recording->stream;
+    }
+  }
   s.captureId = context_.captureId;
   emit(std::move(s));
+}
+
+// A cudaEventRecord: which call recorded the event on which stream, for the waits on it (the
+// critical path's cross-stream edges). Kineto keeps the same (CuptiActivityProfiler.cpp,
+// waitEventMap: (context, event id) -> the latest recording's stream and correlation).
+void RecordTranslator::cuda_event(const CUpti_ActivityCudaEvent2& r) {
+  ++stats_.cuda_events;
+  const EventRecording recording{static_cast<int64_t>(r.correlationId), valid_u32(r.streamId)};
+  latest_recording_[(uint64_t{r.contextId} << 32) | r.eventId] = recording;
+  if (r.cudaEventSyncId != 0 && r.cudaEventSyncId != ~uint64_t{0})
+    recording_by_sync_id_[r.cudaEventSyncId] = recording;
+}
+
+// The recording a wait is on: by CUPTI's cudaEventSyncId, which names the very recording (an
+// event re-recorded before the wait is otherwise ambiguous), else, as Kineto does, the latest
+// recording of the (context, event) seen so far. CUPTI emits the CUDA_EVENT record at the
+// cudaEventRecord call, before any wait on it completes.
+const RecordTranslator::EventRecording* RecordTranslator::recording_waited_on(
+    const CUpti_ActivitySynchronization2& r) const {
+  if (r.cudaEventSyncId != 0 && r.cudaEventSyncId != ~uint64_t{0}) {
+    if (auto it = recording_by_sync_id_.find(r.cudaEventSyncId); it != recording_by_sync_id_.end())
+      return &it->second;
+  }
+  if (r.cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE) return nullptr;
+  auto it = latest_recording_.find((uint64_t{r.contextId} << 32) | r.cudaEventId);
+  return it == latest_recording_.end() ? nullptr : &it->second;
 }
 
 int32_t RecordTranslator::domain_id(const char* domain) {

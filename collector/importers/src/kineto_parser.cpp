@@ -318,6 +318,13 @@ store::Sync Parser::sync(const RawEvent& ev) const {
       ev.args.sync_kind.kind == ArgValue::Kind::string ? ev.args.sync_kind.s : ev.name);
   if (auto e = int_arg(ev, ev.args.wait_event_id, "args.wait_on_cuda_event_id"); e && *e >= 0)
     s.eventId = *e;
+  // The recording the wait is on (Kineto writes -1 when it did not see the cudaEventRecord).
+  if (auto c =
+          int_arg(ev, ev.args.wait_record_correlation, "args.wait_on_cuda_event_record_corr_id");
+      c && *c >= 0)
+    s.eventRecordCorrelationId = *c;
+  if (auto st = int_arg(ev, ev.args.wait_on_stream, "args.wait_on_stream"); st && *st >= 0)
+    s.eventRecordStreamId = narrow(ev, *st, "args.wait_on_stream");
   return s;
 }
 

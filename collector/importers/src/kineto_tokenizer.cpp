@@ -885,6 +885,8 @@ ArgMember arg_slot(const char* k) {
     case 'w':
       if (key_is(k, "warps per SM")) return &RawArgs::warps_per_sm;
       if (key_is(k, "wait_on_cuda_event_id")) return &RawArgs::wait_event_id;
+      if (key_is(k, "wait_on_cuda_event_record_corr_id")) return &RawArgs::wait_record_correlation;
+      if (key_is(k, "wait_on_stream")) return &RawArgs::wait_on_stream;
       break;
     case 'D':
       if (key_is(k, "Device Type")) return &RawArgs::device_type;

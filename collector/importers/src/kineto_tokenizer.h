@@ -58,7 +58,7 @@ struct ArgValue {
 struct RawArgs {
   ArgValue device, stream, context, correlation, external_id, cbid, bytes;
   ArgValue grid, block, registers, shared_memory, blocks_per_sm, warps_per_sm, est_occupancy;
-  ArgValue sync_kind, wait_event_id, size, kind;
+  ArgValue sync_kind, wait_event_id, wait_record_correlation, wait_on_stream, size, kind;
   ArgValue device_type, device_id, addr, total_allocated, total_reserved;
   ArgValue meta_name, labels;
 };

@@ -31,6 +31,33 @@ CASES = [
 ]
 
 
+def sync_edges(graph):
+    """Every critical_path_sync_dependency edge of the graph (on the path or not): the GPU event it
+    leaves (its end) and the event it enters, each named by Kineto correlation id and name, and
+    whether the edge enters that event's start (a Stream Wait Event's next kernel) or its end (the
+    CPU call that waited: Stream/Context/Event Sync). Sorted, for a stable file."""
+    from hta.analyzers.critical_path_analysis import CPEdgeType
+
+    df = graph.full_trace_df
+    names = graph.symbol_table.sym_table
+
+    def describe(node):
+        return {
+            "correlation": int(df.correlation.loc[node.ev_idx]),
+            "name": names[int(df.name.loc[node.ev_idx])],
+            "at": "start" if node.is_start else "end",
+        }
+
+    edges = []
+    for u, v, data in graph.edges(data=True):
+        e = data["object"]
+        if e.type != CPEdgeType.SYNC_DEPENDENCY:
+            continue
+        edges.append({"from": describe(graph.node_list[e.begin]), "to": describe(graph.node_list[e.end])})
+    edges.sort(key=lambda x: (x["from"]["correlation"], x["to"]["correlation"], x["to"]["at"]))
+    return edges
+
+
 def analyse(trace_path, annotation, instance):
     from hta.trace_analysis import TraceAnalysis
 
@@ -56,6 +83,7 @@ def analyse(trace_path, annotation, instance):
         breakdown = graph.get_critical_path_breakdown()
         bound = breakdown.groupby("bound_by").duration.sum()
         out["by_bound_us"] = {k: int(v) for k, v in bound.items() if k}
+        out["sync_edges"] = sync_edges(graph)
         # The window HTA clipped to (µs, the trace's unit).
         return out
 

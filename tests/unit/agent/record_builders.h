@@ -99,6 +99,21 @@ inline CUpti_ActivitySynchronization2 make_sync(uint32_t context, uint32_t strea
   return s;
 }
 
+// A cudaEventRecord of `event` (context 7) on `stream` by the call with `correlation`.
+inline CUpti_ActivityCudaEvent2 make_cuda_event(uint32_t event, uint32_t stream,
+                                                uint32_t correlation, uint64_t sync_id) {
+  CUpti_ActivityCudaEvent2 e;
+  std::memset(&e, 0, sizeof e);
+  e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+  e.correlationId = correlation;
+  e.contextId = 7;
+  e.streamId = stream;
+  e.eventId = event;
+  e.deviceId = 1;
+  e.cudaEventSyncId = sync_id;
+  return e;
+}
+
 inline CUpti_ActivityMarker2 make_marker(uint32_t flags, uint32_t id, uint64_t ts, const char* name,
                                          const char* domain, uint32_t pid, uint32_t tid) {
   CUpti_ActivityMarker2 m;

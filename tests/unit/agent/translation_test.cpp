@@ -238,6 +238,46 @@ TEST_F(TranslationTest, SyncRecordResolvesDeviceFromContextAndDropsInvalidFields
   EXPECT_FALSE(context_sync.eventId.has_value());
 }
 
+// The critical path's cross-stream edges need the cudaEventRecord a wait is on: CUPTI's
+// CUDA_EVENT records name it, by cudaEventSyncId when CUPTI fills it, else (as Kineto) the latest
+// recording of the (context, event).
+TEST_F(TranslationTest, EventWaitsNameTheRecordingTheyWaitOn) {
+  feed(make_kernel("k"));                    // context 7 on device 1
+  feed(make_cuda_event(21, 13, 900, 5001));  // event 21 recorded on stream 13 by call 900
+  feed(make_cuda_event(21, 17, 950, 5002));  // re-recorded on stream 17 by call 950
+  feed(make_cuda_event(22, 19, 960, 0));     // no sync id: matched by (context, event)
+  CUpti_ActivitySynchronization2 on_first = make_sync(7, 14, 21);
+  on_first.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+  on_first.cudaEventSyncId = 5001;  // waits on the first recording, not the latest
+  feed(on_first);
+  CUpti_ActivitySynchronization2 host_wait = make_sync(7, CUPTI_SYNCHRONIZATION_INVALID_VALUE, 22);
+  host_wait.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+  host_wait.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  feed(host_wait);
+  CUpti_ActivitySynchronization2 latest = make_sync(7, 15, 21);
+  latest.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+  latest.cudaEventSyncId = 0;  // not filled in: the latest recording of event 21
+  feed(latest);
+  CUpti_ActivitySynchronization2 unknown = make_sync(7, 14, 23);  // event 23 never recorded
+  unknown.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+  feed(unknown);
+  feed(make_sync(7, 13, 21));  // a Stream Sync waits on no recording
+  ASSERT_EQ(sink_.syncs.size(), 5u);
+  EXPECT_EQ(sink_.syncs[0].eventRecordCorrelationId, 900);
+  EXPECT_EQ(sink_.syncs[0].eventRecordStreamId, 13);
+  EXPECT_EQ(sink_.syncs[0].streamId, 14);
+  EXPECT_EQ(sink_.syncs[1].eventRecordCorrelationId, 960);
+  EXPECT_EQ(sink_.syncs[1].eventRecordStreamId, 19);
+  EXPECT_FALSE(sink_.syncs[1].streamId.has_value());
+  EXPECT_EQ(sink_.syncs[2].eventRecordCorrelationId, 950);
+  EXPECT_EQ(sink_.syncs[2].eventRecordStreamId, 17);
+  EXPECT_FALSE(sink_.syncs[3].eventRecordCorrelationId.has_value());
+  EXPECT_FALSE(sink_.syncs[3].eventRecordStreamId.has_value());
+  EXPECT_FALSE(sink_.syncs[4].eventRecordCorrelationId.has_value());
+  EXPECT_EQ(translator_.stats().cuda_events, 3);
+  EXPECT_EQ(translator_.stats().ignored, 0);
+}
+
 TEST_F(TranslationTest, ContextRecordTeachesDeviceOfContext) {
   CUpti_ActivityContext3 c;
   std::memset(&c, 0, sizeof c);

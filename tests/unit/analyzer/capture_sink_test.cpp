@@ -155,6 +155,8 @@ void expect_same_capture(const CaptureData& a, const CaptureData& b) {
   expect_column(sa.work_class, sb.work_class, "gpu_syncs.work_class");
   expect_column(sa.correlation, sb.correlation, "gpu_syncs.correlation");
   expect_column(sa.call_of, sb.call_of, "gpu_syncs.call_of");
+  EXPECT_TRUE(a.sync_waits == b.sync_waits)
+      << "sync_waits (" << a.sync_waits.size() << " vs " << b.sync_waits.size() << ")";
 
   const RuntimeCalls &ra = a.runtime, &rb = b.runtime;
   expect_column(ra.start, rb.start, "runtime.start");

@@ -173,6 +173,38 @@ TEST(GoldenTest, NsResolutionTimestampsKeepEveryDigit) {
             4350);
 }
 
+// The waits on recorded CUDA events keep the recording they wait on (Kineto's
+// wait_on_cuda_event_record_corr_id and wait_on_stream; -1 means unknown and stays NULL), the
+// critical path's cross-stream edges. Values read from the trace file.
+TEST(GoldenTest, EventWaitsKeepTheirRecording) {
+  const std::string input =
+      kineto_dir() + "/hta-critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz";
+  ASSERT_TRUE(fs::exists(input)) << "shared reference data missing: " << input;
+  ScratchDir dir;
+  import_files({input}, dir.file("waits.db"));
+  store::Reader db(dir.file("waits.db"));
+  const auto row = [&](int64_t correlation, const std::string& column) {
+    return scalar(db, "SELECT COALESCE(" + column +
+                          ", -1) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE correlationId = " +
+                          std::to_string(correlation));
+  };
+  // Stream Wait Event on stream 24 for the record call 1385 on stream 20.
+  EXPECT_EQ(row(1389, "eventRecordCorrelationId"), 1385);
+  EXPECT_EQ(row(1389, "eventRecordStreamId"), 20);
+  EXPECT_EQ(row(1389, "streamId"), 24);
+  // Event Syncs: on record 32 (stream 20) and 62 (stream 28); the first knows no recording.
+  EXPECT_EQ(row(54, "eventRecordCorrelationId"), 32);
+  EXPECT_EQ(row(54, "eventRecordStreamId"), 20);
+  EXPECT_EQ(row(1410, "eventRecordCorrelationId"), 62);
+  EXPECT_EQ(row(1410, "eventRecordStreamId"), 28);
+  EXPECT_EQ(row(24, "eventRecordCorrelationId"), -1);
+  EXPECT_EQ(row(24, "eventRecordStreamId"), -1);
+  EXPECT_EQ(scalar(db,
+                   "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE "
+                   "eventRecordCorrelationId IS NOT NULL"),
+            3);
+}
+
 TEST(GoldenTest, CpuOnlyTraceKeepsRankAndDataLoader) {
   const std::string input = kineto_dir() + "/hta-cpu_only_rank-34.json.gz";
   const std::string non_gpu = kineto_dir() + "/hta-rank_non_gpu_rank_non_gpu.json.gz";

@@ -97,6 +97,24 @@ struct GpuSyncs {
   size_t size() const { return start.size(); }
 };
 
+// Synchronization rows only the critical path reads (critical_path.h), loaded with gpu_syncs:
+// waits on a recorded CUDA event whose recording is known (the store's eventRecordCorrelationId),
+// cudaEventSynchronize/cudaEventQuery ("Event Sync", a host wait) or cudaStreamWaitEvent ("Stream
+// Wait Event", a stream waits), with or without a stream; and Context Syncs without a stream
+// (newer Kineto writes "stream": -1 for them; those with a stream are in gpu_syncs). None is GPU
+// work, so the temporal breakdown does not see the ones without a stream (HTA neither).
+struct SyncWait {
+  enum class Kind : uint8_t { event_sync, stream_wait_event, context_sync };
+  Kind kind = Kind::event_sync;
+  int64_t start = 0, end = 0;
+  int32_t device = -1;              // -1: unknown
+  int32_t stream = -1;              // the waiting stream (Stream Wait Event), -1 none
+  int64_t correlation = -1;         // the waiting runtime call
+  int64_t record_correlation = -1;  // the cudaEventRecord call waited on, -1 none
+  int32_t record_stream = -1;       // the stream the event was recorded on, -1 unknown
+  bool operator==(const SyncWait&) const = default;
+};
+
 // Kineto's name of a CUpti_ActivitySynchronizationType ("Stream Sync", ...).
 const char* sync_label(int32_t sync_type);
 
@@ -142,6 +160,7 @@ struct CaptureData {
   std::vector<HostRange> gpu_annotations;
   GpuEvents gpu;
   GpuSyncs gpu_syncs;
+  std::vector<SyncWait> sync_waits;  // with gpu_syncs
   RuntimeCalls runtime;
 
   // Names (kernel names, API names). Ids are the store's StringIds ids; the analyzer adds its own

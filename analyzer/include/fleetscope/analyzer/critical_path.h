@@ -16,16 +16,28 @@
 //                        (queue_length.h), and the stream's previous event ended before the launch.
 //   kernel_kernel_delay  otherwise, previous event end on the stream -> this start (the gap).
 //   sync_dependency      the stream's last GPU event end -> the end of the call that waited on it
-//                        (Stream Sync; every stream for Context Sync), weight 0.
+//                        (Stream Sync; every stream for Context Sync, with a stream or not:
+//                        SyncWait), weight 0. Waits on a
+//                        recorded CUDA event (HTA _construct_graph_from_kernels with
+//                        _get_cuda_event_record_df and _get_cuda_stream_wait_event_df): the
+//                        recorded GPU event is the last launch on the recording's (device,
+//                        stream) whose call started no later than the cudaEventRecord call; for
+//                        Event Sync its end -> the end of the waiting call (cudaEventSynchronize,
+//                        cudaEventQuery); for Stream Wait Event its end -> the start of the first
+//                        kernel launched on the waiting stream, from the cudaStreamWaitEvent
+//                        call's thread, at or after that call. That kernel then gets a launch or
+//                        kernel-kernel edge only when the recorded work ended before the launch
+//                        call or the stream's previous event, respectively (HTA's conditions).
 // The critical path is the longest path by weight (networkx.dag_longest_path in HTA); its
 // breakdown attributes each edge to an event as HTA does (_attribute_edge) and classifies it with
 // HTA's bound_by: cpu_bound, gpu_compute_bound, gpu_communication_bound (NCCL kernels),
 // gpu_kernel_kernel_overhead, gpu_kernel_launch_overhead.
 //
 // Differences from HTA, each for a reason:
-//   - Event Sync and Stream Wait Event edges need the correlation id of the cudaEventRecord the
-//     wait is on (Kineto's wait_on_cuda_event_record_corr_id), which the store does not keep;
-//     those waits add no edge (counted in `event_syncs_without_edge`).
+//   - A wait whose recording the store does not know (eventRecordCorrelationId NULL: Kineto
+//     traces without wait_on_cuda_event_record_corr_id, CUPTI without CUDA_EVENT records) adds no
+//     edge, as in HTA; one whose recording or waiting kernel is not found, or lies outside the
+//     window, is counted in `event_syncs_without_edge`.
 //   - GPU streams are keyed by (device, stream); HTA keys by stream within a rank.
 //   - Edges that would weigh less than 0 (a child op ending a few ns after its parent in
 //     ns-resolution traces) weigh 0, as HTA clamps -1 µs (counted in `negative_weights_clamped`).
@@ -76,6 +88,16 @@ struct CriticalPathSegment {
   int32_t device = -1, stream = -1;  // GPU events
 };
 
+// A sync_dependency edge of the graph (on the path or not), by the events its nodes belong to.
+struct CriticalSyncEdge {
+  CriticalEventKind from_kind = CriticalEventKind::none;
+  int64_t from_index = -1;  // into cpu_ops, runtime or gpu (by kind)
+  bool from_start = false;  // the edge leaves the event's start (else its end)
+  CriticalEventKind to_kind = CriticalEventKind::none;
+  int64_t to_index = -1;
+  bool to_start = false;
+};
+
 struct CriticalPathOp {
   std::string name;
   std::string category;
@@ -104,8 +126,19 @@ struct CriticalPath {
   std::vector<CriticalPathOp> top_ops;          // by time on the path
   std::vector<CriticalPathWhatIf> what_if;
   int64_t negative_weights_clamped = 0;
+  std::vector<CriticalSyncEdge> sync_edges;  // every sync_dependency edge, in the order added
+  int64_t event_sync_edges = 0;              // of those, the ones from waits on CUDA events
   int64_t event_syncs_without_edge = 0;
 };
+
+// What each of data.sync_waits joins, resolved as HTA does (see the header comment): indexes into
+// data.runtime / data.gpu, -1 when not found.
+struct SyncWaitLink {
+  int64_t waiting_call = -1;  // the cudaEventSynchronize / cudaStreamWaitEvent / ... call
+  int64_t source_gpu = -1;    // event waits: the GPU event the recording follows
+  int64_t waiting_gpu = -1;   // Stream Wait Event: the first kernel that waits
+};
+std::vector<SyncWaitLink> sync_wait_links(const CaptureData& data);  // parallel to sync_waits
 
 // The window analysed, first match wins: the whole capture; HTA's annotation and instance (the
 // `instance`-th CPU range, in time order, whose name contains `annotation`, e.g. "ProfilerStep");

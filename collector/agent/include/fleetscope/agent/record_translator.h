@@ -33,7 +33,8 @@ struct TranslationContext {
 struct TranslationStats {
   int64_t records = 0;
   int64_t kernels = 0, memcpys = 0, memsets = 0, api_calls = 0, syncs = 0, markers = 0,
-          memory_events = 0, external_correlations = 0, overhead_records = 0, ignored = 0;
+          memory_events = 0, external_correlations = 0, overhead_records = 0, cuda_events = 0,
+          ignored = 0;
   int64_t overhead_ns = 0;            // sum of CUPTI OVERHEAD record durations
   int64_t first_ns = 0, last_ns = 0;  // span of GPU/API activity seen (0 when none)
   int64_t unmatched_markers = 0;      // START without END (or END without START) at finish()
@@ -78,6 +79,12 @@ class RecordTranslator {
   void memset(const CUpti_ActivityMemset4& r);
   void api(const CUpti_ActivityAPI& r, store::ApiClass api_class);
   void sync(const CUpti_ActivitySynchronization2& r);
+  void cuda_event(const CUpti_ActivityCudaEvent2& r);
+  struct EventRecording {
+    int64_t correlation = 0;
+    std::optional<int32_t> stream;
+  };
+  const EventRecording* recording_waited_on(const CUpti_ActivitySynchronization2& r) const;
   void marker(const CUpti_ActivityMarker2& r);
   void memory(const CUpti_ActivityMemory4& r);
   void external(const CUpti_ActivityExternalCorrelation& r);
@@ -111,6 +118,8 @@ class RecordTranslator {
   TranslationStats stats_;
   std::unordered_map<uint32_t, OpenRange> open_ranges_;
   std::unordered_map<uint32_t, int32_t> context_device_;
+  std::unordered_map<uint64_t, EventRecording> latest_recording_;      // (context << 32) | event id
+  std::unordered_map<uint64_t, EventRecording> recording_by_sync_id_;  // CUPTI cudaEventSyncId
   std::map<std::string, int32_t> domains_;
   std::unordered_map<uint32_t, bool> filter_decisions_;
   int64_t next_unnumbered_step_ = 0;
