@@ -30,18 +30,6 @@ std::unique_ptr<Child> start_agent(const std::string& socket, std::vector<std::s
   return std::make_unique<Child>(argv, std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
 }
 
-// Polls `done` (every few ms) until it holds or `timeout` passes: the tests wait on what they
-// need to see, never on a fixed time.
-template <class Condition>
-bool eventually(Condition done, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 // The daemon's status once its sampler has published the devices.
 rpc::DaemonStatus status_with_devices(const std::string& socket) {
   ApiClient api(socket);
