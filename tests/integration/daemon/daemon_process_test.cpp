@@ -30,18 +30,6 @@ std::unique_ptr<Child> start_agent(const std::string& socket, std::vector<std::s
   return std::make_unique<Child>(argv, std::vector<std::string>{"FLEETSCOPE_WORKFLOW=" + workflow});
 }
 
-// Polls `done` (every few ms) until it holds or `timeout` passes: the tests wait on what they
-// need to see, never on a fixed time.
-template <class Condition>
-bool eventually(Condition done, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 // The daemon's status once its sampler has published the devices.
 rpc::DaemonStatus status_with_devices(const std::string& socket) {
   ApiClient api(socket);
@@ -687,7 +675,13 @@ TEST(DaemonProcess, AnalysisCommandsWorkOnTheHostDatabaseTheDaemonHoldsOpen) {
 // committed row, notes why, and analyzes it.
 TEST(DaemonProcess, RestartClosesNotesAndAnalyzesTheWindowAKilledDaemonLeftOpen) {
   DaemonUnderTest daemon;
-  daemon.start();
+  // The test agent's kernels carry fixed 2023 timestamps, so the re-closed capture ends years
+  // ago: under the default 30-day age bound the restarted daemon's first retention run (at its
+  // first tick) would drop it, racing the checks below. This test is about the recovery, not
+  // retention: no age bound (retention itself is tested on its own).
+  const std::string config = daemon.dir.file("fleetscoped.conf");
+  std::ofstream(config) << "retention_max_age_days = 0\n";
+  daemon.start({"--config", config});
   auto agent = start_agent(daemon.agent_socket, {"--kernels", "1000", "--batch-rows", "100"});
   ASSERT_TRUE(agent->wait_line("registered", 10s));
   int64_t capture = 0;
@@ -711,7 +705,7 @@ TEST(DaemonProcess, RestartClosesNotesAndAnalyzesTheWindowAKilledDaemonLeftOpen)
   ASSERT_TRUE(daemon.process->wait_exit(10s));
   const std::string id = std::to_string(capture);
   EXPECT_EQ(query_int(daemon.database, "SELECT end_ns IS NULL FROM captures WHERE id = " + id), 1);
-  daemon.start();
+  daemon.start({"--config", config});
   ApiClient api(daemon.api_socket);
   rpc::TraceProgress progress;
   api->traceProgress(progress, capture, 20'000);

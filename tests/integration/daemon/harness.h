@@ -122,6 +122,18 @@ inline ProgramResult run_program(const std::vector<std::string>& argv,
   return result;
 }
 
+// Polls `done` (every few ms) until it holds or `timeout` passes: the tests wait on what they
+// need to see, with a deadline, never on a fixed time.
+template <class Condition>
+bool eventually(Condition done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 inline bool socket_accepts(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};

@@ -232,18 +232,17 @@ TEST_F(SharingDaemonTest, GateSocketAndLaneDirectoryFollowTheConfig) {
   daemon_.start(
       {"--gate-socket", gate, "--lane-directory", ledgers.string()},
       {"FLEETSCOPE_NVML_STANDIN_DEVICES=1", "FLEETSCOPE_LANE_DIR=" + daemon_.dir.path().string()});
-  EXPECT_TRUE(socket_accepts(gate));
+  // The daemon starts the gate after the API and agent sockets that start() waits for: wait for
+  // the gate to accept, with a deadline.
+  ASSERT_TRUE(eventually([&] { return socket_accepts(gate); }))
+      << gate << " did not accept within the deadline";
   EXPECT_FALSE(std::filesystem::exists(daemon_.dir.file("gate.sock")));
   EXPECT_EQ(share_status()["gate_socket"], gate);
   auto job = start_cli({"run", "--share", "--workflow", "w", "--persistent", "1GiB", "--ephemeral",
                         "1GiB", "--", LANE_MEMBER, "dlsym", "sleep", "1000", "meminfo"});
   // While the job runs its lane's ledger is in the configured folder.
-  bool ledger_seen = false;
-  for (int i = 0; i < 200 && !ledger_seen; ++i) {
-    ledger_seen = !std::filesystem::is_empty(ledgers);
-    if (!ledger_seen) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(ledger_seen);
+  EXPECT_TRUE(eventually([&] { return !std::filesystem::is_empty(ledgers); }))
+      << "no lane ledger appeared in " << ledgers;
   auto result = finish(*job);
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("lane fs"), std::string::npos) << result.output;
