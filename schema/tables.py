@@ -109,7 +109,8 @@ def gpu_activity(start_doc, end_doc, correlation_doc, sync=False):
 
 TABLES = [
     Table("meta", "Key/value facts about the file itself.", [
-        C("key", "TEXT PRIMARY KEY NOT NULL", "'schema_version', 'writer', 'writer_version', 'clock', 'created_ns'"),
+        C("key", "TEXT PRIMARY KEY NOT NULL", "'schema_version', 'writer', 'writer_version', 'clock', 'created_ns'; "
+          "'analysis.<captureId>': the key and rule outcomes the capture's stored findings were analysed under (the analysis cache, analyzer/analysis_cache.h)"),
         C("value", "TEXT NOT NULL", "the value as text (schema_version is a decimal integer)"),
     ]),
     Table("StringIds", "Interned strings (kernel names, API names, annotation text). nsys name and layout.", [
@@ -130,7 +131,7 @@ TABLES = [
     ], struct="Workflow", plural="workflows"),
     Table("processes", "Operating-system processes seen in captures. A process is (captureId, globalPid): pids repeat "
           "across captures (every imported trace may say pid 1), and each capture's process belongs to its own workflow.", [
-        C("captureId", "INTEGER", "capture the process was seen in; NULL only in rows migrated from schema 2 (they apply to every capture of the file)", t="i64", nsys=False),
+        C("captureId", "INTEGER", "capture the process was seen in; NULL only in rows migrated from schema 2 that the migration could not split per capture (they apply to every capture of the file)", t="i64", nsys=False),
         C("globalPid", "INTEGER NOT NULL", "nsys-encoded pid (pid * 0x1000000); unique per capture", t="i64", default="0"),
         C("pid", "INTEGER NOT NULL", "the OS pid", t="i64", default="0"),
         C("host_id", "INTEGER REFERENCES hosts(id)", "host the process ran on", t="i64"),

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "fleetscope/analyzer/analysis_cache.h"
+#include "fleetscope/analyzer/loader.h"
 #include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
@@ -93,8 +95,12 @@ AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& op
   return result;
 }
 
-AnalysisResult capture_findings(const CaptureData& data, const store::Reader* reader,
-                                const AnalyzeOptions& options) {
+namespace {
+
+// The rule once the cache has missed (or there is none): analysed now, or the stored findings of
+// a capture with no rows left.
+AnalysisResult uncached_findings(const CaptureData& data, const store::Reader* reader,
+                                 const AnalyzeOptions& options, std::string cache_key) {
   // Why fresh first: see analysis.h and docs/analyzer.md ("Stored and fresh findings").
   // Every load reads the GPU events and the iterations, so a capture with either is analysed
   // without a look at the database; the event tables are asked only for a capture that looks
@@ -117,11 +123,36 @@ AnalysisResult capture_findings(const CaptureData& data, const store::Reader* re
       return result;
     }
   }
-  return analyze_capture(data, options);
+  AnalysisResult result = analyze_capture(data, options);
+  result.cache_key = std::move(cache_key);
+  return result;
+}
+
+}  // namespace
+
+AnalysisResult capture_findings(const CaptureData& data, const store::Reader* reader,
+                                const AnalyzeOptions& options) {
+  if (!reader || data.rows_key.empty()) return uncached_findings(data, reader, options, {});
+  std::string key = analysis_key(data.rows_key, options);
+  if (auto cached = cached_analysis(*reader, data.capture.id, key)) return std::move(*cached);
+  return uncached_findings(data, reader, options, std::move(key));
+}
+
+AnalysisResult capture_findings(const store::Reader& reader, int64_t capture_id,
+                                const AnalyzeOptions& options) {
+  const std::string key =
+      analysis_key(store::capture_rows_key(reader.database(), capture_id), options);
+  if (auto cached = cached_analysis(reader, capture_id, key)) return std::move(*cached);
+  // A miss: the parts the rules read, no more. The entry it may be stored under is the loaded
+  // rows' (rows added since the key above was taken belong to it).
+  const CaptureData data = load_capture(reader, capture_id, {}, parts_needed(options, false));
+  return uncached_findings(data, &reader, options, analysis_key(data.rows_key, options));
 }
 
 std::vector<int64_t> store_findings(store::Writer& writer, int64_t capture_id,
                                     std::vector<store::Finding>& findings) {
+  // The entry first: findings replaced half-way (a crash) are then under no key.
+  writer.set_meta(analysis_meta_key(capture_id), std::nullopt);
   writer.delete_findings(capture_id);
   std::vector<int64_t> ids;
   for (store::Finding& f : findings) {

@@ -67,6 +67,11 @@ void apply_permutation(std::vector<T>& column, const std::vector<uint32_t>& orde
   column.swap(sorted);
 }
 
+template <class T>
+void apply_permutation(CompactColumn<T>& column, const std::vector<uint32_t>& order) {
+  column.permute(order);
+}
+
 bool is_sorted_by_start(const std::vector<int64_t>& start, const std::vector<int64_t>& end) {
   for (size_t i = 1; i < start.size(); ++i)
     if (start[i] < start[i - 1] || (start[i] == start[i - 1] && end[i] < end[i - 1])) return false;
@@ -237,8 +242,8 @@ void CaptureData::finalize() {
   }
 
   CorrelationIndex index(runtime);
-  launch_call_of.assign(gpu.size(), -1);
-  for (size_t i = 0; i < gpu.size(); ++i) launch_call_of[i] = index.find(gpu.correlation[i]);
+  launch_call_of.clear();
+  for (size_t i = 0; i < gpu.size(); ++i) launch_call_of.push_back(index.find(gpu.correlation[i]));
   gpu_syncs.correlation.resize(gpu_syncs.size(), -1);
   gpu_syncs.call_of.assign(gpu_syncs.size(), -1);
   for (size_t i = 0; i < gpu_syncs.size(); ++i)

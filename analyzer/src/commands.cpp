@@ -20,6 +20,7 @@
 
 #include "fleetscope/analyzer/allocator_tuning.h"
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/analysis_cache.h"
 #include "fleetscope/analyzer/capture_sink.h"
 #include "fleetscope/analyzer/consolidation.h"
 #include "fleetscope/analyzer/declared_memory.h"
@@ -473,10 +474,13 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       }
       writer_options.build_indexes = !writer_options.keep_wal_after_finish;
       store::Writer writer(std::move(db), writer_options);
-      // Stored findings shown again are left as they are (nothing was analysed).
+      // Stored findings shown again are left as they are (nothing was analysed), and so is an
+      // analysis read back from the cache (it is in the file already, under its key). The
+      // others are filed under their key (analysis_cache.h), for `fleet` and the daemon's
+      // readers to reuse while the rows, rules, thresholds and analyzer build stay the same.
       for (Analysed& a : analysed)
-        if (a.result.source == FindingsSource::analysed)
-          store_findings(writer, a.header.capture_id, a.result.findings);
+        if (a.result.source == FindingsSource::analysed && !a.result.from_cache)
+          store_analysis(writer, a.header.capture_id, a.result);
       writer.finish();
     }
     emit(output, out, [&](std::ostream& os) {

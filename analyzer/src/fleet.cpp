@@ -122,10 +122,10 @@ void add_capture(const store::Reader& reader, const std::string& path,
   }
   // Findings are per capture; credit them to the capture's jobs (split evenly). They follow the
   // one rule for stored vs fresh findings (capture_findings(), analysis.h), as `analyze` and
-  // `report` do: the capture is loaded in full and analysed now (nothing is stored); findings
-  // stored earlier are not read for a capture that has rows.
+  // `report` do: the analysis cached under the capture's current key when `analyze` or the
+  // daemon stored one, else the capture is loaded (what the rules read) and analysed now.
   if (names_in_capture.empty()) return;
-  const AnalysisResult analysis = capture_findings(load_capture(reader, capture.id), &reader);
+  const AnalysisResult analysis = capture_findings(reader, capture.id);
   for (const auto& f : analysis.findings) {
     const int64_t share_ns = f.impact_ns / static_cast<int64_t>(names_in_capture.size());
     for (const auto& name : names_in_capture) {

@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/error.h"
 
 namespace fleetscope::analyzer {
@@ -267,6 +268,9 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
     throw InputError(reader.database().path(), "table captures",
                      "no capture with id " + std::to_string(capture_id));
   data.capture = *capture;
+  // Before any row is read: rows added while loading make the key older than the data, so a
+  // later look-up misses (never the other way round).
+  data.rows_key = store::capture_rows_key(reader.database(), capture_id);
   data.names = reader.strings();
   data.gpus = reader.gpus(capture_id);
   data.processes = reader.processes(capture_id);

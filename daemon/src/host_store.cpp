@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/analysis_cache.h"
 #include "fleetscope/analyzer/attribution.h"
 #include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
@@ -275,12 +276,13 @@ CaptureSummary HostStore::analyze(int64_t capture_id) {
   // The one rule for stored vs fresh findings (analyzer/analysis.h): the rows were just committed,
   // so this is the analysis `fleetscope analyze` and `report` would make now; it is stored for
   // what reads the database without analysing (status, the exporter, the Prometheus fleet).
-  const analyzer::AnalysisResult analysis = analyzer::capture_findings(data, &reader);
-  std::vector<store::Finding> findings = analysis.findings;
-  if (!findings.empty())
-    summary.top_finding = findings.front().rule + ": " + findings.front().recommendation;
-  if (analysis.source == analyzer::FindingsSource::analysed)
-    analyzer::store_findings(*catalog_, capture_id, findings);
+  // Filed under its key (analyzer/analysis_cache.h), so `fleet` reuses it while nothing changes.
+  analyzer::AnalysisResult analysis = analyzer::capture_findings(data, &reader);
+  if (!analysis.findings.empty())
+    summary.top_finding =
+        analysis.findings.front().rule + ": " + analysis.findings.front().recommendation;
+  if (analysis.source == analyzer::FindingsSource::analysed && !analysis.from_cache)
+    analyzer::store_analysis(*catalog_, capture_id, analysis);
   add_workflow_metrics(step_tail_rows(data));
   return summary;
 }
@@ -470,6 +472,8 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
       auto s = db.prepare(std::string("DELETE FROM ") + table + " WHERE captureId = ?");
       s.bind(1, id).execute();
     }
+    // Its analysis-cache entry (analyzer/analysis_cache.h) goes with its findings.
+    db.prepare("DELETE FROM meta WHERE key = ?").bind(1, analyzer::analysis_meta_key(id)).execute();
     auto s = db.prepare("DELETE FROM captures WHERE id = ?");
     s.bind(1, id).execute();
     transaction.commit();

@@ -51,22 +51,45 @@ double InterferenceModel::parallel_slowdown_with(double job_alpha, size_t lane,
   return throughput_stretch(lane_demands) * (1.0 + job_alpha * bounded_others(total - own));
 }
 
+double InterferenceModel::alpha_of_pair(const std::string& own,
+                                        const std::string& neighbour) const {
+  if (own.empty() || neighbour.empty()) return alpha;
+  const auto measured = pair_alpha.find(own + "+" + neighbour);
+  if (measured != pair_alpha.end()) return measured->second;
+  const auto suffers = sensitivity.find(own);
+  const auto hurts = pressure.find(neighbour);
+  if (suffers != sensitivity.end() && hurts != pressure.end()) {
+    return suffers->second * hurts->second;
+  }
+  return alpha;
+}
+
 double InterferenceModel::alpha_next_to(const std::string& own,
                                         const std::vector<std::string>& neighbours) const {
   if (neighbours.empty()) return alpha;
   double term = 0;
-  for (const auto& neighbour : neighbours) {
-    const auto measured = own.empty() || neighbour.empty() ? pair_alpha.end()
-                                                           : pair_alpha.find(own + "+" + neighbour);
-    term = std::max(term, measured != pair_alpha.end() ? measured->second : alpha);
-  }
+  for (const auto& neighbour : neighbours) term = std::max(term, alpha_of_pair(own, neighbour));
   return term;
+}
+
+double InterferenceModel::smallest_term() const {
+  double smallest = alpha;
+  for (const auto& [pair, term] : pair_alpha) smallest = std::min(smallest, term);
+  if (!sensitivity.empty() && !pressure.empty()) {
+    double least_sensitivity = std::numeric_limits<double>::infinity();
+    double least_pressure = std::numeric_limits<double>::infinity();
+    for (const auto& [name, value] : sensitivity)
+      least_sensitivity = std::min(least_sensitivity, value);
+    for (const auto& [name, value] : pressure) least_pressure = std::min(least_pressure, value);
+    smallest = std::min(smallest, least_sensitivity * least_pressure);
+  }
+  return smallest;
 }
 
 double InterferenceModel::lane_factor(
     size_t lane, const std::vector<double>& lane_demands,
     const std::vector<std::vector<std::string>>& lane_workloads) const {
-  if (pair_alpha.empty() || lane >= lane_workloads.size()) {
+  if (!has_workload_terms() || lane >= lane_workloads.size()) {
     return parallel_slowdown(lane, lane_demands);
   }
   std::vector<std::string> neighbours;
@@ -97,22 +120,31 @@ double InterferenceModel::parallel_slowdown(double lane_demand, double gpu_deman
   return parallel_slowdown(size_t{0}, lanes);
 }
 
+namespace {
+// A run as a point of the line y = alpha * x: x the neighbours' load (capped at one GPU), y the
+// contention its slowdown implies once the throughput bound is taken out (measured = u s (1 +
+// alpha x) + 1 - u, s the throughput bound). false for a job with no GPU work.
+bool linearized(const ColocationObservation& run, double& x, double& y) {
+  const double u = std::clamp(run.own_utilization, 0.0, 1.0);
+  if (u <= 0) return false;
+  const double total = run.own_utilization + run.others_utilization;
+  x = bounded_others(run.others_utilization);
+  y = (run.measured_slowdown - 1.0 + u) /
+          (u * InterferenceModel{0.0}.parallel_slowdown(run.own_utilization, total)) -
+      1.0;
+  return true;
+}
+}  // namespace
+
 InterferenceModel calibrate_interference(const std::vector<ColocationObservation>& runs,
                                          InterferenceModel prior) {
-  // slowdown / stretch - 1 = alpha * min(1, others): least squares through the origin.
-  const InterferenceModel bound_only{0.0};
+  // Least squares through the origin.
   double xy = 0;
   double xx = 0;
   for (const auto& run : runs) {
-    if (!run.utilization_measured) continue;
-    const double total = run.own_utilization + run.others_utilization;
-    const double x = bounded_others(run.others_utilization);
-    // measured = u s (1 + alpha x) + 1 - u, s the throughput bound: solve for alpha x.
-    const double u = std::clamp(run.own_utilization, 0.0, 1.0);
-    if (u <= 0) continue;
-    const double y = (run.measured_slowdown - 1.0 + u) /
-                         (u * bound_only.parallel_slowdown(run.own_utilization, total)) -
-                     1.0;
+    double x = 0;
+    double y = 0;
+    if (!run.utilization_measured || !linearized(run, x, y)) continue;
     xy += x * y;
     xx += x * x;
   }
@@ -234,6 +266,141 @@ std::string unordered(const std::string& pair) {
 
 }  // namespace
 
+namespace {
+
+// A named run: measured workload, neighbour workload and the run as a point of y = alpha x.
+struct NamedRun {
+  std::string own;
+  std::string neighbour;
+  double x = 0;
+  double y = 0;
+  const ColocationObservation* run = nullptr;
+};
+
+using Factors = std::map<std::string, double>;
+
+// Non-negative least squares of y = s[own] a[neighbour] x, alternating between s and a (each
+// step is a one-variable least squares through the origin per workload). The product is what
+// the runs determine; s and a alone only up to a common scale.
+void fit_factors(const std::vector<const NamedRun*>& runs, Factors& sensitivity,
+                 Factors& pressure) {
+  sensitivity.clear();
+  pressure.clear();
+  for (const auto* run : runs) {
+    sensitivity[run->own] = 1.0;
+    pressure[run->neighbour] = 0.1;
+  }
+  constexpr int kRounds = 200;
+  for (int round = 0; round < kRounds; ++round) {
+    for (auto& [name, value] : sensitivity) {
+      double xy = 0;
+      double xx = 0;
+      for (const auto* run : runs) {
+        if (run->own != name) continue;
+        const double x = run->x * pressure[run->neighbour];
+        xy += x * run->y;
+        xx += x * x;
+      }
+      value = xx > 0 ? std::max(0.0, xy / xx) : 0.0;
+    }
+    for (auto& [name, value] : pressure) {
+      double xy = 0;
+      double xx = 0;
+      for (const auto* run : runs) {
+        if (run->neighbour != name) continue;
+        const double x = run->x * sensitivity[run->own];
+        xy += x * run->y;
+        xx += x * x;
+      }
+      value = xx > 0 ? std::max(0.0, xy / xx) : 0.0;
+    }
+  }
+}
+
+double factor_term(const Factors& sensitivity, const Factors& pressure, const NamedRun& run) {
+  const auto s = sensitivity.find(run.own);
+  const auto a = pressure.find(run.neighbour);
+  return s == sensitivity.end() || a == pressure.end() ? 0.0 : s->second * a->second;
+}
+
+double rms_of(const std::vector<double>& errors) {
+  if (errors.empty()) return 0;
+  double sum = 0;
+  for (double error : errors) sum += error * error;
+  return std::sqrt(sum / static_cast<double>(errors.size()));
+}
+
+AsymmetricFit fit_asymmetric(const std::vector<const ColocationObservation*>& usable) {
+  AsymmetricFit fit;
+  std::vector<NamedRun> named;
+  for (const auto* run : usable) {
+    const size_t plus = run->pair.find('+');
+    if (plus == std::string::npos) continue;
+    NamedRun each;
+    each.own = run->pair.substr(0, plus);
+    each.neighbour = run->pair.substr(plus + 1);
+    each.run = run;
+    if (!linearized(*run, each.x, each.y)) continue;
+    named.push_back(each);
+  }
+  std::map<std::string, std::vector<const NamedRun*>> groups;
+  for (const auto& run : named) groups[unordered(run.run->pair)].push_back(&run);
+  // Leave one unordered pair out: its runs (both directions) predicted by the rest.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_workload;
+  std::vector<double> model_errors, zero_errors, model_absolute, zero_absolute;
+  if (groups.size() >= 2) {
+    for (const auto& [key, members] : groups) {
+      std::vector<const NamedRun*> rest;
+      for (const auto& run : named) {
+        if (unordered(run.run->pair) != key) rest.push_back(&run);
+      }
+      Factors sensitivity;
+      Factors pressure;
+      fit_factors(rest, sensitivity, pressure);
+      for (const auto* run : members) {
+        const double measured = run->run->measured_slowdown;
+        const double with_model =
+            predict(InterferenceModel{factor_term(sensitivity, pressure, *run)}, *run->run);
+        const double with_zero = predict(InterferenceModel{0.0}, *run->run);
+        model_errors.push_back(relative_error(with_model, measured));
+        zero_errors.push_back(relative_error(with_zero, measured));
+        model_absolute.push_back(std::abs(with_model - measured));
+        zero_absolute.push_back(std::abs(with_zero - measured));
+        by_workload[run->own].first.push_back(model_errors.back());
+        by_workload[run->own].second.push_back(zero_errors.back());
+      }
+    }
+    fit.groups = groups.size();
+    fit.runs = model_errors.size();
+    fit.rms_relative_model = rms_of(model_errors);
+    fit.rms_relative_zero = rms_of(zero_errors);
+    fit.median_absolute_model = median(model_absolute);
+    fit.median_absolute_zero = median(zero_absolute);
+  }
+  std::vector<const NamedRun*> all;
+  for (const auto& run : named) all.push_back(&run);
+  Factors sensitivity;
+  Factors pressure;
+  fit_factors(all, sensitivity, pressure);
+  std::map<std::string, WorkloadTerms> terms;
+  for (const auto& [name, value] : sensitivity) terms[name].sensitivity = value;
+  for (const auto& [name, value] : pressure) terms[name].pressure = value;
+  for (auto& [name, term] : terms) {
+    term.workload = name;
+    const auto errors = by_workload.find(name);
+    if (errors != by_workload.end()) {
+      term.held_out_runs = errors->second.first.size();
+      term.rms_relative_model = rms_of(errors->second.first);
+      term.rms_relative_zero = rms_of(errors->second.second);
+      term.used = term.rms_relative_model < term.rms_relative_zero;
+    }
+    fit.workloads.push_back(term);
+  }
+  return fit;
+}
+
+}  // namespace
+
 InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs) {
   InterferenceFit fit;
   std::vector<const ColocationObservation*> usable;
@@ -296,15 +463,9 @@ InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs)
   std::map<std::string, std::pair<double, double>> sums;  // pair -> (xy, xx)
   std::map<std::string, size_t> counts;
   for (const auto* run : usable) {
-    if (run->pair.empty()) continue;
-    const double total = run->own_utilization + run->others_utilization;
-    const double x = bounded_others(run->others_utilization);
-    const double u = std::clamp(run->own_utilization, 0.0, 1.0);
-    if (u <= 0) continue;
-    const double y =
-        (run->measured_slowdown - 1.0 + u) /
-            (u * InterferenceModel{0.0}.parallel_slowdown(run->own_utilization, total)) -
-        1.0;
+    double x = 0;
+    double y = 0;
+    if (run->pair.empty() || !linearized(*run, x, y)) continue;
     sums[run->pair].first += x * y;
     sums[run->pair].second += x * x;
     ++counts[run->pair];
@@ -313,6 +474,7 @@ InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs)
     fit.pair_terms.push_back(
         PairTerm{pair, sum.second > 0 ? std::max(0.0, sum.first / sum.second) : 0.0, counts[pair]});
   }
+  fit.asymmetric = fit_asymmetric(usable);
 
   const auto text = [](double value) {
     char buffer[32];
@@ -348,9 +510,28 @@ InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs)
     }
     fit.verdict = "no model: bounded by measured slowdown only; " + why;
   }
-  // Measured pairs keep their own term either way (the global alpha, fitted or not, is for
-  // pairs nobody measured).
+  // Measured pairs keep their own term either way (a measurement of that pair, not a
+  // prediction); pairs nobody measured get the asymmetric terms of the workloads those predict
+  // better than alpha = 0 on held-out pairs, else the global alpha (fitted or not).
   for (const auto& term : fit.pair_terms) fit.model.pair_alpha[term.pair] = term.alpha;
+  std::string used_names;
+  std::string unused_names;
+  for (const auto& term : fit.asymmetric.workloads) {
+    fit.model.pressure[term.workload] = term.pressure;
+    if (term.used) fit.model.sensitivity[term.workload] = term.sensitivity;
+    if (term.held_out_runs == 0) continue;
+    std::string& names = term.used ? used_names : unused_names;
+    names += (names.empty() ? "" : ", ") + term.workload + " (" + text(term.rms_relative_model) +
+             " vs " + text(term.rms_relative_zero) + ")";
+  }
+  if (fit.model.sensitivity.empty()) fit.model.pressure.clear();
+  if (fit.asymmetric.groups >= 2) {
+    fit.verdict += "; asymmetric terms (sensitivity x pressure, for pairs not measured): " +
+                   (used_names.empty() ? std::string("none beats alpha = 0 on held-out pairs")
+                                       : "used for " + used_names) +
+                   (unused_names.empty() ? std::string() : "; not for " + unused_names) +
+                   " (held-out RMS relative error with the terms vs alpha = 0)";
+  }
   return fit;
 }
 

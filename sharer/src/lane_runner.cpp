@@ -19,8 +19,13 @@ OrderKey order_key(double key, const SimJob& job, size_t index) {
   return OrderKey{key, job.submit_s, job.id, index};
 }
 
-LaneRunner::LaneRunner(const Policy& policy, double switch_cost_s, bool fast_forward)
-    : policy_(&policy), switch_cost_s_(switch_cost_s), fast_forward_(fast_forward) {}
+LaneRunner::LaneRunner(const Policy& policy, double switch_cost_s, bool fast_forward,
+                       HostPaging paging, bool record_steps)
+    : policy_(&policy),
+      switch_cost_s_(switch_cost_s),
+      fast_forward_(fast_forward && !record_steps),
+      paging_(paging),
+      record_steps_(record_steps) {}
 
 OrderKey LaneRunner::turn_order(const Member& member) const {
   return order_key(policy_->turn_key(member.state), *member.state.job, member.job);
@@ -33,12 +38,13 @@ void LaneRunner::forget_history() {
 }
 
 void LaneRunner::add(size_t job, const JobState& state, double start_s, int64_t preemptions,
-                     double now) {
+                     double now, double paging_s) {
   Member member;
   member.job = job;
   member.state = state;
   member.start_s = start_s;
   member.preemptions = preemptions;
+  member.paging_s = paging_s;
   members_.push_back(member);
   // Salus FAIR restarts every counter when a job joins.
   for (auto& each : members_) {
@@ -153,6 +159,11 @@ bool LaneRunner::process_events_at(double time_s, std::vector<Finished>& finishe
 void LaneRunner::complete_iteration(size_t index, double now, std::vector<Finished>& finished,
                                     bool& any_finished) {
   Member& member = members_[index];
+  if (record_steps_) {
+    const double from = member.last_step_end_s >= 0 ? member.last_step_end_s : member.start_s;
+    ++member.step_counts[std::llround((now - from) * 1e9)];
+    member.last_step_end_s = now;
+  }
   member.state.done_iterations += 1;
   member.state.last_turn_end_s = now;
   if (epoch_) ++epoch_count_;
@@ -188,9 +199,12 @@ void LaneRunner::start_next(double now) {
   const SimJob& spec = *member.state.job;
   // Contention stretches the GPU phase only; the host phase (input pipeline, Python) does not
   // use the GPU.
-  double gpu_phase = spec.iteration_s * factor_ * spec.utilization;
-  member.host_s = spec.iteration_s - spec.iteration_s * spec.utilization;
-  const bool alone = members_.size() == 1 && last_job_ == static_cast<int64_t>(member.job);
+  const double iteration = spec.iteration_time_s(member.state.done_iterations);
+  double gpu_phase = iteration * factor_ * spec.utilization;
+  member.host_s = iteration - iteration * spec.utilization;
+  // Epochs need every iteration alike (a job with a tail has two lengths).
+  const bool alone =
+      members_.size() == 1 && last_job_ == static_cast<int64_t>(member.job) && spec.steady();
   if (alone && !epoch_) {
     epoch_ = true;
     epoch_start_s_ = now;
@@ -208,6 +222,7 @@ void LaneRunner::start_next(double now) {
       }
     }
   }
+  if (paging_.enabled) gpu_phase += page_in(static_cast<size_t>(best));
   if (member.start_s < 0) member.start_s = now;
   member.state.attained_s += gpu_phase;
   member.state.gpu_since_reset_s += gpu_phase;
@@ -221,9 +236,51 @@ void LaneRunner::start_next(double now) {
   ++stepped_;
 }
 
+double LaneRunner::page_in(size_t index) {
+  Member& member = members_[index];
+  const MemoryDemand& demand = member.state.job->memory;
+  const int64_t working_set = demand.persistent_bytes + demand.ephemeral_peak_bytes;
+  const int64_t missing = working_set - member.resident_bytes;
+  if (missing <= 0) return 0;
+  int64_t resident = 0;
+  for (const auto& each : members_) resident += each.resident_bytes;
+  const int64_t usable =
+      paging_.gpu_bytes - static_cast<int64_t>(members_.size()) * paging_.context_bytes;
+  int64_t evict = std::max<int64_t>(0, resident + missing - usable);
+  const int64_t moved_in = member.host_bytes;
+  int64_t moved_out = 0;
+  // Least recently run first (ties: lower index); the job about to run keeps its bytes.
+  while (evict > 0) {
+    int victim = -1;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (i == index || members_[i].resident_bytes == 0) continue;
+      if (victim < 0 || members_[i].state.last_turn_end_s <
+                            members_[static_cast<size_t>(victim)].state.last_turn_end_s) {
+        victim = static_cast<int>(i);
+      }
+    }
+    if (victim < 0) break;  // nothing left to evict: the model charges no more
+    Member& out = members_[static_cast<size_t>(victim)];
+    const int64_t bytes = std::min(evict, out.resident_bytes);
+    out.resident_bytes -= bytes;
+    out.host_bytes += bytes;
+    moved_out += bytes;
+    evict -= bytes;
+  }
+  member.resident_bytes = working_set;
+  member.host_bytes = 0;
+  const double seconds = static_cast<double>(moved_in + moved_out) / paging_.link_bytes_per_s;
+  member.paging_s += seconds;
+  return seconds;
+}
+
 // ---- closed form ------------------------------------------------------------------------------
 
 void LaneRunner::skip_ahead(double until) {
+  // Iterations of unequal length repeat only every 100: such lanes are stepped.
+  for (const auto& member : members_) {
+    if (!member.state.job->steady()) return;
+  }
   if (members_.size() == 1) {
     skip_alone(until);
   } else if (policy_->turn_key_kind() != Policy::TurnKeyKind::kOther) {
@@ -282,6 +339,9 @@ void LaneRunner::skip_periods(double until) {
     snapshot.done = member.state.done_iterations;
     snapshot.attained_s = member.state.attained_s;
     snapshot.preemptions = member.preemptions;
+    snapshot.resident_bytes = member.resident_bytes;
+    snapshot.host_bytes = member.host_bytes;
+    snapshot.paging_s = member.paging_s;
     current.signature =
         (current.signature ^ (snapshot.ready ? 0x51ull : 0x2Bull)) * 0x100000001B3ull;
     snapshots_.push_back(snapshot);
@@ -297,7 +357,9 @@ void LaneRunner::skip_periods(double until) {
     for (size_t i = 0; i < count && same; ++i) {
       const Snapshot& a = snapshots_[previous.first + i];
       const Snapshot& b = snapshots_[current.first + i];
-      same = a.ready == b.ready && std::abs(a.relative_s - b.relative_s) <= tolerance;
+      // Paging decisions depend on what is resident: a period repeats only with the same.
+      same = a.ready == b.ready && std::abs(a.relative_s - b.relative_s) <= tolerance &&
+             a.resident_bytes == b.resident_bytes && a.host_bytes == b.host_bytes;
     }
     if (!same) continue;
     const double period = now - previous.time_s;
@@ -350,6 +412,7 @@ void LaneRunner::skip_periods(double until) {
       member.state.attained_s += times * (b.attained_s - a.attained_s);
       member.state.gpu_since_reset_s += times * (b.attained_s - a.attained_s);
       member.preemptions += periods * (b.preemptions - a.preemptions);
+      member.paging_s += times * (b.paging_s - a.paging_s);
       if (per_period[i] > 0) member.state.last_turn_end_s += times * period;
       if (member.phase == Phase::kHost) member.phase_end_s += times * period;
       if (member.phase == Phase::kReady) member.key = turn_order(member);

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "fleetscope/sharer/policy.h"
@@ -45,6 +46,21 @@ struct OrderKey {
 
 OrderKey order_key(double key, const SimJob& job, size_t index);
 
+// Paging to host (a policy with pages_to_host: Salus with its lane manager off, whose execution
+// engine pages a session's memory out to host when no operation can get memory,
+// ExecutionEngine::doPaging in SymbioticLab/Salus src/execution/executionengine.cpp). The lane is
+// the whole GPU. Each job's working set (P + T) must be on the GPU while it runs; a job that
+// starts its GPU phase with bytes on the host brings them in, and when the GPU's memory less the
+// jobs' CUDA contexts cannot hold them, the least recently run jobs' bytes go out first. Every
+// byte moved costs 1 / link_bytes_per_s of the GPU phase (out, then in: the evicted bytes must
+// leave before the incoming ones have room). A job's first allocation is not a transfer.
+struct HostPaging {
+  bool enabled = false;
+  int64_t gpu_bytes = 0;      // the GPU's memory
+  int64_t context_bytes = 0;  // per job, never paged
+  double link_bytes_per_s = 0;
+};
+
 class LaneRunner {
  public:
   enum class Phase : uint8_t { kReady, kRunning, kHost };
@@ -56,14 +72,22 @@ class LaneRunner {
     double host_s = 0;       // host phase of the iteration in flight
     OrderKey key;            // turn key while ready
     int64_t preemptions = 0;
-    double start_s = -1;  // first iteration's start
+    double start_s = -1;         // first iteration's start
+    int64_t resident_bytes = 0;  // of its working set on the GPU (paging)
+    int64_t host_bytes = 0;      // of its working set paged out to the host
+    double paging_s = 0;         // time its GPU phases spent moving pages
+    // Step times (ns, completion to completion) and how often each occurred, when recorded.
+    std::map<int64_t, int64_t> step_counts;
+    double last_step_end_s = -1;
   };
   struct Finished {
     Member member;
     double time_s = 0;
   };
 
-  LaneRunner(const Policy& policy, double switch_cost_s, bool fast_forward);
+  // record_steps: every member's step times go to Member::step_counts (no closed form then).
+  LaneRunner(const Policy& policy, double switch_cost_s, bool fast_forward, HostPaging paging = {},
+             bool record_steps = false);
 
   bool empty() const { return members_.empty(); }
   double clock_s() const { return clock_s_; }
@@ -73,7 +97,8 @@ class LaneRunner {
   int64_t stepped_iterations() const { return stepped_; }
 
   // The job joins at `now` (the lane's clock) ready for its next iteration.
-  void add(size_t job, const JobState& state, double start_s, int64_t preemptions, double now);
+  void add(size_t job, const JobState& state, double start_s, int64_t preemptions, double now,
+           double paging_s = 0);
   // From `now` (the lane's clock) on, GPU phases take `factor` times their time alone; the GPU
   // phase in flight finishes its remaining work at the new speed.
   void set_factor(double factor, double now);
@@ -92,6 +117,9 @@ class LaneRunner {
     int64_t done = 0;
     double attained_s = 0;
     int64_t preemptions = 0;
+    int64_t resident_bytes = 0;
+    int64_t host_bytes = 0;
+    double paging_s = 0;
   };
   struct Decision {
     double time_s = 0;
@@ -113,10 +141,14 @@ class LaneRunner {
                              const std::vector<int64_t>& per_period) const;
   void forget_history();
   OrderKey turn_order(const Member& member) const;
+  // Pages the member's working set in (and others' out) before its GPU phase; the time it takes.
+  double page_in(size_t index);
 
   const Policy* policy_;
   double switch_cost_s_;
   bool fast_forward_;
+  HostPaging paging_;
+  bool record_steps_ = false;
   double factor_ = 1.0;
   double clock_s_ = 0;
   bool start_pending_ = false;

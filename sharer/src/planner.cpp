@@ -82,6 +82,22 @@ std::string workload_of(const JobProfile& job) {
   return label == job.labels.end() ? std::string() : label->second;
 }
 
+// Each lane's demand (its jobs' utilization, capped at one GPU) and its jobs' workloads: what
+// InterferenceModel::lane_factor takes.
+void lane_inputs(const LaneAllocator& allocator, const std::vector<JobProfile>& jobs,
+                 std::vector<double>& lane_demand,
+                 std::vector<std::vector<std::string>>& lane_workloads) {
+  for (const auto& lane : allocator.lanes()) {
+    double demand = 0;
+    lane_workloads.emplace_back();
+    for (const auto& member : lane.jobs) {
+      demand += jobs[member.job_id].utilization;
+      lane_workloads.back().push_back(workload_of(jobs[member.job_id]));
+    }
+    lane_demand.push_back(std::min(1.0, demand));
+  }
+}
+
 struct JobPrediction {
   double slowdown = 1;  // worst case, or the estimate
   double p99_s = 0;     // predicted p99 step time (worst case, each job at its p99)
@@ -100,15 +116,7 @@ std::map<size_t, JobPrediction> predict(const LaneAllocator& allocator,
   std::map<size_t, JobPrediction> predictions;
   std::vector<double> lane_demand;
   std::vector<std::vector<std::string>> lane_workloads;
-  for (const auto& lane : allocator.lanes()) {
-    double demand = 0;
-    lane_workloads.emplace_back();
-    for (const auto& member : lane.jobs) {
-      demand += jobs[member.job_id].utilization;
-      lane_workloads.back().push_back(workload_of(jobs[member.job_id]));
-    }
-    lane_demand.push_back(std::min(1.0, demand));
-  }
+  lane_inputs(allocator, jobs, lane_demand, lane_workloads);
   for (size_t l = 0; l < allocator.lanes().size(); ++l) {
     const auto& lane = allocator.lanes()[l];
     std::vector<LaneMember> members, tails;
@@ -130,29 +138,83 @@ std::map<size_t, JobPrediction> predict(const LaneAllocator& allocator,
   return predictions;
 }
 
-// GPU work of a lane per round robin round: sum of its jobs' u_j t_j (seconds).
-double lane_work(const Lane& lane, const std::vector<JobProfile>& jobs) {
-  double work = 0;
-  for (const auto& member : lane.jobs) {
-    const auto& profile = jobs[static_cast<size_t>(member.job_id)];
-    work += profile.utilization * iteration_s(profile);
+// Necessary conditions for a job to join one lane, checked before the full prediction. Joining
+// adds the newcomer's GPU work to the lane's round and can only raise the lane's parallel factor
+// p (its demand grows, the other lanes stay), so with the factor the lane has now:
+//   member m stays within its bound b_m only if the added work e (seconds per round) satisfies
+//     e <= t_m ((b_m - 1 + u_m) / p - u_m) - (W - u_m t_m)      (W = sum_j u_j t_j),
+//   the newcomer n only if W <= t_n ((b_n - 1 + u_n) / p - u_n),
+// both from the worst case (1 - u) + p (u + others / t) that contended_time_sharing computes, and
+// the same on the p99 step times (t99, the p99 bounds) when the tail is checked. Without p (the
+// screen before issue 25's item 4) every lane of a GPU running above one GPU of demand passed the
+// screen and failed the full check: at 100,000 candidates 6,710 small jobs spent their 64 full
+// checks there and opened a GPU each.
+struct LaneJoinScreen {
+  int lane_id = -1;
+  double factor = 1;        // the lane's parallel factor now
+  double work = 0;          // W: sum of u_j t_j over its jobs
+  double work_p99 = 0;      // the same with each job's p99 step time
+  double capacity = 0;      // largest e its members' mean bounds allow
+  double capacity_p99 = 0;  // largest e (on p99 steps) their p99 bounds allow
+  int64_t slack_bytes = 0;  // lane slack plus the GPU's free memory for a new job
+};
+
+std::vector<LaneJoinScreen> lane_join_screens(const LaneAllocator& allocator,
+                                              const std::vector<JobProfile>& jobs,
+                                              const PlannerOptions& options,
+                                              const std::vector<double>& bounds,
+                                              const std::vector<double>& p99_bounds) {
+  std::vector<double> lane_demand;
+  std::vector<std::vector<std::string>> lane_workloads;
+  lane_inputs(allocator, jobs, lane_demand, lane_workloads);
+  std::vector<LaneJoinScreen> screens;
+  for (size_t l = 0; l < allocator.lanes().size(); ++l) {
+    const auto& lane = allocator.lanes()[l];
+    if (lane.solo || lane.jobs.empty()) continue;
+    LaneJoinScreen screen;
+    screen.lane_id = lane.id;
+    screen.factor = options.interference.lane_factor(l, lane_demand, lane_workloads);
+    for (const auto& member : lane.jobs) {
+      const auto& job = jobs[static_cast<size_t>(member.job_id)];
+      screen.work += job.utilization * iteration_s(job);
+      screen.work_p99 += job.utilization * p99_iteration_s(job);
+    }
+    screen.capacity = std::numeric_limits<double>::infinity();
+    screen.capacity_p99 = std::numeric_limits<double>::infinity();
+    for (const auto& member : lane.jobs) {
+      const auto index = static_cast<size_t>(member.job_id);
+      const auto& job = jobs[index];
+      const double u = job.utilization;
+      const double t = iteration_s(job);
+      screen.capacity =
+          std::min(screen.capacity,
+                   t * ((bounds[index] - 1.0 + u) / screen.factor - u) - (screen.work - u * t));
+      if (options.tail_checks) {
+        const double t99 = p99_iteration_s(job);
+        screen.capacity_p99 = std::min(
+            screen.capacity_p99, t99 * ((p99_bounds[index] / t99 - 1.0 + u) / screen.factor - u) -
+                                     (screen.work_p99 - u * t99));
+      }
+    }
+    screen.slack_bytes =
+        lane.capacity_bytes - options.memory.lane_bytes(lane.load) + allocator.room_for_new_job();
+    screens.push_back(screen);
   }
-  return work;
+  return screens;
 }
 
-// The GPU work a lane can still take in a newcomer (seconds per round): a member m's worst case
-// is 1 + (W - u_m t_m) / t_m before contention (W: lane_work), so the lane takes at most
-// min_m ((bound_m - 1) t_m - (W - u_m t_m)) more. A necessary condition: contention only adds.
-double lane_join_capacity(const Lane& lane, const std::vector<JobProfile>& jobs,
-                          const std::vector<double>& bounds) {
-  const double work = lane_work(lane, jobs);
-  double capacity = std::numeric_limits<double>::infinity();
-  for (const auto& member : lane.jobs) {
-    const auto index = static_cast<size_t>(member.job_id);
-    const double own = jobs[index].utilization * iteration_s(jobs[index]);
-    capacity = std::min(capacity, (bounds[index] - 1.0) * iteration_s(jobs[index]) - (work - own));
-  }
-  return capacity;
+bool may_join(const LaneJoinScreen& screen, const JobProfile& job, double bound, double p99_bound,
+              bool tail_checks) {
+  constexpr double kSlack = 1 + 1e-9;
+  const double u = job.utilization;
+  const double t = iteration_s(job);
+  if (screen.slack_bytes < job.persistent_bytes) return false;
+  if (screen.work > t * ((bound - 1.0 + u) / screen.factor - u) * kSlack) return false;
+  if (u * t > screen.capacity * kSlack) return false;
+  if (!tail_checks) return true;
+  const double t99 = p99_iteration_s(job);
+  return screen.work_p99 <= t99 * ((p99_bound / t99 - 1.0 + u) / screen.factor - u) * kSlack &&
+         u * t99 <= screen.capacity_p99 * kSlack;
 }
 
 bool within_bounds(const std::map<size_t, JobPrediction>& predictions,
@@ -257,15 +319,12 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     // join within the bounds, a lighter lane may do: the lanes whose GPU work per round leaves
     // the job within its bound before contention, lightest first, a few of them.
     if (tried_lane >= 0 && !shared_fits) {
-      const double join_budget = (bounds[job] - 1.0) * iteration_s(profile);
-      const double own_work = profile.utilization * iteration_s(profile);
       std::vector<std::pair<double, int>> lighter;
-      for (const auto& lane : gpu.allocator.lanes()) {
-        if (lane.solo || lane.id == tried_lane) continue;
-        const double work = lane_work(lane, jobs);
-        if (work <= join_budget * (1 + 1e-9) &&
-            own_work <= lane_join_capacity(lane, jobs, bounds) * (1 + 1e-9)) {
-          lighter.emplace_back(work, lane.id);
+      for (const auto& screen :
+           lane_join_screens(gpu.allocator, jobs, options, bounds, p99_bounds)) {
+        if (screen.lane_id != tried_lane &&
+            may_join(screen, profile, bounds[job], p99_bounds[job], options.tail_checks)) {
+          lighter.emplace_back(screen.work, screen.lane_id);
         }
       }
       std::sort(lighter.begin(), lighter.end());
@@ -295,26 +354,13 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   // requirement there) and the largest lane slack plus that memory (joining a lane needs at
   // least P there).
   std::vector<int64_t> slack_of;
-  // Time-sharing screen: the least GPU work per round (sum of u_j t_j, seconds) of a lane a job
-  // may join. Joining lane L costs job i at least 1 + sum_{j in L} u_j t_j / t_i (the worst case
-  // before any contention), so a GPU whose lightest lane exceeds (bound_i - 1) t_i cannot take i
-  // in a shared lane: it is skipped without a full check. (Without it, at 100,000 candidates the
-  // small jobs spent their 64 full checks on GPUs with lane slack whose lanes were too busy to
-  // join, and 37,516 of them opened a GPU of their own: 47,061 GPUs.)
-  // Likewise a lane whose members' bounds leave less than the job's own work per round
-  // (lane_join_capacity) cannot take it: the GPU keeps the largest such capacity of its lanes.
-  std::vector<double> lightest_work_of;
-  std::vector<double> join_capacity_of;
-  const auto join_screen = [&](const LaneAllocator& allocator, double& capacity) {
-    double lightest = std::numeric_limits<double>::infinity();
-    capacity = -std::numeric_limits<double>::infinity();
-    for (const auto& lane : allocator.lanes()) {
-      if (lane.solo || lane.jobs.empty()) continue;
-      lightest = std::min(lightest, lane_work(lane, jobs));
-      capacity = std::max(capacity, lane_join_capacity(lane, jobs, bounds));
-    }
-    return lightest;
-  };
+  // Time-sharing screen: each lane's LaneJoinScreen (its work per round, what its members'
+  // bounds leave, its parallel factor now); a GPU none of whose lanes may take the job in a
+  // shared lane, and without memory for a lane of its own, is skipped without a full check.
+  // (Without a screen, at 100,000 candidates the small jobs spent their 64 full checks on GPUs
+  // with lane slack whose lanes were too busy to join, and 37,516 of them opened a GPU of their
+  // own: 47,061 GPUs; with a screen that left out the lane's parallel factor, 6,710.)
+  std::vector<std::vector<LaneJoinScreen>> join_screens_of;
   const auto headroom = [&](const LaneAllocator& allocator, int64_t& slack) {
     slack = 0;
     for (const auto& lane : allocator.lanes()) {
@@ -330,10 +376,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   // The screen uses the smallest contention term in the model (the global alpha or any measured
   // pair term): it may let through a GPU the full check refuses, never the other way round.
   InterferenceModel screen;
-  screen.alpha = options.interference.alpha;
-  for (const auto& [pair, alpha] : options.interference.pair_alpha) {
-    screen.alpha = std::min(screen.alpha, alpha);
-  }
+  screen.alpha = options.interference.smallest_term();
   double min_utilization = 1.0;
   for (const auto& job : jobs) min_utilization = std::min(min_utilization, job.utilization);
   std::vector<double> room_of;
@@ -394,7 +437,8 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   const auto reindex = [&](size_t index) {
     by_room.erase({room_of[index], index});
     headroom_of[index] = headroom(open[index].allocator, slack_of[index]);
-    lightest_work_of[index] = join_screen(open[index].allocator, join_capacity_of[index]);
+    join_screens_of[index] =
+        lane_join_screens(open[index].allocator, jobs, options, bounds, p99_bounds);
     room_of[index] = compute_room(open[index].allocator);
     if (room_of[index] + 1e-12 >= min_utilization && slack_of[index] >= min_need) {
       by_room.emplace(room_of[index], index);
@@ -409,8 +453,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     open_names.insert(name);
     room_of.push_back(0);
     slack_of.push_back(0);
-    lightest_work_of.push_back(0);
-    join_capacity_of.push_back(0);
+    join_screens_of.emplace_back();
     headroom_of.push_back(0);
     reindex(open.size() - 1);
     return true;
@@ -423,18 +466,20 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
     // Start at GPUs with room for the job's own lane (P + guarded T): Salus's order tries a new
     // lane first, and GPUs with less room rarely take the job by sharing a lane.
     const int64_t own_need = options.memory.lane_bytes_with(LaneLoad{}, jobs[job].demand());
-    const double join_budget = (bounds[job] - 1.0) * iteration_s(jobs[job]);
-    const double own_work = jobs[job].utilization * iteration_s(jobs[job]);
+    const bool may_share = !needs_own_lane(jobs[job], options.tail_checks);
     // Best fit by compute room (candidates are low-utilization jobs: compute is what fills a
     // GPU first), skipping GPUs without memory room for the job's own lane.
     for (auto it = by_room.lower_bound({jobs[job].utilization - 1e-12, 0});
          it != by_room.end() && tries < kMaxTries && scanned < 64 * kMaxTries; ++it) {
       const size_t index = it->second;
       ++scanned;
-      const bool may_join = slack_of[index] >= jobs[job].persistent_bytes &&
-                            lightest_work_of[index] <= join_budget * (1 + 1e-9) &&
-                            own_work <= join_capacity_of[index] * (1 + 1e-9);
-      if (headroom_of[index] < own_need && !may_join) continue;
+      const bool joinable =
+          may_share && std::any_of(join_screens_of[index].begin(), join_screens_of[index].end(),
+                                   [&](const LaneJoinScreen& screen) {
+                                     return may_join(screen, jobs[job], bounds[job],
+                                                     p99_bounds[job], options.tail_checks);
+                                   });
+      if (headroom_of[index] < own_need && !joinable) continue;
       ++tries;
       if ((placed = try_place(open[index], job))) {
         reindex(index);
@@ -542,6 +587,10 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
     job.iterations = std::min<int64_t>(
         kMaxIterations, static_cast<int64_t>(std::ceil(horizon / job.iteration_s)) + 2);
     job.utilization = std::clamp(jobs[i].utilization, 1e-6, 1.0);
+    // The job's measured tail, so the replay's step times can be held against the p99 bound.
+    if (options.tail_checks) {
+      job.iteration_p99_s = std::min(p99_iteration_s(jobs[i]), 50 * job.iteration_s);
+    }
     job.workload = workload_of(jobs[i]);  // the pair terms apply in the replay too
     job.memory = jobs[i].demand();
     job.pinned_gpu = gpu_index.at(planned.to_gpu);
@@ -558,14 +607,18 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
   config.memory = options.memory;
   config.interference = options.interference;
   config.stop_at_s = horizon;
+  config.record_step_times = true;
   config.gpu_capacity_bytes = 1;
   for (const auto& gpu : plan.gpus) {
     config.gpu_capacity_bytes = std::max(config.gpu_capacity_bytes, gpu.capacity_bytes);
   }
   const auto result = simulate(sim_jobs, PackPolicy{}, config);
   for (size_t k = 0; k < sim_jobs.size(); ++k) {
-    out.push_back(ReplayedJob{jobs[source[k]].job_id, plan.jobs[source[k]].predicted_slowdown,
-                              result.jobs[k].slowdown});
+    const auto& planned = plan.jobs[source[k]];
+    out.push_back(ReplayedJob{jobs[source[k]].job_id, planned.predicted_slowdown,
+                              result.jobs[k].slowdown,
+                              options.tail_checks ? planned.predicted_p99_s : 0.0,
+                              options.tail_checks ? result.jobs[k].p99_step_s : 0.0});
   }
   return out;
 }

@@ -23,7 +23,10 @@ constexpr const char* kCalibrateUsage =
     "are not fitted (circular). The fit is cross-validated by leaving each unordered pair out,\n"
     "and used only if it beats alpha = 0 on the held-out pairs; otherwise: no model (alpha = 0,\n"
     "bounded by measured slowdown only). Per ordered pair terms show the asymmetry (A next to\n"
-    "B vs B next to A). --published reads the compiled-in Gavel V100 pairs\n"
+    "B vs B next to A). For pairs nobody measured, a workload's sensitivity (how much it\n"
+    "suffers) times its neighbour's pressure (how much that one hurts) gives the term, fitted\n"
+    "to the named runs and cross-validated the same way: used only for the workloads whose\n"
+    "held-out error beats alpha = 0. --published reads the compiled-in Gavel V100 pairs\n"
     "(sharer/data/gavel_v100_colocation.csv). Also prints the in-sample error (RMS relative;\n"
     "median, 90th percentile and largest absolute; share predicted faster than measured) of\n"
     "alpha = 0, the published default and the fitted alpha. Pass the file to\n"
@@ -61,6 +64,16 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
       nlohmann::json pair_terms = nlohmann::json::array();
       for (const auto& term : fit.pair_terms) {
         pair_terms.push_back({{"pair", term.pair}, {"alpha", term.alpha}, {"runs", term.runs}});
+      }
+      nlohmann::json workload_terms = nlohmann::json::array();
+      for (const auto& term : fit.asymmetric.workloads) {
+        workload_terms.push_back({{"workload", term.workload},
+                                  {"sensitivity", term.sensitivity},
+                                  {"pressure", term.pressure},
+                                  {"held_out_runs", term.held_out_runs},
+                                  {"rms_relative_model", term.rms_relative_model},
+                                  {"rms_relative_alpha_zero", term.rms_relative_zero},
+                                  {"used", term.used}});
       }
       nlohmann::json rows = nlohmann::json::array();
       for (const auto& run : runs) {
@@ -102,6 +115,14 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
                                 {"median_absolute_fitted", fit.held_out.median_absolute_fitted},
                                 {"median_absolute_alpha_zero", fit.held_out.median_absolute_zero}}},
                               {"pair_terms", pair_terms},
+                              {"asymmetric",
+                               {{"pairs_held_out", fit.asymmetric.groups},
+                                {"runs_held_out", fit.asymmetric.runs},
+                                {"rms_relative_model", fit.asymmetric.rms_relative_model},
+                                {"rms_relative_alpha_zero", fit.asymmetric.rms_relative_zero},
+                                {"median_absolute_model", fit.asymmetric.median_absolute_model},
+                                {"median_absolute_alpha_zero", fit.asymmetric.median_absolute_zero},
+                                {"workloads", workload_terms}}},
                               {"rms_error_uncalibrated", before.rms_relative},
                               {"rms_error_calibrated", after.rms_relative},
                               {"errors_uncalibrated", errors_json(before)},
@@ -139,6 +160,25 @@ int run_share_calibrate_command(const std::vector<std::string>& args, std::ostre
           for (const auto& term : fit.pair_terms) {
             std::snprintf(line, sizeof line, "%-40s %6.3f %5zu\n", term.pair.c_str(), term.alpha,
                           term.runs);
+            out << line;
+          }
+        }
+        if (fit.asymmetric.groups >= 2) {
+          std::snprintf(line, sizeof line,
+                        "asymmetric terms held out (leave one pair out, %zu pairs, %zu runs): RMS "
+                        "relative error %.3f vs %.3f with alpha = 0; median absolute %.3f vs "
+                        "%.3f\n",
+                        fit.asymmetric.groups, fit.asymmetric.runs,
+                        fit.asymmetric.rms_relative_model, fit.asymmetric.rms_relative_zero,
+                        fit.asymmetric.median_absolute_model, fit.asymmetric.median_absolute_zero);
+          out << line;
+          out << "WORKLOAD                       SENSITIVITY  PRESSURE  HELD-OUT RUNS  RMS TERMS  "
+                 "RMS ALPHA=0  USED\n";
+          for (const auto& term : fit.asymmetric.workloads) {
+            std::snprintf(line, sizeof line, "%-30s %11.3f %9.3f %14zu %10.3f %12.3f  %s\n",
+                          term.workload.c_str(), term.sensitivity, term.pressure,
+                          term.held_out_runs, term.rms_relative_model, term.rms_relative_zero,
+                          term.used ? "yes" : "no");
             out << line;
           }
         }

@@ -27,7 +27,7 @@ constexpr const char* kSimUsage =
     "                      [--interference-alpha A | --calibration RUNS.csv]\n"
     "                      [--context-mib MIB] [--starvation-bound-s S] [--backfill-window N]\n"
     "                      [--single-gpu-jobs] [--mps [--mps-clients N]] [--nodes FILE]\n"
-    "                      [--format table|json]\n"
+    "                      [--host-link-gbps GB/S] [--step-times] [--format table|json]\n"
     "\n"
     "       fleetscope sim --hpo TRIALS --profiles FILE --model MODEL --gpus N\n"
     "                      [--trial-s S] [--utilization U | --trial-db DB] [--format table|json]\n"
@@ -51,10 +51,13 @@ constexpr const char* kSimUsage =
     "Gavel pairs are not fitted, their utilizations derive from their slowdowns); the output\n"
     "names the one used. fair is Salus's FAIR (least memory x time, reset when a job joins),\n"
     "fair-gputime least GPU time; salus-preempt is Salus's trace-run scheduler (at most 11 jobs\n"
-    "per GPU, memory paged to host, the newest job runs).\n"
+    "per GPU, memory paged to host, the newest job runs); a job that runs with memory on the\n"
+    "host pays the transfer at --host-link-gbps GB/s (default 15.75: PCIe 3.0 x16).\n"
     "--context-mib 300 (CUDA context per job process), --starvation-bound-s 1800 (a multi-GPU\n"
     "job waiting longer reserves GPUs), --backfill-window 500, --format table.\n"
     "--single-gpu-jobs runs every job on one GPU (the setting of Salus's experiments).\n"
+    "--step-times reports each job's p99 step time in the run (completion to completion, waits\n"
+    "included; every iteration is simulated one by one).\n"
     "--mps models NVIDIA MPS instead of lanes: every job a client process with its own context\n"
     "and a static memory slice, all running concurrently, at most --mps-clients per GPU\n"
     "(default 48, Volta and newer; 16 before Volta); needs a sharing policy.\n";
@@ -176,6 +179,7 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
                                "--policy",
                                "--lanes",
                                "--switch-cost-ms",
+                               "--host-link-gbps",
                                "--gpu-memory-gib",
                                "--margin-sigma",
                                "--interference-alpha",
@@ -190,7 +194,7 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
                                "--trial-s",
                                "--utilization",
                                "--trial-db"},
-                              {"--help", "--single-gpu-jobs", "--mps"});
+                              {"--help", "--single-gpu-jobs", "--mps", "--step-times"});
     if (arguments.has("--help")) {
       out << kSimUsage;
       return 0;
@@ -256,6 +260,9 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
         config.mps_clients = static_cast<int>(clients);
       }
       config.switch_cost_s = arguments.number("--switch-cost-ms", 5) / 1000.0;
+      const double link_gbps = arguments.number("--host-link-gbps", 15.75);
+      if (!(link_gbps > 0)) throw UsageError("--host-link-gbps expects a number > 0");
+      config.host_link_bytes_per_s = link_gbps * 1e9;
       const double gib = arguments.number("--gpu-memory-gib", 16);
       if (!(gib > 0 && gib <= 1e6)) throw UsageError("--gpu-memory-gib expects (0, 1e6]");
       config.gpu_capacity_bytes = static_cast<int64_t>(gib * static_cast<double>(kGiB));
@@ -296,6 +303,8 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       if (arguments.has("--single-gpu-jobs")) {
         for (auto& job : jobs) job.num_gpu = 1;
       }
+      // Every iteration is then simulated one by one (no closed form).
+      config.record_step_times = arguments.has("--step-times");
       const auto result = simulate(jobs, *policy, config);
       if (format == "json") {
         auto document = sim_result_to_json(result);

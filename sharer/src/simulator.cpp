@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <queue>
@@ -88,6 +89,8 @@ struct JobRuntime {
   double start_s = -1;
   double finish_s = 0;
   int64_t preemptions = 0;
+  double paging_s = 0;
+  std::map<int64_t, int64_t> step_counts;  // ns -> count (record_step_times)
   int64_t failed_seq = -2;  // release sequence of its last failed search; -2: never searched
   bool finished = false;
 };
@@ -97,6 +100,20 @@ struct FailedDemand {
   int64_t guarded = 0;
   int64_t seq = 0;
 };
+
+// Nearest rank: the smallest step time at least 99 % of the steps do not exceed; 0 without steps.
+double nearest_rank_p99_s(const std::map<int64_t, int64_t>& counts) {
+  int64_t total = 0;
+  for (const auto& [ns, count] : counts) total += count;
+  if (total == 0) return 0;
+  const auto rank = static_cast<int64_t>(std::ceil(0.99 * static_cast<double>(total)));
+  int64_t seen = 0;
+  for (const auto& [ns, count] : counts) {
+    seen += count;
+    if (seen >= rank) return static_cast<double>(ns) * 1e-9;
+  }
+  return static_cast<double>(counts.rbegin()->first) * 1e-9;
+}
 
 class Engine {
  public:
@@ -192,6 +209,11 @@ class Engine {
     if (!std::isfinite(job.iteration_s) || job.iteration_s <= 0 ||
         job.iteration_s > kMaxIterationSeconds) {
       bad("iteration time must be finite and in (0, 1e7] s");
+    }
+    if (!std::isfinite(job.iteration_p99_s) || job.iteration_p99_s < 0 ||
+        job.iteration_p99_s > 50 * job.iteration_s) {
+      // Two slow iterations in 100 keep the mean only while they fit in 100 iterations' time.
+      bad("p99 iteration time must be finite and in [0, 50 x the iteration time]");
     }
     if (!(job.utilization > 0 && job.utilization <= 1)) bad("utilization must be in (0, 1]");
     if (job.memory.persistent_bytes < 0 || job.memory.ephemeral_peak_bytes < 0 ||
@@ -539,7 +561,13 @@ class Engine {
     slot.version = version;
     slot.active = true;
     slot.gpu = gpu;
-    slot.runner.emplace(policy_, config_.switch_cost_s, config_.fast_forward);
+    HostPaging paging;
+    if (policy_.pages_to_host() && gpu >= 0 && std::isfinite(config_.host_link_bytes_per_s)) {
+      paging = HostPaging{true, config_.gpu_capacity_bytes, config_.memory.context_bytes,
+                          config_.host_link_bytes_per_s};
+    }
+    slot.runner.emplace(policy_, config_.switch_cost_s, config_.fast_forward, paging,
+                        config_.record_step_times);
     if (gpu >= 0) gpus_[static_cast<size_t>(gpu)].slots.push_back(index);
     return index;
   }
@@ -575,7 +603,8 @@ class Engine {
     Slot& slot = slots_[slot_index];
     runtime.gpu = slot.gang && !slot.gang_gpus.empty() ? slot.gang_gpus.front() : slot.gpu;
     runtime.lane = slot.lane_id;
-    slot.runner->add(job, runtime.state, runtime.start_s, runtime.preemptions, now_);
+    slot.runner->add(job, runtime.state, runtime.start_s, runtime.preemptions, now_,
+                     runtime.paging_s);
     touch(slot_index);
   }
 
@@ -624,7 +653,7 @@ class Engine {
       demands.reserve(slots.size());
       // The jobs' workloads, for the measured pair terms (none in the model: not gathered).
       std::vector<std::vector<std::string>> workloads;
-      const bool pair_terms = !config_.interference.pair_alpha.empty();
+      const bool pair_terms = config_.interference.has_workload_terms();
       for (int index : slots) {
         const Slot& slot = slots_[static_cast<size_t>(index)];
         demands.push_back(std::min(1.0, std::max(0.0, slot.demand)));
@@ -652,6 +681,8 @@ class Engine {
     runtime.state = member.state;
     runtime.start_s = member.start_s;
     runtime.preemptions = member.preemptions;
+    runtime.paging_s = member.paging_s;
+    runtime.step_counts = member.step_counts;
   }
 
   void finish(size_t slot_index, const LaneRunner::Finished& done) {
@@ -732,6 +763,8 @@ class Engine {
       row.jct_s = runtime.finished ? runtime.finish_s - job.submit_s : 0;
       row.solo_s = job.solo_duration_s();
       row.preemptions = runtime.preemptions;
+      row.paging_s = runtime.paging_s;
+      row.p99_step_s = nearest_rank_p99_s(runtime.step_counts);
       row.done_iterations = runtime.state.done_iterations;
       row.wait_s = runtime.start_s >= 0 ? runtime.start_s - job.submit_s : 0;
       const double end = runtime.finished ? runtime.finish_s : config_.stop_at_s;
@@ -805,6 +838,7 @@ void validate_config(const SimConfig& config) {
       config.switch_cost_s > 3600) {
     bad("switch cost must be finite and in [0, 3600] s");
   }
+  if (!(config.host_link_bytes_per_s > 0)) bad("host link bandwidth must be > 0 bytes/s");
   if (config.memory.context_bytes < 0 || config.memory.context_bytes >= config.gpu_capacity_bytes) {
     bad("CUDA context memory must be in [0, GPU memory)");
   }
@@ -854,7 +888,9 @@ nlohmann::json sim_result_to_json(const SimResult& result) {
                            {"slowdown", job.slowdown},
                            {"done_iterations", job.done_iterations},
                            {"finished", job.finished},
-                           {"preemptions", job.preemptions}});
+                           {"preemptions", job.preemptions},
+                           {"paging_s", job.paging_s},
+                           {"p99_step_s", job.p99_step_s}});
   }
   return out;
 }
@@ -872,14 +908,28 @@ void write_sim_table(const SimResult& result, std::ostream& out) {
                 result.makespan_s, result.gpu_utilization, result.gpus_used_peak,
                 result.max_wait_multi_gpu_s, result.max_wait_single_gpu_s);
   out << line;
-  std::snprintf(line, sizeof line, "%-10s %5s %10s %10s %10s %10s %10s %6s\n", "JOB", "GPUS",
-                "SUBMIT_S", "START_S", "FINISH_S", "JCT_S", "SOLO_S", "PREEMPT");
+  double paging_s = 0;
+  for (const auto& job : result.jobs) paging_s += job.paging_s;
+  if (paging_s > 0) {
+    std::snprintf(line, sizeof line, "paging to host: %.1f s of GPU phases in all\n", paging_s);
+    out << line;
+  }
+  const bool steps = std::any_of(result.jobs.begin(), result.jobs.end(),
+                                 [](const SimJobResult& job) { return job.p99_step_s > 0; });
+  std::snprintf(line, sizeof line, "%-10s %5s %10s %10s %10s %10s %10s %6s%s\n", "JOB", "GPUS",
+                "SUBMIT_S", "START_S", "FINISH_S", "JCT_S", "SOLO_S", "PREEMPT",
+                steps ? "  P99_STEP_S" : "");
   out << line;
   for (const auto& job : result.jobs) {
-    std::snprintf(line, sizeof line, "%-10s %5d %10.1f %10.1f %10.1f %10.1f %10.1f %6lld\n",
+    std::snprintf(line, sizeof line, "%-10s %5d %10.1f %10.1f %10.1f %10.1f %10.1f %6lld",
                   job.name.c_str(), job.num_gpu, job.submit_s, job.start_s, job.finish_s, job.jct_s,
                   job.solo_s, static_cast<long long>(job.preemptions));
     out << line;
+    if (steps) {
+      std::snprintf(line, sizeof line, "  %10.3f", job.p99_step_s);
+      out << line;
+    }
+    out << "\n";
   }
 }
 

@@ -266,4 +266,11 @@ std::vector<SimJob> training_jobs_from_pods(const std::vector<Pod>& pods,
   return jobs;
 }
 
+double SimJob::iteration_time_s(int64_t index) const {
+  if (steady()) return iteration_s;
+  const int64_t position = index % 100;
+  if (position == 49 || position == 99) return iteration_p99_s;
+  return std::max(0.0, (100.0 * iteration_s - 2.0 * iteration_p99_s) / 98.0);
+}
+
 }  // namespace fleetscope::sharer

@@ -404,6 +404,18 @@ void Writer::delete_findings(int64_t capture_id) {
   impl_->db.prepare("DELETE FROM findings WHERE captureId = ?").bind(1, capture_id).execute();
 }
 
+void Writer::set_meta(const std::string& key, const std::optional<std::string>& value) {
+  flush();
+  std::lock_guard db_lock(impl_->db_mu);
+  if (value)
+    impl_->db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)")
+        .bind(1, key)
+        .bind(2, *value)
+        .execute();
+  else
+    impl_->db.prepare("DELETE FROM meta WHERE key = ?").bind(1, key).execute();
+}
+
 int64_t Writer::intern(const std::string& text) {
   std::lock_guard db_lock(impl_->db_mu);
   return impl_->intern_locked(text);

@@ -224,8 +224,24 @@ TEST(DaemonLimits, TheHostDatabaseIsReadableByNoOtherUser) {
 
 TEST(DaemonLimits, ADatabaseThatCannotBeClosedEndsTheDaemonWithAMessageNotAnAbort) {
   DaemonUnderTest daemon;
-  daemon.start({"--metrics-window-s", "1"});
-  std::this_thread::sleep_for(1500ms);  // a metrics window of rows to write at the end
+  // A process on GPU 0 (the NVML stand-in's list), so every metrics window has rows.
+  daemon.start({"--metrics-window-s", "1"},
+               {"FLEETSCOPE_NVML_STANDIN_PROCESSES=0:4242:1048576:50"});
+  // Rows to write at the end, waited for rather than slept on: the first 1 s window's
+  // workflow_metrics rows in the file. By then the sampler has queued device samples since its
+  // first tick's commit (the next commit is an hour away), and the next window is filling.
+  const auto window_written = [&] {
+    try {
+      auto db = store::Database::open(daemon.database);
+      auto count = db.prepare("SELECT count(*) FROM workflow_metrics");
+      return count.step() && count.column_int(0) > 0;
+    } catch (const std::exception&) {
+      return false;  // busy, or not written yet
+    }
+  };
+  for (const auto deadline = std::chrono::steady_clock::now() + 10s; !window_written();
+       std::this_thread::sleep_for(20ms))
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no metrics window reached the file";
   {
     // The file's header overwritten under the running daemon (a disk fault, a stray writer).
     std::fstream file(daemon.database, std::ios::in | std::ios::out | std::ios::binary);

@@ -48,8 +48,8 @@ class CaptureBuilder {
     auto& g = data_.gpu;
     g.grid_blocks.resize(g.size(), 0);
     g.est_occupancy.resize(g.size(), std::nan(""));
-    g.grid_blocks.back() = grid_blocks;
-    g.est_occupancy.back() = est_occupancy;
+    g.grid_blocks.set(g.size() - 1, grid_blocks);
+    g.est_occupancy.set(g.size() - 1, est_occupancy);
     return *this;
   }
   CaptureBuilder& gpu_info(int32_t id, int32_t sm_count) {

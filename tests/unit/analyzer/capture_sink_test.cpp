@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,8 +42,9 @@ void expect_same_names(const CaptureData& a, const std::vector<int64_t>& ia, con
     }
 }
 
-template <class T>
-void expect_column(const std::vector<T>& a, const std::vector<T>& b, const std::string& what) {
+// std::vector or CompactColumn.
+template <class Column>
+void expect_column(const Column& a, const Column& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i)
     if (!(a[i] == b[i])) {
@@ -51,8 +53,9 @@ void expect_column(const std::vector<T>& a, const std::vector<T>& b, const std::
     }
 }
 
-void expect_column(const std::vector<double>& a, const std::vector<double>& b,
-                   const std::string& what) {
+template <class Column>
+requires std::is_same_v<typename Column::value_type, double>
+void expect_column(const Column& a, const Column& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i)
     if (!same_double(a[i], b[i])) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "db_fixture.h"
@@ -393,6 +394,134 @@ TEST(FleetIdentity, FortyImportedCapturesAreFortyJobs) {
   EXPECT_EQ(names.size(), 40u);
   EXPECT_EQ(*names.begin(), "job00");
   EXPECT_EQ(*names.rbegin(), "job39");
+}
+
+// The same 40 captures in a file written by schema 2 (its DDL: migrations/v1.sql and
+// v1_to_v2.sql), as the schema-2 import left them: 40 workflows, but one process row for pid 100
+// (the last file's workflow). Opening it migrates to the current schema, and the v2 -> v3 step
+// repairs the attribution from the rows: each capture's pid 100 gets its own process row of its
+// own workflow, so `fleet` ranks 40 jobs, each named after its own file.
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "cannot read " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(FleetIdentity, ASchemaTwoFileOfFortyCapturesIsRepairedToFortyJobs) {
+  testing::TempDir dir;
+  const std::string db = dir.file("v2.db");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+    std::string sql = store::schema_v1_sql() +
+                      read_text(FLEETSCOPE_MIGRATIONS_DIR "/v1_to_v2.sql") +
+                      "INSERT INTO meta VALUES ('schema_version', '2');"
+                      "INSERT INTO StringIds VALUES (1, 'k'), (2, 'cudaLaunchKernel');";
+    const int64_t pid = 100, global_pid = store::global_pid(pid);
+    const int64_t tid = store::global_tid(pid, 200);
+    for (int i = 0; i < 40; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "job%02d", i);
+      const std::string id = std::to_string(i + 1);
+      const int64_t base = 1'700'000'000'000'000'000 + int64_t{i} * 1'000'000'000;
+      // Two kernels with a gap of 5 + i us (each job's own idle time) and the launch call.
+      sql += "INSERT INTO captures(id, kind, source, source_path, start_ns, end_ns) VALUES (" + id +
+             ", 'imported', 'kineto-json', '" + dir.file(std::string(name) + ".json") + "', " +
+             std::to_string(base) + ", " + std::to_string(base + 30'000 + i * 1000) + ");";
+      sql +=
+          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, "
+          "correlationId, globalPid, demangledName, shortName, captureId) VALUES (" +
+          std::to_string(base + 10'000) + ", " + std::to_string(base + 15'000) + ", 0, 7, 1, " +
+          std::to_string(global_pid) + ", 1, 1, " + id + "), (" +
+          std::to_string(base + 20'000 + i * 1000) + ", " +
+          std::to_string(base + 25'000 + i * 1000) + ", 0, 7, 2, " + std::to_string(global_pid) +
+          ", 1, 1, " + id + ");";
+      sql +=
+          "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME(start, end, eventClass, globalTid, "
+          "correlationId, nameId, captureId) VALUES (" +
+          std::to_string(base + 9'000) + ", " + std::to_string(base + 10'000) + ", 0, " +
+          std::to_string(tid) + ", 1, 2, " + id + ");";
+      sql += "INSERT INTO workflows(id, name) VALUES (" + id + ", '" + name + "');";
+      // Schema 2's upsert by pid: the row ends up the last capture's.
+      sql +=
+          "INSERT OR REPLACE INTO processes(globalPid, pid, workflow_id, rank, command) "
+          "VALUES (" +
+          std::to_string(global_pid) + ", 100, " + id + ", 0, 'train.py');";
+    }
+    ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+
+  store::Reader reader(db);  // migrates a private copy (the file is left as it is)
+  ASSERT_EQ(reader.captures().size(), 40u);
+  EXPECT_EQ(reader.processes().size(), 40u) << "one pid-100 row per capture, none file-wide";
+  const auto workflows = reader.workflows();
+  for (const auto& capture : reader.captures()) {
+    const auto own = reader.processes(capture.id);
+    ASSERT_EQ(own.size(), 1u) << capture.id;
+    EXPECT_EQ(own[0].captureId, capture.id);
+    EXPECT_EQ(own[0].pid, 100);
+    EXPECT_EQ(own[0].command, "train.py");
+    // Rank was the last file's: kept for it alone.
+    EXPECT_EQ(own[0].rank.has_value(), capture.id == 40) << capture.id;
+    const auto w = std::find_if(workflows.begin(), workflows.end(),
+                                [&](const auto& x) { return x.id == own[0].workflow_id; });
+    ASSERT_NE(w, workflows.end());
+    EXPECT_EQ(dir.file(w->name + ".json"), capture.source_path) << "workflow of its own file";
+  }
+
+  auto fleet = call(run_fleet_command, {db, "--format", "json", "--top", "100"});
+  ASSERT_EQ(fleet.code, 0) << fleet.err;
+  const json ranking = json::parse(fleet.out);
+  ASSERT_EQ(ranking.size(), 40u) << fleet.out;
+  std::set<std::string> names;
+  for (const json& job : ranking) {
+    EXPECT_EQ(job["captures"], 1) << job.dump();
+    const std::string name = job["workflow"];
+    names.insert(name);
+    const int n = std::stoi(name.substr(3));
+    EXPECT_EQ(job["idle_ns"], int64_t{5 + n} * 1000) << name;
+  }
+  EXPECT_EQ(names.size(), 40u);
+
+  // Opened for writing, the file itself is migrated the same way.
+  { const store::Database migrated = store::Database::open(db, store::OpenMode::read_write); }
+  EXPECT_EQ(store::Reader(db).processes().size(), 40u);
+}
+
+// A file of another shape keeps its file-wide rows: here two captures but one workflow (a
+// daemon's windows of one job), so nothing says which capture had which job.
+TEST(FleetIdentity, ASchemaTwoFileWithoutOneWorkflowPerCaptureKeepsItsFileWideRows) {
+  testing::TempDir dir;
+  const std::string db = dir.file("v2.db");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+    const std::string gp = std::to_string(store::global_pid(100));
+    const std::string sql =
+        store::schema_v1_sql() + read_text(FLEETSCOPE_MIGRATIONS_DIR "/v1_to_v2.sql") +
+        "INSERT INTO meta VALUES ('schema_version', '2');"
+        "INSERT INTO StringIds VALUES (1, 'k');"
+        "INSERT INTO captures(id, kind, source) VALUES (1, 'on_demand', 'fleetscope-agent'), "
+        "(2, 'on_demand', 'fleetscope-agent');"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, globalPid, "
+        "demangledName, shortName, captureId) VALUES (10, 20, 0, 7, " +
+        gp + ", 1, 1, 1), (30, 40, 0, 7, " + gp +
+        ", 1, 1, 2);"
+        "INSERT INTO workflows(id, name) VALUES (1, 'serving');"
+        "INSERT INTO processes(globalPid, pid, workflow_id) VALUES (" +
+        gp + ", 100, 1);";
+    ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+  store::Reader reader(db);
+  ASSERT_EQ(reader.processes().size(), 1u);
+  EXPECT_FALSE(reader.processes()[0].captureId.has_value());
+  for (int64_t capture : {1, 2}) EXPECT_EQ(reader.processes(capture).at(0).workflow_id, 1);
 }
 
 // The JSON names the metrics per device (docs/analyzer.md "JSON metric names"); the identities

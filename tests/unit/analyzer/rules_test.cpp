@@ -166,7 +166,7 @@ TEST(SyncMemset, FiresOnCudaMemsetOnly) {
   b.kernel(0, 10);
   b.memcpy(10, 20, 7, store::kMemcpyDtoH, store::kMemDevice, store::kMemPinned, 8,
            std::make_pair(5, 21), "cudaMemset");
-  b.raw().gpu.kind.back() = GpuEventKind::memset;
+  b.raw().gpu.kind.set(b.raw().gpu.kind.size() - 1, GpuEventKind::memset);
   b.kernel(50, 60);
   auto findings = run(b.build(), "sync_memset");
   ASSERT_EQ(findings.size(), 1u);

@@ -68,6 +68,40 @@ TEST(SimCommand, TableOutputAndLanesOff) {
   EXPECT_NE(result.out.find("policy fair, lanes off, 8 GPUs"), std::string::npos) << result.out;
 }
 
+// --step-times: each job's p99 step time in the run (waits included), at least its iteration
+// alone; the same run's finishes as without it (the stepped run is the closed form's reference).
+TEST(SimCommand, StepTimesReportEachJobsP99Step) {
+  const std::vector<std::string> args{"--jobs",
+                                      jobs_data("tiresias_60_job.csv"),
+                                      "--gpus",
+                                      "1",
+                                      "--single-gpu-jobs",
+                                      "--policy",
+                                      "srtf",
+                                      "--format",
+                                      "json"};
+  auto with_steps = args;
+  with_steps.push_back("--step-times");
+  const auto plain = sim(args);
+  const auto stepped = sim(with_steps);
+  ASSERT_EQ(stepped.code, 0) << stepped.err;
+  const auto a = nlohmann::json::parse(plain.out);
+  const auto b = nlohmann::json::parse(stepped.out);
+  ASSERT_EQ(a.at("jobs").size(), b.at("jobs").size());
+  for (size_t i = 0; i < b.at("jobs").size(); ++i) {
+    const auto& job = b.at("jobs")[i];
+    EXPECT_EQ(a.at("jobs")[i].at("p99_step_s").get<double>(), 0.0);
+    const double iteration =
+        job.at("solo_s").get<double>() / job.at("done_iterations").get<double>();
+    EXPECT_GE(job.at("p99_step_s").get<double>(), iteration * (1 - 1e-6)) << job.at("name");
+    EXPECT_NEAR(job.at("finish_s").get<double>(), a.at("jobs")[i].at("finish_s").get<double>(),
+                1e-6 * job.at("finish_s").get<double>());
+  }
+  const auto table = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "1",
+                          "--single-gpu-jobs", "--policy", "srtf", "--step-times"});
+  EXPECT_NE(table.out.find("P99_STEP_S"), std::string::npos);
+}
+
 TEST(SimCommand, AlibabaPodListComparesPlacements) {
   const auto result =
       sim({"--jobs", jobs_data("alibaba2023_openb_pod_list_default.csv"), "--format", "json"});

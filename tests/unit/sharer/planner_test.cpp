@@ -247,5 +247,47 @@ TEST(Planner, ALighterLaneIsTriedWhenTheBestFitLaneIsTooBusyToJoin) {
   EXPECT_EQ(plan_consolidation(jobs).jobs[2].to_gpu, "gn");
 }
 
+// The join screen counts the lane's parallel factor. 65 GPUs each hold a busy job h (u 0.9, bound
+// 3) and a job m (u 0.2, 100 ms) in two lanes, about 1.07 GiB free; l (u 0.1) is alone on a GPU.
+// A small job s (u 0.036, 500 ms, 1 GiB) has no room for a lane of its own next to h and m; it
+// could join m's lane only if m stayed within 1.2: before contention m's worst case would be
+// 1 + 0.018 / 0.1 = 1.18, but the GPU runs above one GPU of demand (p about 1.15) and m gets
+// 0.8 + p (0.2 + 0.18) = 1.24; in h's lane s itself gets 0.964 + p (0.036 + 0.18) = 1.22. A screen
+// without p let all 65 GPUs through, s spent its 64 full checks on them and opened a GPU of its
+// own (67 GPUs); with p they are skipped without a full check and s joins l's GPU (66).
+TEST(Planner, TheJoinScreenCountsTheLanesParallelFactor) {
+  const auto make = [](std::string id, double p_gib, double t_gib, double util, double t_ms,
+                       double bound) {
+    JobProfile profile;
+    profile.job_id = id;
+    profile.workflow = id;
+    profile.gpu = "g" + id;
+    profile.persistent_bytes = static_cast<int64_t>(p_gib * static_cast<double>(kGiB));
+    profile.ephemeral_peak_bytes = static_cast<int64_t>(t_gib * static_cast<double>(kGiB));
+    profile.gpu_capacity_bytes = 16 * kGiB;
+    profile.utilization = util;
+    profile.iteration_ns = static_cast<int64_t>(t_ms * 1e6);
+    profile.labels["max_slowdown"] = std::to_string(bound);
+    return profile;
+  };
+  std::vector<JobProfile> jobs;
+  for (int i = 0; i < 65; ++i) {
+    jobs.push_back(make("h" + std::to_string(i), 10.5, 0.5, 0.9, 100, 3));
+    jobs.push_back(make("m" + std::to_string(i), 2, 0.5, 0.2, 100, 1.2));
+  }
+  jobs.push_back(make("l", 4, 0.5, 0.1, 100, 3));
+  jobs.push_back(make("s", 0.5, 0.5, 0.036, 500, 1.2));
+  const auto plan = plan_consolidation(jobs);
+  for (int i = 0; i < 65; ++i) {
+    EXPECT_EQ(find(plan, "m" + std::to_string(i)).to_gpu,
+              find(plan, "h" + std::to_string(i)).to_gpu);
+  }
+  EXPECT_EQ(find(plan, "s").to_gpu, find(plan, "l").to_gpu);
+  EXPECT_EQ(plan.gpus_after, 66);
+  for (const auto& planned : plan.jobs) {
+    EXPECT_LE(planned.worst_case_slowdown, planned.max_slowdown + 1e-9) << planned.job_id;
+  }
+}
+
 }  // namespace
 }  // namespace fleetscope::sharer

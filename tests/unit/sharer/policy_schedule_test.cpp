@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "fleetscope/sharer/policy.h"
 #include "fleetscope/sharer/simulator.h"
 
@@ -123,6 +125,52 @@ TEST(PolicySchedule, SalusPreemptRunsTheNewestJob) {
   // twelfth, admitted when the first finished.
   EXPECT_EQ(paged.jobs[11].start_s, 11.0);
   EXPECT_EQ(paged.makespan_s, 12.0);
+}
+
+// Paging to host is charged (Salus pages a session's memory out when the GPU's is short,
+// ExecutionEngine::doPaging). A 16 GiB GPU, no contexts, a 1 GiB/s host link; A (10 GiB, 3
+// iterations) at 0, B (10 GiB, 1 iteration) at 0.5:
+//   A 0-1 (its first allocation moves nothing);
+//   at 1 the newest, B, runs: A's 10 + B's 10 GiB exceed 16, so 4 GiB of A go out (4 s):
+//   B 1-6 (1 + 4);
+//   at 6 A brings its 4 GiB back in (4 s): A 6-11 (1 + 4), 11-12.
+// Without the charge (an unbounded link): A 0-1, B 1-2, A 2-4.
+TEST(PolicySchedule, SalusPreemptPaysForPagingToHost) {
+  std::vector<SimJob> jobs{make(0, 0, 3), make(1, 0.5, 1)};
+  for (auto& job : jobs) job.memory = MemoryDemand{10 * kGiB, 0, -1};
+  auto config = one_lane();
+  config.memory.context_bytes = 0;
+  config.host_link_bytes_per_s = static_cast<double>(kGiB);
+  const auto paged = simulate(jobs, SalusPreemptPolicy{}, config);
+  EXPECT_EQ(finishes(paged), (std::vector<double>{12, 6}));
+  EXPECT_DOUBLE_EQ(paged.jobs[0].paging_s, 4.0);
+  EXPECT_DOUBLE_EQ(paged.jobs[1].paging_s, 4.0);
+  config.host_link_bytes_per_s = std::numeric_limits<double>::infinity();
+  const auto free_paging = simulate(jobs, SalusPreemptPolicy{}, config);
+  EXPECT_EQ(finishes(free_paging), (std::vector<double>{4, 2}));
+  EXPECT_EQ(free_paging.jobs[0].paging_s, 0.0);
+  // Jobs that fit together move nothing.
+  for (auto& job : jobs) job.memory = MemoryDemand{7 * kGiB, 0, -1};
+  config.host_link_bytes_per_s = static_cast<double>(kGiB);
+  const auto fitting = simulate(jobs, SalusPreemptPolicy{}, config);
+  EXPECT_EQ(finishes(fitting), (std::vector<double>{4, 2}));
+}
+
+// A job's tail: with a p99 of 2 s on 1 s iterations, iterations 49 and 99 of every 100 take 2 s
+// and the other 98 take (100 - 4) / 98 s, so 200 iterations still take 200 s, and the p99 of its
+// recorded steps (nearest rank, 198th of 200) is 2 s. Recording is off by default (p99 0).
+TEST(PolicySchedule, AJobsTailIsTwoSlowIterationsInAHundred) {
+  auto job = make(0, 0, 200);
+  job.iteration_p99_s = 2.0;
+  auto config = one_lane();
+  config.record_step_times = true;
+  const auto recorded = simulate({job}, FifoExclusivePolicy{}, config);
+  EXPECT_NEAR(recorded.jobs[0].finish_s, 200.0, 1e-9);
+  EXPECT_NEAR(recorded.jobs[0].p99_step_s, 2.0, 1e-9);
+  EXPECT_EQ(simulate({job}, FifoExclusivePolicy{}, one_lane()).jobs[0].p99_step_s, 0.0);
+  job.iteration_p99_s = 0;
+  const auto steady = simulate({job}, FifoExclusivePolicy{}, config);
+  EXPECT_NEAR(steady.jobs[0].p99_step_s, 1.0, 1e-9);
 }
 
 TEST(PolicySchedule, PriorityJobTakesTheNextTurn) {

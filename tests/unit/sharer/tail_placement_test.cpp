@@ -73,6 +73,40 @@ TEST(TailAwarePlacement, AJitteryNeighbourIsKeptOutOfASteadyJobsLane) {
   EXPECT_EQ(find(unchecked, "a").lane_id, find(unchecked, "b").lane_id);
 }
 
+// The replay holds the plan's p99 bound against the simulator's p99 on the same plan: each
+// job's iterations take its p99 alone 2 times in 100 (the mean unchanged), and its steps in the
+// lane (waits for its lane mate included) must stay within the predicted bound. a (30 %, 100 ms,
+// p99 110 ms) with b (30 %, 100 ms, p99 150 ms) in one lane: a's bound 110 + 0.3 x 150 = 155 ms,
+// b's 150 + 0.3 x 110 = 183 ms; alone their p99 is 110 and 150 ms.
+TEST(TailAwarePlacement, TheReplayComparesThePredictedP99WithTheSimulatedOne) {
+  PlannerOptions options;
+  options.max_slowdown = 1.5;
+  std::vector<JobProfile> jobs{job("a", 0.3, 100, 110), job("b", 0.3, 100, 150)};
+  for (auto& j : jobs) {
+    j.gpu_capacity_bytes = 10 * kGiB;
+    j.ephemeral_peak_bytes = 6 * kGiB;
+  }
+  const auto plan = plan_consolidation(jobs, options);
+  ASSERT_EQ(plan.gpus_after, 1);
+  ASSERT_EQ(find(plan, "a").lane_id, find(plan, "b").lane_id);
+  EXPECT_NEAR(find(plan, "a").predicted_p99_s, 0.155, 1e-9);
+  EXPECT_NEAR(find(plan, "b").predicted_p99_s, 0.183, 1e-9);
+  const auto replay = replay_plan(jobs, plan, options);
+  ASSERT_EQ(replay.size(), 2u);
+  const double solo_p99[] = {0.110, 0.150};
+  for (size_t i = 0; i < replay.size(); ++i) {
+    SCOPED_TRACE(replay[i].job_id);
+    EXPECT_EQ(replay[i].predicted_p99_s, plan.jobs[i].predicted_p99_s);
+    EXPECT_LE(replay[i].simulated_p99_s, replay[i].predicted_p99_s * (1 + 1e-9));
+    EXPECT_GE(replay[i].simulated_p99_s, solo_p99[i] - 1e-9);
+  }
+  // Without tail checks the plan has no p99 bound and the replay none to compare.
+  auto mean_only = options;
+  mean_only.tail_checks = false;
+  const auto unchecked = replay_plan(jobs, plan_consolidation(jobs, mean_only), mean_only);
+  EXPECT_EQ(unchecked[0].simulated_p99_s, 0.0);
+}
+
 // A latency-sensitive job (10 ms steps, p99 12 ms, 20 % busy) next to a batch job (50 ms, 30 %).
 // Without a target it keeps a lane of its own. With a p99 target of 30 ms it may take turns with
 // the batch job: its predicted p99 is 12 + 0.3 x 50 = 27 ms. With a 20 ms target it may not.

@@ -41,6 +41,12 @@ struct AnalysisResult {
   std::vector<store::Finding> findings;  // sorted by impact, largest first
   std::vector<RuleOutcome> rules;        // one per selected rule, in catalogue/selection order
   FindingsSource source = FindingsSource::analysed;  // stored: `rules` is empty
+  // The key this analysis is valid under (analysis_cache.h): the capture's rows as loaded, the
+  // rules, the thresholds and the analyzer's build; empty for a capture in no database and for
+  // stored findings. store_analysis() files the findings under it.
+  std::string cache_key;
+  // Read back from the cache under a matching key: what analysing now gives, not re-run.
+  bool from_cache = false;
   std::vector<const RuleOutcome*> not_evaluated() const;
 };
 
@@ -58,25 +64,36 @@ AnalysisResult analyze_capture(const CaptureData& data, const AnalyzeOptions& op
 // The one rule for stored vs fresh findings, which `analyze`, `report`, `fleet`, the analysis
 // session (the GUI) and the daemon's live analysis all follow:
 //
-//   A capture whose rows are there is analysed now, with `options`. Findings in the database
-//   are a record of an earlier run (`fleetscope analyze` with other rules or thresholds, the
-//   daemon's live analysis with the analyzer of its day), never an input: were they preferred,
-//   the same capture would show different findings in different commands, and a changed rule or
+//   A capture whose rows are there gets the analysis of those rows, with `options`: analysed
+//   now, or read back from the analysis cache (analysis_cache.h) when an analysis was stored
+//   under exactly the same key: the same rows, rule selection, thresholds and analyzer build,
+//   so it is what analysing now would give. Other findings in the database (`fleetscope analyze`
+//   with other rules or thresholds, the daemon's analysis with the analyzer of its day, rows
+//   added since) are a record of an earlier run, never an input: were they preferred, the same
+//   capture would show different findings in different commands, and a changed rule or
 //   threshold would never be seen on a database that was analysed once. Only a capture with no
 //   rows left (deleted, or written by a tool that kept the findings alone) shows its stored
 //   findings, with `source` = stored so that every output says so.
 //
-// `data` is the capture as loaded (any CaptureParts); `reader` is its database, or null for a
-// capture that never was in one (a trace imported straight into memory). The stored findings
-// are looked for only when `data` holds no GPU events and no iterations, and then used only when
-// no event table has a row of the capture (store/capture_rows.h).
+// `data` is the capture as loaded (any CaptureParts; its rows_key, which the loader sets, is the
+// cache's view of its rows); `reader` is its database, or null for a capture that never was in
+// one (a trace imported straight into memory: analysed, never cached). The stored findings are
+// looked for only when `data` holds no GPU events and no iterations, and then used only when no
+// event table has a row of the capture (store/capture_rows.h).
 AnalysisResult capture_findings(const CaptureData& data, const store::Reader* reader,
+                                const AnalyzeOptions& options = {});
+
+// The same rule for a capture not loaded yet: the cache is asked first, and the capture is
+// loaded (the parts the selected rules read) only when it must be analysed. What `fleet` uses.
+AnalysisResult capture_findings(const store::Reader& reader, int64_t capture_id,
                                 const AnalyzeOptions& options = {});
 
 // The findings of analyze_capture() alone.
 std::vector<store::Finding> analyze(const CaptureData& data, const AnalyzeOptions& options = {});
 
-// Replaces the capture's findings in the database with `findings`; returns their new ids.
+// Replaces the capture's findings in the database with `findings`; returns their new ids. The
+// capture's analysis-cache entry is removed (these findings are filed under no key; to file an
+// analysis under its key, analysis_cache.h store_analysis()).
 std::vector<int64_t> store_findings(store::Writer& writer, int64_t capture_id,
                                     std::vector<store::Finding>& findings);
 

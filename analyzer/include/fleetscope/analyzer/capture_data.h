@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "fleetscope/analyzer/compact_column.h"
 #include "fleetscope/analyzer/intervals.h"
 #include "fleetscope/store/rows.h"
 
@@ -38,23 +39,26 @@ inline int64_t grid_block_count(int64_t x, int64_t y, int64_t z) {
   return xyz;
 }
 
+// Columns that are often one value for a whole capture are CompactColumns (compact_column.h: no
+// memory while they are; read by index like the others).
 struct GpuEvents {
   std::vector<int64_t> start, end;
-  std::vector<int32_t> device, stream;
-  std::vector<int64_t> correlation;  // -1 when the source has none
-  std::vector<int64_t> global_pid;   // -1 when unknown
-  std::vector<int64_t> name_id;      // CaptureData::name() key
-  std::vector<GpuEventKind> kind;
-  std::vector<WorkClass> work_class;
-  std::vector<int64_t> bytes;     // memcpy/memset bytes, 0 for kernels
-  std::vector<int8_t> copy_kind;  // CUpti_ActivityMemcpyKind, -1 unless memcpy
-  std::vector<int8_t> src_kind;   // CUpti_ActivityMemoryKind, -1 when unknown
-  std::vector<int8_t> dst_kind;
+  CompactColumn<int32_t> device;
+  std::vector<int32_t> stream;
+  std::vector<int64_t> correlation;   // -1 when the source has none
+  CompactColumn<int64_t> global_pid;  // -1 when unknown
+  std::vector<int64_t> name_id;       // CaptureData::name() key
+  CompactColumn<GpuEventKind> kind;
+  CompactColumn<WorkClass> work_class;
+  CompactColumn<int64_t> bytes;     // memcpy/memset bytes, 0 for kernels
+  CompactColumn<int8_t> copy_kind;  // CUpti_ActivityMemcpyKind, -1 unless memcpy
+  CompactColumn<int8_t> src_kind;   // CUpti_ActivityMemoryKind, -1 when unknown
+  CompactColumn<int8_t> dst_kind;
   // Kernel launch shape, filled by the loader when the source has it (tests may leave these
   // empty): grid blocks (gridX*gridY*gridZ, 0 when unknown or not a kernel) and the estimated
   // achieved occupancy in percent (NaN when unknown).
-  std::vector<int64_t> grid_blocks;
-  std::vector<double> est_occupancy;
+  CompactColumn<int64_t> grid_blocks;
+  CompactColumn<double> est_occupancy;
 
   size_t size() const { return start.size(); }
   int64_t duration(size_t i) const { return end[i] - start[i]; }
@@ -149,6 +153,10 @@ struct CaptureData {
 
   // The file the data was read from (the loader sets it), for error messages.
   std::string origin_file;
+  // The capture's rows as the loader found them before reading any (store::capture_rows_key):
+  // the analysis cache's key of this data (analysis_cache.h). Empty when not loaded from a
+  // database (an import into memory, a test): never cached.
+  std::string rows_key;
 
   // Sorts the event arrays and builds the indexes below. Call after filling the arrays. First
   // range-checks every time (check_time_ranges), so no metric can overflow on a corrupt value.
@@ -158,7 +166,7 @@ struct CaptureData {
   std::map<int32_t, std::vector<uint32_t>> events_by_device;
   std::map<std::pair<int32_t, int32_t>, std::vector<uint32_t>> events_by_stream;
   // Runtime-call index of each GPU event's launching call (same correlation id), or -1.
-  std::vector<int64_t> launch_call_of;
+  CompactColumn<int64_t> launch_call_of;
 
   // Union of GPU activity per device (all event kinds). Built by finalize().
   std::map<int32_t, IntervalSet> busy_by_device;

@@ -59,6 +59,12 @@ struct InterferenceModel {
   // (jobs labelled workload=NAME) and the simulator (SimJob::workload) both apply them through
   // lane_factor.
   std::map<std::string, double> pair_alpha;
+  // Cross-validated asymmetric terms for pairs nobody measured (InterferenceFit::asymmetric):
+  // a job of workload A next to one of workload B gets alpha = sensitivity[A] * pressure[B], so
+  // A hurts B and B hurts A differ. `sensitivity` holds only the workloads whose held-out error
+  // with these terms beats alpha = 0; a pair with a name missing from either map gets `alpha`.
+  std::map<std::string, double> sensitivity;
+  std::map<std::string, double> pressure;
 
   // The factor on the GPU phases of lane `lane` among lanes demanding `lane_demands` whose jobs
   // run the workloads `lane_workloads` (one name per job, "" unnamed; an empty vector: every job
@@ -73,6 +79,13 @@ struct InterferenceModel {
   // measured pair term own+neighbour, or `alpha` for a neighbour never measured next to `own`
   // (and for unnamed workloads). `alpha` when there is no neighbour.
   double alpha_next_to(const std::string& own, const std::vector<std::string>& neighbours) const;
+  // The term of `own` next to one `neighbour`: the measured pair term, else the asymmetric term
+  // (sensitivity x pressure) where both are known, else `alpha`.
+  double alpha_of_pair(const std::string& own, const std::string& neighbour) const;
+  // The smallest term the model can give any pair (a screen that must never be pessimistic).
+  double smallest_term() const;
+  // Whether any term depends on the workloads (pair terms or asymmetric terms).
+  bool has_workload_terms() const { return !pair_alpha.empty() || !sensitivity.empty(); }
   // parallel_slowdown(lane, lane_demands) with the contention term `job_alpha`.
   double parallel_slowdown_with(double job_alpha, size_t lane,
                                 const std::vector<double>& lane_demands) const;
@@ -127,6 +140,29 @@ struct PairTerm {
   size_t runs = 0;
 };
 
+// The asymmetric model of one workload: how much it suffers next to others (sensitivity, as the
+// measured job) and how much it hurts them (pressure, as the neighbour); a pair's term is
+// sensitivity[measured] * pressure[neighbour]. Held-out: its runs as the measured job, each
+// predicted by the terms fitted without that run's unordered pair.
+struct WorkloadTerms {
+  std::string workload;
+  double sensitivity = 0;
+  double pressure = 0;
+  size_t held_out_runs = 0;
+  double rms_relative_model = 0;  // held out
+  double rms_relative_zero = 0;   // alpha = 0 on the same runs
+  bool used = false;              // the model beats alpha = 0 on them
+};
+struct AsymmetricFit {
+  std::vector<WorkloadTerms> workloads;
+  size_t groups = 0;  // unordered pairs held out
+  size_t runs = 0;
+  double rms_relative_model = 0;
+  double rms_relative_zero = 0;
+  double median_absolute_model = 0;
+  double median_absolute_zero = 0;
+};
+
 // Errors on pairs the fit did not see: leave one unordered pair out (every run of A+B and B+A is
 // predicted by the alpha fitted to the other pairs; unnamed runs are left out one at a time),
 // beside alpha = 0 on the same runs.
@@ -150,6 +186,10 @@ struct InterferenceFit {
   size_t runs_excluded = 0;  // utilization derived from the slowdown
   HeldOutErrors held_out;
   std::vector<PairTerm> pair_terms;
+  // Sensitivity x pressure per workload, fitted to the named runs (alternating least squares,
+  // non-negative), cross-validated by leaving each unordered pair out; `model` carries the terms
+  // of the workloads it predicts better than alpha = 0.
+  AsymmetricFit asymmetric;
   std::string verdict;  // one line: what is used and why
 };
 InterferenceFit fit_interference(const std::vector<ColocationObservation>& runs);

@@ -95,6 +95,11 @@ struct ReplayedJob {
   std::string job_id;
   double predicted_slowdown = 1;
   double simulated_slowdown = 1;
+  // The plan's p99 step-time bound for the job (PlannedJob::predicted_p99_s: every lane mate at
+  // its p99 at once) and the p99 of the job's steps in the replay, each job's iterations taking
+  // its p99 alone 2 times in 100 (SimJob::iteration_p99_s). 0 when the plan has no tail checks.
+  double predicted_p99_s = 0;
+  double simulated_p99_s = 0;
 };
 std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
                                      const ConsolidationPlan& plan, const PlannerOptions& options,

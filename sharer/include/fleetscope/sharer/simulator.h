@@ -39,6 +39,11 @@ struct SimConfig {
   int64_t gpu_capacity_bytes = 16 * kGiB;  // P100, the GPU the Salus profiles were measured on
   bool lanes = true;                       // false: one lane per GPU (time slicing only)
   double switch_cost_s = 0.005;
+  // Host link of a policy that pages memory to host (salus-preempt): bytes per second each way.
+  // Default: PCIe 3.0 x16, 8 GT/s x 16 lanes x 128/130 encoding = 15.75 GB/s (PCI Express Base
+  // Specification 3.0), the link of Salus's P100 testbed; a peak, so paging is charged at least
+  // the time it takes. Infinity: paging is free.
+  double host_link_bytes_per_s = 15.75e9;
   // The memory model (memory_model.h): margin, and the CUDA context every job's process holds
   // on its GPU outside its lane (default: the 300 MiB Salus holds back per GPU for its single
   // process; fleetscope enforces lanes per process, so every job pays it).
@@ -60,6 +65,9 @@ struct SimConfig {
   // Advance lanes whose jobs and speed do not change many iterations at once (closed form);
   // false steps every iteration (the reference the equivalence tests compare against).
   bool fast_forward = true;
+  // Record every job's step times (completion to completion) for SimJobResult::p99_step_s; the
+  // lanes are then stepped one iteration at a time (plan replay: a bounded run).
+  bool record_step_times = false;
 };
 
 struct SimJobResult {
@@ -74,6 +82,11 @@ struct SimJobResult {
   double jct_s = 0;
   double solo_s = 0;  // iterations x iteration time alone
   int64_t preemptions = 0;
+  // GPU-phase time spent paging its memory in and others' out (paging policies).
+  double paging_s = 0;
+  // Nearest-rank p99 of the job's step times in the run (each from its previous iteration's
+  // end, the first from its start, so waits for lane mates count), with record_step_times; else 0.
+  double p99_step_s = 0;
   double wait_s = 0;  // start - submit
   int64_t done_iterations = 0;
   // Time per completed iteration over the iteration time alone, measured from the job's start to

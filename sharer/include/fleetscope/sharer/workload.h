@@ -55,6 +55,10 @@ struct SimJob {
   double submit_s = 0;
   int64_t iterations = 1;
   double iteration_s = 1;  // alone on a GPU
+  // The p99 step time alone (the analyzer's iteration_p99); above iteration_s, 2 of every 100
+  // iterations take it and the other 98 are shortened so the mean stays iteration_s (then the
+  // nearest-rank p99 of its steps alone is exactly this). 0: every iteration takes iteration_s.
+  double iteration_p99_s = 0;
   int num_gpu = 1;
   MemoryDemand memory;
   double utilization = 1.0;  // share of an iteration the GPU is busy (1: compute-bound)
@@ -68,6 +72,10 @@ struct SimJob {
   int pinned_lane = -1;
 
   double solo_duration_s() const { return static_cast<double>(iterations) * iteration_s; }
+  bool steady() const { return !(iteration_p99_s > iteration_s); }
+  // The duration alone of iteration `index` (0-based): iteration_s, or the tail pattern above
+  // (iterations 49 and 99 of every 100 are the slow ones).
+  double iteration_time_s(int64_t index) const;
 };
 
 // Reads a Tiresias-format trace (job_id,num_gpu,submit_time,iterations,model_name,duration,...)

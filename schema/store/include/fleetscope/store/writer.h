@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +67,8 @@ class Writer : public RowSink {
   void add_gpu(const GpuInfo& gpu) override;
   int64_t add_finding(const Finding& finding);
   void delete_findings(int64_t capture_id);
+  // A row of the meta table (key/value facts about the file); nullopt deletes it.
+  void set_meta(const std::string& key, const std::optional<std::string>& value);
   int64_t intern(const std::string& text);
 
   // Queued.
