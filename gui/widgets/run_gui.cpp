@@ -1,6 +1,9 @@
 #include "run_gui.h"
 
+#include <unistd.h>
+
 #include <QApplication>
+#include <QBuffer>
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QElapsedTimer>
@@ -8,9 +11,15 @@
 #include <QPixmap>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <string_view>
 
 #include "capture_view.h"
+#include "fleetscope/common/new_file.h"
+#include "fleetscope/store/database.h"
+#include "fleetscope/store/error.h"
 #include "main_window.h"
 #include "panels.h"
 #include "timeline_widget.h"
@@ -93,8 +102,27 @@ bool write_screenshot(const QStringList& files, const QString& view, QSize size,
   window.show_view(view);
   QApplication::processEvents();
   const QImage image = window.grab().toImage();
-  if (!image.save(png, "PNG")) {
-    error = png + ": cannot write the PNG";
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  if (!image.save(&buffer, "PNG")) {
+    error = png + ": cannot encode the PNG";
+    return false;
+  }
+  // Through the one output path (store::AtomicOutput): never over a file it shows (QImage::save
+  // wrote the PNG over the database when both had one name), never through a link planted under
+  // the temporary name, complete or absent.
+  try {
+    store::AtomicOutput output(png.toStdString());
+    const int fd = common::create_new_file(output.temp_path());
+    if (fd < 0) throw Error(png.toStdString() + ": cannot write: " + std::strerror(errno));
+    const bool written = common::write_all(fd, std::string_view(bytes.constData(), bytes.size()));
+    const int write_error = errno;
+    ::close(fd);
+    if (!written) throw Error(png.toStdString() + ": write failed: " + std::strerror(write_error));
+    output.commit();
+  } catch (const std::exception& e) {
+    error = QString::fromStdString(e.what());
     return false;
   }
   return true;

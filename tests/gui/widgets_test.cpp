@@ -7,6 +7,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDropEvent>
+#include <QFile>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
@@ -523,6 +524,22 @@ TEST_F(WidgetsTest, ScreenshotOfEveryViewOfRealTracesShowsTheirContent) {
   EXPECT_FALSE(write_screenshot(QStringList{QString::fromStdString(path_)}, "nope", QSize(300, 200),
                                 "x.png", error));
   EXPECT_TRUE(error.contains("unknown view"));
+}
+
+// --screenshot naming the database it shows is refused, the database kept (QImage::save wrote the
+// PNG over it); a screenshot is written through the one output path (store::AtomicOutput).
+TEST_F(WidgetsTest, ScreenshotNeverReplacesTheDatabaseItShows) {
+  const QString db = QString::fromStdString(path_);
+  QString error;
+  EXPECT_FALSE(write_screenshot(QStringList{db}, "fleet", QSize(300, 200), db, error));
+  EXPECT_TRUE(error.contains("it is the input")) << error.toStdString();
+  QFile file(db);
+  ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+  EXPECT_EQ(file.read(15), QByteArray("SQLite format 3"));
+  const QString png = QString::fromStdString(dir_.file("fleet.png"));
+  ASSERT_TRUE(write_screenshot(QStringList{db}, "fleet", QSize(300, 200), png, error))
+      << error.toStdString();
+  EXPECT_FALSE(QImage(png).isNull());
 }
 
 }  // namespace
