@@ -732,6 +732,10 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
     err << "error: --format must be table, json or csv\n";
     return 2;
   }
+  if (top < 0) {
+    err << "error: --top expects N >= 0 (0 = all), got " << top << "\n";
+    return 2;
+  }
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     common::ProgressLine line(err, "fleet", isatty(STDERR_FILENO) == 1);

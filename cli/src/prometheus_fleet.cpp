@@ -221,6 +221,10 @@ int run_prometheus_fleet(const std::vector<std::string>& args, std::ostream& out
     err << "error: --format must be table, json or csv\n";
     return 2;
   }
+  if (top < 0) {
+    err << "error: --top expects N >= 0 (0 = all), got " << top << "\n";
+    return 2;
+  }
   if (!is_label_name(by)) {
     err << "error: --by expects a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got '" << by
         << "'\n";

@@ -298,9 +298,12 @@ int run_sim_command(const std::vector<std::string>& args, std::ostream& out, std
       const std::string profiles_path =
           arguments.get_or("--profiles", sibling(*jobs_path, "salus_workloads.csv"));
       const auto profiles = load_salus_profiles(profiles_path);
-      auto jobs = load_tiresias_jobs(*jobs_path, profiles);
+      // A job wider than the cluster is named at its row here, not by the simulator without one.
+      const bool single_gpu_jobs = arguments.has("--single-gpu-jobs");
+      auto jobs =
+          load_tiresias_jobs(*jobs_path, profiles, single_gpu_jobs ? kMaxGpus : config.gpus);
       // Salus's own experiments run every job on one GPU; this reproduces that setting.
-      if (arguments.has("--single-gpu-jobs")) {
+      if (single_gpu_jobs) {
         for (auto& job : jobs) job.num_gpu = 1;
       }
       // Every iteration is then simulated one by one (no closed form).

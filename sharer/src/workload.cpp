@@ -140,16 +140,17 @@ ProfileTable parse_salus_profiles(std::string_view text, const std::string& path
   return result;
 }
 
-std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles) {
+std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles,
+                                       int max_gpus_per_job) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse_tiresias_jobs(buffer.str(), path, profiles);
+  return parse_tiresias_jobs(buffer.str(), path, profiles, max_gpus_per_job);
 }
 
 std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string& path,
-                                        const ProfileTable& profiles) {
+                                        const ProfileTable& profiles, int max_gpus_per_job) {
   const auto table = csv::parse(text, path, /*has_header=*/true);
   const size_t id_col = table.column("job_id");
   const size_t gpus_col = table.column("num_gpu");
@@ -172,6 +173,11 @@ std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string
     job.id = csv::to_int(table, row, id_col, "job_id");
     job.name = csv::excerpt(row.fields[id_col]);
     job.num_gpu = static_cast<int>(csv::to_int_in(table, row, gpus_col, "num_gpu", 1, kMaxGpus));
+    if (job.num_gpu > max_gpus_per_job) {
+      csv::fail_value(
+          table, row, gpus_col, "num_gpu",
+          "at most " + std::to_string(max_gpus_per_job) + " GPUs (the simulated cluster's size)");
+    }
     job.submit_s = csv::to_double_in(table, row, submit_col, "submit_time", 0, kMaxSubmitSeconds);
     job.iterations = csv::to_int_in(table, row, iterations_col, "iterations", 1, kMaxIterations);
     job.model = row.fields[model_col];

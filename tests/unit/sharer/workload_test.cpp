@@ -78,6 +78,24 @@ TEST(TiresiasTrace, MalformedLineNamesFileLineAndExpectation) {
   }
 }
 
+TEST(TiresiasTrace, JobWiderThanTheClusterNamesItsLine) {
+  const auto profiles = load_salus_profiles(jobs_data("salus_workloads.csv"));
+  const auto path = scratch_file("jobs.csv",
+                                 "job_id,num_gpu,submit_time,iterations,model_name,duration\n"
+                                 "0,4,0,10,vgg19,10\n"
+                                 "1,8,0,10,vgg19,10\n");
+  EXPECT_EQ(load_tiresias_jobs(path, profiles, 8).size(), 2u);
+  try {
+    load_tiresias_jobs(path, profiles, 4);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              path +
+                  ":3: column 2 (num_gpu): expected num_gpu at most 4 GPUs (the simulated "
+                  "cluster's size), found '8'");
+  }
+}
+
 TEST(TiresiasTrace, UnknownModelIsReported) {
   const auto profiles = load_salus_profiles(jobs_data("salus_workloads.csv"));
   const auto path = scratch_file("jobs.csv",

@@ -81,10 +81,13 @@ struct SimJob {
 // Reads a Tiresias-format trace (job_id,num_gpu,submit_time,iterations,model_name,duration,...)
 // and attaches Salus profiles: the batch size is the one whose iteration time best matches
 // duration / iterations unless a batch_size column says otherwise. Optional columns:
-// batch_size, priority, utilization, workload.
-std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles);
+// batch_size, priority, utilization, workload. A job asking for more than `max_gpus_per_job`
+// GPUs (the simulated cluster's size) is an input error at its row.
+std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles,
+                                       int max_gpus_per_job = kMaxGpus);
 std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string& source,
-                                        const ProfileTable& profiles);
+                                        const ProfileTable& profiles,
+                                        int max_gpus_per_job = kMaxGpus);
 
 struct Pod;
 // Alibaba pods as simulator jobs (the scale benchmark): a pod runs from creation to deletion, asks
