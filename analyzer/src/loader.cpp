@@ -155,13 +155,19 @@ void load_runtime(const store::Reader& reader, int64_t capture_id, CaptureData& 
   }
 }
 
+// The device of every GPU event when the capture has exactly one, else nothing: a sync row without
+// a device belongs to that GPU.
+std::optional<int32_t> only_gpu_device(const CaptureData& data) {
+  if (data.gpu.device.empty()) return std::nullopt;
+  const int32_t first = data.gpu.device.front();
+  for (size_t i = 1; i < data.gpu.device.size(); ++i)
+    if (data.gpu.device[i] != first) return std::nullopt;
+  return first;
+}
+
 // Sync rows with a stream (see GpuSyncs). A row without a device goes to the capture's only GPU.
 void load_gpu_syncs(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
-  std::optional<int32_t> only_device;
-  if (!data.gpu.device.empty() &&
-      std::all_of(data.gpu.device.begin(), data.gpu.device.end(),
-                  [&](int32_t d) { return d == data.gpu.device.front(); }))
-    only_device = data.gpu.device.front();
+  const std::optional<int32_t> only_device = only_gpu_device(data);
   auto stmt = reader.database().prepare(
       "SELECT start, end, deviceId, streamId, syncType, correlationId "
       "FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
@@ -189,11 +195,7 @@ void load_gpu_syncs(const store::Reader& reader, int64_t capture_id, CaptureData
 // The synchronization rows of SyncWait. A row without a device goes to the capture's only GPU, as
 // in load_gpu_syncs.
 void load_sync_waits(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
-  std::optional<int32_t> only_device;
-  if (!data.gpu.device.empty() &&
-      std::all_of(data.gpu.device.begin(), data.gpu.device.end(),
-                  [&](int32_t d) { return d == data.gpu.device.front(); }))
-    only_device = data.gpu.device.front();
+  const std::optional<int32_t> only_device = only_gpu_device(data);
   auto stmt = reader.database().prepare(
       "SELECT start, end, syncType, deviceId, streamId, correlationId, eventRecordCorrelationId, "
       "eventRecordStreamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
