@@ -726,14 +726,10 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
       .option("--capture", "ID|all", "only the capture with this id in each input (default: all)",
               &capture_text)
       .option("--format", "FORMAT", "table (default), json or csv", &format)
-      .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);
+      .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top, 0);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (format != "table" && format != "json" && format != "csv") {
     err << "error: --format must be table, json or csv\n";
-    return 2;
-  }
-  if (top < 0) {
-    err << "error: --top expects N >= 0 (0 = all), got " << top << "\n";
     return 2;
   }
   return guarded(err, [&] {

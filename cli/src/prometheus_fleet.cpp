@@ -215,14 +215,10 @@ int run_prometheus_fleet(const std::vector<std::string>& args, std::ostream& out
               "slurm_job_user, k8s_pod_uid, k8s_pod, k8s_namespace, ... (docs/daemon.md)",
               &by)
       .option("--format", "FORMAT", "table (default), json or csv", &format)
-      .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top);
+      .option("--top", "N", "show the N most wasteful jobs (0 = all; default 20)", &top, 0);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (format != "table" && format != "json" && format != "csv") {
     err << "error: --format must be table, json or csv\n";
-    return 2;
-  }
-  if (top < 0) {
-    err << "error: --top expects N >= 0 (0 = all), got " << top << "\n";
     return 2;
   }
   if (!is_label_name(by)) {

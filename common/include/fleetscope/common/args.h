@@ -4,8 +4,10 @@
 // use it without depending on the programs above them.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -28,9 +30,12 @@ class ArgParser {
     specs_.push_back({std::move(name), std::move(value_name), std::move(help), Kind::text, target});
     return *this;
   }
-  ArgParser& option(std::string name, std::string value_name, std::string help, int64_t* target) {
+  // An integer option; a value below `min` (e.g. 0 for a count) is a usage error here, so no
+  // command checks its own bound after parsing.
+  ArgParser& option(std::string name, std::string value_name, std::string help, int64_t* target,
+                    int64_t min = std::numeric_limits<int64_t>::min()) {
     specs_.push_back(
-        {std::move(name), std::move(value_name), std::move(help), Kind::integer, target});
+        {std::move(name), std::move(value_name), std::move(help), Kind::integer, target, min});
     return *this;
   }
   ArgParser& option(std::string name, std::string value_name, std::string help, double* target) {
@@ -129,6 +134,7 @@ class ArgParser {
     std::string name, value_name, help;
     Kind kind;
     void* target;
+    int64_t min = std::numeric_limits<int64_t>::min();
   };
 
   static bool is_number(const std::string& s) {
@@ -157,9 +163,13 @@ class ArgParser {
         return std::nullopt;
       case Kind::integer: {
         char* end = nullptr;
+        errno = 0;
         long long v = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0')
+        if (value.empty() || *end != '\0' || errno == ERANGE)
           return "option '" + spec.name + "' expects an integer, got '" + value + "'";
+        if (v < spec.min)
+          return "option '" + spec.name + "' expects " + spec.value_name +
+                 " >= " + std::to_string(spec.min) + ", got " + value;
         *static_cast<int64_t*>(spec.target) = v;
         return std::nullopt;
       }
