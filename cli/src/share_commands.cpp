@@ -269,7 +269,8 @@ int run_share_status_command(const std::vector<std::string>& args, std::ostream&
 
 int run_share_apply_command(const std::vector<std::string>& args, std::ostream& out,
                             std::ostream& err) {
-  std::string socket = default_socket(), format = "table", policy = "fifo";
+  // Empty: the policy the plan was made for (share plan --policy; a plan without one: fifo).
+  std::string socket = default_socket(), format = "table", policy;
   double max_slowdown = 0;
   bool automatic = false;
   std::vector<std::string> plan_files;
@@ -286,13 +287,21 @@ int run_share_apply_command(const std::vector<std::string>& args, std::ostream& 
       .flag("--auto", "automatic mode: measure and withdraw", &automatic)
       .option("--max-slowdown", "X", "slowdown bound of automatic mode (default 1.2)",
               &max_slowdown)
-      .option("--policy", "NAME", "turn policy of the plan's lanes (default fifo)", &policy)
+      .option("--policy", "NAME",
+              "turn policy of the plan's lanes: the one the plan was made for (share plan "
+              "--policy; default fifo); another one is refused, its slowdowns were predicted for "
+              "that policy",
+              &policy)
       .option("--socket", "PATH", "daemon API socket (or 127.0.0.1:PORT)", &socket)
       .option("--format", "FORMAT", "table (default) or json", &format);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (!check_format(format, err)) return 2;
   if (plan_files.empty() && !automatic) {
     err << "error: give PLAN.json (from `fleetscope share plan --format json`), or --auto\n";
+    return 2;
+  }
+  if (!policy.empty() && !sharer::turn_order_named(policy)) {
+    err << "error: --policy expects fifo|srtf|priority, got '" << policy << "'\n";
     return 2;
   }
   if (max_slowdown == 0) max_slowdown = automatic ? sharer::PlannerOptions{}.max_slowdown : 0;
@@ -309,7 +318,28 @@ int run_share_apply_command(const std::vector<std::string>& args, std::ostream& 
       return 1;
     }
     plan_json = *text;
+    // The lanes must take turns by the policy the plan's slowdowns were predicted for.
+    const json document = json::parse(plan_json, nullptr, /*allow_exceptions=*/false);
+    if (!document.is_discarded()) {  // not JSON: the daemon names the problem
+      sharer::TurnOrder planned = sharer::TurnOrder::kFifo;
+      try {
+        planned = sharer::plan_turn_order(document, plan_files[0]);
+      } catch (const std::exception& error) {
+        err << "error: " << error.what() << "\n";
+        return 1;
+      }
+      const std::string planned_name = sharer::turn_order_name(planned);
+      if (!policy.empty() && policy != planned_name) {
+        err << "error: " << plan_files[0] << " was planned for turn policy " << planned_name
+            << " (its predicted slowdowns assume it); --policy " << policy
+            << " would run its lanes by another: plan again with `fleetscope share plan --policy "
+            << policy << "`, or leave --policy out\n";
+        return 1;
+      }
+      policy = planned_name;
+    }
   }
+  if (policy.empty()) policy = "fifo";
   return with_daemon(socket, err, [&](rpc::HostConnection& daemon) {
     if (plan_json.empty()) {
       // The analyzer's current plan: consolidation candidates of the daemon's host database.
@@ -318,6 +348,7 @@ int run_share_apply_command(const std::vector<std::string>& args, std::ostream& 
       // The host's planning settings, as `share plan` uses them.
       sharer::PlannerOptions options = sharer::host_planning().options;
       options.max_slowdown = max_slowdown;
+      options.turn_order = *sharer::turn_order_named(policy);  // checked above
       const auto candidates = candidates_from_databases({status.database_path}, options.memory);
       auto plan = sharer::plan_consolidation(candidates.jobs, options);
       plan_json = sharer::plan_to_json(plan).dump();

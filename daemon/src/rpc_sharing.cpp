@@ -254,7 +254,8 @@ rpc::PlanApplied RpcHandler::apply_plan(const rpc::ApplyPlanRequest& request) {
   double max_slowdown = request.__isset.max_slowdown ? request.max_slowdown : 0.0;
   if (request.__isset.max_slowdown && !(max_slowdown >= 1.0 && max_slowdown <= 1e6))
     invalid("max_slowdown must be in [1, 1e6]", "max_slowdown");
-  const std::string policy = request.__isset.policy ? request.policy : "fifo";
+  // Unset: the turn policy the plan was made for (SharingHost::apply_plan checks a set one).
+  const std::string policy = request.__isset.policy ? request.policy : "";
   try {
     auto applied =
         core_.sharing().apply_plan(request.plan_json, "plan", automatic, max_slowdown, policy);

@@ -13,6 +13,7 @@
 
 #include "fleetscope/lanes/process_identity.h"
 #include "fleetscope/lanes/turn_policy.h"
+#include "fleetscope/sharer/planner.h"
 #include "fleetscope/sharer/sharing_restore.h"
 
 namespace fleetscope::daemon {
@@ -284,19 +285,28 @@ AppliedPlan SharingHost::apply_plan(const std::string& plan_json, const std::str
   plan.placements = sharer::parse_plan_placements(plan_json, source);
   if (plan.placements.empty())
     throw std::invalid_argument(source + ": the plan places no job of a named workflow");
-  if (!lanes::make_turn_policy(policy))
-    throw std::invalid_argument("turn policy '" + policy + "': expected fifo, srtf or priority");
+  json stored = json::parse(plan_json);
+  // The lanes take turns by the policy the plan's slowdowns were predicted for (its
+  // turn_policy; fifo without one): the one asked for, or refused when it is another.
+  const std::string planned = sharer::turn_order_name(sharer::plan_turn_order(stored, source));
+  const std::string turns = policy.empty() ? planned : policy;
+  if (!lanes::make_turn_policy(turns))
+    throw std::invalid_argument("turn policy '" + turns + "': expected fifo, srtf or priority");
+  if (turns != planned)
+    throw std::invalid_argument(source + " was planned for turn policy " + planned +
+                                " (its predicted slowdowns assume it), not " + turns +
+                                ": plan again for " + turns + " (share plan --policy " + turns +
+                                ")");
   plan.automatic = automatic;
   plan.max_slowdown = max_slowdown;
-  plan.policy = policy;
+  plan.policy = turns;
   plan.created_ns = clock_();
   // lane_plans.plan keeps the planner's document and how it was applied.
-  json stored = json::parse(plan_json);
   stored["applied_as"] = {{"automatic", automatic},
                           {"max_slowdown", max_slowdown},
-                          {"policy", policy},
+                          {"policy", turns},
                           {"workflows", plan.workflows()}};
-  plan.id = store_.add_lane_plan(plan.created_ns, policy, stored.dump());
+  plan.id = store_.add_lane_plan(plan.created_ns, turns, stored.dump());
   std::lock_guard lock(mutex_);
   AppliedPlan applied;
   applied.plan_id = plan.id;

@@ -223,6 +223,7 @@ SharingState plan_sharing(const Session& session, const WhatIf& what_if,
   const sharer::HostPlanning host = sharer::host_planning();
   out.options = host.options;
   out.options.single_lane = what_if.single_lane;
+  out.options.turn_order = what_if.turn_order;
   if (what_if.max_slowdown) out.options.max_slowdown = *what_if.max_slowdown;
   if (what_if.margin_sigma) out.options.memory.margin.z = *what_if.margin_sigma;
   const sharer::InterferenceCalibration interference =

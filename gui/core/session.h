@@ -146,12 +146,16 @@ SharingEvent sharing_event(int64_t ts_ns, std::optional<int64_t> plan_id, std::s
 inline constexpr int kMaxSharingEvents = 1000;
 
 // The what-if controls: changes to the host's planner settings, as `share plan`'s flags make
-// them (--max-slowdown, --single-lane, --margin-sigma, --interference-alpha). Unset: the host's.
+// them (--max-slowdown, --single-lane, --margin-sigma, --interference-alpha, --policy). Unset:
+// the host's.
 struct WhatIf {
   std::optional<double> max_slowdown;
   bool single_lane = false;
   std::optional<double> margin_sigma;
   std::optional<double> interference_alpha;  // replaces the host's interference model
+  // The lanes' turn policy the plan is made for (and Apply hands over): the planner predicts
+  // each shared lane's waits by it (sharer/turn_model.h).
+  sharer::TurnOrder turn_order = sharer::TurnOrder::kFifo;
 };
 
 struct SharingState {

@@ -24,7 +24,7 @@
 #include <atomic>
 #include <nlohmann/json.hpp>
 
-#include "fleetscope/lanes/turn_policy.h"
+#include "fleetscope/sharer/turn_model.h"
 #include "fleetscope/timeline/ruler.h"
 #include "plan_check.h"
 
@@ -364,13 +364,15 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   alpha_->setSingleStep(0.1);
   alpha_->setDecimals(2);
   alpha_->setEnabled(false);
-  // The lanes' turn policy (share apply --policy): what Apply hands over with the plan.
+  // The lanes' turn policy (share plan --policy): the planner predicts who waits in a shared
+  // lane by it, and Apply hands the plan's policy over with the plan (share apply).
   policy_ = new QComboBox(this);
-  for (std::string_view name : lanes::turn_policy_names())
-    policy_->addItem(QString::fromUtf8(name.data(), qsizetype(name.size())));
+  for (const std::string& name : sharer::turn_order_names())
+    policy_->addItem(QString::fromStdString(name));
   policy_->setToolTip(
-      "Turn policy of the plan's lanes (fifo: round robin at iteration boundaries; srtf: "
-      "shortest remaining time first; priority: FLEETSCOPE_JOB_PRIORITY first)");
+      "Turn policy of the plan's lanes, as share plan --policy: the plan is made for it "
+      "(fifo: round robin at iteration boundaries; srtf: shortest remaining time first, from "
+      "each job's steps label; priority: highest priority label first) and Apply hands it over");
   controls->addWidget(new QLabel("Max slowdown:", this));
   controls->addWidget(max_slowdown_);
   controls->addWidget(new QLabel("Margin (σ of T):", this));
@@ -403,8 +405,9 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   connect(alpha_, &QDoubleSpinBox::editingFinished, this, [this] {
     if (interference_->currentIndex() == 1) emit what_if_changed();
   });
-  // The policy does not change the plan: only the label and what Apply sends.
-  connect(policy_, &QComboBox::currentIndexChanged, this, [this] { show_model(); });
+  // The policy orders each shared lane: the planner predicts the waits by it (one code path
+  // with share plan --policy), so a change plans again.
+  connect(policy_, &QComboBox::currentIndexChanged, this, [this] { emit what_if_changed(); });
   auto* split = new QSplitter(Qt::Vertical, this);
   model_ = new SharingModel(this);
   tree_ = new QTreeView(split);
@@ -436,8 +439,9 @@ SharingPanel::SharingPanel(DaemonLink& daemon, QWidget* parent) : QWidget(parent
   apply_ = new QPushButton("Apply plan", this);
   reason_ = new QLabel(this);
   reason_->setWordWrap(true);
-  // The lane policy goes with Apply: it is what Apply hands over, not a planner setting.
-  row->addWidget(new QLabel("Lane policy:", this));
+  // The turn policy sits beside Apply (the panel keeps fitting a 900 x 600 window); it is a
+  // what-if control all the same: a change plans again.
+  row->addWidget(new QLabel("Turn policy:", this));
   row->addWidget(policy_);
   row->addWidget(apply_);
   row->addWidget(reason_, 1);
@@ -468,7 +472,7 @@ void SharingPanel::request_apply() {
                                       "jobs of its workflows will run in these lanes, taking "
                                       "turns by the %2 policy.")
                                   .arg(QString::fromStdString(host->hostname))
-                                  .arg(policy_->currentText()),
+                                  .arg(QString::fromStdString(turn_policy())),
                               QMessageBox::NoButton, this);
   box->setInformativeText(changes.join("\n"));
   QPushButton* confirm = box->addButton("Apply", QMessageBox::AcceptRole);
@@ -510,27 +514,31 @@ WhatIf SharingPanel::what_if() const {
   if (user_set_margin_) w.margin_sigma = margin_sigma_->value();
   w.single_lane = single_lane_->isChecked();
   if (interference_->currentIndex() == 1) w.interference_alpha = alpha_->value();
+  if (auto order = sharer::turn_order_named(policy_->currentText().toStdString()))
+    w.turn_order = *order;
   return w;
 }
 
 std::string SharingPanel::turn_policy() const {
-  return policy_->currentText().toStdString();
+  // The policy the plan was made for: Apply must not hand over another.
+  return sharer::turn_order_name(state_ ? state_->plan.turn_order : sharer::TurnOrder::kFifo);
 }
 
 void SharingPanel::show_model() {
   if (!state_) return;
   const SharingState* state = state_.get();
   model_label_->setText(
-      QString("Planned as `fleetscope share plan` plans (one code path): interference %1; "
-              "CUDA context per job %2 MiB (%3); max slowdown %4x; margin %5 σ; %6; Apply hands "
-              "it over with lane policy %7.")
+      QString("Planned as `fleetscope share plan --policy %7` plans (one code path): "
+              "interference %1; CUDA context per job %2 MiB (%3); max slowdown %4x; margin %5 σ; "
+              "%6; turn policy %8. Apply hands it over with lane policy %7.")
           .arg(QString::fromStdString(state->interference))
           .arg(state->options.memory.context_bytes >> 20)
           .arg(QString::fromStdString(state->context_source))
           .arg(state->options.max_slowdown)
           .arg(state->options.memory.margin.z)
           .arg(state->options.single_lane ? "one lane per GPU" : "lanes by memory")
-          .arg(policy_->currentText()));
+          .arg(QString::fromStdString(sharer::turn_order_name(state->plan.turn_order)))
+          .arg(QString::fromStdString(sharer::turn_order_model(state->plan.turn_order))));
 }
 
 void SharingPanel::set_state(SharingPtr state) {
@@ -547,10 +555,11 @@ void SharingPanel::set_state(SharingPtr state) {
     const SharingState* state = state_.get();
     // The controls show what the plan was made with (the host's settings until changed).
     {
-      const QSignalBlocker b1(max_slowdown_), b2(margin_sigma_), b3(single_lane_);
+      const QSignalBlocker b1(max_slowdown_), b2(margin_sigma_), b3(single_lane_), b4(policy_);
       max_slowdown_->setValue(state->options.max_slowdown);
       margin_sigma_->setValue(state->options.memory.margin.z);
       single_lane_->setChecked(state->options.single_lane);
+      policy_->setCurrentText(QString::fromStdString(turn_policy()));
     }
     show_model();
     model_->set_plan(state->plan, state->jobs);

@@ -148,9 +148,9 @@ class FindingsPanel : public QWidget {
 
 // The consolidation plan of the open sources, made as `fleetscope share plan` makes it (the
 // analysis session's candidates, the host's planner settings) with the what-if controls (max
-// slowdown, single-lane mode, margin, interference model) changing them as share plan's flags do,
-// and the lanes' turn policy Apply hands over with it (`share apply --policy`); the model used is
-// named. Apply goes through the daemon (see request_apply).
+// slowdown, single-lane mode, margin, interference model, the lanes' turn policy) changing them as
+// share plan's flags do; the models used are named. Apply goes through the daemon (see
+// request_apply) and hands over the turn policy the plan was made for.
 class SharingPanel : public QWidget {
   Q_OBJECT
  public:
@@ -174,9 +174,9 @@ class SharingPanel : public QWidget {
   // The interference model: the host's (item 0) or `--interference-alpha` (item 1) with alpha.
   QComboBox* interference() const { return interference_; }
   QDoubleSpinBox* interference_alpha() const { return alpha_; }
-  // The lanes' turn policy Apply hands over (`share apply --policy`; it orders the jobs of a lane
-  // and leaves the plan itself unchanged).
+  // The lanes' turn policy control (`share plan --policy`): a change plans again for it.
   QComboBox* policy() const { return policy_; }
+  // The turn policy of the plan shown, which Apply hands over (`share apply --policy`).
   std::string turn_policy() const;
   // The open confirmation of Apply (null when none): Apply checks that the plan's GPUs are the
   // connected host's, then asks, listing what will change; only its Apply button sends the plan.

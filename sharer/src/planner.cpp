@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -120,18 +121,20 @@ std::map<size_t, JobPrediction> predict(const LaneAllocator& allocator,
   for (size_t l = 0; l < allocator.lanes().size(); ++l) {
     const auto& lane = allocator.lanes()[l];
     std::vector<LaneMember> members, tails;
+    std::vector<TurnRank> ranks;  // the lane's turn order (turn_model.h)
     for (const auto& member : lane.jobs) {
       const auto& job = jobs[member.job_id];
       members.push_back({job.utilization, iteration_s(job)});
+      ranks.push_back(turn_rank(job, options.turn_order, iteration_s(job)));
       if (options.tail_checks) tails.push_back({job.utilization, p99_iteration_s(job)});
     }
     const double parallel = options.interference.lane_factor(l, lane_demand, lane_workloads);
     for (size_t m = 0; m < lane.jobs.size(); ++m) {
       const auto index = static_cast<size_t>(lane.jobs[m].job_id);
       predictions[index] = JobPrediction{
-          contended_time_sharing(members, m, parallel, estimate),
+          ordered_time_sharing(members, ranks, m, parallel, estimate),
           options.tail_checks
-              ? tails[m].iteration_s * contended_time_sharing(tails, m, parallel, false)
+              ? tails[m].iteration_s * ordered_time_sharing(tails, ranks, m, parallel, false)
               : 0.0};
     }
   }
@@ -157,6 +160,10 @@ struct LaneJoinScreen {
   double capacity = 0;      // largest e its members' mean bounds allow
   double capacity_p99 = 0;  // largest e (on p99 steps) their p99 bounds allow
   int64_t slack_bytes = 0;  // lane slack plus the GPU's free memory for a new job
+  // A turn policy other than fifo orders the lane (turn_model.h): a member that goes first may
+  // wait for no other, so the screen counts no wait at all (W and e taken as 0) and never
+  // refuses a job the full check would take.
+  bool ordered = false;
 };
 
 std::vector<LaneJoinScreen> lane_join_screens(const LaneAllocator& allocator,
@@ -174,8 +181,10 @@ std::vector<LaneJoinScreen> lane_join_screens(const LaneAllocator& allocator,
     LaneJoinScreen screen;
     screen.lane_id = lane.id;
     screen.factor = options.interference.lane_factor(l, lane_demand, lane_workloads);
+    screen.ordered = options.turn_order != TurnOrder::kFifo;
     for (const auto& member : lane.jobs) {
       const auto& job = jobs[static_cast<size_t>(member.job_id)];
+      if (screen.ordered) break;
       screen.work += job.utilization * iteration_s(job);
       screen.work_p99 += job.utilization * p99_iteration_s(job);
     }
@@ -186,14 +195,15 @@ std::vector<LaneJoinScreen> lane_join_screens(const LaneAllocator& allocator,
       const auto& job = jobs[index];
       const double u = job.utilization;
       const double t = iteration_s(job);
+      const double waits = screen.ordered ? 0.0 : screen.work - u * t;
       screen.capacity =
-          std::min(screen.capacity,
-                   t * ((bounds[index] - 1.0 + u) / screen.factor - u) - (screen.work - u * t));
+          std::min(screen.capacity, t * ((bounds[index] - 1.0 + u) / screen.factor - u) - waits);
       if (options.tail_checks) {
         const double t99 = p99_iteration_s(job);
-        screen.capacity_p99 = std::min(
-            screen.capacity_p99, t99 * ((p99_bounds[index] / t99 - 1.0 + u) / screen.factor - u) -
-                                     (screen.work_p99 - u * t99));
+        const double waits_p99 = screen.ordered ? 0.0 : screen.work_p99 - u * t99;
+        screen.capacity_p99 =
+            std::min(screen.capacity_p99,
+                     t99 * ((p99_bounds[index] / t99 - 1.0 + u) / screen.factor - u) - waits_p99);
       }
     }
     screen.slack_bytes =
@@ -208,13 +218,16 @@ bool may_join(const LaneJoinScreen& screen, const JobProfile& job, double bound,
   constexpr double kSlack = 1 + 1e-9;
   const double u = job.utilization;
   const double t = iteration_s(job);
+  // The newcomer's GPU work per round that its lane mates wait for (none counted when ordered).
+  const double added = screen.ordered ? 0.0 : u * t;
   if (screen.slack_bytes < job.persistent_bytes) return false;
   if (screen.work > t * ((bound - 1.0 + u) / screen.factor - u) * kSlack) return false;
-  if (u * t > screen.capacity * kSlack) return false;
+  if (added > screen.capacity * kSlack) return false;
   if (!tail_checks) return true;
   const double t99 = p99_iteration_s(job);
+  const double added_p99 = screen.ordered ? 0.0 : u * t99;
   return screen.work_p99 <= t99 * ((p99_bound / t99 - 1.0 + u) / screen.factor - u) * kSlack &&
-         u * t99 <= screen.capacity_p99 * kSlack;
+         added_p99 <= screen.capacity_p99 * kSlack;
 }
 
 bool within_bounds(const std::map<size_t, JobPrediction>& predictions,
@@ -233,6 +246,7 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
   ConsolidationPlan plan;
   plan.context_bytes = options.memory.context_bytes;
   plan.single_lane = options.single_lane;
+  plan.turn_order = options.turn_order;
   std::vector<std::string> gpu_order;  // first-seen order keeps the output stable
   std::map<std::string, int64_t> gpu_capacity;
   for (const auto& job : jobs) {
@@ -400,13 +414,22 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
       }
       double tolerance = 1e9;
       // The parallel factor each member tolerates, contention stretching GPU phases only (as
-      // predict() and the simulator have it), for its mean bound and for its p99 bound.
+      // predict() and the simulator have it), for its mean bound and for its p99 bound. Under
+      // a turn order other than fifo a member may wait for no lane mate (turn_model.h): the
+      // screen then counts its own GPU phase only, so it never refuses what the full check takes.
+      const bool ordered = options.turn_order != TurnOrder::kFifo;
       for (size_t m = 0; m < lane.jobs.size(); ++m) {
         const auto index = static_cast<size_t>(lane.jobs[m].job_id);
-        tolerance = std::min(tolerance, tolerated_parallel_slowdown(members, m, bounds[index]));
+        const auto own = [&](const std::vector<LaneMember>& list) {
+          return ordered ? std::vector<LaneMember>{list[m]} : list;
+        };
+        const size_t at = ordered ? 0 : m;
+        tolerance =
+            std::min(tolerance, tolerated_parallel_slowdown(own(members), at, bounds[index]));
         if (!options.tail_checks) continue;
-        tolerance = std::min(tolerance, tolerated_parallel_slowdown(
-                                            tails, m, p99_bounds[index] / tails[m].iteration_s));
+        tolerance = std::min(
+            tolerance,
+            tolerated_parallel_slowdown(own(tails), at, p99_bounds[index] / tails[m].iteration_s));
       }
       lane_demands.push_back(std::min(1.0, lane_demand));
       lane_tolerance.push_back(tolerance);
@@ -586,6 +609,17 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
     // Enough iterations to outlast the horizon even alone.
     job.iterations = std::min<int64_t>(
         kMaxIterations, static_cast<int64_t>(std::ceil(horizon / job.iteration_s)) + 2);
+    // The turn order's inputs: srtf's remaining time (the steps label on top of the horizon,
+    // so that every job outlasts it and the order of remaining times is the plan's; without
+    // one, as many iterations as the simulator takes: after every job that has one), the
+    // priority label.
+    if (plan.turn_order == TurnOrder::kSrtf) {
+      const auto steps = turn_steps(jobs[i]);
+      job.iterations =
+          steps ? std::min<int64_t>(kMaxIterations, job.iterations + static_cast<int64_t>(*steps))
+                : kMaxIterations;
+    }
+    job.priority = turn_priority(jobs[i]);
     job.utilization = std::clamp(jobs[i].utilization, 1e-6, 1.0);
     // The job's measured tail, so the replay's step times can be held against the p99 bound.
     if (options.tail_checks) {
@@ -612,7 +646,16 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
   for (const auto& gpu : plan.gpus) {
     config.gpu_capacity_bytes = std::max(config.gpu_capacity_bytes, gpu.capacity_bytes);
   }
-  const auto result = simulate(sim_jobs, PackPolicy{}, config);
+  // The simulator's policy that takes turns as the lanes' arbiter does under the plan's policy.
+  std::unique_ptr<Policy> turns;
+  if (plan.turn_order == TurnOrder::kSrtf) {
+    turns = std::make_unique<SrtfPolicy>();
+  } else if (plan.turn_order == TurnOrder::kPriority) {
+    turns = std::make_unique<PriorityPolicy>();
+  } else {
+    turns = std::make_unique<PackPolicy>();
+  }
+  const auto result = simulate(sim_jobs, *turns, config);
   for (size_t k = 0; k < sim_jobs.size(); ++k) {
     const auto& planned = plan.jobs[source[k]];
     out.push_back(ReplayedJob{jobs[source[k]].job_id, planned.predicted_slowdown,
@@ -630,6 +673,8 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
   out["gpus_freed"] = plan.gpus_freed;
   out["context_bytes"] = plan.context_bytes;
   out["single_lane"] = plan.single_lane;
+  // fifo plans stay as they were before the planner modelled turn policies (and apply as fifo).
+  if (plan.turn_order != TurnOrder::kFifo) out["turn_policy"] = turn_order_name(plan.turn_order);
   out["gpus"] = nlohmann::json::array();
   for (const auto& gpu : plan.gpus) {
     nlohmann::json lanes = nlohmann::json::array();
@@ -670,9 +715,23 @@ nlohmann::json plan_to_json(const ConsolidationPlan& plan) {
   return out;
 }
 
+TurnOrder plan_turn_order(const nlohmann::json& plan, const std::string& source) {
+  if (!plan.is_object() || !plan.contains("turn_policy")) return TurnOrder::kFifo;
+  const auto& value = plan["turn_policy"];
+  const auto order = value.is_string() ? turn_order_named(value.get<std::string>()) : std::nullopt;
+  if (!order) {
+    throw std::runtime_error(source + ": turn_policy " + value.dump() +
+                             ": expected \"fifo\", \"srtf\" or \"priority\"");
+  }
+  return *order;
+}
+
 void write_plan_table(const ConsolidationPlan& plan, std::ostream& out, bool wide) {
   out << "GPUs: " << plan.gpus_before << " -> " << plan.gpus_after << " (" << plan.gpus_freed.size()
       << " freed)" << (plan.single_lane ? ", one lane per GPU" : "") << "\n";
+  if (plan.turn_order != TurnOrder::kFifo) {
+    out << "turn policy: " << turn_order_model(plan.turn_order) << "\n";
+  }
   using Align = common::TextTable::Align;
   common::TextTable table({{"JOB", Align::left, 40},
                            {"FROM", Align::left, 24},

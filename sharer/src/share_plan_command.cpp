@@ -24,6 +24,7 @@ constexpr const char* kPlanUsage =
     "usage: fleetscope share plan [DB...] [--candidates FILE.json] [--max-slowdown X]\n"
     "                             [--interference-alpha A | --calibration RUNS.csv]\n"
     "                             [--margin-sigma Z] [--single-lane] [--config FILE]\n"
+    "                             [--policy fifo|srtf|priority]\n"
     "                             [--replay] [--format table|json] [--wide]\n"
     "\n"
     "Plans which jobs share which GPU and lane so that GPUs are freed, never violating\n"
@@ -37,7 +38,12 @@ constexpr const char* kPlanUsage =
     "cuda_context_mib in the host config (--config FILE, else $FLEETSCOPE_CONFIG, else\n"
     "/etc/fleetscope/fleetscoped.conf; scripts/gpu-check measures it), else 300 MiB.\n"
     "--single-lane plans Salus's own mode: one lane per GPU that all its jobs time-slice (for\n"
-    "jobs that accept time slicing). Candidates come from analyzer databases (DB...: P and T\n"
+    "jobs that accept time slicing). --policy is the turn policy the lanes will run (what\n"
+    "`share apply` hands their arbiter; default fifo, round robin): it decides who waits in a\n"
+    "shared lane, so it changes the predicted slowdowns and the plan. srtf orders jobs by their\n"
+    "steps label x iteration time (none: last), priority by their integer priority label\n"
+    "(higher first). The JSON of a plan for srtf or priority says so (turn_policy).\n"
+    "Candidates come from analyzer databases (DB...: P and T\n"
     "from memory events in the window, else the daemon's NVML figures, else the job is not\n"
     "planned; each job says which) or from a JSON array of job profiles (--candidates).\n"
     "--replay runs the plan in the simulator and prints each job's predicted and simulated\n"
@@ -141,7 +147,7 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
   try {
     std::set<std::string> valued{"--candidates",   "--max-slowdown", "--interference-alpha",
                                  "--margin-sigma", "--format",       "--calibration",
-                                 "--config"};
+                                 "--config",       "--policy"};
     valued.insert(kHpoStudyFlags.begin(), kHpoStudyFlags.end());
     const Arguments arguments(args, valued, {"--help", "--replay", "--single-lane", "--wide"});
     if (arguments.has("--help")) {
@@ -154,7 +160,7 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
     }
     if (arguments.has("--hpo")) {
       for (const char* flag : {"--candidates", "--max-slowdown", "--margin-sigma", "--config",
-                               "--replay", "--single-lane", "--wide"}) {
+                               "--replay", "--single-lane", "--wide", "--policy"}) {
         if (arguments.has(flag)) throw UsageError(std::string(flag) + " does not apply to --hpo");
       }
       if (!arguments.positional().empty()) {
@@ -186,6 +192,12 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
     }
     PlannerOptions options = host.options;
     options.single_lane = arguments.has("--single-lane");
+    const std::string policy = arguments.get_or("--policy", "fifo");
+    const auto turn_order = turn_order_named(policy);
+    if (!turn_order) {
+      throw UsageError("--policy expects fifo|srtf|priority, got '" + policy + "'");
+    }
+    options.turn_order = *turn_order;
     options.max_slowdown = arguments.number("--max-slowdown", options.max_slowdown);
     if (!(options.max_slowdown >= 1.0 && options.max_slowdown <= 1e6)) {
       throw UsageError("--max-slowdown must be in [1, 1e6]");
@@ -250,7 +262,10 @@ int run_share_plan_command(const std::vector<std::string>& args, std::ostream& o
         write_plan_table(plan, out, arguments.has("--wide"));
         for (const auto& why : skipped) out << "not planned: " << why << "\n";
         if (arguments.has("--replay")) {
-          out << "replay (simulator, round robin in lanes):\n";
+          out << "replay (simulator, "
+              << (plan.turn_order == TurnOrder::kFifo ? std::string("round robin")
+                                                      : turn_order_name(plan.turn_order) + " turns")
+              << " in lanes):\n";
           for (const auto& row : replay) {
             out << "  " << row.job_id << ": predicted " << row.predicted_slowdown << ", simulated "
                 << row.simulated_slowdown;

@@ -4,10 +4,12 @@
 // planner the CLI calls, it has no planner or ranking of its own (issues 22, 23).
 #include <gtest/gtest.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QTest>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
@@ -105,13 +107,21 @@ TEST_F(CliAgreementTest, TheWhatIfControlsOfTheRealWindowPlanAsSharePlansFlags) 
   EXPECT_TRUE(sharing->model_label()->text().contains("alpha = 3, given with --interference-alpha"))
       << sharing->model_label()->text().toStdString();
 
-  // The lane policy (share apply --policy): the label says what Apply hands over; the plan stays.
+  // The turn policy (share plan --policy): the GUI plans again for it, as share plan does, and
+  // the label names it; Apply would hand over the plan's policy.
   ASSERT_EQ(sharing->policy()->currentText(), "fifo");
   sharing->policy()->setFocus();
   QTest::keyClick(sharing->policy(), Qt::Key_Down);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
   EXPECT_EQ(sharing->turn_policy(), "srtf");
   EXPECT_TRUE(sharing->model_label()->text().contains("lane policy srtf"))
       << sharing->model_label()->text().toStdString();
+  EXPECT_EQ(sharer::plan_to_json(sharing->state()->plan).dump(2),
+            cli_plan({"share", "plan", a_, b_, "--format", "json", "--interference-alpha", "3",
+                      "--policy", "srtf"}));
+  QTest::keyClick(sharing->policy(), Qt::Key_Up);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  EXPECT_EQ(sharing->turn_policy(), "fifo");
   EXPECT_EQ(sharer::plan_to_json(sharing->state()->plan).dump(2), alpha_plan);
 
   // Back to the host's model: the host's plan again.
@@ -120,6 +130,63 @@ TEST_F(CliAgreementTest, TheWhatIfControlsOfTheRealWindowPlanAsSharePlansFlags) 
   ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
   EXPECT_FALSE(sharing->interference_alpha()->isEnabled());
   EXPECT_EQ(sharer::plan_to_json(sharing->state()->plan).dump(2), host_plan);
+}
+
+// The turn policy control of the real window plans as `share plan --policy P` for every policy,
+// and it must change the plan here. Three hosts, one job each, time-slicing one lane per GPU
+// (single-lane mode): a (priority 2, a p99 target, so it may share; at most 1.45x) and two
+// batch jobs b and c (at most 2x). fifo: a lane of a and b holds a's bound, a third job would
+// make a wait for two GPU phases (beyond 1.45x): two GPUs stay. priority: a waits for at most
+// one started GPU phase however many batch jobs share its lane: all three on one GPU.
+TEST_F(CliAgreementTest, TheTurnPolicyControlPlansAsSharePlanPolicyAndChangesThePlan) {
+  const std::string c = dir_.file("host-c.db");
+  testing::write_fixture(c, /*gemm_us=*/300);
+  const auto label = [](const std::string& db, const std::string& labels) {
+    store::Database database = store::Database::open(db, store::OpenMode::read_write);
+    database.exec("UPDATE workflows SET labels = '" + labels + "'");
+  };
+  label(a_, R"({"priority":"2","p99_target_ms":"1000","max_slowdown":"1.45"})");
+  label(b_, R"({"max_slowdown":"2"})");
+  label(c, R"({"max_slowdown":"2"})");
+  MainWindow window(false);
+  window.resize(1400, 900);
+  window.show();
+  window.open(QStringList{QString::fromStdString(a_), QString::fromStdString(b_),
+                          QString::fromStdString(c)});
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  window.show_view("sharing");
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  SharingPanel* sharing = window.sharing_panel();
+  ASSERT_TRUE(sharing->state());
+  ASSERT_EQ(sharing->state()->jobs.size(), 3u) << "every job must reach the planner";
+  sharing->single_lane()->setFocus();
+  QTest::keyClick(sharing->single_lane(), Qt::Key_Space);
+  ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+  ASSERT_TRUE(sharing->state()->plan.single_lane);
+  std::map<std::string, std::string> plans;
+  for (const std::string policy : {"fifo", "srtf", "priority"}) {
+    if (policy != "fifo") {
+      sharing->policy()->setFocus();
+      QTest::keyClick(sharing->policy(), Qt::Key_Down);
+      ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+    }
+    ASSERT_EQ(sharing->policy()->currentText().toStdString(), policy);
+    EXPECT_EQ(sharing->turn_policy(), policy);
+    EXPECT_EQ(sharer::turn_order_name(sharing->state()->options.turn_order), policy);
+    EXPECT_TRUE(sharing->model_label()->text().contains(QString::fromStdString(
+        "turn policy " + sharer::turn_order_model(*sharer::turn_order_named(policy)))))
+        << sharing->model_label()->text().toStdString();
+    plans[policy] = sharer::plan_to_json(sharing->state()->plan).dump(2);
+    EXPECT_EQ(plans[policy], cli_plan({"share", "plan", a_, b_, c, "--format", "json",
+                                       "--single-lane", "--policy", policy}))
+        << policy;
+  }
+  const auto gpus_after = [&](const std::string& policy) {
+    return nlohmann::json::parse(plans[policy]).at("gpus_after").get<int>();
+  };
+  EXPECT_EQ(gpus_after("fifo"), 2) << plans["fifo"];
+  EXPECT_EQ(gpus_after("priority"), 1) << plans["priority"];
+  EXPECT_NE(plans["fifo"], plans["priority"]);
 }
 
 TEST_F(CliAgreementTest, ABusyJobIsNeverPlannedByTheGuiOrSharePlan) {

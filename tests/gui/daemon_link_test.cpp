@@ -106,9 +106,8 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
     job.iteration_ns = 10'000'000;
     sharing->jobs.push_back(job);
   }
-  sharer::PlannerOptions options;
-  options.max_slowdown = 3;
-  sharing->plan = sharer::plan_consolidation(sharing->jobs, options);
+  sharing->options.max_slowdown = 3;
+  sharing->plan = sharer::plan_consolidation(sharing->jobs, sharing->options);
   window.sharing_panel()->set_state(sharing);
   ASSERT_TRUE(window.sharing_panel()->apply_button()->isEnabled())
       << window.sharing_panel()->apply_reason()->text().toStdString();
@@ -134,11 +133,14 @@ TEST(GuiDaemon, PanelShowsAgentsDevicesAndOpenWindowsOfARealDaemon) {
   EXPECT_FALSE(sharing_panel->confirmation());
   EXPECT_TRUE(sharing_panel->apply_reason()->text().contains("is not a GPU of"))
       << sharing_panel->apply_reason()->text().toStdString();
-  sharing_panel->set_state(sharing);
-  // Confirmed: the plan goes to the daemon, with the lane policy picked (share apply --policy).
-  sharing_panel->policy()->setFocus();
-  QTest::keyClick(sharing_panel->policy(), Qt::Key_Down);
+  // Confirmed: the plan goes to the daemon with the turn policy it was made for (share plan
+  // --policy srtf; share apply hands that policy over, never another).
+  auto srtf = std::make_shared<SharingState>(*sharing);
+  srtf->options.turn_order = sharer::TurnOrder::kSrtf;
+  srtf->plan = sharer::plan_consolidation(srtf->jobs, srtf->options);
+  sharing_panel->set_state(srtf);
   ASSERT_EQ(sharing_panel->turn_policy(), "srtf");
+  EXPECT_EQ(sharing_panel->policy()->currentText(), "srtf");  // the control shows the plan's
   QTest::mouseClick(sharing_panel->apply_button(), Qt::LeftButton);
   ASSERT_TRUE(sharing_panel->confirmation());
   EXPECT_TRUE(sharing_panel->confirmation()->text().contains("srtf policy"))

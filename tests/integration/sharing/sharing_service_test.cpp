@@ -74,7 +74,8 @@ class SharingDaemonTest : public ::testing::Test {
   }
   // A plan by `fleetscope share plan` for two 10 ms-per-iteration jobs (P 4 GiB, T 2 GiB) that
   // each leave their GPU 80 % idle: they share one lane of one GPU.
-  std::string make_plan() const {
+  // `extra`: more share plan flags (--policy P).
+  std::string make_plan(const std::vector<std::string>& extra = {}) const {
     json candidates = json::array();
     for (const char* workflow : {"wa", "wb"}) {
       candidates.push_back({{"job_id", std::string(workflow) + "-job"},
@@ -88,8 +89,10 @@ class SharingDaemonTest : public ::testing::Test {
     }
     const std::string candidates_path = daemon_.dir.file("candidates.json");
     std::ofstream(candidates_path) << candidates.dump();
-    auto planned = cli({"share", "plan", "--candidates", candidates_path, "--max-slowdown", "3",
-                        "--format", "json"});
+    std::vector<std::string> args{"share",          "plan", "--candidates", candidates_path,
+                                  "--max-slowdown", "3",    "--format",     "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto planned = cli(args);
     EXPECT_EQ(planned.exit_code, 0) << planned.output;
     const std::string plan_path = daemon_.dir.file("plan.json");
     std::ofstream(plan_path) << planned.output;
@@ -327,6 +330,25 @@ TEST_F(SharingDaemonTest, AppliedPlanPlacesRestartedJobsOfItsWorkflowsAndRecords
       cli({"run", "--share-if-planned", "--workflow", "wa", "--", LANE_MEMBER, "dlsym", "meminfo"});
   EXPECT_NE(after_off.output.find("sharing is off"), std::string::npos) << after_off.output;
   EXPECT_FALSE(share_status()["plans"][0]["active"]);
+}
+
+// A plan is applied with the turn policy it was made for (share plan --policy): share apply takes
+// it from the plan and refuses another, before anything reaches the daemon.
+TEST_F(SharingDaemonTest, APlanIsAppliedWithTheTurnPolicyItWasMadeFor) {
+  const std::string plan = make_plan({"--policy", "priority"});
+  EXPECT_EQ(json::parse(std::ifstream(plan))["turn_policy"], "priority");
+  auto refused = cli({"share", "apply", plan, "--policy", "fifo"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("was planned for turn policy priority"), std::string::npos)
+      << refused.output;
+  EXPECT_TRUE(share_status()["plans"].empty());
+  auto applied = cli({"share", "apply", plan, "--format", "json"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  auto status = share_status();
+  ASSERT_EQ(status["plans"].size(), 1u) << status.dump(2);
+  EXPECT_EQ(status["plans"][0]["policy"], "priority") << status.dump(2);
+  // The same policy named again is accepted.
+  EXPECT_EQ(cli({"share", "apply", plan, "--policy", "priority"}).exit_code, 0);
 }
 
 TEST_F(SharingDaemonTest, AnAppliedPlanAndAutomaticModeSurviveADaemonRestart) {

@@ -196,5 +196,37 @@ TEST_F(SharingRpc, APlanIsStoredInLanePlansAndBadPlansAreRefusedClearly) {
   EXPECT_THROW(api.set_automatic(true, 0.5), rpc::InvalidRequest);
 }
 
+// A plan made for a turn policy (share plan --policy) runs its lanes by that policy: a request
+// without one takes the plan's, a request naming another is refused before anything is stored.
+TEST_F(SharingRpc, APlanKeepsTheTurnPolicyItWasMadeFor) {
+  auto api = owner();
+  rpc::ApplyPlanRequest plan;
+  plan.plan_json =
+      R"({"turn_policy": "priority",
+    "gpus": [{"gpu": "gpu0", "lanes": [{"lane_id": 0, "capacity_bytes": 12884901888}]}],
+    "jobs": [{"job_id": "a", "workflow": "wa", "to_gpu": "gpu0", "lane_id": 0,
+              "persistent_bytes": 4294967296, "ephemeral_peak_bytes": 2147483648}]})";
+  plan.__set_policy("fifo");
+  try {
+    api.apply_plan(plan);
+    FAIL() << "a priority plan was applied with fifo turns";
+  } catch (const rpc::InvalidRequest& e) {
+    EXPECT_NE(e.message.find("was planned for turn policy priority"), std::string::npos)
+        << e.message;
+  }
+  EXPECT_EQ(count("lane_plans"), 0);
+  plan.__isset.policy = false;
+  api.apply_plan(plan);
+  auto status = api.share_status();
+  ASSERT_EQ(status.plans.size(), 1u);
+  EXPECT_EQ(status.plans[0].policy, "priority");
+  // A plan without turn_policy is a fifo plan.
+  rpc::ApplyPlanRequest fifo = plan;
+  fifo.plan_json.replace(fifo.plan_json.find(R"("turn_policy": "priority",)"),
+                         std::string(R"("turn_policy": "priority",)").size(), "");
+  fifo.__set_policy("srtf");
+  EXPECT_THROW(api.apply_plan(fifo), rpc::InvalidRequest);
+}
+
 }  // namespace
 }  // namespace fleetscope::daemon

@@ -78,7 +78,8 @@ class SharingHost {
   std::optional<sharer::LaneTicket> await(int64_t request_id, std::chrono::milliseconds timeout);
   bool release(pid_t pid);
   // Parses the plan (std::runtime_error naming `source` on bad JSON), stores it in lane_plans and
-  // makes it the active plan.
+  // makes it the active plan. `policy`: its lanes' turn policy; empty: the one the plan was made
+  // for (its turn_policy, fifo without one); another one is refused (std::invalid_argument).
   AppliedPlan apply_plan(const std::string& plan_json, const std::string& source, bool automatic,
                          double max_slowdown, const std::string& policy);
   void off();

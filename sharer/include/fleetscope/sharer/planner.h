@@ -13,6 +13,7 @@
 #include "fleetscope/sharer/interference.h"
 #include "fleetscope/sharer/job_profile.h"
 #include "fleetscope/sharer/memory_model.h"
+#include "fleetscope/sharer/turn_model.h"
 
 namespace fleetscope::sharer {
 
@@ -27,6 +28,10 @@ struct PlannerOptions {
   // p99_target_ms may then share a lane). false: the mean only, and every latency-sensitive job
   // keeps its own lane (the planner before issue 25; the cost benchmark's reference).
   bool tail_checks = true;
+  // The turn policy the plan's lanes will run (`share apply` hands it to the lanes' arbiter): it
+  // orders each shared lane's members, so it decides who waits how long (turn_model.h). fifo is
+  // the round robin the planner always assumed.
+  TurnOrder turn_order = TurnOrder::kFifo;
 };
 
 struct PlannedJob {
@@ -72,11 +77,12 @@ struct PlannedGpu {
 };
 
 struct ConsolidationPlan {
-  int64_t context_bytes = 0;            // the memory model's CUDA context per job
-  bool single_lane = false;             // planned with one lane per GPU
-  std::vector<PlannedGpu> gpus;         // GPUs that keep jobs
-  std::vector<std::string> gpus_freed;  // GPUs left without jobs
-  std::vector<PlannedJob> jobs;         // in input order
+  int64_t context_bytes = 0;                // the memory model's CUDA context per job
+  bool single_lane = false;                 // planned with one lane per GPU
+  TurnOrder turn_order = TurnOrder::kFifo;  // the lanes' turn policy its slowdowns assume
+  std::vector<PlannedGpu> gpus;             // GPUs that keep jobs
+  std::vector<std::string> gpus_freed;      // GPUs left without jobs
+  std::vector<PlannedJob> jobs;             // in input order
   int gpus_before = 0;
   int gpus_after = 0;
 };
@@ -85,7 +91,10 @@ ConsolidationPlan plan_consolidation(const std::vector<JobProfile>& jobs,
                                      const PlannerOptions& options = {});
 
 // Replays a plan in the simulator: every placed job on its planned GPU and lane, all starting
-// together, round robin inside lanes (what the planner's time-sharing model assumes), the same
+// together, taking turns inside lanes by the plan's turn policy (fifo: round robin, the
+// simulator's pack policy; srtf: SrtfPolicy, each job's remaining iterations its steps label
+// plus the horizon, a job without one after all; priority: PriorityPolicy with each job's
+// priority label), the same
 // interference model, run for `cycles` times the longest predicted iteration. Returns, per placed
 // job, the planner's predicted slowdown and the simulated one (time per iteration over the
 // iteration time alone). The horizon shrinks (to no less than two of the longest iterations) when
@@ -105,7 +114,12 @@ std::vector<ReplayedJob> replay_plan(const std::vector<JobProfile>& jobs,
                                      const ConsolidationPlan& plan, const PlannerOptions& options,
                                      double cycles = 400);
 
+// The plan as JSON; a plan for a turn policy other than fifo says which ("turn_policy"), so that
+// `share apply` hands its lanes the policy its slowdowns were predicted for (plan_turn_order).
 nlohmann::json plan_to_json(const ConsolidationPlan& plan);
+// The turn policy a plan document (plan_to_json's) was made for: its "turn_policy", fifo when it
+// has none. Throws std::runtime_error naming `source` for a value that is not a policy name.
+TurnOrder plan_turn_order(const nlohmann::json& plan, const std::string& source);
 // The plan as an aligned table; job and GPU names longer than their column are cut in the middle
 // unless `wide`.
 void write_plan_table(const ConsolidationPlan& plan, std::ostream& out, bool wide = false);
