@@ -116,6 +116,50 @@ TEST(BadInput, WrongArgTypes) {
   expect_rejected(dir, in, {"traceEvents[0]", "args.grid", "byte "});
 }
 
+// Values no profiler writes (a negative GPU index, grid or block dimension, byte count, an
+// occupancy outside 0-100 %, a negative device property) were imported as given: device -1
+// became a "GPU -1" with findings of its own, a grid of -5 blocks a few_blocks finding.
+TEST(BadInput, ImpossibleValuesAreRefusedAtTheirEvent) {
+  ScratchDir dir;
+  auto kernel = [](const std::string& args) {
+    return "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+           "\"tid\": 7, \"ts\": 1, \"dur\": 1, \"args\": {" +
+           args + "}}]}";
+  };
+  struct Case {
+    std::string file, json, field, expected;
+  };
+  const std::vector<Case> cases = {
+      {"device.json", kernel("\"device\": -1, \"stream\": 7"), "\"args.device\"",
+       "expected a GPU index (0 or more)"},
+      {"grid.json", kernel("\"device\": 0, \"stream\": 7, \"grid\": [-5, 1, 1]"), "\"args.grid\"",
+       "expected a dimension of 1 or more"},
+      {"block.json", kernel("\"device\": 0, \"stream\": 7, \"block\": [128, 0, 1]"),
+       "\"args.block\"", "expected a dimension of 1 or more"},
+      {"occupancy.json",
+       kernel("\"device\": 0, \"stream\": 7, \"est. achieved occupancy %\": 5000"),
+       "\"args.est. achieved occupancy %\"", "expected a percentage from 0 to 100"},
+      {"registers.json", kernel("\"device\": 0, \"stream\": 7, \"registers per thread\": -3"),
+       "\"args.registers per thread\"", "expected 0 or more"},
+      {"bytes.json",
+       "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD "
+       "(Pageable -> Device)\", \"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 1, \"args\": "
+       "{\"device\": 0, \"stream\": 7, \"bytes\": -1000000}}]}",
+       "\"args.bytes\"", "expected 0 or more"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string in = dir.write(c.file, c.json);
+    expect_rejected(dir, in, {"traceEvents[0]", c.field, c.expected, "byte "});
+  }
+  const std::string props =
+      dir.write("props.json",
+                "{\"deviceProperties\": [{\"id\": 0, \"name\": \"A100\", \"totalGlobalMem\": -1}], "
+                "\"traceEvents\": []}");
+  expect_rejected(dir, props,
+                  {"\"deviceProperties[].totalGlobalMem\"", "out of range (-1)", "0 or more"});
+}
+
 TEST(BadInput, TraceEventsNotAnArray) {
   ScratchDir dir;
   const std::string in = dir.write("shape.json", "{\"traceEvents\": {\"ph\": \"X\"}}");
