@@ -300,6 +300,33 @@ TEST(ImportCommand, BadInputExitsOneWithNoOutput) {
   EXPECT_EQ(read_bytes(keep), "old");
 }
 
+// OUT.db is a symbolic link to nowhere: it exists (the rename would replace the link), so it is
+// refused up front like any existing file. It was imported in full and then refused with
+// "appeared while this output was being written (another writer?)".
+TEST(ImportCommand, AnOutputThatIsADanglingLinkAlreadyExists) {
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]})");
+  const std::string link = dir.file("out.db");
+  fs::create_symlink(dir.file("nowhere.db"), link);
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({in, "-o", link}, out, err), 1);
+  EXPECT_EQ(err.str(), "error: " + link + ": already exists (use --force to replace it)\n");
+  EXPECT_THROW(import_files({in}, link), Error);
+  try {
+    import_files({in}, link);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), link + ": already exists (use --force to replace it)");
+  }
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_FALSE(fs::exists(dir.file("nowhere.db")));
+  // --force replaces the link itself, never the file it names.
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_import_command({in, "-o", link, "--force"}, out2, err2), 0) << err2.str();
+  EXPECT_FALSE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_FALSE(fs::exists(dir.file("nowhere.db")));
+}
+
 // Writing fails midway (here the file size limit, as a full disk would): the error names OUT.db
 // as typed, never its temporary name ("out.db.tmp-1234-567890: database or disk is full"), and
 // nothing is left behind. The import runs in a child process, which alone gets the limit.
