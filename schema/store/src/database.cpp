@@ -8,8 +8,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "fleetscope/common/file_errors.h"
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/input_files.h"
 #include "fleetscope/store/read_policy.h"
@@ -129,14 +132,28 @@ int read_schema_version(sqlite3* db, const std::string& path) {
     if (rc == SQLITE_CORRUPT) throw InputError(path, "", "corrupt SQLite database: " + message);
     throw InputError(path, "", "cannot read schema_version: " + message);
   }
-  int version = -1;
   rc = sqlite3_step(stmt);
-  if (rc == SQLITE_ROW) version = sqlite3_column_int(stmt, 0);
+  std::string stored;
+  if (rc == SQLITE_ROW) {
+    const unsigned char* value = sqlite3_column_text(stmt, 0);
+    // Bounded: the value is shown in the error below.
+    if (value)
+      stored.assign(reinterpret_cast<const char*>(value),
+                    std::min<size_t>(static_cast<size_t>(sqlite3_column_bytes(stmt, 0)), 64));
+  }
   std::string message = sqlite3_errmsg(db);
   sqlite3_finalize(stmt);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE)
     throw InputError(path, "table meta", "corrupt SQLite database: " + message);
-  if (version < 1) throw InputError(path, "table meta", "no schema_version row in 'meta'");
+  if (rc == SQLITE_DONE) throw InputError(path, "table meta", "no schema_version row in 'meta'");
+  // The whole text is the number: sqlite3_column_int read 'abc' as 0 ("no schema_version row")
+  // and '3.5' as 3 (a migration that failed half-way with SQLite's own message).
+  int version = 0;
+  auto [end, ec] = std::from_chars(stored.data(), stored.data() + stored.size(), version);
+  if (ec != std::errc() || end != stored.data() + stored.size() || version < 1)
+    throw InputError(path, "table meta",
+                     "schema_version is '" + text::terminal_safe(stored) +
+                         "', expected a whole number from 1 (a fleetscope trace database)");
   return version;
 }
 

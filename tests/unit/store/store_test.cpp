@@ -241,6 +241,30 @@ TEST(Store, RefusesNewerSchemaWithClearMessage) {
   }
 }
 
+// A schema_version that is not a whole number is named as it is: 'abc' was "no schema_version
+// row in 'meta'" (there is one), and '3.5' was read as 3 and migrated, failing with SQLite's
+// "duplicate column name: gridId".
+TEST(Store, ASchemaVersionThatIsNotANumberIsNamed) {
+  test_support::TempDir dir;
+  for (const std::string value : {"abc", "3.5", "-1", "", "99999999999999999999"}) {
+    SCOPED_TRACE("'" + value + "'");
+    std::string path = dir.file("t.db");
+    fs::remove(path);
+    {
+      Database db = Database::create(path);
+      db.exec("UPDATE meta SET value = '" + value + "' WHERE key = 'schema_version'");
+    }
+    try {
+      Reader reader(path);
+      ADD_FAILURE() << "schema_version accepted";
+    } catch (const InputError& e) {
+      std::string m = e.what();
+      EXPECT_EQ(m, path + ": table meta: schema_version is '" + value +
+                       "', expected a whole number from 1 (a fleetscope trace database)");
+    }
+  }
+}
+
 TEST(Store, MigratesVersionOneFileOnOpen) {
   test_support::TempDir dir;
   std::string path = dir.file("v1.db");
