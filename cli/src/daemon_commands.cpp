@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include <thrift/transport/TTransport.h>
 #include <thrift/transport/TTransportException.h>
@@ -301,10 +302,10 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
       "tree of PID, "
       "or of the workflow, records one window; the daemon stores it in the host database and "
       "analyzes it.");
-  parser.option("--pid", "PID", "process (its children are traced too)", &pid)
+  parser.option("--pid", "PID", "process (its children are traced too)", &pid, 1)
       .option("--workflow", "NAME", "workflow (job) name, as `fleetscope jobs` shows it", &workflow)
-      .option("--duration-ms", "N", "window length in milliseconds", &duration_ms)
-      .option("--iterations", "N", "window length in training iterations", &iterations)
+      .option("--duration-ms", "N", "window length in milliseconds", &duration_ms, 1)
+      .option("--iterations", "N", "window length in training iterations", &iterations, 1)
       .flag("--no-wait", "print the capture id and return without waiting for the window", &no_wait)
       .option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
       .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
@@ -322,10 +323,15 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
     err << "error: give exactly one of --duration-ms and --iterations (a positive number)\n";
     return 2;
   }
-  if (duration_ms > INT32_MAX || iterations > INT32_MAX || pid > INT32_MAX) {
-    err << "error: value out of range\n";
-    return 2;
-  }
+  // The request carries them as i32: each is named with its bound (it said "value out of range").
+  for (const auto& [name, value_name, value] :
+       {std::tuple{"--pid", "PID", pid}, std::tuple{"--duration-ms", "N", duration_ms},
+        std::tuple{"--iterations", "N", iterations}})
+    if (value > INT32_MAX) {
+      err << "error: option '" << name << "' expects " << value_name << " <= " << INT32_MAX
+          << ", got " << value << "\n";
+      return 2;
+    }
   return with_daemon(socket, tls, err, [&](Connection& daemon) {
     rpc::TraceStarted started;
     if (pid > 0) {

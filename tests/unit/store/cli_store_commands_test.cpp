@@ -57,6 +57,30 @@ TEST(Cli, VersionHelpAndUsageErrors) {
   }
 }
 
+// `trace` numbers out of range name the option and its bound (before the daemon is asked):
+// `--duration-ms 99999999999` said "value out of range", `--pid -5` "give exactly one of --pid
+// and --workflow" (one was given).
+TEST(Cli, TraceNumbersOutOfRangeNameTheirOption) {
+  CliRun r = run({"trace", "--pid", "42", "--duration-ms", "99999999999"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--duration-ms' expects N <= 2147483647, got 99999999999"),
+            std::string::npos)
+      << r.err;
+  r = run({"trace", "--pid", "-5", "--duration-ms", "100"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--pid' expects PID >= 1, got -5"), std::string::npos)
+      << r.err;
+  r = run({"trace", "--workflow", "w", "--iterations", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--iterations' expects N >= 1, got 0"), std::string::npos)
+      << r.err;
+  r = run({"trace", "--pid", "4294967296", "--iterations", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--pid' expects PID <= 2147483647, got 4294967296"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Cli, InfoTableAndJson) {
   test_support::TempDir dir;
   std::string db = make_db(dir);
