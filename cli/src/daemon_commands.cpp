@@ -144,7 +144,14 @@ int64_t parse_age(const std::string& text) {
                                                : -1;
   if (seconds < 0)
     throw std::invalid_argument("'" + text + "' has an unknown unit (use s, m, h or d)");
-  return static_cast<int64_t>(value * seconds * 1e9);
+  // Bounded before the cast: 'inf', 'nan' and '99999999999999d' were cast to int64 (undefined;
+  // every window was listed). 100 years covers any capture (and `now - age` cannot overflow).
+  constexpr double max_days = 36500;
+  const double ns = value * seconds * 1e9;
+  if (!(ns <= max_days * 86400 * 1e9))
+    throw std::invalid_argument("'" + text +
+                                "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
+  return static_cast<int64_t>(ns);
 }
 
 int run_status_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
