@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -606,6 +607,29 @@ void AtomicOutput::remove_temporaries_on_signal() {
   }
 }
 
+namespace {
+
+// The pid of another process with `path` open as a SQLite database, if one is seen: a WAL
+// connection (fleetscoped's host database) holds a read lock on the file's SHARED range for as
+// long as it is open, and any connection holds one while it reads (the locking protocol of the
+// SQLite file format: https://www.sqlite.org/lockingv3.html, PENDING_BYTE 0x40000000 then
+// RESERVED_BYTE and the 510-byte SHARED range in os_unix.c). F_GETLK only asks; it takes no lock.
+std::optional<pid_t> database_open_elsewhere(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;  // absent, a link (the rename replaces the link), unreadable
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = 0x40000000;
+  lock.l_len = 512;
+  const bool asked = ::fcntl(fd, F_GETLK, &lock) == 0;
+  ::close(fd);
+  if (!asked || lock.l_type == F_UNLCK) return std::nullopt;
+  return lock.l_pid;
+}
+
+}  // namespace
+
 AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
     : final_path_(std::move(final_path)), replace_(replace) {
   // Checked here, so that no error names the temporary file below.
@@ -616,6 +640,13 @@ AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
         final_path_, (*input == final_path_ ? "it is the input this command reads"
                                             : "it is the input " + *input + " (the same file)") +
                          "; expected another file for the output (the input would be lost)"));
+  // Replaced, a database another process writes (fleetscoped) loses all that process writes
+  // after: it goes on writing into the unlinked file, its -wal and -shm left beside the new one.
+  if (auto holder = replace_ == Replace::yes ? database_open_elsewhere(final_path_) : std::nullopt)
+    throw Error(common::cannot_write(
+        final_path_, "it is a database open in another process (pid " + std::to_string(*holder) +
+                         ", e.g. fleetscoped); replacing it would lose what that process "
+                         "writes: expected another file for the output, or that process ended"));
   std::random_device rd;
   temp_path_ =
       final_path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);
