@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -90,6 +91,27 @@ TEST(UntrustedInput, HugeFieldIsNotEchoedWhole) {
   EXPECT_EQ(outcome.code, 1);
   EXPECT_LT(outcome.err.size(), 1000u);
   EXPECT_TRUE(contains(outcome.err, "(10485760 characters)")) << outcome.err.substr(0, 300);
+}
+
+// A missing profiles file (the default one next to the trace, or --profiles) is named with the
+// reason and what was expected: "sim: salus_workloads.csv: cannot open" said neither.
+TEST(UntrustedInput, MissingProfilesFileSaysWhyAndWhatIsExpected) {
+  const auto jobs = scratch_file("jobs.csv", std::string(kHeader) + "0,1,0,10,vgg19,10,1\n");
+  const std::string beside =
+      (std::filesystem::path(jobs).parent_path() / "salus_workloads.csv").string();
+  std::filesystem::remove(beside);
+  auto outcome = sim({"--jobs", jobs, "--gpus", "1", "--policy", "fifo"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, "cannot read " + beside +
+                                        ": no such file; expected Salus workload profiles "
+                                        "(--profiles FILE; default: salus_workloads.csv next "
+                                        "to the job trace)"))
+      << outcome.err;
+  const std::string missing = beside + ".missing";
+  outcome = sim({"--jobs", jobs, "--profiles", missing, "--gpus", "1", "--policy", "fifo"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, "cannot read " + missing + ": no such file; expected"))
+      << outcome.err;
 }
 
 TEST(UntrustedInput, EmptyProfilesFileIsBlamedOnTheProfilesFile) {
