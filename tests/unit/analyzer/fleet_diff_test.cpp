@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "db_fixture.h"
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/diff.h"
@@ -94,6 +96,20 @@ TEST(Fleet, SameJobAcrossDatabasesIsMerged) {
   ASSERT_EQ(ranking.size(), 1u);
   EXPECT_EQ(ranking[0].captures, 2);
   EXPECT_EQ(ranking[0].idle_ns, us(1800));
+}
+
+// One file named twice (the same path, a link to it) is one host's database: counted once.
+// `fleet a.db a.db` doubled the job's GPU-hours and waste while saying "1 capture".
+TEST(Fleet, AFileGivenTwiceIsCountedOnce) {
+  testing::TempDir dir;
+  write_gappy_job(dir.file("a.db"), "bert-eval");
+  std::filesystem::create_symlink(dir.file("a.db"), dir.file("link.db"));
+  auto ranking = rank_workflows({dir.file("a.db"), dir.file("a.db"), dir.file("link.db")});
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_EQ(ranking[0].captures, 1);
+  EXPECT_EQ(ranking[0].idle_ns, us(900));
+  EXPECT_EQ(ranking[0].span_ns, us(1100));
+  EXPECT_EQ(ranking[0].devices, 1);
 }
 
 TEST(Diff, ReportsMetricDeltasAndKernelChanges) {
