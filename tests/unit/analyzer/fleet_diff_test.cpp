@@ -7,6 +7,7 @@
 #include "fleetscope/analyzer/diff.h"
 #include "fleetscope/analyzer/fleet.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/analyzer/session.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
 #include "shared_case.h"
@@ -110,6 +111,25 @@ TEST(Fleet, AFileGivenTwiceIsCountedOnce) {
   EXPECT_EQ(ranking[0].idle_ns, us(900));
   EXPECT_EQ(ranking[0].span_ns, us(1100));
   EXPECT_EQ(ranking[0].devices, 1);
+}
+
+// The analysis session (the GUI's fleet, `share plan DB...`) opens one file once: the GUI's fleet
+// of "all.db alias.db" (a link) doubled every job, and `share plan a.db a.db` listed each job
+// twice as a candidate to place beside itself.
+TEST(Fleet, TheSessionOpensAFileNamedTwiceOnce) {
+  testing::TempDir dir;
+  write_gappy_job(dir.file("a.db"), "bert-eval");
+  std::filesystem::create_symlink(dir.file("a.db"), dir.file("link.db"));
+  AnalysisSession session;
+  const SessionSource& first = session.open(dir.file("a.db"));
+  EXPECT_EQ(&session.open(dir.file("a.db")), &first);
+  EXPECT_EQ(&session.open(dir.file("link.db")), &first);
+  EXPECT_EQ(session.sources().size(), 1u);
+  EXPECT_EQ(session.captures().size(), 1u);
+  const auto ranking = session.fleet();
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_EQ(ranking[0].idle_ns, us(900));
+  EXPECT_EQ(ranking[0].captures, 1);
 }
 
 TEST(Diff, ReportsMetricDeltasAndKernelChanges) {
