@@ -1,5 +1,6 @@
 #include "fleetscope/analyzer/commands.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <iomanip>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -732,6 +734,23 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
     err << "error: --format must be table, json or csv\n";
     return 2;
   }
+  // One file named twice (the same path again, a link to it) is one database, ranked once:
+  // `fleet all.db all.db` doubled each job's GPU-hours and waste while its captures said 1.
+  // Copies are other files and count (the analysis session opens a file once alike).
+  {
+    std::set<std::pair<dev_t, ino_t>> seen;
+    std::vector<std::string> distinct;
+    for (const std::string& path : positionals) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && !seen.insert({st.st_dev, st.st_ino}).second) {
+        err << "fleet: " << path << ": the same file as an earlier input; counted once\n";
+        continue;
+      }
+      distinct.push_back(path);  // unreadable ones too: opening names the problem
+    }
+    positionals = std::move(distinct);
+  }
+
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     common::ProgressLine line(err, "fleet", isatty(STDERR_FILENO) == 1);

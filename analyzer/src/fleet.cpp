@@ -1,7 +1,5 @@
 #include "fleetscope/analyzer/fleet.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -151,19 +149,9 @@ DatabaseShare rank_database(const store::Reader& reader, const std::string& path
 
 }  // namespace
 
-std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& paths,
+std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
                                           const FleetProgress& progress,
                                           const common::CaptureChoice& captures) {
-  // One file named twice (the same path again, a link to it) is one database: `fleet a.db a.db`
-  // doubled the job's GPU-hours and waste while its captures (a set) said 1. Copies are other
-  // files and count (a host's database copied aside is the caller's to leave out).
-  std::vector<std::string> database_paths;
-  std::set<std::pair<dev_t, ino_t>> seen;
-  for (const std::string& path : paths) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && !seen.insert({st.st_dev, st.st_ino}).second) continue;
-    database_paths.push_back(path);  // unreadable ones too: open_input names the problem
-  }
   return rank_sources(
       database_paths,
       [&](size_t d) {

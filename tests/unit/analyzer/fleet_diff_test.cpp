@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "db_fixture.h"
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/commands.h"
 #include "fleetscope/analyzer/diff.h"
 #include "fleetscope/analyzer/fleet.h"
 #include "fleetscope/analyzer/loader.h"
@@ -105,12 +108,22 @@ TEST(Fleet, AFileGivenTwiceIsCountedOnce) {
   testing::TempDir dir;
   write_gappy_job(dir.file("a.db"), "bert-eval");
   std::filesystem::create_symlink(dir.file("a.db"), dir.file("link.db"));
-  auto ranking = rank_workflows({dir.file("a.db"), dir.file("a.db"), dir.file("link.db")});
+  std::ostringstream out, err;
+  ASSERT_EQ(
+      run_fleet_command(
+          {dir.file("a.db"), dir.file("a.db"), dir.file("link.db"), "--format", "json"}, out, err),
+      0)
+      << err.str();
+  const auto ranking = nlohmann::json::parse(out.str());
   ASSERT_EQ(ranking.size(), 1u);
-  EXPECT_EQ(ranking[0].captures, 1);
-  EXPECT_EQ(ranking[0].idle_ns, us(900));
-  EXPECT_EQ(ranking[0].span_ns, us(1100));
-  EXPECT_EQ(ranking[0].devices, 1);
+  EXPECT_EQ(ranking[0].at("captures"), 1);
+  EXPECT_EQ(ranking[0].at("idle_ns"), us(900));
+  EXPECT_EQ(ranking[0].at("span_ns"), us(1100));
+  EXPECT_EQ(ranking[0].at("devices"), 1);
+  EXPECT_NE(err.str().find("fleet: " + dir.file("link.db") +
+                           ": the same file as an earlier input; counted once"),
+            std::string::npos)
+      << err.str();
 }
 
 // The analysis session (the GUI's fleet, `share plan DB...`) opens one file once: the GUI's fleet

@@ -51,8 +51,8 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
 
 // Jobs with the same name across databases are merged. Sorted by wasted time, largest first.
 // Each path is anything importers/open_input.h opens (a fleetscope database, a Kineto trace, an
-// nsys SQLite export); one file named twice (again, or through a link) counts once; `captures`:
-// every capture, or the one with that id in each input (an input without it contributes nothing).
+// nsys SQLite export); `captures`: every capture, or the one with that id in each input (an
+// input without it contributes nothing).
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
                                           const FleetProgress& progress = {},
                                           const common::CaptureChoice& captures = {});
