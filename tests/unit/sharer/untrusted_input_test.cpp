@@ -79,6 +79,19 @@ TEST(UntrustedInput, ImpossibleFlagsAreUsageErrors) {
   EXPECT_TRUE(contains(huge.err, "--gpus")) << huge.err;
 }
 
+// An option given twice with different values is a usage error (common/args.h says the same):
+// `sim --gpus 8 --gpus 2` simulated 2 GPUs without a word.
+TEST(UntrustedInput, AnOptionGivenTwiceDifferentlyIsAUsageError) {
+  const auto outcome = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "8", "--gpus",
+                            "2", "--policy", "fifo"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(contains(outcome.err, "--gpus given twice ('8', then '2'): give it once"))
+      << outcome.err;
+  const auto same = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "8", "--gpus", "8",
+                         "--policy", "fifo"});
+  EXPECT_EQ(same.code, 0) << same.err;
+}
+
 TEST(UntrustedInput, HeaderOnlyTraceIsAnError) {
   const auto outcome = sim_rows("");
   EXPECT_EQ(outcome.code, 1);
