@@ -148,7 +148,15 @@ void Parser::span(const RawEvent& ev, int64_t& start, int64_t& end) const {
   if (!ev.dur_ns) missing(ev, "dur");
   if (__builtin_add_overflow(base_ns_, *ev.ts_ns, &start))
     wrong(ev, "ts", "a time that fits in int64 nanoseconds after baseTimeNanoseconds");
-  if (__builtin_add_overflow(start, std::max<int64_t>(0, *ev.dur_ns), &end))
+  // A complete event that ends before it starts is refused, not clamped to 0 (which hid the bad
+  // timestamps): Perfetto's trace processor drops such a slice as an import error
+  // (SliceTracker::Scoped, stat slice_negative_duration: "usually indicates incorrect timestamps
+  // in the trace data"), and every row needs end >= start.
+  if (*ev.dur_ns < 0)
+    tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                             std::string(ev.cat) + "\"): field \"dur\" is negative (" +
+                             std::to_string(*ev.dur_ns) + " ns), expected a duration >= 0");
+  if (__builtin_add_overflow(start, *ev.dur_ns, &end))
     wrong(ev, "dur", "a duration whose end fits in int64 nanoseconds");
 }
 

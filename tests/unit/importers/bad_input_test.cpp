@@ -106,6 +106,23 @@ TEST(BadInput, WrongFieldTypes) {
   expect_rejected(dir, in, {"traceEvents[1]", "\"ts\"", "a string", "line 3"});
 }
 
+// A complete event that ends before it starts (dur < 0) is refused with its position, not
+// clamped to a zero-length event (Perfetto drops such slices as an import error too).
+TEST(BadInput, NegativeDuration) {
+  ScratchDir dir;
+  const std::string in = dir.write("negdur.json",
+                                   "{\"traceEvents\": [\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", "
+                                   "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1},\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+                                   "\"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": -2.5, "
+                                   "\"args\": {\"device\": 0, \"stream\": 7}}\n"
+                                   "]}");
+  expect_rejected(dir, in,
+                  {"traceEvents[1] (cat \"kernel\")", "field \"dur\" is negative (-2500 ns)",
+                   "expected a duration >= 0", "line 3"});
+}
+
 TEST(BadInput, WrongArgTypes) {
   ScratchDir dir;
   const std::string in = dir.write(
