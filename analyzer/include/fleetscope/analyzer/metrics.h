@@ -45,7 +45,9 @@ struct HtaStepFilter {
   // sources (nvtx, api: recorded when they end) always count.
   bool counts_step(const store::Iteration& step) const;
 };
-// The capture's steps (HtaStepFilter::counts_step), in the order of data.iterations.
+// The capture's steps, in the order of data.iterations: HtaStepFilter::counts_step applied to
+// each process's iterations (HTA reads one rank, one process, per trace), so each process's own
+// last ProfilerStep is left out.
 std::vector<const store::Iteration*> counted_steps(const CaptureData& data);
 
 // ---- HTA get_temporal_breakdown -------------------------------------------------------------
