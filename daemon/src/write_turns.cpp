@@ -53,11 +53,11 @@ int WriteTurns::on_bulk_commit(void* self, sqlite3*, const char*, int pages) {
   ++turns.counts_.bulk_commits;
   turns.request_checkpoint(pages);
   turns.changed_.notify_all();  // the short writers waiting for this commit try again
-  if (turns.waiting_ > 0 && !turns.stopping_) {
+  if (turns.short_writer_waiting() && !turns.stopping_) {
     ++turns.counts_.yields;
     // The write lock is free now: the next bulk transaction begins once they have committed.
     turns.changed_.wait_for(lock, kMaxYield,
-                            [&] { return turns.waiting_ == 0 || turns.stopping_; });
+                            [&] { return !turns.short_writer_waiting() || turns.stopping_; });
   }
   return SQLITE_OK;
 }
@@ -72,6 +72,7 @@ int WriteTurns::on_short_busy(void* opaque, int tries) {
     turns.done_waiting(writer);
     return 0;  // SQLITE_BUSY for the caller, as the busy timeout did
   }
+  turns.last_busy_ = now;
   if (!writer.waiting_) {
     writer.waiting_ = true;
     ++turns.waiting_;
@@ -96,6 +97,15 @@ void WriteTurns::on_short_rollback(void* opaque) {
   auto& writer = *static_cast<ShortWriter*>(opaque);
   std::lock_guard lock(writer.turns_.mutex_);
   writer.turns_.done_waiting(writer);
+}
+
+WriteTurns::ShortWriter::~ShortWriter() {
+  std::lock_guard lock(turns_.mutex_);
+  turns_.done_waiting(*this);
+}
+
+bool WriteTurns::short_writer_waiting() const {
+  return waiting_ > 0 && std::chrono::steady_clock::now() - last_busy_ < kWaiterGone;
 }
 
 void WriteTurns::done_waiting(ShortWriter& writer) {

@@ -50,6 +50,10 @@ class WriteTurns {
   static constexpr auto kMaxYield = std::chrono::milliseconds(50);
   static constexpr auto kShortWriterTimeout = std::chrono::milliseconds(5000);  // as before
   static constexpr int kCheckpointPages = 1000;  // SQLite's default autocheckpoint
+  // A waiting short writer's busy handler runs at least every 10 ms. A registration not renewed
+  // for this long is over although no commit or rollback said so: the operation that waited was
+  // not a transaction (retention's TRUNCATE checkpoint) or its connection is gone.
+  static constexpr auto kWaiterGone = std::chrono::milliseconds(30);
 
   // For tests and the benchmark: commits the bulk writer made, and how often it waited for a
   // short writer.
@@ -65,6 +69,7 @@ class WriteTurns {
   static int on_short_commit(void* writer, sqlite3* db, const char* schema, int pages);
   static void on_short_rollback(void* writer);
   void done_waiting(ShortWriter& writer);  // mutex_ held
+  bool short_writer_waiting() const;       // mutex_ held
   void request_checkpoint(int pages);      // mutex_ held
   void checkpointer_loop();
 
@@ -72,6 +77,7 @@ class WriteTurns {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   int waiting_ = 0;  // short writers that found the lock taken and have not committed since
+  std::chrono::steady_clock::time_point last_busy_;  // the latest call of a busy handler
   Counts counts_;
   bool checkpoint_wanted_ = false, stopping_ = false;
   std::thread checkpointer_;
@@ -80,6 +86,9 @@ class WriteTurns {
 class WriteTurns::ShortWriter {
  public:
   explicit ShortWriter(WriteTurns& turns) : turns_(turns) {}
+  ~ShortWriter();  // no longer counted as waiting
+  ShortWriter(const ShortWriter&) = delete;
+  ShortWriter& operator=(const ShortWriter&) = delete;
 
  private:
   friend class WriteTurns;
