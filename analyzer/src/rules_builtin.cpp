@@ -956,6 +956,7 @@ class TensorCoresUnused : public Rule {
     std::vector<store::Finding> out;
     for (const auto& [device, indexes] : data.events_by_device) {
       SortedUnion kernels, plain;  // united as read: `indexes` are in start order
+      std::vector<uint32_t> plain_events;
       std::unordered_map<int64_t, Offender> by_name;
       // A trace has a few hundred kernel names and millions of kernels: classify each name once.
       std::unordered_map<int64_t, bool> plain_gemm_name;
@@ -969,6 +970,7 @@ class TensorCoresUnused : public Rule {
         }
         if (!it->second) continue;
         plain.add({g.start[i], g.end[i]});
+        plain_events.push_back(i);
         Offender& o = by_name[g.name_id[i]];
         o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
       }
@@ -987,6 +989,7 @@ class TensorCoresUnused : public Rule {
                        {"non_tc_share", share},
                        {"top_offenders", offenders_json(data, by_name, 10)}};
       if (cc) evidence["compute_capability"] = cc->text();
+      add_offending_gpu_events(evidence, data, std::move(plain_events));
       std::string how;
       if (!cc)
         how =
@@ -1045,6 +1048,7 @@ class FusionCandidates : public Rule {
       int64_t runs = 0, kernels = 0, gap_ns = 0;
       IntervalSet windows;
       std::unordered_map<int64_t, Offender> by_name;
+      std::vector<uint32_t> longest_run;  // the kernels of the run with the longest window
     };
     std::map<int32_t, PerDevice> devices;
     for (const auto& [key, indexes] : data.events_by_stream) {
@@ -1057,6 +1061,10 @@ class FusionCandidates : public Rule {
           for (size_t k = 1; k < run.size(); ++k)
             d.gap_ns += std::max<int64_t>(0, g.start[run[k]] - g.end[run[k - 1]]);
           d.windows.push_back({g.start[run.front()], g.end[run.back()]});
+          const auto length = [&](const std::vector<uint32_t>& r) {
+            return g.end[r.back()] - g.start[r.front()];
+          };
+          if (d.longest_run.empty() || length(run) > length(d.longest_run)) d.longest_run = run;
           for (uint32_t i : run) {
             Offender& o = d.by_name[g.name_id[i]];
             o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
@@ -1109,6 +1117,10 @@ class FusionCandidates : public Rule {
                        {"top_offenders", offenders_json(data, d.by_name, 10)},
                        {"frequent_sequences", sequence_evidence},
                        {"frequent_sequences_saving_ns", sequence_saving_ns}};
+      // The worst instance is the longest run: its kernels, and the run as the focus.
+      const Interval worst{g.start[d.longest_run.front()], g.end[d.longest_run.back()]};
+      add_offending_gpu_events(evidence, data, std::move(d.longest_run));
+      add_focus(evidence, worst);
       std::string sequence_text;
       if (!sequence_evidence.empty())
         sequence_text = " The most expensive repeated sequence runs " +
@@ -1177,6 +1189,14 @@ class ExposedTransfers : public Rule {
                        {"exposed_share", share},
                        {"longest_exposed", windows_json(longest(exposed, 10), 10)},
                        {"top_offenders", offenders_json(data, by_name, 10)}};
+      // The copies that run (in part) while no kernel does; the focus is the longest such stretch.
+      std::vector<uint32_t> exposed_copies;
+      for (uint32_t i : indexes)
+        if (g.kind[i] == GpuEventKind::memcpy &&
+            covered_length(exposed, {g.start[i], g.end[i]}) > 0)
+          exposed_copies.push_back(i);
+      add_offending_gpu_events(evidence, data, std::move(exposed_copies));
+      if (!exposed.empty()) add_focus(evidence, longest(exposed, 1).front());
       std::string advice =
           ms(exposed_ns) + " of memory copies on GPU " + std::to_string(device) + " (" +
           percent(share) +
