@@ -99,16 +99,28 @@ def added_columns():
     return steps
 
 
+def migration_sql(path):
+    """The text of a hand-written migration file, with each `.read FILE` line (the sqlite3 shell's
+    include, FILE relative to migrations/) replaced by that file's text: a repair that two steps
+    run (split_process_rows.sql) is written once."""
+    lines = []
+    for line in path.read_text().splitlines(keepends=True):
+        m = re.fullmatch(r"\.read\s+(\S+)\s*", line)
+        lines.append(migration_sql(HERE / "migrations" / m.group(1)) if m else line)
+    return "".join(lines)
+
+
 def migrations():
     """One SQL text per step from version v to v + 1, v = 1 .. SCHEMA_VERSION - 1: the hand-written
-    migrations/v{v}_to_v{v+1}.sql (structural changes) followed by the generated ALTER TABLEs."""
+    migrations/v{v}_to_v{v+1}.sql (structural changes and repairs) followed by the generated ALTER
+    TABLEs."""
     added = added_columns()
     steps = []
     for v in range(1, T.SCHEMA_VERSION):
         text = ""
         path = HERE / "migrations" / f"v{v}_to_v{v + 1}.sql"
         if path.exists():
-            text += path.read_text()
+            text += migration_sql(path)
         if added.get(v + 1):
             text += f"-- v{v} -> v{v + 1}: columns added in tables.py (since={v + 1})\n"
             text += "\n".join(added[v + 1]) + "\n"

@@ -44,7 +44,7 @@
 #            tid). False: not exported (the doc or a comment says why).
 #   labels   the ENUM_* table whose label the arg shows instead of the number
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class C:

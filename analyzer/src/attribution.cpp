@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "fleetscope/analyzer/metrics.h"
+
 namespace fleetscope::analyzer {
 
 int64_t workflow_of_process(const CaptureData& data, int64_t global_pid) {
@@ -46,12 +48,12 @@ WorkflowInfo workflow_info(const CaptureData& data, int64_t workflow_id) {
 std::map<std::string, std::vector<int64_t>> step_durations_by_workflow(const CaptureData& data) {
   std::map<int64_t, std::string> names;  // workflow id -> name
   std::map<std::string, std::vector<int64_t>> out;
-  for (const store::Iteration& it : data.iterations) {
-    const int64_t workflow = workflow_of_process(data, it.globalPid.value_or(-1));
+  for (const store::Iteration* it : counted_steps(data)) {
+    const int64_t workflow = workflow_of_process(data, it->globalPid.value_or(-1));
     auto name = names.find(workflow);
     if (name == names.end())
       name = names.emplace(workflow, workflow_info(data, workflow).name).first;
-    out[name->second].push_back(it.end - it.start);
+    out[name->second].push_back(it->end - it->start);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "fleetscope/analyzer/commands.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <iomanip>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -642,7 +644,8 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
 }
 
 void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::string& format,
-                         std::ostream& out, const std::string& name_column) {
+                         std::ostream& out, const std::string& name_column,
+                         const std::vector<CaptureWithoutGpu>& without_gpu) {
   if (format == "json") {
     json list = json::array();
     for (const auto& w : ranking)
@@ -650,6 +653,7 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
                       {"user", w.user},
                       {"captures", w.captures},
                       {"devices", w.devices},
+                      {"gpu_activity", true},
                       {"gpu_hours", w.gpu_hours()},
                       {"wasted_gpu_hours", w.wasted_gpu_hours()},
                       {"utilization", w.utilization()},
@@ -662,24 +666,48 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
                       {"step_p90_ns", w.steps.p90_ns},
                       {"step_p99_ns", w.steps.p99_ns},
                       {"step_jitter", w.steps.jitter}});
+    // Not ranked: no GPU time held, so no utilization and no step tail to rank by; the capture
+    // is named by its input and id.
+    for (const auto& c : without_gpu)
+      list.push_back({{name_column, c.workflow},
+                      {"user", c.user},
+                      {"captures", 1},
+                      {"devices", 0},
+                      {"gpu_activity", false},
+                      {"gpu_hours", 0.0},
+                      {"wasted_gpu_hours", 0.0},
+                      {"utilization", nullptr},
+                      {"idle_ns", 0},
+                      {"span_ns", 0},
+                      {"findings_impact_ns", 0},
+                      {"top_rule", ""},
+                      {"source", c.source},
+                      {"capture", c.capture}});
     out << list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "csv") {
     // The step columns come before the findings so that top_rule stays the last column.
     out << name_column
-        << ",user,captures,devices,gpu_hours,wasted_gpu_hours,utilization,steps,"
+        << ",user,captures,devices,gpu_activity,gpu_hours,wasted_gpu_hours,utilization,steps,"
            "step_p50_ns,step_p90_ns,step_p99_ns,step_jitter,findings_impact_ns,top_rule\n";
     for (const auto& w : ranking)
       out << common::csv_field(w.workflow) << "," << common::csv_field(w.user) << "," << w.captures
-          << "," << w.devices << "," << w.gpu_hours() << "," << w.wasted_gpu_hours() << ","
+          << "," << w.devices << ",true," << w.gpu_hours() << "," << w.wasted_gpu_hours() << ","
           << w.utilization() << "," << w.steps.count << "," << w.steps.median_ns << ","
           << w.steps.p90_ns << "," << w.steps.p99_ns << "," << w.steps.jitter << ","
           << w.findings_impact_ns << "," << common::csv_field(w.top_rule) << "\n";
+    // Not ranked (gpu_activity false): utilization and the step columns are empty.
+    for (const auto& c : without_gpu)
+      out << common::csv_field(c.workflow) << "," << common::csv_field(c.user)
+          << ",1,0,false,0,0,,,,,,,0,\n";
   } else {
     int name_width = 32;
     // Workflow names and stored rule ids come from the files: escaped for the terminal.
     for (const auto& w : ranking)
       name_width =
           std::max(name_width, static_cast<int>(text::terminal_safe(w.workflow).size()) + 2);
+    for (const auto& c : without_gpu)
+      name_width =
+          std::max(name_width, static_cast<int>(text::terminal_safe(c.workflow).size()) + 2);
     std::string title = name_column;
     for (char& c : title) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     out << std::left << std::setw(name_width) << title << std::setw(14) << "WASTED GPU-H"
@@ -698,6 +726,12 @@ void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::s
           << wasted.str() << std::setw(12) << held.str() << std::setw(8) << pct(w.utilization())
           << std::setw(10) << w.captures << std::setw(24) << tail
           << (w.top_rule.empty() ? "-" : text::terminal_safe(w.top_rule)) << "\n";
+    }
+    if (!without_gpu.empty()) {
+      out << "\nNO GPU ACTIVITY (not ranked: 0 GPU-hours)\n";
+      for (const auto& c : without_gpu)
+        out << std::left << std::setw(name_width) << text::terminal_safe(c.workflow)
+            << text::terminal_safe(c.source) << " capture " << c.capture << "\n";
     }
   }
 }
@@ -732,24 +766,47 @@ int run_fleet_command(const std::vector<std::string>& args, std::ostream& out, s
     err << "error: --format must be table, json or csv\n";
     return 2;
   }
+  // One file named twice (the same path again, a link to it) is one database, ranked once:
+  // `fleet all.db all.db` doubled each job's GPU-hours and waste while its captures said 1.
+  // Copies are other files and count (the analysis session opens a file once alike).
+  {
+    std::set<std::pair<dev_t, ino_t>> seen;
+    std::vector<std::string> distinct;
+    for (const std::string& path : positionals) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && !seen.insert({st.st_dev, st.st_ino}).second) {
+        err << "fleet: " << path << ": the same file as an earlier input; counted once\n";
+        continue;
+      }
+      distinct.push_back(path);  // unreadable ones too: opening names the problem
+    }
+    positionals = std::move(distinct);
+  }
+
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     common::ProgressLine line(err, "fleet", isatty(STDERR_FILENO) == 1);
+    std::vector<CaptureWithoutGpu> without_gpu;
     auto ranking = rank_workflows(
         positionals,
         [&](const std::string&, size_t i, size_t n) {
           line.update(static_cast<int64_t>(i + 1), static_cast<int64_t>(n), "databases", 0, true);
         },
-        choice);
+        choice, &without_gpu);
     line.finish();
-    // A job is ranked by its GPU work: inputs without any (CPU-only ranks, a trace of another
-    // part of the job) leave nothing to rank, which is said rather than shown as an empty table.
+    // A job is ranked by its GPU work: captures without any (CPU-only ranks, a trace of another
+    // part of the job) hold no GPU time. Each is named here and listed after the ranking (not
+    // cut by --top), never dropped without a word.
+    for (const auto& c : without_gpu)
+      err << "fleet: " << c.source << ": capture " << c.capture << " (" << c.workflow
+          << "): no GPU activity (kernels, copies, memsets): listed with 0 GPU-hours, not "
+             "ranked\n";
     if (ranking.empty())
       err << "fleet: no GPU activity (kernels, copies, memsets) in any capture of the "
           << positionals.size() << " input(s): nothing to rank\n";
     if (top > 0 && ranking.size() > static_cast<size_t>(top))
       ranking.resize(static_cast<size_t>(top));
-    write_fleet_ranking(ranking, format, out);
+    write_fleet_ranking(ranking, format, out, "workflow", without_gpu);
     return 0;
   });
 }

@@ -85,6 +85,7 @@ std::string job_name(const ConsolidationCandidate& candidate) {
 std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& data,
                                                              const ConsolidationOptions& options) {
   std::vector<ConsolidationCandidate> out;
+  const std::vector<const store::Iteration*> counted = counted_steps(data);
   for (const auto& [key, members] : events_by_workflow_device(data)) {
     const auto [workflow_id, device] = key;
     ConsolidationCandidate c;
@@ -103,15 +104,18 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
         c.gpu_uuid = g.uuid.value_or("");
       }
 
-    // The job's iterations: those of its processes (or unattributed ones).
+    // The job's iterations: those of its processes (or unattributed ones). Its step time counts
+    // the steps HTA counts (counted_steps(), metrics.h: not a process's last ProfilerStep, which
+    // the capture's end cuts short); its memory peaks are read in every recorded iteration.
     std::vector<Interval> steps;
     std::vector<int64_t> step_ns;
-    for (const auto& it : data.iterations) {
-      if (it.globalPid && workflow_of_process(data, *it.globalPid) != workflow_id) continue;
-      steps.push_back({it.start, it.end});
-      step_ns.push_back(it.end - it.start);
-    }
-    c.iterations = static_cast<int64_t>(steps.size());
+    for (const auto& it : data.iterations)
+      if (!it.globalPid || workflow_of_process(data, *it.globalPid) == workflow_id)
+        steps.push_back({it.start, it.end});
+    for (const store::Iteration* it : counted)
+      if (!it->globalPid || workflow_of_process(data, *it->globalPid) == workflow_id)
+        step_ns.push_back(it->end - it->start);
+    c.iterations = static_cast<int64_t>(step_ns.size());
     c.iteration_ns = quantile(step_ns, 0.5);
     c.iteration_p99_ns = quantile(step_ns, 0.99);
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/analyzer/sorted_union.h"
 #include "fleetscope/analyzer/step_metrics.h"
 
 namespace fleetscope::analyzer {
@@ -27,10 +28,11 @@ bool has_occupancy(const GpuEvents& g) {
   return g.est_occupancy.size() == g.size();
 }
 
-// Every HTA GPU row of the device (GPU events, then stream-carrying sync waits) that the filter
-// keeps, with its HTA kernel type; the type of each name is decided once.
-std::array<std::vector<Interval>, 4> intervals_by_hta_type(const CaptureData& data, int32_t device,
-                                                           bool hta_last_step_filter) {
+// The union of every HTA GPU row of the device (GPU events, then stream-carrying sync waits) that
+// the filter keeps, per HTA kernel type; the type of each name is decided once. United as read
+// (sorted_union.h), not copied.
+std::array<IntervalSet, 4> intervals_by_hta_type(const CaptureData& data, int32_t device,
+                                                 bool hta_last_step_filter) {
   const HtaStepFilter filter = HtaStepFilter::for_capture(data, hta_last_step_filter);
   std::map<int64_t, HtaKernelType> type_of_name;
   auto type_of = [&](int64_t name_id) {
@@ -38,16 +40,17 @@ std::array<std::vector<Interval>, 4> intervals_by_hta_type(const CaptureData& da
     if (fresh) it->second = hta_kernel_type(data.name(name_id));
     return static_cast<size_t>(it->second);
   };
-  std::array<std::vector<Interval>, 4> by_type;
+  std::array<SortedUnion, 4> by_type;
   const auto& g = data.gpu;
   for (uint32_t i : device_events(data, device))
-    if (filter.keeps_gpu_event(data, i))
-      by_type[type_of(g.name_id[i])].push_back({g.start[i], g.end[i]});
+    if (filter.keeps_gpu_event(data, i)) by_type[type_of(g.name_id[i])].add({g.start[i], g.end[i]});
   const auto& s = data.gpu_syncs;
   for (size_t i = 0; i < s.size(); ++i)
     if (s.device[i] == device && filter.keeps_gpu_sync(data, i))
-      by_type[type_of(s.name_id[i])].push_back({s.start[i], s.end[i]});
-  return by_type;
+      by_type[type_of(s.name_id[i])].add({s.start[i], s.end[i]});
+  std::array<IntervalSet, 4> out;
+  for (size_t t = 0; t < out.size(); ++t) out[t] = by_type[t].take();
+  return out;
 }
 
 std::string device_text(int32_t device) {
@@ -77,9 +80,7 @@ HtaKernelType hta_kernel_type(const std::string& full_name) {
 KernelTimeByType kernel_time_by_type(const CaptureData& data, int32_t device,
                                      bool hta_last_step_filter) {
   auto by_type = intervals_by_hta_type(data, device, hta_last_step_filter);
-  auto length = [&](HtaKernelType t) {
-    return total_length(unite(std::move(by_type[static_cast<size_t>(t)])));
-  };
+  auto length = [&](HtaKernelType t) { return total_length(by_type[static_cast<size_t>(t)]); };
   KernelTimeByType out;
   out.computation_ns = length(HtaKernelType::computation);
   out.communication_ns = length(HtaKernelType::communication);
@@ -109,7 +110,7 @@ std::vector<KernelTypeSegment> kernel_type_segments(const CaptureData& data, int
   std::vector<Edge> edges;
   for (size_t bit = 0; bit < analysed.size(); ++bit) {
     const int value = 1 << bit;
-    for (const Interval& iv : unite(std::move(by_type[static_cast<size_t>(analysed[bit].first)])))
+    for (const Interval& iv : by_type[static_cast<size_t>(analysed[bit].first)])
       edges.push_back({iv.begin, value}), edges.push_back({iv.end, -value});
   }
   // Ends before starts at one time: the running mask is always a set of distinct type bits.
@@ -135,11 +136,10 @@ std::map<std::string, int64_t> kernel_type_states(const CaptureData& data, int32
 }
 
 IntervalSet kernel_busy(const CaptureData& data, int32_t device) {
-  std::vector<Interval> kernels;
+  SortedUnion kernels;  // united as read, not copied (sorted_union.h)
   for (uint32_t i : device_events(data, device))
-    if (data.gpu.kind[i] == GpuEventKind::kernel)
-      kernels.push_back({data.gpu.start[i], data.gpu.end[i]});
-  return unite_sorted(kernels);
+    if (data.gpu.kind[i] == GpuEventKind::kernel) kernels.add({data.gpu.start[i], data.gpu.end[i]});
+  return kernels.take();
 }
 
 std::optional<int32_t> sm_count(const CaptureData& data, int32_t device) {
@@ -150,11 +150,12 @@ std::optional<int32_t> sm_count(const CaptureData& data, int32_t device) {
 
 std::vector<CommCompOverlap> comm_comp_overlap(const CaptureData& data, bool hta_last_step_filter) {
   const HtaStepFilter filter = HtaStepFilter::for_capture(data, hta_last_step_filter);
-  std::map<int32_t, std::pair<std::vector<Interval>, std::vector<Interval>>> by_device;
+  // United as read (sorted_union.h): the events in start order, then the few sync waits.
+  std::map<int32_t, std::pair<SortedUnion, SortedUnion>> by_device;
   auto add = [&](int32_t device, WorkClass c, Interval iv) {
     auto& [comm, comp] = by_device[device];
-    if (c == WorkClass::communication) comm.push_back(iv);
-    if (c == WorkClass::computation) comp.push_back(iv);
+    if (c == WorkClass::communication) comm.add(iv);
+    if (c == WorkClass::computation) comp.add(iv);
   };
   const auto& g = data.gpu;
   for (size_t i = 0; i < g.size(); ++i)
@@ -168,9 +169,9 @@ std::vector<CommCompOverlap> comm_comp_overlap(const CaptureData& data, bool hta
   for (auto& [device, lists] : by_device) {
     CommCompOverlap row;
     row.device = device;
-    const IntervalSet comm = unite(std::move(lists.first));
+    const IntervalSet comm = lists.first.take();
     row.communication_ns = total_length(comm);
-    row.overlap_ns = total_length(intersect(comm, unite(std::move(lists.second))));
+    row.overlap_ns = total_length(intersect(comm, lists.second.take()));
     out.push_back(row);
   }
   return out;

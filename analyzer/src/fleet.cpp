@@ -26,7 +26,21 @@ struct DatabaseShare {
   std::map<std::string, std::set<std::pair<std::string, int64_t>>> captures_of;  // (db, capture)
   std::map<std::string, std::map<std::string, int64_t>> rule_impact;
   std::map<std::string, std::vector<int64_t>> step_durations;  // name -> iteration durations
+  std::vector<CaptureWithoutGpu> without_gpu;
 };
+
+// The capture holds no GPU interval: it is listed, once per job of its processes.
+void add_capture_without_gpu(const std::string& path, const store::Capture& capture,
+                             const CaptureData& context, DatabaseShare& share) {
+  std::set<int64_t> workflows;
+  for (const auto& p : context.processes)
+    workflows.insert(workflow_of_process(context, p.globalPid));
+  if (workflows.empty()) workflows.insert(workflow_of_process(context, -1));
+  for (int64_t id : workflows) {
+    const WorkflowInfo info = workflow_info(context, id);
+    share.without_gpu.push_back({info.name, info.user, path, capture.id});
+  }
+}
 
 void add_capture(const store::Reader& reader, const std::string& path,
                  const store::Capture& capture, const std::vector<store::Process>& processes,
@@ -98,6 +112,10 @@ void add_capture(const store::Reader& reader, const std::string& path,
     auto& all = share.step_durations[name];
     all.insert(all.end(), durations.begin(), durations.end());
   }
+  if (groups.empty()) {
+    add_capture_without_gpu(path, capture, context, share);
+    return;
+  }
   std::set<std::string> names_in_capture;
   for (auto& [key, spans] : groups) {
     const auto by_begin = [](const Interval& a, const Interval& b) { return a.begin < b.begin; };
@@ -151,7 +169,8 @@ DatabaseShare rank_database(const store::Reader& reader, const std::string& path
 
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
                                           const FleetProgress& progress,
-                                          const common::CaptureChoice& captures) {
+                                          const common::CaptureChoice& captures,
+                                          std::vector<CaptureWithoutGpu>* without_gpu) {
   return rank_sources(
       database_paths,
       [&](size_t d) {
@@ -165,12 +184,13 @@ std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& databa
         auto held = std::make_shared<Held>(Held{std::move(input), std::move(reader)});
         return std::shared_ptr<const store::Reader>(held, &held->reader);
       },
-      progress, captures);
+      progress, captures, without_gpu);
 }
 
 std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& database_paths,
                                         const ReaderFactory& open, const FleetProgress& progress,
-                                        const common::CaptureChoice& captures) {
+                                        const common::CaptureChoice& captures,
+                                        std::vector<CaptureWithoutGpu>* without_gpu) {
   // Databases are independent: read on every core, merged in the order given.
   std::vector<DatabaseShare> shares(database_paths.size());
   std::vector<std::exception_ptr> errors(database_paths.size());
@@ -210,6 +230,8 @@ std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& database
   std::map<std::string, std::map<std::string, int64_t>> rule_impact;
   std::map<std::string, std::vector<int64_t>> step_durations;
   for (DatabaseShare& share : shares) {
+    if (without_gpu)
+      without_gpu->insert(without_gpu->end(), share.without_gpu.begin(), share.without_gpu.end());
     for (auto& [name, durations] : share.step_durations) {
       auto& all = step_durations[name];
       all.insert(all.end(), durations.begin(), durations.end());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fleetscope/analyzer/attribution.h"
+#include "fleetscope/analyzer/sorted_union.h"
 
 namespace fleetscope::analyzer {
 
@@ -54,15 +55,14 @@ GpuUtilization job_gpu_utilization(const CaptureData& data, int64_t workflow_id,
     if (it.globalPid && workflow_of_process(data, *it.globalPid) != workflow_id) continue;
     steps.push_back({it.start, it.end});
   }
-  std::vector<Interval> spans;
-  spans.reserve(members.size());
+  SortedUnion busy;  // united as read, not copied (sorted_union.h)
   Interval work_span{0, 0};
   if (!members.empty()) work_span = {data.gpu.start[members.front()], INT64_MIN};
   for (uint32_t i : members) {
-    spans.push_back({data.gpu.start[i], data.gpu.end[i]});
+    busy.add({data.gpu.start[i], data.gpu.end[i]});
     work_span.end = std::max(work_span.end, data.gpu.end[i]);
   }
-  GpuUtilization u = measure_gpu_utilization(unite_sorted(spans), work_span, steps_span(steps));
+  GpuUtilization u = measure_gpu_utilization(busy.take(), work_span, steps_span(steps));
   u.device = device;
   return u;
 }

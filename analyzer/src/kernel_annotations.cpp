@@ -12,44 +12,58 @@ namespace fleetscope::analyzer {
 
 namespace {
 
-// A GPU row: an index into data.gpu (is_sync false) or data.gpu_syncs.
-struct Row {
-  int64_t start = 0, end = 0;
-  bool is_sync = false;
-  size_t index = 0;
+// The rows of one (device, stream) in start order, as indexes into `start`/`end` columns, and the
+// longest row among them: the rows overlapping [a, b) start in [a - longest, b).
+template <class Starts, class Ends>
+struct StreamRows {
+  const Starts& start;
+  const Ends& end;
+  const std::vector<uint32_t>& rows;
+  int64_t longest = 0;
+
+  // Calls `assign(i)` for each row i that overlaps [begin, end_) ([start, max(start, end))).
+  template <class Assign>
+  void overlapping(int64_t begin, int64_t finish, Assign&& assign) const {
+    auto row = std::lower_bound(rows.begin(), rows.end(), begin - longest,
+                                [&](uint32_t i, int64_t t) { return start[i] < t; });
+    for (; row != rows.end() && start[*row] < finish; ++row)
+      if (begin < std::max(start[*row], end[*row])) assign(*row);
+  }
 };
+
+template <class Starts, class Ends>
+int64_t longest_row(const Starts& start, const Ends& end, const std::vector<uint32_t>& rows) {
+  int64_t longest = 0;
+  for (uint32_t i : rows) longest = std::max(longest, std::max(start[i], end[i]) - start[i]);
+  return longest;
+}
 
 }  // namespace
 
+// The GPU events are read through the capture's own per-stream index (CaptureData::
+// events_by_stream, start order), not copied: the 10 M-kernel capture's copy of them cost 570 MB
+// at the analyzer's peak (docs/benchmarks.md, "Analyzer memory"). Which rows an annotation covers
+// does not depend on the order it visits them, so the events and the (few) sync waits of a stream
+// are visited one list after the other.
 KernelAnnotations gpu_kernels_with_user_annotations(const CaptureData& data,
                                                     bool hta_last_step_filter) {
   const HtaStepFilter filter = HtaStepFilter::for_capture(data, hta_last_step_filter);
   KernelAnnotations out;
   out.of_gpu.assign(data.gpu.size(), -1);
   out.of_sync.assign(data.gpu_syncs.size(), -1);
-  // Rows by (device, stream), in start order, with the longest row of each list.
-  struct Stream {
-    std::vector<Row> rows;
-    int64_t longest = 0;
-  };
-  std::map<std::pair<int32_t, int32_t>, Stream> streams;
-  const auto add = [&](int32_t device, int32_t stream, Row row) {
-    Stream& s = streams[{device, stream}];
-    s.longest = std::max(s.longest, row.end - row.start);
-    s.rows.push_back(row);
-    ++out.rows;
-  };
   const GpuEvents& g = data.gpu;
-  for (size_t i = 0; i < g.size(); ++i)
-    if (filter.keeps_gpu_event(data, i))
-      add(g.device[i], g.stream[i], {g.start[i], std::max(g.start[i], g.end[i]), false, i});
   const GpuSyncs& s = data.gpu_syncs;
+  for (size_t i = 0; i < g.size(); ++i) out.rows += filter.keeps_gpu_event(data, i) ? 1 : 0;
+  // Sync waits by (device, stream), in start order (the column is in row order).
+  std::map<std::pair<int32_t, int32_t>, std::vector<uint32_t>> syncs_by_stream;
   for (size_t i = 0; i < s.size(); ++i)
-    if (filter.keeps_gpu_sync(data, i))
-      add(s.device[i], s.stream[i], {s.start[i], std::max(s.start[i], s.end[i]), true, i});
-  for (auto& [key, stream] : streams)
-    std::stable_sort(stream.rows.begin(), stream.rows.end(),
-                     [](const Row& a, const Row& b) { return a.start < b.start; });
+    if (filter.keeps_gpu_sync(data, i)) {
+      syncs_by_stream[{s.device[i], s.stream[i]}].push_back(static_cast<uint32_t>(i));
+      ++out.rows;
+    }
+  for (auto& [key, rows] : syncs_by_stream)
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](uint32_t a, uint32_t b) { return s.start[a] < s.start[b]; });
 
   // Annotations kept by the last-step filter (CPU-side events for it), longest first.
   std::vector<size_t> order;
@@ -61,19 +75,29 @@ KernelAnnotations gpu_kernels_with_user_annotations(const CaptureData& data,
     const int64_t dx = x.end - x.start, dy = y.end - y.start;
     return dx != dy ? dx > dy : x.start < y.start;
   });
+  // The longest row of each stream, once per stream an annotation is on.
+  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> longest;  // events, syncs
+  static const std::vector<uint32_t> no_rows;
   for (size_t k : order) {
     const HostRange& a = data.gpu_annotations[k];
-    const auto device = static_cast<int32_t>((a.global_tid >> 24) & 0xFFFFFF);
-    const auto stream_id = static_cast<int32_t>(a.global_tid & 0xFFFFFF);
-    auto it = streams.find({device, stream_id});
-    if (it == streams.end()) continue;
-    const Stream& stream = it->second;
-    // Rows starting before the annotation ends and ending after it starts: those that start
-    // at most `longest` before it.
-    auto row = std::lower_bound(stream.rows.begin(), stream.rows.end(), a.start - stream.longest,
-                                [](const Row& r, int64_t t) { return r.start < t; });
-    for (; row != stream.rows.end() && row->start < a.end; ++row)
-      if (a.start < row->end) (row->is_sync ? out.of_sync : out.of_gpu)[row->index] = int64_t(k);
+    const std::pair<int32_t, int32_t> key{static_cast<int32_t>((a.global_tid >> 24) & 0xFFFFFF),
+                                          static_cast<int32_t>(a.global_tid & 0xFFFFFF)};
+    const auto events = data.events_by_stream.find(key);
+    const auto syncs = syncs_by_stream.find(key);
+    const auto& event_rows = events == data.events_by_stream.end() ? no_rows : events->second;
+    const auto& sync_rows = syncs == syncs_by_stream.end() ? no_rows : syncs->second;
+    if (event_rows.empty() && sync_rows.empty()) continue;
+    auto [bound, fresh] = longest.try_emplace(key);
+    if (fresh)
+      bound->second = {longest_row(g.start, g.end, event_rows),
+                       longest_row(s.start, s.end, sync_rows)};
+    const auto annotation = static_cast<int32_t>(k);
+    StreamRows<decltype(g.start), decltype(g.end)>{g.start, g.end, event_rows, bound->second.first}
+        .overlapping(a.start, a.end, [&](uint32_t i) {
+          if (filter.keeps_gpu_event(data, i)) out.of_gpu[i] = annotation;
+        });
+    StreamRows<decltype(s.start), decltype(s.end)>{s.start, s.end, sync_rows, bound->second.second}
+        .overlapping(a.start, a.end, [&](uint32_t i) { out.of_sync[i] = annotation; });
   }
   return out;
 }

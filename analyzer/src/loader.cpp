@@ -155,6 +155,21 @@ void load_runtime(const store::Reader& reader, int64_t capture_id, CaptureData& 
   }
 }
 
+// The capture's rows in the GPU activity tables (kernels, copies, memsets), counted on their
+// (captureId, ...) indexes: the columns are reserved once instead of doubling as they fill, which
+// held the old and the new array of a column together (67 MB more for 10 M kernels).
+size_t gpu_event_rows(const store::Reader& reader, int64_t capture_id) {
+  size_t rows = 0;
+  for (const char* table :
+       {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) {
+    auto stmt = reader.database().prepare(std::string("SELECT count(*) FROM ") + table +
+                                          " WHERE captureId = ?1");
+    stmt.bind(1, capture_id);
+    if (stmt.step()) rows += static_cast<size_t>(std::max<int64_t>(stmt.column_int(0), 0));
+  }
+  return rows;
+}
+
 // The device of every GPU event when the capture has exactly one, else nothing: a sync row without
 // a device belongs to that GPU.
 std::optional<int32_t> only_gpu_device(const CaptureData& data) {
@@ -333,6 +348,7 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
     data.memory = reader.memory_events(filter);
   }
 
+  data.gpu.reserve(gpu_event_rows(reader, capture_id));
   load_kernels(reader, capture_id, data);
   report(progress, "kernels", static_cast<int64_t>(data.gpu.size()));
   load_memcpys(reader, capture_id, data);

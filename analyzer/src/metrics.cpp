@@ -10,14 +10,38 @@
 namespace fleetscope::analyzer {
 
 HtaStepFilter HtaStepFilter::for_capture(const CaptureData& data, bool enabled) {
+  return for_steps(data.iterations, enabled);
+}
+
+HtaStepFilter HtaStepFilter::for_steps(const std::vector<store::Iteration>& iterations,
+                                       bool enabled) {
   HtaStepFilter f;
   std::set<int64_t> steps;
   int64_t last = INT64_MIN;
-  for (const auto& it : data.iterations)
+  for (const auto& it : iterations)
     if (it.source == "ProfilerStep") steps.insert(it.step), last = std::max(last, it.start);
   f.active = enabled && steps.size() >= 2;
   f.last_step_start = last;
   return f;
+}
+
+bool HtaStepFilter::counts_step(const store::Iteration& step) const {
+  return !active || step.source != "ProfilerStep" || step.start < last_step_start;
+}
+
+// HTA reads one rank's trace, one process, at a time: the rule applies to each process's
+// iterations (those of no process form one group), so in a capture of several processes each one's
+// own last ProfilerStep is left out, and a process with a single step keeps it.
+std::vector<const store::Iteration*> counted_steps(const CaptureData& data) {
+  std::map<std::optional<int64_t>, std::vector<store::Iteration>> by_process;
+  for (const auto& it : data.iterations) by_process[it.globalPid].push_back(it);
+  std::map<std::optional<int64_t>, HtaStepFilter> filters;
+  for (const auto& [pid, iterations] : by_process)
+    filters.emplace(pid, HtaStepFilter::for_steps(iterations));
+  std::vector<const store::Iteration*> out;
+  for (const auto& it : data.iterations)
+    if (filters.at(it.globalPid).counts_step(it)) out.push_back(&it);
+  return out;
 }
 
 bool HtaStepFilter::keeps_gpu_event(const CaptureData& data, size_t i) const {
@@ -255,7 +279,7 @@ StepStats step_stats(const std::vector<int64_t>& durations) {
 
 StepStats step_stats(const CaptureData& data) {
   std::vector<int64_t> durations;
-  for (const auto& it : data.iterations) durations.push_back(it.end - it.start);
+  for (const store::Iteration* it : counted_steps(data)) durations.push_back(it->end - it->start);
   return step_stats(durations);
 }
 

@@ -14,6 +14,7 @@
 #include "fleetscope/analyzer/device_features.h"
 #include "fleetscope/analyzer/kernel_sequences.h"
 #include "fleetscope/analyzer/rules.h"
+#include "fleetscope/analyzer/sorted_union.h"
 #include "fleetscope/analyzer/step_metrics.h"
 
 namespace fleetscope::analyzer {
@@ -157,18 +158,18 @@ struct CommOverlap {
 CommOverlap comm_overlap(const CaptureData& data, const std::vector<uint32_t>& indexes) {
   const auto& g = data.gpu;
   CommOverlap out;
-  std::vector<Interval> comm, compute;
+  SortedUnion comm, compute;  // united as read: `indexes` are in start order
   for (uint32_t i : indexes) {
-    if (g.work_class[i] == WorkClass::computation) compute.push_back({g.start[i], g.end[i]});
+    if (g.work_class[i] == WorkClass::computation) compute.add({g.start[i], g.end[i]});
     if (g.work_class[i] != WorkClass::communication) continue;
-    comm.push_back({g.start[i], g.end[i]});
+    comm.add({g.start[i], g.end[i]});
     Offender& o = out.by_name[g.name_id[i]];
     o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
   }
-  if (comm.empty()) return out;
-  const IntervalSet comm_set = unite(std::move(comm));
+  if (out.by_name.empty()) return out;  // no communication event
+  const IntervalSet comm_set = comm.take();
   out.comm_ns = total_length(comm_set);
-  out.exposed_ns = total_length(subtract(comm_set, unite(std::move(compute))));
+  out.exposed_ns = total_length(subtract(comm_set, compute.take()));
   return out;
 }
 
@@ -954,26 +955,28 @@ class TensorCoresUnused : public Rule {
     const auto& g = data.gpu;
     std::vector<store::Finding> out;
     for (const auto& [device, indexes] : data.events_by_device) {
-      std::vector<Interval> kernels, plain;
+      SortedUnion kernels, plain;  // united as read: `indexes` are in start order
+      std::vector<uint32_t> plain_events;
       std::unordered_map<int64_t, Offender> by_name;
       // A trace has a few hundred kernel names and millions of kernels: classify each name once.
       std::unordered_map<int64_t, bool> plain_gemm_name;
       for (uint32_t i : indexes) {
         if (g.kind[i] != GpuEventKind::kernel) continue;
-        kernels.push_back({g.start[i], g.end[i]});
+        kernels.add({g.start[i], g.end[i]});
         auto [it, added] = plain_gemm_name.try_emplace(g.name_id[i], false);
         if (added) {
           const std::string name = lower(data.name(g.name_id[i]));
           it->second = gemm_like(name) && !tensor_core(name);
         }
         if (!it->second) continue;
-        plain.push_back({g.start[i], g.end[i]});
+        plain.add({g.start[i], g.end[i]});
+        plain_events.push_back(i);
         Offender& o = by_name[g.name_id[i]];
         o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
       }
-      if (plain.empty()) continue;
-      const int64_t kernel_ns = total_length(unite(std::move(kernels)));
-      const IntervalSet plain_set = unite(std::move(plain));
+      if (by_name.empty()) continue;
+      const int64_t kernel_ns = total_length(kernels.take());
+      const IntervalSet plain_set = plain.take();
       const int64_t plain_ns = total_length(plain_set);
       const double share = kernel_ns > 0 ? double(plain_ns) / double(kernel_ns) : 0.0;
       if (share <= max_share || plain_ns < min_ns) continue;
@@ -986,6 +989,7 @@ class TensorCoresUnused : public Rule {
                        {"non_tc_share", share},
                        {"top_offenders", offenders_json(data, by_name, 10)}};
       if (cc) evidence["compute_capability"] = cc->text();
+      add_offending_gpu_events(evidence, data, std::move(plain_events));
       std::string how;
       if (!cc)
         how =
@@ -1044,6 +1048,7 @@ class FusionCandidates : public Rule {
       int64_t runs = 0, kernels = 0, gap_ns = 0;
       IntervalSet windows;
       std::unordered_map<int64_t, Offender> by_name;
+      std::vector<uint32_t> longest_run;  // the kernels of the run with the longest window
     };
     std::map<int32_t, PerDevice> devices;
     for (const auto& [key, indexes] : data.events_by_stream) {
@@ -1056,6 +1061,10 @@ class FusionCandidates : public Rule {
           for (size_t k = 1; k < run.size(); ++k)
             d.gap_ns += std::max<int64_t>(0, g.start[run[k]] - g.end[run[k - 1]]);
           d.windows.push_back({g.start[run.front()], g.end[run.back()]});
+          const auto length = [&](const std::vector<uint32_t>& r) {
+            return g.end[r.back()] - g.start[r.front()];
+          };
+          if (d.longest_run.empty() || length(run) > length(d.longest_run)) d.longest_run = run;
           for (uint32_t i : run) {
             Offender& o = d.by_name[g.name_id[i]];
             o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
@@ -1108,6 +1117,10 @@ class FusionCandidates : public Rule {
                        {"top_offenders", offenders_json(data, d.by_name, 10)},
                        {"frequent_sequences", sequence_evidence},
                        {"frequent_sequences_saving_ns", sequence_saving_ns}};
+      // The worst instance is the longest run: its kernels, and the run as the focus.
+      const Interval worst{g.start[d.longest_run.front()], g.end[d.longest_run.back()]};
+      add_offending_gpu_events(evidence, data, std::move(d.longest_run));
+      add_focus(evidence, worst);
       std::string sequence_text;
       if (!sequence_evidence.empty())
         sequence_text = " The most expensive repeated sequence runs " +
@@ -1155,19 +1168,19 @@ class ExposedTransfers : public Rule {
     const auto& g = data.gpu;
     std::vector<store::Finding> out;
     for (const auto& [device, indexes] : data.events_by_device) {
-      std::vector<Interval> copies, kernels;
+      SortedUnion copies, kernels;  // united as read: `indexes` are in start order
       std::unordered_map<int64_t, Offender> by_name;
       for (uint32_t i : indexes) {
-        if (g.kind[i] == GpuEventKind::kernel) kernels.push_back({g.start[i], g.end[i]});
+        if (g.kind[i] == GpuEventKind::kernel) kernels.add({g.start[i], g.end[i]});
         if (g.kind[i] != GpuEventKind::memcpy) continue;
-        copies.push_back({g.start[i], g.end[i]});
+        copies.add({g.start[i], g.end[i]});
         Offender& o = by_name[g.name_id[i]];
         o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
       }
       auto span = data.device_span(device);
-      if (copies.empty() || !span || span->length() <= 0) continue;
-      const IntervalSet copy_set = unite(std::move(copies));
-      const IntervalSet exposed = subtract(copy_set, unite(std::move(kernels)));
+      if (by_name.empty() || !span || span->length() <= 0) continue;
+      const IntervalSet copy_set = copies.take();
+      const IntervalSet exposed = subtract(copy_set, kernels.take());
       const int64_t exposed_ns = total_length(exposed);
       const double share = double(exposed_ns) / double(span->length());
       if (share <= max_share) continue;
@@ -1176,6 +1189,14 @@ class ExposedTransfers : public Rule {
                        {"exposed_share", share},
                        {"longest_exposed", windows_json(longest(exposed, 10), 10)},
                        {"top_offenders", offenders_json(data, by_name, 10)}};
+      // The copies that run (in part) while no kernel does; the focus is the longest such stretch.
+      std::vector<uint32_t> exposed_copies;
+      for (uint32_t i : indexes)
+        if (g.kind[i] == GpuEventKind::memcpy &&
+            covered_length(exposed, {g.start[i], g.end[i]}) > 0)
+          exposed_copies.push_back(i);
+      add_offending_gpu_events(evidence, data, std::move(exposed_copies));
+      if (!exposed.empty()) add_focus(evidence, longest(exposed, 1).front());
       std::string advice =
           ms(exposed_ns) + " of memory copies on GPU " + std::to_string(device) + " (" +
           percent(share) +
@@ -1323,18 +1344,18 @@ template <class Pred>
 ShapeShare shape_share(const CaptureData& data, const std::vector<uint32_t>& indexes, Pred pred) {
   const auto& g = data.gpu;
   ShapeShare out;
-  std::vector<Interval> kernels, flagged;
+  SortedUnion kernels, flagged;  // united as read: `indexes` are in start order
   for (uint32_t i : indexes) {
     if (g.kind[i] != GpuEventKind::kernel) continue;
-    kernels.push_back({g.start[i], g.end[i]});
+    kernels.add({g.start[i], g.end[i]});
     if (!pred(i)) continue;
-    flagged.push_back({g.start[i], g.end[i]});
+    flagged.add({g.start[i], g.end[i]});
     out.flagged_events.push_back(i);
     Offender& o = out.by_name[g.name_id[i]];
     o.name_id = g.name_id[i], ++o.count, o.total_ns += g.duration(i);
   }
-  out.kernel_ns = total_length(unite(std::move(kernels)));
-  out.flagged = unite(std::move(flagged));
+  out.kernel_ns = total_length(kernels.take());
+  out.flagged = flagged.take();
   out.flagged_ns = total_length(out.flagged);
   return out;
 }

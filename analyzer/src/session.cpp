@@ -1,5 +1,7 @@
 #include "fleetscope/analyzer/session.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -26,6 +28,16 @@ void check(const SessionCancel& cancel) {
 
 const SessionSource& AnalysisSession::open(const std::string& path, const SessionProgress& progress,
                                            const SessionCancel& cancel) {
+  // A file already open (named again, or through a link) is that source: opened twice, each of
+  // its jobs counted twice in the fleet (the GUI's "all.db alias.db") and planned beside itself.
+  struct stat wanted {};
+  if (::stat(path.c_str(), &wanted) == 0)
+    for (const auto& open_source : sources_) {
+      struct stat st {};
+      if (::stat(open_source->path.c_str(), &st) == 0 && st.st_dev == wanted.st_dev &&
+          st.st_ino == wanted.st_ino)
+        return *open_source;
+    }
   auto source = std::make_shared<SessionSource>();
   source->path = path;
   // The one dispatch every reading command uses (importers/open_input.h): a fleetscope database

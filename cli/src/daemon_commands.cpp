@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include <thrift/transport/TTransport.h>
 #include <thrift/transport/TTransportException.h>
@@ -143,7 +144,14 @@ int64_t parse_age(const std::string& text) {
                                                : -1;
   if (seconds < 0)
     throw std::invalid_argument("'" + text + "' has an unknown unit (use s, m, h or d)");
-  return static_cast<int64_t>(value * seconds * 1e9);
+  // Bounded before the cast: 'inf', 'nan' and '99999999999999d' were cast to int64 (undefined;
+  // every window was listed). 100 years covers any capture (and `now - age` cannot overflow).
+  constexpr double max_days = 36500;
+  const double ns = value * seconds * 1e9;
+  if (!(ns <= max_days * 86400 * 1e9))
+    throw std::invalid_argument("'" + text +
+                                "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
+  return static_cast<int64_t>(ns);
 }
 
 int run_status_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -301,10 +309,10 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
       "tree of PID, "
       "or of the workflow, records one window; the daemon stores it in the host database and "
       "analyzes it.");
-  parser.option("--pid", "PID", "process (its children are traced too)", &pid)
+  parser.option("--pid", "PID", "process (its children are traced too)", &pid, 1)
       .option("--workflow", "NAME", "workflow (job) name, as `fleetscope jobs` shows it", &workflow)
-      .option("--duration-ms", "N", "window length in milliseconds", &duration_ms)
-      .option("--iterations", "N", "window length in training iterations", &iterations)
+      .option("--duration-ms", "N", "window length in milliseconds", &duration_ms, 1)
+      .option("--iterations", "N", "window length in training iterations", &iterations, 1)
       .flag("--no-wait", "print the capture id and return without waiting for the window", &no_wait)
       .option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
       .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
@@ -322,10 +330,15 @@ int run_trace_command(const std::vector<std::string>& args, std::ostream& out, s
     err << "error: give exactly one of --duration-ms and --iterations (a positive number)\n";
     return 2;
   }
-  if (duration_ms > INT32_MAX || iterations > INT32_MAX || pid > INT32_MAX) {
-    err << "error: value out of range\n";
-    return 2;
-  }
+  // The request carries them as i32: each is named with its bound (it said "value out of range").
+  for (const auto& [name, value_name, value] :
+       {std::tuple{"--pid", "PID", pid}, std::tuple{"--duration-ms", "N", duration_ms},
+        std::tuple{"--iterations", "N", iterations}})
+    if (value > INT32_MAX) {
+      err << "error: option '" << name << "' expects " << value_name << " <= " << INT32_MAX
+          << ", got " << value << "\n";
+      return 2;
+    }
   return with_daemon(socket, tls, err, [&](Connection& daemon) {
     rpc::TraceStarted started;
     if (pid > 0) {

@@ -22,4 +22,16 @@ size_t write_batch(rpc::RecordBatch&& b, int64_t capture_id, store::RowSink& sin
   return rows;
 }
 
+size_t decode_batch(rpc::RecordBatch&& b, int64_t capture_id, store::RowVectors& rows,
+                    std::vector<store::GpuInfo>& gpus) {
+  const size_t count = records::row_count(b);
+  records::for_each_row(std::move(b), capture_id, [&]<class Row>(Row&& row) {
+    if constexpr (std::is_same_v<std::decay_t<Row>, store::GpuInfo>)
+      gpus.push_back(std::forward<Row>(row));
+    else
+      rows.push(std::forward<Row>(row));
+  });
+  return count;
+}
+
 }  // namespace fleetscope::daemon

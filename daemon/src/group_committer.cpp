@@ -5,8 +5,8 @@
 
 namespace fleetscope::daemon {
 
-GroupCommitter::GroupCommitter(Flush flush, Committed committed)
-    : flush_(std::move(flush)), committed_(std::move(committed)) {
+GroupCommitter::GroupCommitter(WaitCommitted wait_committed, Committed committed)
+    : wait_committed_(std::move(wait_committed)), committed_(std::move(committed)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -40,15 +40,17 @@ void GroupCommitter::run() {
     group.clear();
     group.swap(submitted_);
     lock.unlock();
-    // Every batch in `group` had its rows appended before it was submitted, so one flush now
-    // makes all of them durable.
-    std::string error;
-    try {
-      flush_();
-    } catch (const std::exception& e) {
-      error = e.what();
+    // Each batch is reported once its own transaction committed: the batches queued after it
+    // (other agents' included) are not waited for.
+    for (const auto& batch : group) {
+      std::string error;
+      try {
+        wait_committed_(batch.ticket);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      committed_(batch, error);
     }
-    for (const auto& batch : group) committed_(batch, error);
     lock.lock();
   }
 }

@@ -7,6 +7,7 @@
 #include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "fleetscope/analyzer/analysis.h"
 #include "fleetscope/analyzer/analysis_cache.h"
@@ -61,6 +62,32 @@ class Transaction {
   bool committed_ = false;
 };
 
+// The host database is written while it is read, so its indexes are kept up to date row by row
+// (a one-shot file gets them from Writer::finish after the load instead). Only those that read one
+// capture -- schema/indexes.sql's indexes on (captureId) or (captureId, one more column): closing a
+// window analyses its own rows through them instead of scanning every row streamed so far (with 8
+// agents streaming that scan made closing take seconds). The wider ones (per stream, by
+// correlation id alone) are not kept here: each costs the agents' stream about a fifth of its rate
+// (docs/benchmarks.md), and a file from an older daemon, whose shutdown built them, loses them.
+void apply_live_indexes(store::Database& db) {
+  std::istringstream lines(store::index_sql());
+  std::string line;
+  const std::string create = "CREATE INDEX IF NOT EXISTS ";
+  while (std::getline(lines, line)) {
+    if (line.rfind(create, 0) != 0) continue;
+    const size_t name_end = line.find(' ', create.size());
+    const size_t open = line.find('(');
+    const size_t close = line.find(')', open);
+    if (name_end == std::string::npos || open == std::string::npos || close == std::string::npos)
+      continue;
+    const std::string name = line.substr(create.size(), name_end - create.size());
+    const std::string columns = line.substr(open + 1, close - open - 1);
+    const bool per_capture =
+        columns.rfind("captureId", 0) == 0 && std::count(columns.begin(), columns.end(), ',') <= 1;
+    db.exec(per_capture ? line : "DROP INDEX IF EXISTS " + name);
+  }
+}
+
 rpc::Capture to_rpc(const store::Capture& c) {
   rpc::Capture out;
   out.id = c.id;
@@ -87,10 +114,14 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec(kOwnerTable);
   db.exec(kWorkflowOwnerTable);
+  apply_live_indexes(db);
+  turns_ = std::make_unique<WriteTurns>(path);
+  turns_->install_bulk(db.raw());
   store::WriterOptions options;
   options.writer_name = "fleetscoped";
   options.keep_wal_after_finish = true;
   options.batch_rows = 16384;
+  options.build_indexes = false;  // apply_live_indexes, not the one-shot file's full set
   writer_ = std::make_unique<store::Writer>(std::move(db), options);
   store::WriterOptions catalog_options;
   catalog_options.writer_name = "fleetscoped-catalog";
@@ -101,10 +132,12 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   // commit then writes the log without an fsync; the default FULL syncs every commit).
   store::Database catalog = store::Database::open(path, store::OpenMode::read_write);
   catalog.exec("PRAGMA synchronous = NORMAL");
+  catalog_turns_ = turns_->install_short(catalog.raw());
   catalog_ = std::make_unique<store::Writer>(std::move(catalog), catalog_options);
   maintenance_ =
       std::make_unique<store::Database>(store::Database::open(path, store::OpenMode::read_write));
   maintenance_->exec("PRAGMA synchronous = NORMAL");
+  maintenance_turns_ = turns_->install_short(maintenance_->raw());
   {
     auto s = maintenance_->prepare("SELECT id FROM hosts WHERE hostname = ? ORDER BY id LIMIT 1");
     s.bind(1, hostname);
@@ -214,14 +247,29 @@ int64_t HostStore::open_capture(const std::string& source_path, int64_t start_ns
   return catalog_->add_capture(c);
 }
 
-size_t HostStore::add_batch(rpc::RecordBatch&& batch, int64_t capture_id) {
-  return write_batch(std::move(batch), capture_id, *writer_);
+HostStore::QueuedBatch HostStore::add_batch(rpc::RecordBatch&& batch, int64_t capture_id) {
+  // Decoded on the agent's connection thread into vectors that thread keeps (their capacity
+  // comes back from the writer's written batches), then queued whole: one lock per batch, not
+  // one per row, and the rows of 8 agents are not interleaved row by row into shared batches.
+  thread_local store::RowVectors rows;
+  thread_local std::vector<store::GpuInfo> gpus;
+  rows.clear();
+  gpus.clear();
+  QueuedBatch queued;
+  queued.rows = decode_batch(std::move(batch), capture_id, rows, gpus);
+  for (const auto& gpu : gpus) catalog_->add_gpu(gpu);  // a few rows, the first batch only
+  queued.ticket = writer_->add_rows(rows, queued.rows);
+  return queued;
+}
+
+void HostStore::wait_committed(uint64_t ticket) {
+  writer_->wait_committed(ticket);
 }
 
 size_t HostStore::commit_batch(rpc::RecordBatch batch, int64_t capture_id) {
-  size_t rows = add_batch(std::move(batch), capture_id);
-  writer_->flush();
-  return rows;
+  const QueuedBatch queued = add_batch(std::move(batch), capture_id);
+  writer_->wait_committed(queued.ticket);
+  return queued.rows;
 }
 
 void HostStore::close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped,
@@ -460,8 +508,10 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   writer_->flush();  // the samples appended so far count (waits for the bulk queue, no lock held)
   // A connection of its own: no daemon lock is held while it deletes (the trace control, the
   // RPCs and the writers go on; SQLite serializes the short transactions below with theirs).
+  std::unique_ptr<WriteTurns::ShortWriter> retention_turns;  // outlives the connection
   store::Database retention = store::Database::open(path_, store::OpenMode::read_write);
   retention.exec("PRAGMA synchronous = NORMAL");
+  retention_turns = turns_->install_short(retention.raw());
   store::Database& db = retention;
   auto drop_capture = [&](int64_t id) {
     Transaction transaction(db);
@@ -566,6 +616,7 @@ void HostStore::close() {
   } catch (...) {
     if (!error) error = std::current_exception();
   }
+  turns_->stop();
   if (error) std::rethrow_exception(error);
 }
 

@@ -63,7 +63,7 @@ TraceControl::TraceControl(Registry& registry, HostStore& store, Clock clock, in
       grace_ns_(grace_ms * 1'000'000) {
   finalizer_ = std::thread([this] { finalizer_loop(); });
   committer_ = std::make_unique<GroupCommitter>(
-      [this] { store_.flush(); },
+      [this](uint64_t ticket) { store_.wait_committed(ticket); },
       [this](const TakenBatch& batch, const std::string& error) { on_committed(batch, error); });
 }
 
@@ -237,18 +237,19 @@ int64_t TraceControl::on_batch(int64_t agent_id, rpc::RecordBatch&& batch, const
         lock, [&] { return stopping_ || w.uncommitted[agent_id] < kUncommittedBatchesPerAgent; });
     ++w.uncommitted[agent_id];
   }
-  // Rows go to the writer outside the lock (other agents' batches and status calls go on); the
-  // committer makes them durable while this connection decodes the agent's next batch.
-  size_t rows = 0;
+  // Rows go to the writer outside the lock (other agents' batches and status calls go on), as one
+  // transaction; the committer reports it durable while this connection decodes the agent's next
+  // batch.
+  HostStore::QueuedBatch queued;
   try {
-    rows = store_.add_batch(std::move(batch), capture_id);
+    queued = store_.add_batch(std::move(batch), capture_id);
   } catch (...) {
     std::lock_guard lock(mutex_);
     --windows_.at(capture_id).uncommitted[agent_id];
     changed_.notify_all();
     throw;
   }
-  committer_->submit({capture_id, agent_id, sequence, rows});
+  committer_->submit({capture_id, agent_id, sequence, queued.rows, queued.ticket});
   std::lock_guard lock(mutex_);
   auto it = windows_.find(capture_id);
   return it == windows_.end() ? -1 : it->second.committed[agent_id].value();

@@ -22,6 +22,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <atomic>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "fleetscope/sharer/turn_model.h"
@@ -642,9 +643,13 @@ bool DaemonPanel::refresh() {
 // ---- SQL ----------------------------------------------------------------------------------------
 
 struct SqlConsole::Query {
+  std::mutex mutex;                       // guards `reader`, which the worker opens
   std::unique_ptr<store::Reader> reader;  // the worker's own connection
   std::atomic<bool> cancelled{false}, timed_out{false};
-  void interrupt() { sqlite3_interrupt(reader->database().raw()); }  // thread-safe in SQLite
+  void interrupt() {  // sqlite3_interrupt is thread-safe in SQLite
+    std::lock_guard lock(mutex);
+    if (reader) sqlite3_interrupt(reader->database().raw());
+  }
 };
 
 SqlConsole::SqlConsole(QWidget* parent) : QWidget(parent) {
@@ -723,23 +728,27 @@ void SqlConsole::start(const QString& sql) {
     return;
   }
   auto query = std::make_shared<Query>();
-  try {
-    query->reader = session_->reader(size_t(std::max(0, source_->currentIndex())));
-  } catch (const std::exception& e) {
-    status_->setText(QString("Error: ") + e.what());
-    emit finished(false);
-    return;
-  }
   current_ = query;
   status_->setText("Running…");
   cancel_button_->setEnabled(true);
   timeout_->start(timeout_ms_);
   const std::string text = sql.toStdString();
-  pool_.start([this, query, text] {
+  // The connection is opened by the worker too: opening waits for a database another process
+  // holds locked (up to the store's busy timeout, 5 s) and copies a file of an older schema to
+  // migrate it (seconds for a GB file), which on the GUI thread froze the window and delayed
+  // the timeline's first paint.
+  pool_.start([this, query, text, session = session_,
+               source = size_t(std::max(0, source_->currentIndex()))] {
     std::optional<store::QueryResult> result;
     QString error;
     try {
       if (query->cancelled) throw std::runtime_error("cancelled");  // before it began
+      auto reader = session->reader(source);
+      {
+        std::lock_guard lock(query->mutex);
+        query->reader = std::move(reader);
+      }
+      if (query->cancelled) throw std::runtime_error("cancelled");
       result = query->reader->query(text);
     } catch (const std::exception& e) {
       error = QString::fromUtf8(e.what());

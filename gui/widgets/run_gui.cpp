@@ -53,6 +53,15 @@ void report_timing(TimelineWidget* timeline, QElapsedTimer clock) {
 
 bool write_screenshot(const QStringList& files, const QString& view, QSize size, const QString& png,
                       QString& error, const QElapsedTimer* timing, bool analyze) {
+  // Each side at most 8192 (8K is 7680x4320): a typo like 30000x30000 rendered for 44 s in 7 GB.
+  constexpr int largest = 8192;
+  if (size.width() < 1 || size.height() < 1 || size.width() > largest || size.height() > largest) {
+    error = QString("--size %1x%2: expected WxH, each from 1 to %3 pixels")
+                .arg(size.width())
+                .arg(size.height())
+                .arg(largest);
+    return false;
+  }
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   if (timing) report_timing(window.capture_view()->timeline(), *timing);
@@ -62,6 +71,12 @@ bool write_screenshot(const QStringList& files, const QString& view, QSize size,
     return false;
   }
   window.show();
+  // Smaller than the window can be, the picture is the window's smallest size: said, not silent.
+  if (window.size() != size)
+    std::fprintf(stderr,
+                 "fleetscope-gui: note: --size %dx%d is below the window's smallest size; the "
+                 "picture is %dx%d\n",
+                 size.width(), size.height(), window.width(), window.height());
   window.open(files);
   if (!window.wait_loaded(120000)) {
     error = window.last_error().isEmpty() ? files.join(", ") + ": loading did not finish"
@@ -205,8 +220,14 @@ int run_gui(int argc, char** argv) {
   }
   const QStringList files = parser.positionalArguments();
   if (parser.isSet(shot)) {
-    const auto m = QRegularExpression("^(\\d+)x(\\d+)$").match(parser.value(size));
-    if (files.isEmpty() || !m.hasMatch()) {
+    // At most 9 digits each, so that toInt() cannot overflow (write_screenshot bounds them).
+    const auto m = QRegularExpression("^(\\d{1,9})x(\\d{1,9})$").match(parser.value(size));
+    if (!files.isEmpty() && !m.hasMatch()) {
+      std::fprintf(stderr, "fleetscope-gui: --size '%s': expected WxH, e.g. 1400x900\n",
+                   qPrintable(parser.value(size)));
+      return 2;
+    }
+    if (files.isEmpty()) {
       std::fprintf(
           stderr,
           "fleetscope-gui: usage: --screenshot OUT.png [--view VIEW] [--size WxH] FILE...\n");

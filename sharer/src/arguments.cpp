@@ -26,6 +26,11 @@ Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::s
         if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
         value = args[++i];
       }
+      // One value per option, as in common/args.h: a second, different one was silently taken
+      // (`sim --gpus 8 --gpus 2` simulated 2 GPUs).
+      if (auto given = values_.find(flag); given != values_.end() && given->second != *value)
+        throw UsageError(flag + " given twice ('" + given->second + "', then '" + *value +
+                         "'): give it once");
       values_[flag] = *value;
     } else {
       throw UsageError("unknown option " + flag);

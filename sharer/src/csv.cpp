@@ -1,10 +1,13 @@
 #include "csv.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "fleetscope/common/file_errors.h"
 
 namespace fleetscope::sharer::csv {
 
@@ -88,9 +91,16 @@ Table parse(std::string_view text, const std::string& source, bool has_header, s
   return table;
 }
 
+void throw_cannot_open(const std::string& path, const std::string& expected) {
+  const int open_error = errno;
+  throw std::runtime_error(common::cannot_read(
+      path, common::input_problem(path, expected)
+                .value_or(std::string(std::strerror(open_error)) + "; expected " + expected)));
+}
+
 Table read(const std::string& path, bool has_header, size_t min_fields, bool skip_comments) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+  if (!in) throw_cannot_open(path, "a CSV file");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parse(buffer.str(), path, has_header, min_fields, skip_comments);

@@ -25,6 +25,10 @@ struct Table {
   bool has_column(const std::string& name) const;
 };
 
+// Throws "cannot read PATH: REASON; expected EXPECTED" for a file that could not be opened (the
+// one wording of common/file_errors.h; "PATH: cannot open" said neither why nor what was wanted).
+[[noreturn]] void throw_cannot_open(const std::string& path, const std::string& expected);
+
 // Reads `path`. With `has_header`, the first line names the columns; every row must have at
 // least `min_fields` fields (or as many as the header). With `skip_comments`, lines that start
 // with '#' are skipped (they still count for line numbers): data files that carry their source

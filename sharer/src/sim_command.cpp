@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "arguments.h"
+#include "csv.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/fleet_packing.h"
 #include "fleetscope/sharer/hpo.h"
@@ -64,7 +65,7 @@ constexpr const char* kSimUsage =
 
 std::string first_line(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+  if (!in) csv::throw_cannot_open(path, "a job trace (CSV)");
   std::string line;
   std::getline(in, line);
   return line;

@@ -45,7 +45,10 @@ const WorkloadProfile* ProfileTable::find(const std::string& model, int batch_si
 
 ProfileTable load_salus_profiles(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+  if (!in)
+    csv::throw_cannot_open(path,
+                           "Salus workload profiles (--profiles FILE; default: "
+                           "salus_workloads.csv next to the job trace)");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parse_salus_profiles(buffer.str(), path);
@@ -143,7 +146,7 @@ ProfileTable parse_salus_profiles(std::string_view text, const std::string& path
 std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles,
                                        int max_gpus_per_job) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
+  if (!in) csv::throw_cannot_open(path, "a job trace (CSV)");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parse_tiresias_jobs(buffer.str(), path, profiles, max_gpus_per_job);

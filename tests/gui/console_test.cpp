@@ -6,6 +6,7 @@
 #include <QPushButton>
 #include <QTest>
 #include <QTimer>
+#include <optional>
 
 #include "capture_view.h"
 #include "fleetscope/store/writer.h"
@@ -72,6 +73,31 @@ TEST_F(ConsoleTest, CancelInterruptsTheRunningQuery) {
   ASSERT_TRUE(QTest::qWaitFor([&] { return !console_->running(); }, 10000));
   EXPECT_EQ(console_->error(), "Error: cancelled");
   EXPECT_FALSE(console_->cancel_button()->isEnabled());
+}
+
+// Another process holds the database locked (a writer's exclusive transaction): the console's
+// connection waits for it on the worker, not on the GUI thread, which froze the window for up to
+// the store's busy timeout (5 s; an older schema's copy to migrate took longer) and, when a file
+// opened, delayed the timeline's first paint behind the example query's connection.
+TEST_F(ConsoleTest, ALockedDatabaseLeavesTheWindowRespondingUntilItIsFree) {
+  console_->set_timeout_ms(60'000);
+  std::optional<store::Database> holder = store::Database::open(path_, store::OpenMode::read_write);
+  holder->exec("PRAGMA locking_mode = EXCLUSIVE");
+  holder->exec("BEGIN EXCLUSIVE");
+  QTest::mouseClick(console_->run_button(), Qt::LeftButton);
+  // The click came back at once: the query is running and the window handles events meanwhile.
+  EXPECT_TRUE(console_->running());
+  EXPECT_EQ(console_->status()->text(), "Running…");
+  bool ticked = false;
+  QTimer::singleShot(0, [&] { ticked = true; });
+  ASSERT_TRUE(QTest::qWaitFor([&] { return ticked; }, 2000));
+  EXPECT_TRUE(console_->running());
+  // The writer ends: the query gets its connection and answers.
+  holder->exec("ROLLBACK");
+  holder.reset();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !console_->running(); }, 10000));
+  EXPECT_TRUE(console_->error().isEmpty()) << console_->error().toStdString();
+  EXPECT_GT(console_->model()->rowCount(), 0);
 }
 
 TEST_F(ConsoleTest, ANewerQuerySupersedesARunningOne) {

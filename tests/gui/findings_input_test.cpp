@@ -204,5 +204,42 @@ TEST_F(FindingsInputTest, OffendingEventsAreListedMarkedAndShown) {
   EXPECT_TRUE(outlined);
 }
 
+// On a real Kineto trace (HTA's ns_resolution rank-0 trace, V100) every finding about GPU work
+// lists the GPU events it is about, each found on the timeline, and the view goes to its worst
+// instance: tensor_cores_unused (the plain GEMMs; it is the first finding and was shown without
+// any event) and fusion_candidates (the kernels of its longest run) included.
+TEST_F(FindingsInputTest, EveryGpuFindingOfARealTraceListsItsEventsOnTheTimeline) {
+  path_ = std::string(FLEETSCOPE_SOURCE_DIR) +
+          "/tests/data/traces/kineto/hta-ns_resolution_trace_rank-0.json.gz";
+  open();
+  TimelineWidget* t = window_->capture_view()->timeline();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return t->timeline()->complete(); }));
+  window_->show_view("findings");
+  FindingsPanel* panel = window_->findings_panel();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return panel->table()->model()->rowCount() >= 5; }));
+  for (const QString rule : {"tensor_cores_unused", "low_occupancy", "launch_bound_small_kernels",
+                             "launch_delay_outliers", "fusion_candidates"}) {
+    SCOPED_TRACE(rule.toStdString());
+    click_row(panel->table(), row_of(rule));
+    EXPECT_EQ(window_->tabs()->currentWidget(), panel);
+    const FindingEvidence& evidence = panel->evidence();
+    ASSERT_FALSE(evidence.events.empty());
+    EXPECT_EQ(panel->evidence_model()->rowCount(), int(evidence.events.size()));
+    for (const EvidenceEvent& e : evidence.events) {
+      EXPECT_TRUE(e.kind == "kernel" || e.kind == "memcpy" || e.kind == "memset") << e.kind;
+      EXPECT_TRUE(e.track) << e.name << " not found on the timeline";
+    }
+    // The view behind the tab holds the worst instance, tighter than the finding's window.
+    ASSERT_TRUE(evidence.focus);
+    const TimeRange vis = t->view().visible();
+    EXPECT_LE(vis.begin, evidence.focus->begin);
+    EXPECT_GE(vis.end, evidence.focus->end);
+  }
+  // The plain GEMMs, longest first: the first one's name says so.
+  click_row(panel->table(), row_of("tensor_cores_unused"));
+  const QString first = panel->evidence_model()->index(0, EvidenceModel::name).data().toString();
+  EXPECT_TRUE(first.contains("sgemm") || first.contains("conv")) << first.toStdString();
+}
+
 }  // namespace
 }  // namespace fleetscope::gui

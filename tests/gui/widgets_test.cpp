@@ -7,6 +7,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDropEvent>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
 #include <QLabel>
@@ -540,6 +541,24 @@ TEST_F(WidgetsTest, ScreenshotNeverReplacesTheDatabaseItShows) {
   ASSERT_TRUE(write_screenshot(QStringList{db}, "fleet", QSize(300, 200), png, error))
       << error.toStdString();
   EXPECT_FALSE(QImage(png).isNull());
+}
+
+// --size out of bounds is refused before anything is rendered: 30000x30000 rendered for 44 s in
+// 7 GB and wrote it; 0x0 wrote a picture of the window's smallest size without a word.
+TEST_F(WidgetsTest, ScreenshotSizeOutOfBoundsIsRefusedBeforeRendering) {
+  const QString db = QString::fromStdString(path_);
+  for (const QSize size : {QSize(30000, 30000), QSize(0, 0), QSize(8193, 600), QSize(900, -5)}) {
+    const QString png = QString::fromStdString(dir_.file("big.png"));
+    QString error;
+    QElapsedTimer clock;
+    clock.start();
+    EXPECT_FALSE(write_screenshot(QStringList{db}, "fleet", size, png, error));
+    EXPECT_EQ(error, QString("--size %1x%2: expected WxH, each from 1 to 8192 pixels")
+                         .arg(size.width())
+                         .arg(size.height()));
+    EXPECT_LT(clock.elapsed(), 2000) << "rendered before refusing";
+    EXPECT_FALSE(QFile::exists(png));
+  }
 }
 
 }  // namespace

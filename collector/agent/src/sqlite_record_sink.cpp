@@ -76,7 +76,8 @@ SqliteRecordSink::~SqliteRecordSink() {
 void SqliteRecordSink::create_file() {
   // Schema in a temporary file, moved into place before any row: the final name never shows a
   // half-created database.
-  store::AtomicOutput temp(wanted_);
+  // Replace::no: an existing file is never replaced (rename_without_replacing picks a free name).
+  store::AtomicOutput temp(wanted_, store::AtomicOutput::Replace::no);
   {
     store::Database db = store::Database::create(temp.temp_path());
     // Rollback journal instead of WAL: between commits the trace is one self-contained file, so a

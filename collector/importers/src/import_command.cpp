@@ -65,7 +65,8 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
     return 2;
   }
   std::error_code ec;
-  if (!force && std::filesystem::exists(output, ec)) {
+  // symlink_status: a link to nowhere exists too (the rename would replace the link).
+  if (!force && std::filesystem::exists(std::filesystem::symlink_status(output, ec))) {
     err << "error: " << output << ": already exists (use --force to replace it)\n";
     return 1;
   }

@@ -87,7 +87,8 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
                                        const std::string& out_db, const ImportOptions& options,
                                        bool overwrite) {
   std::error_code ec;
-  if (!overwrite && std::filesystem::exists(out_db, ec))
+  // symlink_status: a link to nowhere exists too (the rename would replace the link).
+  if (!overwrite && std::filesystem::exists(std::filesystem::symlink_status(out_db, ec)))
     throw Error(out_db + ": already exists (use --force to replace it)");
   // Check every input is readable and recognisable before building anything.
   for (const auto& p : paths) {

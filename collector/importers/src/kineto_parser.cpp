@@ -1,6 +1,8 @@
 #include "kineto_parser.h"
 
 #include <charconv>
+#include <limits>
+#include <sstream>
 
 namespace fleetscope::importers::kineto {
 
@@ -148,7 +150,15 @@ void Parser::span(const RawEvent& ev, int64_t& start, int64_t& end) const {
   if (!ev.dur_ns) missing(ev, "dur");
   if (__builtin_add_overflow(base_ns_, *ev.ts_ns, &start))
     wrong(ev, "ts", "a time that fits in int64 nanoseconds after baseTimeNanoseconds");
-  if (__builtin_add_overflow(start, std::max<int64_t>(0, *ev.dur_ns), &end))
+  // A complete event that ends before it starts is refused, not clamped to 0 (which hid the bad
+  // timestamps): Perfetto's trace processor drops such a slice as an import error
+  // (SliceTracker::Scoped, stat slice_negative_duration: "usually indicates incorrect timestamps
+  // in the trace data"), and every row needs end >= start.
+  if (*ev.dur_ns < 0)
+    tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                             std::string(ev.cat) + "\"): field \"dur\" is negative (" +
+                             std::to_string(*ev.dur_ns) + " ns), expected a duration >= 0");
+  if (__builtin_add_overflow(start, *ev.dur_ns, &end))
     wrong(ev, "dur", "a duration whose end fits in int64 nanoseconds");
 }
 
@@ -195,9 +205,27 @@ std::optional<int64_t> Parser::int_arg(const RawEvent& ev, const ArgValue& v,
   wrong(ev, field, "an integer");
 }
 
+void Parser::out_of_range(const RawEvent& ev, const char* field, const std::string& value,
+                          const char* expected) const {
+  tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                           std::string(ev.cat) + "\"): field \"" + field + "\" is out of range (" +
+                           value + "), expected " + expected);
+}
+
+int64_t Parser::at_least(const RawEvent& ev, int64_t value, int64_t min, const char* field,
+                         const char* expected) const {
+  if (value < min) out_of_range(ev, field, std::to_string(value), expected);
+  return value;
+}
+
 int32_t Parser::device_of(const RawEvent& ev) const {
-  if (auto d = int_arg(ev, ev.args.device, "args.device")) return narrow(ev, *d, "args.device");
-  if (ev.pid.present && ev.pid.is_int) return narrow(ev, ev.pid.value, "pid");
+  // A GPU's index: no profiler writes a negative one for device work (it became a "GPU -1" with
+  // findings of its own).
+  constexpr const char* gpu_index = "a GPU index (0 or more)";
+  if (auto d = int_arg(ev, ev.args.device, "args.device"))
+    return narrow(ev, at_least(ev, *d, 0, "args.device", gpu_index), "args.device");
+  if (ev.pid.present && ev.pid.is_int)
+    return narrow(ev, at_least(ev, ev.pid.value, 0, "pid", gpu_index), "pid");
   missing(ev, "args.device");
 }
 
@@ -225,33 +253,49 @@ store::Kernel Parser::kernel(const RawEvent& ev) const {
   k.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
   k.demangledName = std::string(ev.name);
   const auto& a = ev.args;
+  // A launch's grid and block dimensions are 1 or more (CUDA refuses 0); a negative grid made
+  // a few_blocks finding.
+  auto dimension = [&](int64_t v, const char* field) {
+    return narrow(ev, at_least(ev, v, 1, field, "a dimension of 1 or more"), field);
+  };
   if (a.grid.kind == ArgValue::Kind::triple) {
-    k.gridX = narrow(ev, a.grid.v[0], "args.grid");
-    k.gridY = narrow(ev, a.grid.v[1], "args.grid");
-    k.gridZ = narrow(ev, a.grid.v[2], "args.grid");
+    k.gridX = dimension(a.grid.v[0], "args.grid");
+    k.gridY = dimension(a.grid.v[1], "args.grid");
+    k.gridZ = dimension(a.grid.v[2], "args.grid");
   } else if (a.grid.present()) {
     wrong(ev, "args.grid", "an array of 3 integers");
   }
   if (a.block.kind == ArgValue::Kind::triple) {
-    k.blockX = narrow(ev, a.block.v[0], "args.block");
-    k.blockY = narrow(ev, a.block.v[1], "args.block");
-    k.blockZ = narrow(ev, a.block.v[2], "args.block");
+    k.blockX = dimension(a.block.v[0], "args.block");
+    k.blockY = dimension(a.block.v[1], "args.block");
+    k.blockZ = dimension(a.block.v[2], "args.block");
   } else if (a.block.present()) {
     wrong(ev, "args.block", "an array of 3 integers");
   }
   if (auto r = int_arg(ev, a.registers, "args.registers per thread"))
-    k.registersPerThread = narrow(ev, *r, "args.registers per thread");
+    k.registersPerThread = narrow(ev, at_least(ev, *r, 0, "args.registers per thread", "0 or more"),
+                                  "args.registers per thread");
   // Kineto reports static + dynamic shared memory as one number; it is kept as the static part.
   if (auto s = int_arg(ev, a.shared_memory, "args.shared memory"))
-    k.staticSharedMemory = narrow(ev, *s, "args.shared memory");
-  auto real = [&](const ArgValue& v, const char* field) -> std::optional<double> {
+    k.staticSharedMemory =
+        narrow(ev, at_least(ev, *s, 0, "args.shared memory", "0 or more"), "args.shared memory");
+  auto real = [&](const ArgValue& v, const char* field, double max,
+                  const char* expected) -> std::optional<double> {
     if (!v.present()) return std::nullopt;
     if (!v.is_number()) wrong(ev, field, "a number");
-    return v.as_real();
+    const double x = v.as_real();
+    if (!(x >= 0 && x <= max)) {
+      std::ostringstream text;
+      text << x;
+      out_of_range(ev, field, text.str(), expected);
+    }
+    return x;
   };
-  k.blocksPerSm = real(a.blocks_per_sm, "args.blocks per SM");
-  k.warpsPerSm = real(a.warps_per_sm, "args.warps per SM");
-  k.estOccupancy = real(a.est_occupancy, "args.est. achieved occupancy %");
+  constexpr double unbounded = std::numeric_limits<double>::max();
+  k.blocksPerSm = real(a.blocks_per_sm, "args.blocks per SM", unbounded, "0 or more");
+  k.warpsPerSm = real(a.warps_per_sm, "args.warps per SM", unbounded, "0 or more");
+  k.estOccupancy =
+      real(a.est_occupancy, "args.est. achieved occupancy %", 100, "a percentage from 0 to 100");
   return k;
 }
 
@@ -264,7 +308,8 @@ store::Memcpy Parser::memcpy(const RawEvent& ev) const {
   if (auto c = int_arg(ev, ev.args.context, "args.context"))
     m.contextId = narrow(ev, *c, "args.context");
   m.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
-  m.bytes = int_arg(ev, ev.args.bytes, "args.bytes").value_or(0);
+  m.bytes = at_least(ev, int_arg(ev, ev.args.bytes, "args.bytes").value_or(0), 0, "args.bytes",
+                     "0 or more");
   MemcpyName parsed = parse_memcpy_name(ev.name);
   m.copyKind = parsed.copyKind;
   m.srcKind = parsed.srcKind;
@@ -285,7 +330,8 @@ store::Memset Parser::memset(const RawEvent& ev) const {
   if (auto c = int_arg(ev, ev.args.context, "args.context"))
     m.contextId = narrow(ev, *c, "args.context");
   m.correlationId = int_arg(ev, ev.args.correlation, "args.correlation");
-  m.bytes = int_arg(ev, ev.args.bytes, "args.bytes").value_or(0);
+  m.bytes = at_least(ev, int_arg(ev, ev.args.bytes, "args.bytes").value_or(0), 0, "args.bytes",
+                     "0 or more");
   m.memKind = parse_memset_kind(ev.name);
   return m;
 }

@@ -72,6 +72,11 @@ class Parser {
   int32_t device_of(const RawEvent& ev) const;
   int32_t stream_of(const RawEvent& ev) const;
   int32_t narrow(const RawEvent& ev, int64_t value, const char* field) const;
+  // `value` when it is `min` or more, else an error naming the field and what was expected.
+  int64_t at_least(const RawEvent& ev, int64_t value, int64_t min, const char* field,
+                   const char* expected) const;
+  [[noreturn]] void out_of_range(const RawEvent& ev, const char* field, const std::string& value,
+                                 const char* expected) const;
   std::optional<int64_t> int_arg(const RawEvent& ev, const ArgValue& v, const char* field) const;
 
   const Tokenizer& tok_;

@@ -688,10 +688,32 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
           // Every field below is an int32 in cudaDeviceProp except the two 64-bit sizes.
           const bool wide = dk == "totalGlobalMem" || dk == "sharedMemPerMultiprocessor" ||
                             dk == "maxSharedMemoryPerMultiProcessor" || dk == "clockRate";
-          if ((!wide && (n < INT32_MIN || n > INT32_MAX)) ||
-              (dk == "clockRate" && (n < 0 || n > INT64_MAX / 1000)))
+          // The ids, counts and sizes read below: none is negative (totalGlobalMem -1 showed as
+          // "-0.0 GiB"); other fields are kept out of it.
+          static constexpr std::string_view read_below[] = {"id",
+                                                            "totalGlobalMem",
+                                                            "computeMajor",
+                                                            "major",
+                                                            "computeMinor",
+                                                            "minor",
+                                                            "maxThreadsPerBlock",
+                                                            "maxThreadsPerMultiprocessor",
+                                                            "maxThreadsPerMultiProcessor",
+                                                            "regsPerMultiprocessor",
+                                                            "warpSize",
+                                                            "sharedMemPerMultiprocessor",
+                                                            "maxSharedMemoryPerMultiProcessor",
+                                                            "numSms",
+                                                            "multiProcessorCount",
+                                                            "clockRate"};
+          const bool read =
+              std::find(std::begin(read_below), std::end(read_below), dk) != std::end(read_below);
+          if ((read && n < 0) || (!wide && n > INT32_MAX) ||
+              (dk == "clockRate" && n > INT64_MAX / 1000))
             fail(impl_->where(x), "field \"" + std::string(key) + "[]." + std::string(dk) +
-                                      "\" is out of range (" + std::to_string(n) + ")");
+                                      "\" is out of range (" + std::to_string(n) +
+                                      "), expected 0 or more" +
+                                      (wide ? "" : " and at most 2147483647"));
           if (dk == "id")
             gpu.id = static_cast<int32_t>(n);
           else if (dk == "totalGlobalMem")

@@ -8,18 +8,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <vector>
 
 #include "fleetscope/common/file_errors.h"
+#include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/input_files.h"
 #include "fleetscope/store/read_policy.h"
@@ -129,14 +133,28 @@ int read_schema_version(sqlite3* db, const std::string& path) {
     if (rc == SQLITE_CORRUPT) throw InputError(path, "", "corrupt SQLite database: " + message);
     throw InputError(path, "", "cannot read schema_version: " + message);
   }
-  int version = -1;
   rc = sqlite3_step(stmt);
-  if (rc == SQLITE_ROW) version = sqlite3_column_int(stmt, 0);
+  std::string stored;
+  if (rc == SQLITE_ROW) {
+    const unsigned char* value = sqlite3_column_text(stmt, 0);
+    // Bounded: the value is shown in the error below.
+    if (value)
+      stored.assign(reinterpret_cast<const char*>(value),
+                    std::min<size_t>(static_cast<size_t>(sqlite3_column_bytes(stmt, 0)), 64));
+  }
   std::string message = sqlite3_errmsg(db);
   sqlite3_finalize(stmt);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE)
     throw InputError(path, "table meta", "corrupt SQLite database: " + message);
-  if (version < 1) throw InputError(path, "table meta", "no schema_version row in 'meta'");
+  if (rc == SQLITE_DONE) throw InputError(path, "table meta", "no schema_version row in 'meta'");
+  // The whole text is the number: sqlite3_column_int read 'abc' as 0 ("no schema_version row")
+  // and '3.5' as 3 (a migration that failed half-way with SQLite's own message).
+  int version = 0;
+  auto [end, ec] = std::from_chars(stored.data(), stored.data() + stored.size(), version);
+  if (ec != std::errc() || end != stored.data() + stored.size() || version < 1)
+    throw InputError(path, "table meta",
+                     "schema_version is '" + text::terminal_safe(stored) +
+                         "', expected a whole number from 1 (a fleetscope trace database)");
   return version;
 }
 
@@ -589,6 +607,29 @@ void AtomicOutput::remove_temporaries_on_signal() {
   }
 }
 
+namespace {
+
+// The pid of another process with `path` open as a SQLite database, if one is seen: a WAL
+// connection (fleetscoped's host database) holds a read lock on the file's SHARED range for as
+// long as it is open, and any connection holds one while it reads (the locking protocol of the
+// SQLite file format: https://www.sqlite.org/lockingv3.html, PENDING_BYTE 0x40000000 then
+// RESERVED_BYTE and the 510-byte SHARED range in os_unix.c). F_GETLK only asks; it takes no lock.
+std::optional<pid_t> database_open_elsewhere(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;  // absent, a link (the rename replaces the link), unreadable
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = 0x40000000;
+  lock.l_len = 512;
+  const bool asked = ::fcntl(fd, F_GETLK, &lock) == 0;
+  ::close(fd);
+  if (!asked || lock.l_type == F_UNLCK) return std::nullopt;
+  return lock.l_pid;
+}
+
+}  // namespace
+
 AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
     : final_path_(std::move(final_path)), replace_(replace) {
   // Checked here, so that no error names the temporary file below.
@@ -599,6 +640,13 @@ AtomicOutput::AtomicOutput(std::string final_path, Replace replace)
         final_path_, (*input == final_path_ ? "it is the input this command reads"
                                             : "it is the input " + *input + " (the same file)") +
                          "; expected another file for the output (the input would be lost)"));
+  // Replaced, a database another process writes (fleetscoped) loses all that process writes
+  // after: it goes on writing into the unlinked file, its -wal and -shm left beside the new one.
+  if (auto holder = replace_ == Replace::yes ? database_open_elsewhere(final_path_) : std::nullopt)
+    throw Error(common::cannot_write(
+        final_path_, "it is a database open in another process (pid " + std::to_string(*holder) +
+                         ", e.g. fleetscoped); replacing it would lose what that process "
+                         "writes: expected another file for the output, or that process ended"));
   std::random_device rd;
   temp_path_ =
       final_path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000);

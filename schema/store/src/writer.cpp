@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
@@ -24,6 +25,7 @@ namespace fleetscope::store {
 // batch).
 struct Writer::Batch : RowVectors {
   size_t rows = 0;
+  uint64_t ticket = 0;  // its place in the queue: batches are committed in ticket order
   void clear() {
     RowVectors::clear();
     rows = 0;
@@ -79,6 +81,8 @@ struct Writer::Impl {
   std::vector<std::unique_ptr<Batch>> spare;  // written batches, emptied, for reuse
   static constexpr size_t kSpareBatches = 2;
   bool in_flight = false;
+  uint64_t last_ticket = 0;       // of the last batch queued
+  uint64_t committed_ticket = 0;  // every batch up to this one is committed
   bool stopping = false;
   bool closed = false;
   std::exception_ptr error;
@@ -258,31 +262,63 @@ struct Writer::Impl {
         }
       }
       const size_t rows = batch->rows;
+      const uint64_t ticket = batch->ticket;
       batch->clear();
       lock.lock();
       if (spare.size() < kSpareBatches) spare.push_back(std::move(batch));
       if (failure && !error) error = failure;
-      if (!failure) {
+      if (!failure && !error) {
         stats.rows_written += static_cast<int64_t>(rows);
         stats.batches += 1;
+        committed_ticket = ticket;
       }
       in_flight = false;
       idle.notify_all();
     }
   }
 
+  // Caller holds mu.
+  std::unique_ptr<Batch> empty_batch() {
+    if (spare.empty()) return std::make_unique<Batch>();
+    std::unique_ptr<Batch> batch = std::move(spare.back());
+    spare.pop_back();
+    return batch;
+  }
+
+  // Caller holds `lock` on mu, and the queue has room.
+  uint64_t push(std::unique_ptr<Batch> batch) {
+    batch->ticket = ++last_ticket;
+    queue.push_back(std::move(batch));
+    work_ready.notify_one();
+    return last_ticket;
+  }
+
+  void wait_for_space(std::unique_lock<std::mutex>& lock) {
+    space_ready.wait(lock, [&] { return queue.size() < options.max_queued_batches || error; });
+  }
+
   // Caller holds `lock` on mu.
   void enqueue_current(std::unique_lock<std::mutex>& lock) {
     if (current->rows == 0) return;
-    space_ready.wait(lock, [&] { return queue.size() < options.max_queued_batches || error; });
-    queue.push_back(std::move(current));
-    if (spare.empty()) {
-      current = std::make_unique<Batch>();
-    } else {
-      current = std::move(spare.back());
-      spare.pop_back();
-    }
-    work_ready.notify_one();
+    wait_for_space(lock);
+    push(std::exchange(current, empty_batch()));
+  }
+
+  uint64_t add_rows(RowVectors& rows, size_t row_count) {
+    std::unique_lock lock(mu);
+    if (closed) throw Error(path + ": writer already finished");
+    if (row_count == 0) return last_ticket;
+    wait_for_space(lock);
+    std::unique_ptr<Batch> batch = empty_batch();
+    std::swap(static_cast<RowVectors&>(*batch), rows);  // the caller keeps the empty vectors
+    batch->rows = row_count;
+    return push(std::move(batch));
+  }
+
+  void wait_committed(uint64_t ticket) {
+    std::unique_lock lock(mu);
+    idle.wait(lock, [&] { return committed_ticket >= ticket || error; });
+    if (committed_ticket < ticket) std::rethrow_exception(error);
   }
 
   template <class Row>
@@ -460,6 +496,14 @@ void Writer::shift_times(int64_t capture_id, int64_t delta_ns) {
 
 void Writer::flush() {
   impl_->flush();
+}
+
+uint64_t Writer::add_rows(RowVectors& rows, size_t row_count) {
+  return impl_->add_rows(rows, row_count);
+}
+
+void Writer::wait_committed(uint64_t ticket) {
+  impl_->wait_committed(ticket);
 }
 
 void Writer::finish(const std::function<void()>& alongside_indexes) {

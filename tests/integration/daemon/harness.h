@@ -2,6 +2,8 @@
 // it prints), the daemon under test on sockets in a temporary directory, and API clients.
 #pragma once
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -182,7 +184,17 @@ struct DaemonUnderTest {
         api_socket,  "--agent-socket",   agent_socket, "--prometheus-port",
         "-1",        "--nvml-library",   NVML_STANDIN, "--sample-interval-ms",
         "100",       "--trace-grace-ms", "2000"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
+    // An option of `extra` replaces the default above (fleetscoped refuses a one-value option
+    // given twice with different values).
+    for (size_t i = 0; i < extra.size(); ++i) {
+      auto given = std::find(argv.begin() + 1, argv.end(), extra[i]);
+      if (i + 1 < extra.size() && extra[i].rfind("--", 0) == 0 && given != argv.end() &&
+          given + 1 != argv.end()) {
+        *(given + 1) = extra[++i];
+      } else {
+        argv.push_back(extra[i]);
+      }
+    }
     argv.insert(argv.begin(), launcher.begin(), launcher.end());
     // run_in_unit_sandbox.sh: every daemon under the unit's process limits.
     if (const char* sandbox = std::getenv("FLEETSCOPE_TEST_DAEMON_LAUNCHER"); sandbox && *sandbox)

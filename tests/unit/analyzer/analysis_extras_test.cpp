@@ -112,7 +112,8 @@ TEST(IdleIntervals, KeptPerCategoryWhenAsked) {
 
 CaptureData steps_with_one_slow() {
   testing::CaptureBuilder b;
-  // Four 10 ms steps and one 20 ms step whose extra time is a DataLoader fetch.
+  // Four 10 ms steps and one 20 ms step whose extra time is a DataLoader fetch, then a 1 ms last
+  // ProfilerStep that the capture's end cut short (not a step: counted_steps()).
   int64_t t = 0;
   for (int k = 0; k < 5; ++k) {
     const int64_t length = k == 3 ? 20 * kMs : 10 * kMs;
@@ -121,6 +122,7 @@ CaptureData steps_with_one_slow() {
     if (k == 3) b.dataloader(t + 9 * kMs, t + 19 * kMs);
     t += length;
   }
+  b.step(5, t, t + 1 * kMs);
   return b.build();
 }
 

@@ -31,9 +31,10 @@ bool same_double(double a, double b) {
   return (std::isnan(a) && std::isnan(b)) || a == b;
 }
 
-// Compares a name-id column as text.
-void expect_same_names(const CaptureData& a, const std::vector<int64_t>& ia, const CaptureData& b,
-                       const std::vector<int64_t>& ib, const std::string& what) {
+// Compares a name-id column (std::vector or CompactColumn) as text.
+template <class Column>
+void expect_same_names(const CaptureData& a, const Column& ia, const CaptureData& b,
+                       const Column& ib, const std::string& what) {
   ASSERT_EQ(ia.size(), ib.size()) << what;
   for (size_t i = 0; i < ia.size(); ++i)
     if (a.name(ia[i]) != b.name(ib[i])) {

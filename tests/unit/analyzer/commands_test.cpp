@@ -19,6 +19,7 @@
 #include "fleetscope/analyzer/fleet.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/analyzer/session.h"
+#include "fleetscope/common/csv.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/reader.h"
@@ -301,8 +302,8 @@ TEST_F(Commands, FleetDiffCandidates) {
 }
 
 // A workflow name is whatever the file says (here one with a comma and quotes, as a trace file
-// name gives it): the CSV ranking quotes it (RFC 4180) and keeps 14 columns. It used to print
-// the name raw, so the row had 15 fields and every column after it was shifted.
+// name gives it): the CSV ranking quotes it (RFC 4180) and keeps 15 columns. It used to print
+// the name raw, so the row had one field too many and every column after it was shifted.
 TEST(FleetCsv, NamesFromTheFileAreQuoted) {
   testing::TempDir dir;
   const std::string db = dir.file("t.db");
@@ -313,11 +314,11 @@ TEST(FleetCsv, NamesFromTheFileAreQuoted) {
   std::string header, row;
   ASSERT_TRUE(std::getline(lines, header));
   ASSERT_TRUE(std::getline(lines, row));
-  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 13) << header;
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 14) << header;
   EXPECT_EQ(row.rfind("\"run,7 \"\"final\"\"\",alice,1,", 0), 0u) << row;
-  // Outside the quoted name, 13 separators as in the header.
+  // Outside the quoted name, 14 separators as in the header.
   const std::string rest = row.substr(row.find("\",") + 1);
-  EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 13) << row;
+  EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 14) << row;
 }
 
 // Inputs without GPU work (a CPU-only rank) leave nothing to rank: said on stderr, exit 0, rather
@@ -331,6 +332,100 @@ TEST(FleetNoGpu, SaysThereIsNothingToRank) {
                            "the 1 input(s): nothing to rank"),
             std::string::npos)
       << fleet.err;
+}
+
+// The AMD/ROCm reference trace recorded two ProfilerSteps: #1 of 9.29 ms and #2 of 49 us, the
+// step the profiler stopped in, cut short by the capture's end. A step is what HTA counts
+// (HtaStepFilter::counts_step: not the last ProfilerStep), so `analyze`, `candidates` and `fleet`
+// all see one step of 9.29 ms; `candidates` used to report the median of both, 49.1 us.
+TEST(Steps, TheLastProfilerStepCutByTheCaptureEndIsNotAStep) {
+  const std::string amd = std::string(FLEETSCOPE_SHARED_DATA) +
+                          "/traces/kineto/hta-amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz";
+  ASSERT_TRUE(std::filesystem::exists(amd)) << "reference trace missing: " << amd;
+  constexpr int64_t kStepOne = 9'288'291;  // ProfilerStep#1: "dur": 9288.291 (us)
+
+  auto analyze = call(run_analyze_command, {amd, "--format", "json"});
+  ASSERT_EQ(analyze.code, 0) << analyze.err;
+  const json step_time = json::parse(analyze.out).at("metrics").at("step_time");
+  EXPECT_EQ(step_time.at("count"), 1) << step_time.dump();
+  EXPECT_EQ(step_time.at("p50_ns"), kStepOne) << step_time.dump();
+  EXPECT_EQ(step_time.at("max_ns"), kStepOne) << step_time.dump();
+
+  auto candidates = call(run_candidates_command, {amd, "--format", "json"});
+  ASSERT_EQ(candidates.code, 0) << candidates.err;
+  const json jobs = json::parse(candidates.out);
+  ASSERT_FALSE(jobs.empty()) << candidates.out;
+  for (const json& job : jobs) {
+    EXPECT_EQ(job.at("iterations"), 1) << job.dump();
+    EXPECT_EQ(job.at("iteration_ns"), kStepOne) << job.dump();
+  }
+
+  auto fleet = call(run_fleet_command, {amd, "--format", "json"});
+  ASSERT_EQ(fleet.code, 0) << fleet.err;
+  const json ranking = json::parse(fleet.out);
+  ASSERT_EQ(ranking.size(), 1u) << fleet.out;
+  EXPECT_EQ(ranking[0].at("steps"), 1) << fleet.out;
+  EXPECT_EQ(ranking[0].at("step_p50_ns"), kStepOne) << fleet.out;
+  EXPECT_EQ(ranking[0].at("step_p99_ns"), kStepOne) << fleet.out;
+}
+
+// A CPU-only capture among GPU ones (the shared case's database and HTA's CPU-only rank) holds
+// no GPU time, so it is not ranked; it used to vanish from the output without a word. Every
+// format lists it after the ranking, --top does not cut it, and stderr names it.
+TEST(FleetNoGpu, ACpuOnlyCaptureInMixedInputIsListedInEveryFormat) {
+  const std::string cpu_only =
+      std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/hta-cpu_only_rank-34.json.gz";
+  ASSERT_TRUE(std::filesystem::exists(cpu_only)) << "reference trace missing: " << cpu_only;
+  testing::TempDir dir;
+  const std::string db = dir.file("gpu.db");
+  testing::write_shared_case(db);
+
+  auto json_run = call(run_fleet_command, {db, cpu_only, "--format", "json", "--top", "1"});
+  ASSERT_EQ(json_run.code, 0) << json_run.err;
+  const json rows = json::parse(json_run.out);
+  ASSERT_EQ(rows.size(), 2u) << json_run.out;
+  EXPECT_EQ(rows[0]["gpu_activity"], true) << rows[0].dump();
+  EXPECT_GT(rows[0]["gpu_hours"].get<double>(), 0.0);
+  const json& cpu = rows[1];
+  EXPECT_EQ(cpu["gpu_activity"], false) << cpu.dump();
+  EXPECT_EQ(cpu["source"], cpu_only);
+  EXPECT_EQ(cpu["capture"], 1);
+  EXPECT_EQ(cpu["devices"], 0);
+  EXPECT_EQ(cpu["gpu_hours"], 0.0);
+  EXPECT_TRUE(cpu["utilization"].is_null());
+  const std::string job = cpu["workflow"];
+  EXPECT_FALSE(job.empty());
+  const std::string note = "fleet: " + cpu_only + ": capture 1 (" + job +
+                           "): no GPU activity (kernels, copies, memsets): listed with 0 "
+                           "GPU-hours, not ranked";
+  EXPECT_NE(json_run.err.find(note), std::string::npos) << json_run.err;
+  EXPECT_EQ(json_run.err.find("nothing to rank"), std::string::npos) << json_run.err;
+
+  auto csv_run = call(run_fleet_command, {db, cpu_only, "--format", "csv"});
+  ASSERT_EQ(csv_run.code, 0) << csv_run.err;
+  std::istringstream lines(csv_run.out);
+  std::string header, ranked, listed, extra;
+  ASSERT_TRUE(std::getline(lines, header));
+  ASSERT_TRUE(std::getline(lines, ranked));
+  ASSERT_TRUE(std::getline(lines, listed));
+  EXPECT_FALSE(std::getline(lines, extra)) << csv_run.out;
+  EXPECT_EQ(header.rfind("workflow,user,captures,devices,gpu_activity,gpu_hours,", 0), 0u);
+  EXPECT_NE(ranked.find(",true,"), std::string::npos) << ranked;
+  const std::string user = cpu["user"];
+  EXPECT_EQ(listed,
+            common::csv_field(job) + "," + common::csv_field(user) + ",1,0,false,0,0,,,,,,,0,")
+      << csv_run.out;
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), ','),
+            std::count(header.begin(), header.end(), ','));
+  EXPECT_NE(csv_run.err.find(note), std::string::npos) << csv_run.err;
+
+  auto table_run = call(run_fleet_command, {db, cpu_only});
+  ASSERT_EQ(table_run.code, 0) << table_run.err;
+  const auto section = table_run.out.find("\nNO GPU ACTIVITY (not ranked: 0 GPU-hours)\n");
+  ASSERT_NE(section, std::string::npos) << table_run.out;
+  EXPECT_NE(table_run.out.find(cpu_only + " capture 1", section), std::string::npos)
+      << table_run.out;
+  EXPECT_NE(table_run.err.find(note), std::string::npos) << table_run.err;
 }
 
 // Process identity is per capture (issue 23): 40 Kineto traces that all say pid 100 / device 0,
@@ -522,6 +617,130 @@ TEST(FleetIdentity, ASchemaTwoFileWithoutOneWorkflowPerCaptureKeepsItsFileWideRo
   ASSERT_EQ(reader.processes().size(), 1u);
   EXPECT_FALSE(reader.processes()[0].captureId.has_value());
   for (int64_t capture : {1, 2}) EXPECT_EQ(reader.processes(capture).at(0).workflow_id, 1);
+}
+
+// A schema-5 file of two imported captures (job0.json, job1.json) whose kernels and launch calls
+// all say pid 100, with one workflow per capture. `damaged`: the process rows as the v2 -> v3 step
+// left them before it split them (one file-wide row, captureId NULL, of the last file's workflow),
+// kept through v3..v5; otherwise one row per capture, as schema 3 and later write them. `third`:
+// a later import appended job2.json with its own process row.
+std::string write_schema_five_file(const testing::TempDir& dir, bool damaged, bool third = false) {
+  const std::string db = dir.file(damaged ? "damaged.db" : "healthy.db");
+  // Schema 6 changed no table, so today's DDL is schema 5's.
+  store::Database file = store::Database::create(db);
+  const int64_t global_pid = store::global_pid(100);
+  const int64_t tid = store::global_tid(100, 200);
+  std::string sql =
+      "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+      "INSERT INTO StringIds VALUES (1, 'k'), (2, 'cudaLaunchKernel');";
+  const int captures = third ? 3 : 2;
+  for (int i = 0; i < captures; ++i) {
+    const std::string id = std::to_string(i + 1), name = "job" + std::to_string(i);
+    const int64_t base = 1'700'000'000'000'000'000 + int64_t{i} * 1'000'000'000;
+    const int64_t gap = 5'000 + int64_t{i} * 1'000;  // each job's own idle time
+    sql += "INSERT INTO captures(id, kind, source, source_path, start_ns, end_ns) VALUES (" + id +
+           ", 'imported', 'kineto-json', '" + dir.file(name + ".json") + "', " +
+           std::to_string(base) + ", " + std::to_string(base + 30'000 + gap) + ");";
+    sql +=
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, correlationId, "
+        "globalPid, demangledName, shortName, captureId) VALUES (" +
+        std::to_string(base + 10'000) + ", " + std::to_string(base + 15'000) + ", 0, 7, 1, " +
+        std::to_string(global_pid) + ", 1, 1, " + id + "), (" +
+        std::to_string(base + 15'000 + gap) + ", " + std::to_string(base + 20'000 + gap) +
+        ", 0, 7, 2, " + std::to_string(global_pid) + ", 1, 1, " + id + ");";
+    sql +=
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME(start, end, eventClass, globalTid, "
+        "correlationId, nameId, captureId) VALUES (" +
+        std::to_string(base + 9'000) + ", " + std::to_string(base + 10'000) + ", 0, " +
+        std::to_string(tid) + ", 1, 2, " + id + ");";
+    sql += "INSERT INTO workflows(id, name) VALUES (" + id + ", '" + name + "');";
+    if (!damaged || i == 2)
+      sql +=
+          "INSERT INTO processes(captureId, globalPid, pid, workflow_id, rank, command) VALUES (" +
+          id + ", " + std::to_string(global_pid) + ", 100, " + id + ", 0, 'train.py');";
+  }
+  if (damaged)
+    sql +=
+        "INSERT INTO processes(captureId, globalPid, pid, workflow_id, rank, command) VALUES "
+        "(NULL, " +
+        std::to_string(global_pid) + ", 100, 2, 0, 'train.py');";
+  file.exec(sql);
+  return db;
+}
+
+// The fleet ranking of `db` as (workflow, idle ns) per job.
+std::vector<std::pair<std::string, int64_t>> fleet_jobs(const std::string& db) {
+  auto fleet = call(run_fleet_command, {db, "--format", "json", "--top", "100"});
+  EXPECT_EQ(fleet.code, 0) << fleet.err;
+  std::vector<std::pair<std::string, int64_t>> jobs;
+  for (const json& job : json::parse(fleet.out)) {
+    EXPECT_EQ(job["captures"], 1) << job.dump();
+    jobs.emplace_back(job["workflow"], job["idle_ns"]);
+  }
+  std::sort(jobs.begin(), jobs.end());
+  return jobs;
+}
+
+// Files the v2 -> v3 step migrated before it split process rows stayed damaged through v5: both
+// captures' pid 100 was one row of job1's workflow, so `fleet` ranked one job "job1" of 2
+// captures. The v5 -> v6 step runs the same repair: the read path's in-memory migration and
+// `fleetscope migrate` (the file opened for writing) both give two jobs with their own names.
+TEST(FleetIdentity, ASchemaFiveFileDamagedByTheOldMigrationIsRepairedToItsJobs) {
+  testing::TempDir dir;
+  const std::string db = write_schema_five_file(dir, /*damaged=*/true);
+  const std::vector<std::pair<std::string, int64_t>> expected = {{"job0", 5'000}, {"job1", 6'000}};
+  EXPECT_EQ(fleet_jobs(db), expected) << "read path: migrated in memory";
+  store::Reader reader(db);
+  EXPECT_EQ(reader.schema_version(), store::kSchemaVersion);
+  ASSERT_EQ(reader.processes().size(), 2u) << "one pid-100 row per capture, none file-wide";
+  for (const auto& capture : reader.captures()) {
+    const auto own = reader.processes(capture.id);
+    ASSERT_EQ(own.size(), 1u) << capture.id;
+    EXPECT_EQ(own[0].captureId, capture.id);
+    EXPECT_EQ(own[0].workflow_id, capture.id) << "its own file's workflow";
+    EXPECT_EQ(own[0].command, "train.py");
+  }
+  EXPECT_EQ(store::Database::open_external(db).schema_version(), 5) << "a read leaves the file";
+
+  { const store::Database migrated = store::Database::open(db, store::OpenMode::read_write); }
+  EXPECT_EQ(store::Database::open_external(db).schema_version(), store::kSchemaVersion);
+  EXPECT_EQ(store::Reader(db).processes().size(), 2u);
+  EXPECT_EQ(fleet_jobs(db), expected) << "the file itself migrated";
+}
+
+// A damaged file to which a later import appended a capture with its own process row: the repair
+// splits the file-wide row for the two old captures and keeps the third's row as it is (a second
+// row of the same (capture, pid) would break the table's key and the whole migration).
+TEST(FleetIdentity, TheRepairKeepsTheRowsOfCapturesThatHaveTheirOwn) {
+  testing::TempDir dir;
+  const std::string db = write_schema_five_file(dir, /*damaged=*/true, /*third=*/true);
+  const std::vector<std::pair<std::string, int64_t>> expected = {
+      {"job0", 5'000}, {"job1", 6'000}, {"job2", 7'000}};
+  EXPECT_EQ(fleet_jobs(db), expected);
+  store::Reader reader(db);
+  ASSERT_EQ(reader.processes().size(), 3u);
+  EXPECT_EQ(reader.processes(3).at(0).rank, 0) << "capture 3's own row, unchanged";
+  EXPECT_FALSE(reader.processes(1).at(0).rank.has_value()) << "split from the last file's row";
+}
+
+// A healthy schema-5 file (one row per capture) comes out of the v5 -> v6 step unchanged.
+TEST(FleetIdentity, AHealthySchemaFiveFileIsUnchangedByTheRepair) {
+  testing::TempDir dir;
+  const std::string db = write_schema_five_file(dir, /*damaged=*/false);
+  const auto dump = [](const std::string& path) {
+    std::vector<std::string> rows;
+    for (const auto& p : store::Reader(path).processes())
+      rows.push_back(std::to_string(p.captureId.value_or(-1)) + " " + std::to_string(p.pid) + " " +
+                     std::to_string(p.workflow_id.value_or(-1)) + " " +
+                     std::to_string(p.rank.value_or(-1)) + " " + p.command.value_or(""));
+    return rows;
+  };
+  const std::vector<std::string> expected = {"1 100 1 0 train.py", "2 100 2 0 train.py"};
+  EXPECT_EQ(dump(db), expected) << "migrated in memory";
+  { const store::Database migrated = store::Database::open(db, store::OpenMode::read_write); }
+  EXPECT_EQ(dump(db), expected) << "migrated in the file";
+  EXPECT_EQ(fleet_jobs(db),
+            (std::vector<std::pair<std::string, int64_t>>{{"job0", 5'000}, {"job1", 6'000}}));
 }
 
 // The JSON names the metrics per device (docs/analyzer.md "JSON metric names"); the identities

@@ -1,10 +1,16 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "db_fixture.h"
 #include "fleetscope/analyzer/analysis.h"
+#include "fleetscope/analyzer/commands.h"
 #include "fleetscope/analyzer/diff.h"
 #include "fleetscope/analyzer/fleet.h"
 #include "fleetscope/analyzer/loader.h"
+#include "fleetscope/analyzer/session.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
 #include "shared_case.h"
@@ -94,6 +100,49 @@ TEST(Fleet, SameJobAcrossDatabasesIsMerged) {
   ASSERT_EQ(ranking.size(), 1u);
   EXPECT_EQ(ranking[0].captures, 2);
   EXPECT_EQ(ranking[0].idle_ns, us(1800));
+}
+
+// One file named twice (the same path, a link to it) is one host's database: counted once.
+// `fleet a.db a.db` doubled the job's GPU-hours and waste while saying "1 capture".
+TEST(Fleet, AFileGivenTwiceIsCountedOnce) {
+  testing::TempDir dir;
+  write_gappy_job(dir.file("a.db"), "bert-eval");
+  std::filesystem::create_symlink(dir.file("a.db"), dir.file("link.db"));
+  std::ostringstream out, err;
+  ASSERT_EQ(
+      run_fleet_command(
+          {dir.file("a.db"), dir.file("a.db"), dir.file("link.db"), "--format", "json"}, out, err),
+      0)
+      << err.str();
+  const auto ranking = nlohmann::json::parse(out.str());
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_EQ(ranking[0].at("captures"), 1);
+  EXPECT_EQ(ranking[0].at("idle_ns"), us(900));
+  EXPECT_EQ(ranking[0].at("span_ns"), us(1100));
+  EXPECT_EQ(ranking[0].at("devices"), 1);
+  EXPECT_NE(err.str().find("fleet: " + dir.file("link.db") +
+                           ": the same file as an earlier input; counted once"),
+            std::string::npos)
+      << err.str();
+}
+
+// The analysis session (the GUI's fleet, `share plan DB...`) opens one file once: the GUI's fleet
+// of "all.db alias.db" (a link) doubled every job, and `share plan a.db a.db` listed each job
+// twice as a candidate to place beside itself.
+TEST(Fleet, TheSessionOpensAFileNamedTwiceOnce) {
+  testing::TempDir dir;
+  write_gappy_job(dir.file("a.db"), "bert-eval");
+  std::filesystem::create_symlink(dir.file("a.db"), dir.file("link.db"));
+  AnalysisSession session;
+  const SessionSource& first = session.open(dir.file("a.db"));
+  EXPECT_EQ(&session.open(dir.file("a.db")), &first);
+  EXPECT_EQ(&session.open(dir.file("link.db")), &first);
+  EXPECT_EQ(session.sources().size(), 1u);
+  EXPECT_EQ(session.captures().size(), 1u);
+  const auto ranking = session.fleet();
+  ASSERT_EQ(ranking.size(), 1u);
+  EXPECT_EQ(ranking[0].idle_ns, us(900));
+  EXPECT_EQ(ranking[0].captures, 1);
 }
 
 TEST(Diff, ReportsMetricDeltasAndKernelChanges) {

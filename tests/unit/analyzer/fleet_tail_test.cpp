@@ -46,10 +46,12 @@ void write_job(const std::string& path, const std::string& name,
 
 TEST(FleetTail, StepTimeQuantilesPerWorkflowAcrossDatabases) {
   testing::TempDir dir;
-  // Nine 100 µs steps and one of 500 µs, split over two databases of the same job.
-  write_job(dir.file("a.db"), "llm-train", {100, 100, 100, 100, 500});
-  write_job(dir.file("b.db"), "llm-train", {100, 100, 100, 100, 100});
-  write_job(dir.file("c.db"), "steady", {200, 200});
+  // Nine 100 µs steps and one of 500 µs, split over two databases of the same job. Each capture
+  // ends inside a last, short ProfilerStep (20 µs, 30 µs), which is not a step (HTA's rule,
+  // counted_steps()).
+  write_job(dir.file("a.db"), "llm-train", {100, 100, 100, 100, 500, 20});
+  write_job(dir.file("b.db"), "llm-train", {100, 100, 100, 100, 100, 20});
+  write_job(dir.file("c.db"), "steady", {200, 200, 30});
   const auto ranking = rank_workflows({dir.file("a.db"), dir.file("b.db"), dir.file("c.db")});
   ASSERT_EQ(ranking.size(), 2u);
   const WorkflowWaste& llm = ranking[0].workflow == "llm-train" ? ranking[0] : ranking[1];

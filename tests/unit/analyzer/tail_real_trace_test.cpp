@@ -1,8 +1,10 @@
 // The tail_steps rule on real traces. Of the shared Kineto traces only two record three or more
-// steps (the rule's min_steps), and neither has a tail: ns_resolution's slow steps are its first
-// two (warm-up, faster), nccl_parser_config's three steps lie within 2.4 % of each other. Their
-// step times below are the ProfilerStep# user_annotation durations in the trace files themselves
-// (read with Python's Decimal, ns), not fleetscope's output. Then the same real trace with one
+// ProfilerSteps, and neither has a tail: ns_resolution's slow steps are its first two (warm-up,
+// faster), nccl_parser_config's three steps lie within 2.4 % of each other. A step is what HTA
+// counts (counted_steps(): not the last ProfilerStep), so ns_resolution has four steps and
+// nccl_parser_config two (below the rule's min_steps). Their step times below are the
+// ProfilerStep# user_annotation durations in the trace files themselves (read with Python's
+// Decimal, ns), not fleetscope's output. Then the same real trace with one
 // step edited to stall: a 100 ms pause inserted inside step 104 at an instant when the GPU is
 // idle (every time after it moves 100 ms later, what spans it gets 100 ms longer), the way a
 // host-side hiccup (GC, a blocking host call) would.
@@ -37,10 +39,10 @@ TEST(TailStepsOnRealTraces, SharedTracesHaveNoTail) {
     const char* trace;
     int64_t steps, p50_ns, p99_ns;
   } cases[] = {
-      // ProfilerStep#101..105: 35.116, 72.077, 95.697, 95.551, 95.699 ms.
-      {"hta-ns_resolution_trace_rank-0.json.gz", 5, 95'551'087, 95'699'037},
-      // ProfilerStep#4..6: 222.442, 219.727, 224.936 ms.
-      {"hta-nccl_parser_config_nccl_data.json.gz", 3, 222'442'191, 224'936'243},
+      // ProfilerStep#101..105: 35.116, 72.077, 95.697, 95.551, 95.699 ms; #105 is not a step.
+      {"hta-ns_resolution_trace_rank-0.json.gz", 4, 72'077'474, 95'697'341},
+      // ProfilerStep#4..6: 222.442191, 219.726905, 224.936243 ms; #6 is not a step.
+      {"hta-nccl_parser_config_nccl_data.json.gz", 2, 219'726'905, 222'442'191},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.trace);
@@ -94,13 +96,13 @@ TEST(TailStepsOnRealTraces, OneStalledStepOfARealTraceFiresAndNamesTheIdleGpu) {
   const auto findings = tail_findings(data);
   ASSERT_EQ(findings.size(), 1u);
   const json e = json::parse(findings[0].evidence_json);
-  EXPECT_EQ(e.at("p50_ns"), 95'697'341);  // step 103: 104 was the median before
+  // The steps are #101..104 (#105, the last, is not a step): the median is step 102.
+  EXPECT_EQ(e.at("p50_ns"), 72'077'474);
   EXPECT_EQ(e.at("p99_ns"), stalled_ns);
   EXPECT_EQ(e.at("slow_steps"), 1);
   EXPECT_EQ(e.at("slowest").at(0).at("step"), 104);
-  EXPECT_EQ(findings[0].impact_ns, stalled_ns - 95'697'341);
-  // The pause is GPU idle time: the largest excess over the median step (103), by about the
-  // pause (steps 103 and 104 were within 0.2 % of each other before).
+  EXPECT_EQ(findings[0].impact_ns, stalled_ns - 72'077'474);
+  // The pause is GPU idle time: the largest excess over the median step, by about the pause.
   EXPECT_EQ(e.at("coincides").at(0).at("what"), "GPU idle (host-bound: launches, Python, GC)");
   EXPECT_NEAR(e.at("coincides").at(0).at("excess_ns").get<double>(), 100.0 * kMs, 2.0 * kMs);
 }

@@ -44,5 +44,42 @@ TEST(ArgParser, IntegerOutOfRangeIsAUsageError) {
   EXPECT_NE(p.err.find("expects an integer"), std::string::npos) << p.err;
 }
 
+// An option that takes one value, given twice with different values, is a usage error: the last
+// one silently won, so `diff a.db --capture 9 b.db --capture 11` compared capture 11 with itself
+// (every ratio 1.000). The same value twice is harmless; a list option takes every value.
+TEST(ArgParser, ASingleValueOptionGivenTwiceDifferentlyIsAUsageError) {
+  std::string capture;
+  double slowdown = 1;
+  std::vector<std::string> names, files;
+  auto parse = [&](const std::vector<std::string>& args, std::string& err) {
+    capture.clear();
+    names.clear();
+    ArgParser parser("t [--capture ID] [--max X] [--name N]", "test");
+    parser.option("--capture", "ID", "capture", &capture)
+        .option("--max", "X", "bound", &slowdown)
+        .list("--name", "N", "names", &names)
+        .positionals("DB...", "files", &files);
+    std::ostringstream out, e;
+    auto code = parser.parse(args, out, e);
+    err = e.str();
+    return code;
+  };
+  std::string err;
+  auto code = parse({"a.db", "--capture", "9", "b.db", "--capture=11"}, err);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 2);
+  EXPECT_NE(err.find("error: option '--capture' given twice ('9', then '11'): give it once"),
+            std::string::npos)
+      << err;
+  code = parse({"--max", "1.2", "--max", "1.5"}, err);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(err.find("option '--max' given twice ('1.2', then '1.5')"), std::string::npos) << err;
+
+  EXPECT_FALSE(parse({"--capture", "9", "--capture", "9"}, err).has_value()) << err;
+  EXPECT_EQ(capture, "9");
+  EXPECT_FALSE(parse({"--name", "a", "--name", "b"}, err).has_value()) << err;
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace fleetscope::common

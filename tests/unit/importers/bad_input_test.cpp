@@ -106,6 +106,23 @@ TEST(BadInput, WrongFieldTypes) {
   expect_rejected(dir, in, {"traceEvents[1]", "\"ts\"", "a string", "line 3"});
 }
 
+// A complete event that ends before it starts (dur < 0) is refused with its position, not
+// clamped to a zero-length event (Perfetto drops such slices as an import error too).
+TEST(BadInput, NegativeDuration) {
+  ScratchDir dir;
+  const std::string in = dir.write("negdur.json",
+                                   "{\"traceEvents\": [\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", "
+                                   "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1},\n"
+                                   "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+                                   "\"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": -2.5, "
+                                   "\"args\": {\"device\": 0, \"stream\": 7}}\n"
+                                   "]}");
+  expect_rejected(dir, in,
+                  {"traceEvents[1] (cat \"kernel\")", "field \"dur\" is negative (-2500 ns)",
+                   "expected a duration >= 0", "line 3"});
+}
+
 TEST(BadInput, WrongArgTypes) {
   ScratchDir dir;
   const std::string in = dir.write(
@@ -114,6 +131,50 @@ TEST(BadInput, WrongArgTypes) {
       "\"tid\": 7, \"ts\": 1, \"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, "
       "\"grid\": \"big\"}}]}");
   expect_rejected(dir, in, {"traceEvents[0]", "args.grid", "byte "});
+}
+
+// Values no profiler writes (a negative GPU index, grid or block dimension, byte count, an
+// occupancy outside 0-100 %, a negative device property) were imported as given: device -1
+// became a "GPU -1" with findings of its own, a grid of -5 blocks a few_blocks finding.
+TEST(BadInput, ImpossibleValuesAreRefusedAtTheirEvent) {
+  ScratchDir dir;
+  auto kernel = [](const std::string& args) {
+    return "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+           "\"tid\": 7, \"ts\": 1, \"dur\": 1, \"args\": {" +
+           args + "}}]}";
+  };
+  struct Case {
+    std::string file, json, field, expected;
+  };
+  const std::vector<Case> cases = {
+      {"device.json", kernel("\"device\": -1, \"stream\": 7"), "\"args.device\"",
+       "expected a GPU index (0 or more)"},
+      {"grid.json", kernel("\"device\": 0, \"stream\": 7, \"grid\": [-5, 1, 1]"), "\"args.grid\"",
+       "expected a dimension of 1 or more"},
+      {"block.json", kernel("\"device\": 0, \"stream\": 7, \"block\": [128, 0, 1]"),
+       "\"args.block\"", "expected a dimension of 1 or more"},
+      {"occupancy.json",
+       kernel("\"device\": 0, \"stream\": 7, \"est. achieved occupancy %\": 5000"),
+       "\"args.est. achieved occupancy %\"", "expected a percentage from 0 to 100"},
+      {"registers.json", kernel("\"device\": 0, \"stream\": 7, \"registers per thread\": -3"),
+       "\"args.registers per thread\"", "expected 0 or more"},
+      {"bytes.json",
+       "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD "
+       "(Pageable -> Device)\", \"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 1, \"args\": "
+       "{\"device\": 0, \"stream\": 7, \"bytes\": -1000000}}]}",
+       "\"args.bytes\"", "expected 0 or more"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string in = dir.write(c.file, c.json);
+    expect_rejected(dir, in, {"traceEvents[0]", c.field, c.expected, "byte "});
+  }
+  const std::string props =
+      dir.write("props.json",
+                "{\"deviceProperties\": [{\"id\": 0, \"name\": \"A100\", \"totalGlobalMem\": -1}], "
+                "\"traceEvents\": []}");
+  expect_rejected(dir, props,
+                  {"\"deviceProperties[].totalGlobalMem\"", "out of range (-1)", "0 or more"});
 }
 
 TEST(BadInput, TraceEventsNotAnArray) {
@@ -254,6 +315,33 @@ TEST(ImportCommand, BadInputExitsOneWithNoOutput) {
   std::ostringstream out2, err2;
   EXPECT_EQ(run_import_command({in, "-o", keep, "--force"}, out2, err2), 1);
   EXPECT_EQ(read_bytes(keep), "old");
+}
+
+// OUT.db is a symbolic link to nowhere: it exists (the rename would replace the link), so it is
+// refused up front like any existing file. It was imported in full and then refused with
+// "appeared while this output was being written (another writer?)".
+TEST(ImportCommand, AnOutputThatIsADanglingLinkAlreadyExists) {
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]})");
+  const std::string link = dir.file("out.db");
+  fs::create_symlink(dir.file("nowhere.db"), link);
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({in, "-o", link}, out, err), 1);
+  EXPECT_EQ(err.str(), "error: " + link + ": already exists (use --force to replace it)\n");
+  EXPECT_THROW(import_files({in}, link), Error);
+  try {
+    import_files({in}, link);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), link + ": already exists (use --force to replace it)");
+  }
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_FALSE(fs::exists(dir.file("nowhere.db")));
+  // --force replaces the link itself, never the file it names.
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_import_command({in, "-o", link, "--force"}, out2, err2), 0) << err2.str();
+  EXPECT_FALSE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_FALSE(fs::exists(dir.file("nowhere.db")));
 }
 
 // Writing fails midway (here the file size limit, as a full disk would): the error names OUT.db

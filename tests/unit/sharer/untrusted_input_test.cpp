@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -78,6 +79,19 @@ TEST(UntrustedInput, ImpossibleFlagsAreUsageErrors) {
   EXPECT_TRUE(contains(huge.err, "--gpus")) << huge.err;
 }
 
+// An option given twice with different values is a usage error (common/args.h says the same):
+// `sim --gpus 8 --gpus 2` simulated 2 GPUs without a word.
+TEST(UntrustedInput, AnOptionGivenTwiceDifferentlyIsAUsageError) {
+  const auto outcome = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "8", "--gpus",
+                            "2", "--policy", "fifo"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(contains(outcome.err, "--gpus given twice ('8', then '2'): give it once"))
+      << outcome.err;
+  const auto same = sim({"--jobs", jobs_data("tiresias_60_job.csv"), "--gpus", "8", "--gpus", "8",
+                         "--policy", "fifo"});
+  EXPECT_EQ(same.code, 0) << same.err;
+}
+
 TEST(UntrustedInput, HeaderOnlyTraceIsAnError) {
   const auto outcome = sim_rows("");
   EXPECT_EQ(outcome.code, 1);
@@ -90,6 +104,27 @@ TEST(UntrustedInput, HugeFieldIsNotEchoedWhole) {
   EXPECT_EQ(outcome.code, 1);
   EXPECT_LT(outcome.err.size(), 1000u);
   EXPECT_TRUE(contains(outcome.err, "(10485760 characters)")) << outcome.err.substr(0, 300);
+}
+
+// A missing profiles file (the default one next to the trace, or --profiles) is named with the
+// reason and what was expected: "sim: salus_workloads.csv: cannot open" said neither.
+TEST(UntrustedInput, MissingProfilesFileSaysWhyAndWhatIsExpected) {
+  const auto jobs = scratch_file("jobs.csv", std::string(kHeader) + "0,1,0,10,vgg19,10,1\n");
+  const std::string beside =
+      (std::filesystem::path(jobs).parent_path() / "salus_workloads.csv").string();
+  std::filesystem::remove(beside);
+  auto outcome = sim({"--jobs", jobs, "--gpus", "1", "--policy", "fifo"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, "cannot read " + beside +
+                                        ": no such file; expected Salus workload profiles "
+                                        "(--profiles FILE; default: salus_workloads.csv next "
+                                        "to the job trace)"))
+      << outcome.err;
+  const std::string missing = beside + ".missing";
+  outcome = sim({"--jobs", jobs, "--profiles", missing, "--gpus", "1", "--policy", "fifo"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, "cannot read " + missing + ": no such file; expected"))
+      << outcome.err;
 }
 
 TEST(UntrustedInput, EmptyProfilesFileIsBlamedOnTheProfilesFile) {

@@ -5,6 +5,7 @@
 
 #include "cli_run.h"
 #include "fleetscope/cli/command.h"
+#include "fleetscope/cli/daemon_commands.h"
 #include "fleetscope/store/writer.h"
 #include "temp_dir.h"
 
@@ -55,6 +56,50 @@ TEST(Cli, VersionHelpAndUsageErrors) {
     EXPECT_EQ(r.code, 0) << c.name;
     EXPECT_NE(r.out.find("usage:"), std::string::npos) << c.name;
   }
+}
+
+// `trace` numbers out of range name the option and its bound (before the daemon is asked):
+// `--duration-ms 99999999999` said "value out of range", `--pid -5` "give exactly one of --pid
+// and --workflow" (one was given).
+TEST(Cli, TraceNumbersOutOfRangeNameTheirOption) {
+  CliRun r = run({"trace", "--pid", "42", "--duration-ms", "99999999999"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--duration-ms' expects N <= 2147483647, got 99999999999"),
+            std::string::npos)
+      << r.err;
+  r = run({"trace", "--pid", "-5", "--duration-ms", "100"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--pid' expects PID >= 1, got -5"), std::string::npos)
+      << r.err;
+  r = run({"trace", "--workflow", "w", "--iterations", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--iterations' expects N >= 1, got 0"), std::string::npos)
+      << r.err;
+  r = run({"trace", "--pid", "4294967296", "--iterations", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: option '--pid' expects PID <= 2147483647, got 4294967296"),
+            std::string::npos)
+      << r.err;
+}
+
+// `metrics --since` ages that are no time (nan), endless (inf) or beyond any clock: 'inf', 'nan'
+// and '99999999999999d' were cast to int64 (undefined) and listed windows as if no bound was given.
+TEST(Cli, MetricsSinceAnAgeBeyondAnyClockIsRefused) {
+  EXPECT_EQ(cli::parse_age("90s"), 90'000'000'000);
+  EXPECT_EQ(cli::parse_age("1.5m"), 90'000'000'000);
+  EXPECT_EQ(cli::parse_age("36500d"), int64_t{36500} * 86400 * 1'000'000'000);
+  for (const std::string age : {"inf", "nan", "99999999999999d", "36501d"}) {
+    try {
+      cli::parse_age(age);
+      ADD_FAILURE() << age << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "'" + age + "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
+    }
+  }
+  CliRun r = run({"metrics", "--since", "inf", "--socket", "/nonexistent/api.sock"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: --since: 'inf' is not an age"), std::string::npos) << r.err;
 }
 
 TEST(Cli, InfoTableAndJson) {

@@ -212,6 +212,41 @@ TEST(Store, ConcurrentProducersLoseNothing) {
   EXPECT_EQ(reader.kernels().size(), 20000u);
 }
 
+// The daemon's agent link queues each record batch whole (Writer::add_rows) and reports it
+// committed by its ticket, without waiting for what was queued after it.
+TEST(Store, WholeBatchesAreCommittedByTicket) {
+  test_support::TempDir dir;
+  std::string path = dir.file("t.db");
+  Writer w(Database::create(path), WriterOptions{.keep_wal_after_finish = true});
+  const int64_t cap = w.add_capture({.source = "test"});
+  RowVectors rows;
+  std::vector<uint64_t> tickets;
+  for (int b = 0; b < 3; ++b) {
+    for (int i = 0; i < 100; ++i) rows.push(make_kernel(b * 100 + i, b * 100 + i + 1, b, "k", cap));
+    tickets.push_back(w.add_rows(rows, 100));
+    EXPECT_TRUE(rows.kernels.empty()) << "the caller's vectors come back empty";
+  }
+  EXPECT_LT(tickets[0], tickets[1]);
+  EXPECT_LT(tickets[1], tickets[2]);
+  w.wait_committed(tickets[1]);
+  {
+    Database reader = Database::open(path);
+    auto count = reader.prepare("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+    ASSERT_TRUE(count.step());
+    EXPECT_GE(count.column_int(0), 200) << "the first two batches are committed";
+  }
+  w.wait_committed(tickets[2]);
+  // A batch that cannot be inserted (its table is gone) fails its ticket, not the earlier ones.
+  {
+    Database other = Database::open(path, OpenMode::read_write);
+    other.exec("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL");
+  }
+  rows.push(make_kernel(1000, 1001, 0, "k", cap));
+  const uint64_t failing = w.add_rows(rows, 1);
+  EXPECT_THROW(w.wait_committed(failing), std::exception);
+  EXPECT_NO_THROW(w.wait_committed(tickets[2]));
+}
+
 TEST(Store, WriterDestructorKeepsQueuedRowsWithoutFinish) {
   test_support::TempDir dir;
   std::string path = dir.file("t.db");
@@ -238,6 +273,30 @@ TEST(Store, RefusesNewerSchemaWithClearMessage) {
     EXPECT_NE(m.find(path), std::string::npos) << m;
     EXPECT_NE(m.find("schema_version 99"), std::string::npos) << m;
     EXPECT_NE(m.find("newer"), std::string::npos) << m;
+  }
+}
+
+// A schema_version that is not a whole number is named as it is: 'abc' was "no schema_version
+// row in 'meta'" (there is one), and '3.5' was read as 3 and migrated, failing with SQLite's
+// "duplicate column name: gridId".
+TEST(Store, ASchemaVersionThatIsNotANumberIsNamed) {
+  test_support::TempDir dir;
+  for (const std::string value : {"abc", "3.5", "-1", "", "99999999999999999999"}) {
+    SCOPED_TRACE("'" + value + "'");
+    std::string path = dir.file("t.db");
+    fs::remove(path);
+    {
+      Database db = Database::create(path);
+      db.exec("UPDATE meta SET value = '" + value + "' WHERE key = 'schema_version'");
+    }
+    try {
+      Reader reader(path);
+      ADD_FAILURE() << "schema_version accepted";
+    } catch (const InputError& e) {
+      std::string m = e.what();
+      EXPECT_EQ(m, path + ": table meta: schema_version is '" + value +
+                       "', expected a whole number from 1 (a fleetscope trace database)");
+    }
   }
 }
 

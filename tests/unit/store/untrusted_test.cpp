@@ -272,6 +272,60 @@ TEST(AtomicOutputSafety, WithoutReplaceAFileThatAppearedIsNotOverwritten) {
   EXPECT_EQ(file_bytes(out), "theirs");
 }
 
+// `import -o host.db --force` (or export/report -o) over a database another process has open
+// (fleetscoped's host database) replaced it: the daemon went on writing into the unlinked file
+// (everything it wrote after was lost) and its -wal/-shm were left beside the new file. The
+// open connection is seen by the SQLite lock it holds, and the output is refused before any
+// work, naming that process.
+TEST(AtomicOutputSafety, ADatabaseOpenInAnotherProcessIsNotReplaced) {
+  test_support::TempDir dir;
+  const std::string db = make_db(dir, "host.db", 4);
+  raw_exec(db, "PRAGMA journal_mode = WAL");
+  const std::string before = file_bytes(db);
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {  // the daemon: a connection that has read the file, idle
+    sqlite3* connection = nullptr;
+    if (sqlite3_open(db.c_str(), &connection) != SQLITE_OK) _exit(3);
+    if (sqlite3_exec(connection, "SELECT count(*) FROM meta", nullptr, nullptr, nullptr) !=
+        SQLITE_OK)
+      _exit(4);
+    char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(5);
+    if (read(done[0], &byte, 1) < 0) _exit(6);  // until the test is done
+    sqlite3_close(connection);
+    _exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  const std::string expected = "cannot write " + db +
+                               ": it is a database open in another process (pid " +
+                               std::to_string(holder) + ", e.g. fleetscoped)";
+  try {
+    store::AtomicOutput output(db);
+    ADD_FAILURE() << "an output over an open database was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  const std::string trace = dir.file("t.json");
+  std::ofstream(trace) << R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0,)"
+                       << R"( "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]})";
+  const CliRun forced = run({"import", trace, "-o", db, "--force"});
+  EXPECT_EQ(forced.code, 1);
+  EXPECT_NE(forced.err.find(expected), std::string::npos) << forced.err;
+  EXPECT_EQ(file_bytes(db), before);
+  ASSERT_EQ(write(done[1], &byte, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(holder, &status, 0), holder);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+  // Closed, it is replaced as before.
+  EXPECT_EQ(run({"import", trace, "-o", db, "--force"}).code, 0);
+}
+
 TEST(AtomicOutputSafety, SigtermRemovesTheTemporaryFile) {
   for (int signal_number : {SIGTERM, SIGINT}) {
     test_support::TempDir dir;

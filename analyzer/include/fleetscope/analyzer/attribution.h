@@ -30,10 +30,10 @@ int64_t workflow_of_process(const CaptureData& data, int64_t global_pid);
 
 WorkflowInfo workflow_info(const CaptureData& data, int64_t workflow_id);
 
-// The recorded iterations' durations (end − start, in start order) per workflow name, each
-// iteration attributed through its process (workflow_of_process): the input of the per-workflow
-// step-time tail (step_stats, metrics.h) that `fleetscope fleet` and the daemon's workflow_metrics
-// report.
+// The counted steps' durations (counted_steps(), metrics.h: HTA's steps; end − start, in start
+// order) per workflow name, each attributed through its process (workflow_of_process): the input
+// of the per-workflow step-time tail (step_stats, metrics.h) that `fleetscope fleet` and the
+// daemon's workflow_metrics report.
 std::map<std::string, std::vector<int64_t>> step_durations_by_workflow(const CaptureData& data);
 
 }  // namespace fleetscope::analyzer

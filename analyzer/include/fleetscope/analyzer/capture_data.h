@@ -45,9 +45,9 @@ struct GpuEvents {
   std::vector<int64_t> start, end;
   CompactColumn<int32_t> device;
   std::vector<int32_t> stream;
-  std::vector<int64_t> correlation;   // -1 when the source has none
-  CompactColumn<int64_t> global_pid;  // -1 when unknown
-  std::vector<int64_t> name_id;       // CaptureData::name() key
+  CompactColumn<int64_t> correlation;  // -1 when the source has none
+  CompactColumn<int64_t> global_pid;   // -1 when unknown
+  CompactColumn<int64_t> name_id;      // CaptureData::name() key
   CompactColumn<GpuEventKind> kind;
   CompactColumn<WorkClass> work_class;
   CompactColumn<int64_t> bytes;     // memcpy/memset bytes, 0 for kernels

@@ -4,14 +4,16 @@
 // links no GPU event to a launch, a Kineto trace without "est. achieved occupancy" has NaN in
 // every row; as arrays they cost up to 8 bytes per event each (docs/benchmarks.md, "Analyzer
 // memory"). The column keeps the one value and the length, and turns into an ordinary array at
-// the first value that differs; reads are by index and return the value, so code that reads
-// `column[i]` does not change.
+// the first value that differs (for 64-bit integers a 32-bit array while every value fits); reads
+// are by index and return the value, so code that reads `column[i]` does not change.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -20,60 +22,89 @@ namespace fleetscope::analyzer {
 template <class T>
 class CompactColumn {
   static_assert(std::is_trivially_copyable_v<T>, "values are compared byte for byte");
+  // 64-bit integers (ids, counts) are held in 32 bits while every value fits (int32_t), then in
+  // 64: a string id or a CUPTI correlation id rarely needs more, and the 10 M-kernel capture's
+  // name and correlation columns cost 80 MB less (docs/benchmarks.md, "Analyzer memory").
+  static constexpr bool kNarrowable = std::is_same_v<T, int64_t>;
+  using Narrow = int32_t;
 
  public:
   using value_type = T;
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T operator[](size_t i) const { return materialized_ ? values_[i] : uniform_; }
+  T operator[](size_t i) const {
+    switch (state_) {
+      case State::uniform:
+        return uniform_;
+      case State::narrow:
+        return static_cast<T>(narrow_[i]);
+      case State::wide:
+        break;
+    }
+    return values_[i];
+  }
   T front() const { return (*this)[0]; }
   T back() const { return (*this)[size_ - 1]; }
 
   void push_back(T value) {
-    if (!materialized_) {
+    if (state_ == State::uniform) {
       if (size_ == 0) {
         uniform_ = value;
       } else if (!same(value, uniform_)) {
-        materialize();
+        materialize(value);
       }
+    } else if (state_ == State::narrow && !fits(value)) {
+      widen();
     }
-    if (materialized_) values_.push_back(value);
+    if (state_ == State::narrow) narrow_.push_back(static_cast<Narrow>(value));
+    if (state_ == State::wide) values_.push_back(value);
     ++size_;
   }
   // Grows with `value` (or shrinks) to `n` values.
   void resize(size_t n, T value = T{}) {
-    if (n > size_ && !materialized_ && (size_ == 0 || same(value, uniform_))) {
+    if (state_ == State::uniform && n > size_ && size_ != 0 && !same(value, uniform_))
+      materialize(value);
+    if (state_ == State::uniform) {
       if (size_ == 0) uniform_ = value;
-    } else if (n > size_ || materialized_) {
-      materialize();
-      values_.resize(n, value);
+    } else {
+      if (state_ == State::narrow && n > size_ && !fits(value)) widen();
+      if (state_ == State::narrow) narrow_.resize(n, static_cast<Narrow>(value));
+      if (state_ == State::wide) values_.resize(n, value);
     }
     size_ = n;
   }
   void set(size_t i, T value) {
-    if (!materialized_ && same(value, uniform_)) return;
-    materialize();
-    values_[i] = value;
+    if (state_ == State::uniform) {
+      if (same(value, uniform_)) return;
+      materialize(value);
+    }
+    if (state_ == State::narrow && !fits(value)) widen();
+    if (state_ == State::narrow) narrow_[i] = static_cast<Narrow>(value);
+    if (state_ == State::wide) values_[i] = value;
   }
-  // Capacity for `n` values, taken only once the column holds an array.
+  // Capacity for `n` values, taken once the column holds an array (now or later).
   void reserve(size_t n) {
-    if (materialized_) values_.reserve(n);
+    reserved_ = n;
+    if (state_ == State::narrow) narrow_.reserve(n);
+    if (state_ == State::wide) values_.reserve(n);
   }
   void clear() {
     values_ = {};
-    materialized_ = false;
+    narrow_ = {};
+    state_ = State::uniform;
     size_ = 0;
+    reserved_ = 0;
   }
   // Reorders the values: new value i = old value order[i] (order is a permutation of size()).
   void permute(const std::vector<uint32_t>& order) {
-    if (!materialized_) return;
-    std::vector<T> sorted(values_.size());
-    for (size_t i = 0; i < order.size(); ++i) sorted[i] = values_[order[i]];
-    values_.swap(sorted);
+    if (state_ == State::narrow) reorder(narrow_, order);
+    if (state_ == State::wide) reorder(values_, order);
   }
   // Whether the column holds one value per row (an array) rather than the one shared value.
-  bool materialized() const { return materialized_; }
+  bool materialized() const { return state_ != State::uniform; }
+  // Whether it holds them in 32 bits (64-bit integer columns whose values all fit).
+  bool narrowed() const { return state_ == State::narrow; }
 
   // Equal sizes and equal values (operator== of T, as std::vector's).
   bool operator==(const CompactColumn& other) const {
@@ -112,16 +143,49 @@ class CompactColumn {
   const_iterator end() const { return {this, size_}; }
 
  private:
+  enum class State : uint8_t { uniform, narrow, wide };
+
   static bool same(const T& a, const T& b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
-  void materialize() {
-    if (materialized_) return;
-    values_.assign(size_, uniform_);
-    materialized_ = true;
+  static bool fits(const T& value) {
+    if constexpr (kNarrowable)
+      return value >= std::numeric_limits<Narrow>::min() &&
+             value <= std::numeric_limits<Narrow>::max();
+    return false;
+  }
+  template <class V>
+  static void reorder(std::vector<V>& values, const std::vector<uint32_t>& order) {
+    std::vector<V> sorted(values.size());
+    for (size_t i = 0; i < order.size(); ++i) sorted[i] = values[order[i]];
+    values.swap(sorted);
+  }
+  // From one shared value to an array, where `next` is the first value that differs: 32-bit when
+  // both fit.
+  void materialize(T next) {
+    const size_t capacity = std::max(reserved_, size_ + 1);
+    if (fits(uniform_) && fits(next)) {
+      narrow_.reserve(capacity);
+      narrow_.assign(size_, static_cast<Narrow>(uniform_));
+      state_ = State::narrow;
+    } else {
+      values_.reserve(capacity);
+      values_.assign(size_, uniform_);
+      state_ = State::wide;
+    }
+  }
+  void widen() {
+    if constexpr (kNarrowable) {  // only a narrowable column is ever narrow
+      values_.reserve(std::max(reserved_, narrow_.size() + 1));
+      values_.assign(narrow_.begin(), narrow_.end());
+      narrow_ = {};
+      state_ = State::wide;
+    }
   }
 
   T uniform_{};
   size_t size_ = 0;
-  bool materialized_ = false;
+  size_t reserved_ = 0;
+  State state_ = State::uniform;
+  std::vector<Narrow> narrow_;
   std::vector<T> values_;
 };
 

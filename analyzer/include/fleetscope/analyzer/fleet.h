@@ -33,29 +33,45 @@ struct WorkflowWaste {
   int64_t top_rule_impact_ns = 0;  // that rule's summed impact on the job
   // The job's captures: (source name, capture id), sorted.
   std::vector<std::pair<std::string, int64_t>> capture_refs;
-  // The tail, not only the median: step_stats() over every recorded iteration of the job in every
-  // database (nearest-rank p50/p90/p99, jitter = std / mean); count 0 without iterations.
+  // The tail, not only the median: step_stats() over the counted steps (counted_steps(),
+  // metrics.h) of the job in every database (nearest-rank p50/p90/p99, jitter = std / mean);
+  // count 0 without steps.
   StepStats steps;
   double gpu_hours() const { return double(span_ns) / 3.6e12; }
   double wasted_gpu_hours() const { return double(idle_ns) / 3.6e12; }
   double utilization() const { return utilization_ratio(busy_ns, span_ns); }
 };
 
+// A capture without GPU activity (no kernel, copy or memset: a CPU-only rank, a trace of the
+// host side of a job). It holds no GPU time, so it is not ranked; `fleet` lists it after the
+// ranking (0 GPU-hours) so that no input is left out without a word.
+struct CaptureWithoutGpu {
+  std::string workflow;  // the job of its processes (attribution.h), one entry per job
+  std::string user;
+  std::string source;  // the input it was read from, as given
+  int64_t capture = 0;
+};
+
 using FleetProgress = std::function<void(const std::string& database, size_t index, size_t total)>;
 
 // The ranking as `fleetscope fleet` prints it: format "table", "json" or "csv". Also used for
 // the ranking computed from Prometheus (`fleetscope fleet --prometheus URL`), where the rows may be
-// Slurm jobs or pods instead of workflows: `name_column` names the first column then.
+// Slurm jobs or pods instead of workflows: `name_column` names the first column then. The
+// captures without GPU activity follow the ranking in every format: a section of the table, and
+// rows with gpu_activity false (devices 0, 0 GPU-hours, no utilization) in JSON and CSV.
 void write_fleet_ranking(const std::vector<WorkflowWaste>& ranking, const std::string& format,
-                         std::ostream& out, const std::string& name_column = "workflow");
+                         std::ostream& out, const std::string& name_column = "workflow",
+                         const std::vector<CaptureWithoutGpu>& without_gpu = {});
 
 // Jobs with the same name across databases are merged. Sorted by wasted time, largest first.
 // Each path is anything importers/open_input.h opens (a fleetscope database, a Kineto trace, an
 // nsys SQLite export); `captures`: every capture, or the one with that id in each input (an
-// input without it contributes nothing).
+// input without it contributes nothing). `without_gpu`, when given, receives the captures that
+// had no GPU activity, in input order.
 std::vector<WorkflowWaste> rank_workflows(const std::vector<std::string>& database_paths,
                                           const FleetProgress& progress = {},
-                                          const common::CaptureChoice& captures = {});
+                                          const common::CaptureChoice& captures = {},
+                                          std::vector<CaptureWithoutGpu>* without_gpu = nullptr);
 
 // The same ranking over sources that are already open (the analysis session's, session.h):
 // `open(i)` gives a new read-only reader of source i (called on worker threads), `names[i]` is
@@ -64,6 +80,7 @@ using ReaderFactory = std::function<std::shared_ptr<const store::Reader>(size_t 
 std::vector<WorkflowWaste> rank_sources(const std::vector<std::string>& names,
                                         const ReaderFactory& open,
                                         const FleetProgress& progress = {},
-                                        const common::CaptureChoice& captures = {});
+                                        const common::CaptureChoice& captures = {},
+                                        std::vector<CaptureWithoutGpu>* without_gpu = nullptr);
 
 }  // namespace fleetscope::analyzer

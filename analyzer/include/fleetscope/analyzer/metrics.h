@@ -27,13 +27,28 @@ namespace fleetscope::analyzer {
 // profiled step: when the capture has two or more ProfilerStep iterations, a GPU event is kept only
 // if its launching runtime/driver call started before the last step's start (events with no
 // launching call are dropped too). With fewer than two steps nothing is dropped.
+//
+// The same rule is the one definition of a step (counts_step): HTA's Trace.load_traces
+// (hta/common/trace.py, include_last_profiler_step=False by default) leaves the last ProfilerStep
+// out because the profiler stops inside it, so the capture's end cuts it short (the AMD/ROCm
+// reference trace: ProfilerStep#2 lasts 49 us, ProfilerStep#1 9.29 ms). Step times in `analyze`,
+// `fleet` and `candidates` count the steps counted_steps() returns.
 struct HtaStepFilter {
   bool active = false;
   int64_t last_step_start = 0;
   static HtaStepFilter for_capture(const CaptureData& data, bool enabled = true);
+  static HtaStepFilter for_steps(const std::vector<store::Iteration>& iterations,
+                                 bool enabled = true);
   bool keeps_gpu_event(const CaptureData& data, size_t i) const;
   bool keeps_gpu_sync(const CaptureData& data, size_t i) const;
+  // Every iteration but the last ProfilerStep when the filter is active; iterations of other
+  // sources (nvtx, api: recorded when they end) always count.
+  bool counts_step(const store::Iteration& step) const;
 };
+// The capture's steps, in the order of data.iterations: HtaStepFilter::counts_step applied to
+// each process's iterations (HTA reads one rank, one process, per trace), so each process's own
+// last ProfilerStep is left out.
+std::vector<const store::Iteration*> counted_steps(const CaptureData& data);
 
 // ---- HTA get_temporal_breakdown -------------------------------------------------------------
 // Per device: span = last GPU-event end − first GPU-event start (HTA "kernel_time", including
@@ -154,7 +169,8 @@ struct KernelSummary {
 std::vector<KernelSummary> kernel_summary(const CaptureData& data, size_t limit = 0);
 
 // ---- Per-step times ---------------------------------------------------------------------------
-// The recorded iterations' durations (host ProfilerStep ranges). Quantiles are nearest-rank
+// The counted steps' durations (counted_steps(): host ProfilerStep ranges but HTA's last one).
+// Quantiles are nearest-rank
 // (quantile() below): p99 of fewer than 100 steps is the slowest step. jitter = std / mean
 // (coefficient of variation, sample std with ddof = 1; 0 with one step).
 struct StepStats {

@@ -89,7 +89,8 @@ struct PlanInputs {
 class AnalysisSession {
  public:
   // Opens a database or imports a trace. Throws fleetscope::InputError naming the file and the
-  // problem (not a trace, a newer schema, a corrupt file, a trace the importer rejects).
+  // problem (not a trace, a newer schema, a corrupt file, a trace the importer rejects). A file
+  // already open (named again, or through a link) is not opened twice: its source is returned.
   const SessionSource& open(const std::string& path, const SessionProgress& progress = {},
                             const SessionCancel& cancel = {});
 

@@ -101,7 +101,13 @@ class ArgParser {
         } else {
           return usage_error(err, "option '" + name + "' needs a value (" + spec->value_name + ")");
         }
+        // One value per option: a second, different one was silently taken instead of the first
+        // (`diff a.db --capture 9 b.db --capture 11` compared capture 11 with itself).
+        if (spec->kind != Kind::list && spec->given && *spec->given != value)
+          return usage_error(err, "option '" + name + "' given twice ('" + *spec->given +
+                                      "', then '" + value + "'): give it once");
         if (auto problem = assign(*spec, value)) return usage_error(err, *problem);
+        spec->given = value;
         continue;
       }
       if (!positionals_) return usage_error(err, "unexpected argument '" + arg + "'");
@@ -135,6 +141,7 @@ class ArgParser {
     Kind kind;
     void* target;
     int64_t min = std::numeric_limits<int64_t>::min();
+    std::optional<std::string> given;  // the value of this parse, once it is given
   };
 
   static bool is_number(const std::string& s) {

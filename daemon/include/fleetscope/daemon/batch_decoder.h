@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "fleetscope/store/rows.h"
 #include "fleetscope/store/writer.h"
@@ -21,5 +22,10 @@ size_t row_count(const rpc::RecordBatch& batch);  // every row of every table, g
 // The batch is consumed: its strings (kernel names, API names, NVTX text) move into the store rows
 // instead of being copied, one heap allocation less per row.
 size_t write_batch(rpc::RecordBatch&& batch, int64_t capture_id, store::RowSink& sink);
+
+// The same rows decoded into `rows` (appended; handed to the writer whole, store::Writer::add_rows)
+// and the batch's GPU descriptions into `gpus`. Returns the rows decoded, gpus excluded.
+size_t decode_batch(rpc::RecordBatch&& batch, int64_t capture_id, store::RowVectors& rows,
+                    std::vector<store::GpuInfo>& gpus);
 
 }  // namespace fleetscope::daemon

@@ -1,10 +1,11 @@
-// Group commit for the agent link's record batches. A connection thread decodes a batch and
-// appends its rows to the host database's writer (whose own thread inserts them), then hands the
-// batch here and answers the agent at once; one committer thread makes everything handed over so
-// far durable with a single flush (one transaction for several batches when they arrive faster
-// than a commit takes) and reports each batch as committed. So decoding the next batch, inserting
-// this one and committing the previous ones overlap, and an acknowledgement still says what is
-// durable: the agent learns the committed sequence from the answers that follow.
+// Commit reports for the agent link's record batches. A connection thread decodes a batch and
+// queues its rows to the host database's writer as one transaction (whose own thread inserts and
+// commits it), then hands the batch here with its ticket and answers the agent at once; one
+// committer thread waits for each batch's own commit, in submission order, and reports it. So
+// decoding the next batch, inserting this one and reporting the previous ones overlap, and an
+// acknowledgement still says what is durable: the agent learns the committed sequence from the
+// answers that follow. A batch is reported as soon as its transaction commits, never held back
+// until the writer's whole queue (every other agent's batches) has drained.
 #pragma once
 
 #include <condition_variable>
@@ -23,6 +24,7 @@ struct TakenBatch {
   int64_t agent_id = 0;
   int64_t sequence = 0;
   size_t rows = 0;
+  uint64_t ticket = 0;  // the writer's (store::Writer::add_rows)
 };
 
 // The sequence an agent is told is committed (the answer of pushRecords): the highest sequence
@@ -50,17 +52,18 @@ class CommittedPrefix {
 
 class GroupCommitter {
  public:
-  // flush: makes every row appended before the call durable (HostStore::flush).
+  // wait_committed: returns once the batch of a ticket is durable, throws when it failed
+  // (HostStore::wait_committed).
   // committed: called on the committer thread, in submission order, once per batch; `error` is
   // empty when the batch is durable.
-  using Flush = std::function<void()>;
+  using WaitCommitted = std::function<void(uint64_t ticket)>;
   using Committed = std::function<void(const TakenBatch& batch, const std::string& error)>;
-  GroupCommitter(Flush flush, Committed committed);
+  GroupCommitter(WaitCommitted wait_committed, Committed committed);
   ~GroupCommitter();  // stop()
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
-  // The batch's rows are already appended to the writer. Never blocks on the database.
+  // The batch's rows are already queued to the writer. Never blocks on the database.
   void submit(const TakenBatch& batch);
   // Commits what was submitted, reports it, and joins the thread.
   void stop();
@@ -68,7 +71,7 @@ class GroupCommitter {
  private:
   void run();
 
-  Flush flush_;
+  WaitCommitted wait_committed_;
   Committed committed_;
   std::mutex mutex_;
   std::condition_variable work_;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "fleetscope/daemon/write_turns.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/writer.h"
 #include "fleetscope_types.h"
@@ -72,9 +73,15 @@ class HostStore {
                       int64_t start_ns);
 
   int64_t open_capture(const std::string& source_path, int64_t start_ns);
-  // Appends the rows of one batch to the writer (consuming it; committed by a later flush()).
-  // Returns the rows appended.
-  size_t add_batch(rpc::RecordBatch&& batch, int64_t capture_id);
+  // Queues the rows of one batch (consuming it) as one transaction of the bulk writer, and
+  // writes its GPU descriptions through the catalog writer. wait_committed(ticket) returns once
+  // the rows are committed (a later flush() too).
+  struct QueuedBatch {
+    size_t rows = 0;
+    uint64_t ticket = 0;
+  };
+  QueuedBatch add_batch(rpc::RecordBatch&& batch, int64_t capture_id);
+  void wait_committed(uint64_t ticket);
   // Rows of one batch, committed before returning. Returns the rows written.
   size_t commit_batch(rpc::RecordBatch batch, int64_t capture_id);
   void close_capture(int64_t capture_id, int64_t end_ns, int64_t dropped, int64_t overhead_ns,
@@ -165,6 +172,9 @@ class HostStore {
 
  private:
   std::string path_;
+  // Declared before the connections: their hooks use it until they are closed.
+  std::unique_ptr<WriteTurns> turns_;  // the short writers go between bulk transactions
+  std::unique_ptr<WriteTurns::ShortWriter> catalog_turns_, maintenance_turns_;
   std::unique_ptr<store::Writer> writer_;   // bulk: event rows, device samples
   std::unique_ptr<store::Writer> catalog_;  // synchronous catalog rows
   std::mutex workflows_mutex_;              // guards workflows_ (no I/O under it)

@@ -77,6 +77,15 @@ class Writer : public RowSink {
 #undef FLEETSCOPE_WRITER_ADD
   void shift_times(int64_t capture_id, int64_t delta_ns) override;
 
+  // A whole batch of rows from one producer (the daemon's agent link), queued under one lock as
+  // a transaction of its own instead of row by row through add(). The rows are swapped out of
+  // `rows`, which comes back empty with the capacity of an earlier batch (no fresh pages for the
+  // caller's next batch). No order is kept with rows other threads add() meanwhile. Returns the
+  // batch's ticket for wait_committed().
+  uint64_t add_rows(RowVectors& rows, size_t row_count);
+  // Returns once the batch of `ticket` is committed (the batches queued before it too), without
+  // waiting for what was queued after it, as flush() does; rethrows the error of a failed batch.
+  void wait_committed(uint64_t ticket);
   void flush();  // waits until every queued row is in the database
   // flush, record event extents, create indexes, ANALYZE, checkpoint (see WriterOptions), close.
   // `alongside_indexes`, when given, runs on its own thread while the indexes are built, once
