@@ -1,4 +1,5 @@
 #include "fleetscope/sharer/interference.h"
+#include "stretched_lane.h"
 
 #include <algorithm>
 #include <cmath>
@@ -560,12 +561,7 @@ double time_sharing_estimate(const std::vector<LaneMember>& members, size_t inde
 double contended_time_sharing(const std::vector<LaneMember>& members, size_t index, double parallel,
                               bool estimate) {
   if (index >= members.size() || members[index].iteration_s <= 0) return parallel;
-  std::vector<LaneMember> stretched;
-  stretched.reserve(members.size());
-  for (const auto& member : members) {
-    const double scale = member.utilization * parallel + 1.0 - member.utilization;
-    stretched.push_back({member.utilization * parallel / scale, member.iteration_s * scale});
-  }
+  const std::vector<LaneMember> stretched = stretch_gpu_phases(members, parallel);
   const double sharing =
       estimate ? time_sharing_estimate(stretched, index) : time_sharing_slowdown(stretched, index);
   return sharing * stretched[index].iteration_s / members[index].iteration_s;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "fleetscope/lanes/turn_policy.h"
+#include "stretched_lane.h"
 
 namespace fleetscope::sharer {
 
@@ -116,13 +117,7 @@ double ordered_time_sharing(const std::vector<LaneMember>& members,
                              });
   if (all_alternate) return contended_time_sharing(members, index, parallel, estimate);
   if (index >= members.size() || members[index].iteration_s <= 0) return parallel;
-  // The lane's GPU phases stretched by `parallel`, host phases not (as contended_time_sharing).
-  std::vector<LaneMember> stretched;
-  stretched.reserve(members.size());
-  for (const auto& member : members) {
-    const double scale = member.utilization * parallel + 1.0 - member.utilization;
-    stretched.push_back({member.utilization * parallel / scale, member.iteration_s * scale});
-  }
+  const std::vector<LaneMember> stretched = stretch_gpu_phases(members, parallel);
   const auto gpu_phase = [&](size_t j) {
     return stretched[j].utilization * stretched[j].iteration_s;
   };
