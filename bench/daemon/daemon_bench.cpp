@@ -8,15 +8,21 @@
 //   idle AGENTS SECS   the fleetscoped process: CPU % and RSS with AGENTS registered agents (one
 //                      process each, polling) vs the same daemon with none, sampling 2 stand-in
 //                      GPUs
-//   contended AGENTS N status() latency and trace window open/close latency (N of each) while
-//                      AGENTS agent processes stream kernel rows into open windows as fast as the
-//                      daemon takes them vs the same calls with no agent streaming
+//   contended AGENTS N [--rate ROWS_PER_S|max]
+//                      status() latency and trace window open/close latency (N of each) while
+//                      AGENTS agent processes stream kernel rows into open windows, offering
+//                      ROWS_PER_S together (default 1,000,000; max: as fast as the daemon takes
+//                      them), vs the same calls with no agent streaming; the offered, pushed and
+//                      committed rates vs store::Writer's insert loop with the host database's
+//                      settings, measured before and after in the same run
 //
 //   build/release/bench/daemon/bench_daemon rtt 20000
 //   build/release/bench/daemon/bench_daemon stream 2000000
 //   build/release/bench/daemon/bench_daemon idle 64 20
 //   build/release/bench/daemon/bench_daemon contended 8 40
+//   build/release/bench/daemon/bench_daemon contended 8 40 --rate max
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +33,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <new>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,8 +47,10 @@
 #include "fleetscope/agent_link/batch_builder.h"
 #include "fleetscope/agent_link/link_client.h"
 #include "fleetscope/daemon/daemon_core.h"
+#include "fleetscope/daemon/host_store.h"
 #include "fleetscope/daemon/rpc_handler.h"
 #include "fleetscope/daemon/thrift_server.h"
+#include "fleetscope/daemon/trace_control.h"
 #include "fleetscope/rpc/transport.h"
 #include "fleetscope/store/writer.h"
 
@@ -161,29 +171,48 @@ store::Kernel kernel(int64_t i, const std::vector<std::string>& names) {
   return k;
 }
 
+// The reference of `stream` and `contended`: store::Writer's own insert loop (one thread, no
+// agent, no decoding) of `rows` kernel rows into a fresh database, in rows/s until every row is
+// committed. With `host`: the host database's settings (WAL, synchronous=NORMAL, its live
+// per-capture indexes, 16,384-row transactions) and the rows spread over `host->captures`
+// captures in runs of a batch, as the agents' batches reach the daemon's writer.
+struct HostLike {
+  int captures = 8;
+};
+double insert_loop_rate(int64_t rows, const std::vector<std::string>& names,
+                        std::optional<HostLike> host) {
+  std::string dir = temp_dir();
+  double rate = 0;
+  {
+    store::WriterOptions options;
+    options.keep_wal_after_finish = true;
+    options.build_indexes = false;
+    store::Database db = store::Database::create(dir + "/ref.db");
+    if (host) {
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec("PRAGMA synchronous = NORMAL");
+      daemon::HostStore::apply_live_indexes(db);
+      options.batch_rows = 16384;
+    }
+    auto t = Clock::now();
+    store::Writer writer(std::move(db), options);
+    for (int64_t i = 0; i < rows; ++i) {
+      auto k = kernel(i, names);
+      k.captureId = host ? 1 + (i / 16384) % host->captures : 1;
+      writer.add(std::move(k));
+    }
+    writer.flush();
+    rate = static_cast<double>(rows) / seconds_since(t);
+    writer.finish();
+  }
+  std::system(("rm -rf " + dir).c_str());
+  return rate;
+}
+
 int stream(int64_t rows) {
   auto names = name_pool();
   // Reference: the store's own insert loop into a fresh live database.
-  double reference_rate = 0;
-  {
-    std::string dir = temp_dir();
-    auto t = Clock::now();
-    {
-      store::WriterOptions options;
-      options.keep_wal_after_finish = true;
-      options.build_indexes = false;
-      store::Writer writer(store::Database::create(dir + "/ref.db"), options);
-      for (int64_t i = 0; i < rows; ++i) {
-        auto k = kernel(i, names);
-        k.captureId = 1;
-        writer.add(std::move(k));
-      }
-      writer.flush();
-      reference_rate = static_cast<double>(rows) / seconds_since(t);
-      writer.finish();
-    }
-    std::system(("rm -rf " + dir).c_str());
-  }
+  const double reference_rate = insert_loop_rate(rows, names, {});
   // The agent link: register, get a window ordered, stream, close.
   InProcessDaemon d;
   std::atomic<int64_t> capture{0};
@@ -304,9 +333,21 @@ int idle(int agents, int seconds) {
   return 0;
 }
 
+// What the agent processes of `contended` tell the bench: the rows each has pushed (taken by the
+// daemon), in memory shared across fork().
+struct AgentCounters {
+  std::atomic<int64_t> pushed[64];
+};
+
 // One agent process for `contended`: registers, and on each OPEN order either closes the window
 // at once (probe) or streams kernel rows, batch after batch, until the CLOSE order (streamer).
-[[noreturn]] void contended_agent(const std::string& socket, bool streamer, int index) {
+// A streamer offers `rows_per_second` (0: as fast as the daemon takes them): it builds a batch,
+// then pushes it when its last row is due on the window's schedule (open + rows / rate). push()
+// returns once the daemon has taken the batch, which it does only while the agent has fewer than
+// kUncommittedBatchesPerAgent batches uncommitted (the bounded window), so a daemon that cannot
+// keep up holds the agent behind its schedule and the committed rate falls below the offered one.
+[[noreturn]] void contended_agent(const std::string& socket, bool streamer, int index,
+                                  double rows_per_second, AgentCounters* counters) {
   auto names = name_pool();
   agent_link::LinkOptions options;
   options.socket_path = socket;
@@ -331,9 +372,25 @@ int idle(int agents, int seconds) {
     served = capture;
     if (streamer) {
       agent_link::BatchBuilder builder(capture, static_cast<size_t>(loop.max_batch_rows()));
+      const auto opened = Clock::now();
+      int64_t offered = 0;  // rows of this window built so far
       while (close.load() != capture) {
         builder.add(kernel(i++, names));
-        if (builder.full() && !loop.push(builder.take())) break;
+        ++offered;
+        if (!builder.full()) continue;
+        if (rows_per_second > 0) {
+          const auto due =
+              opened + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           static_cast<double>(offered) / rows_per_second));
+          // In slices, so a CLOSE order is not kept waiting for a slow schedule.
+          while (close.load() != capture && Clock::now() < due)
+            std::this_thread::sleep_until(
+                std::min(due, Clock::now() + std::chrono::milliseconds(5)));
+          if (close.load() == capture) break;
+        }
+        const size_t rows = builder.rows();
+        if (!loop.push(builder.take())) break;
+        counters->pushed[index].fetch_add(static_cast<int64_t>(rows));
       }
     }
     agent_link::WindowClosed closed;
@@ -342,12 +399,29 @@ int idle(int agents, int seconds) {
   }
 }
 
-int contended(int agents, int n) {
+// rows_per_second: the aggregate rate the streaming agents offer (each agents' share of it);
+// 0: each streams as fast as the daemon takes its batches.
+int contended(int agents, int n, double rows_per_second) {
+  if (agents < 1 || agents > 63) {
+    std::fprintf(stderr, "contended: AGENTS must be in 1..63, got %d\n", agents);
+    return 2;
+  }
+  const auto names = name_pool();
+  constexpr int64_t kReferenceRows = 1'000'000;
+  const double reference_before = insert_loop_rate(kReferenceRows, names, HostLike{agents});
   InProcessDaemon d;
+  void* shared = mmap(nullptr, sizeof(AgentCounters), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) {
+    std::perror("mmap");
+    return 1;
+  }
+  auto* counters = new (shared) AgentCounters{};
   std::vector<pid_t> children;
   auto spawn = [&](bool streamer, int index) {
     pid_t child = fork();
-    if (child == 0) contended_agent(d.config.agent_socket, streamer, index);
+    if (child == 0)
+      contended_agent(d.config.agent_socket, streamer, index, rows_per_second / agents, counters);
     children.push_back(child);
     return child;
   };
@@ -401,28 +475,65 @@ int contended(int agents, int n) {
     client.startTrace(started, request);
     streams.push_back(started.capture_id);
   }
-  auto records = [&] {
-    int64_t total = 0;
+  // Committed (traceProgress of the streams' windows) and pushed (taken by the daemon, the agents'
+  // counters) rows so far.
+  struct Rows {
+    int64_t committed = 0, pushed = 0;
+    Clock::time_point at;
+  };
+  auto rows_now = [&] {
+    Rows r;
     for (int64_t id : streams) {
       rpc::TraceProgress progress;
       client.traceProgress(progress, id, 0);
-      total += progress.records;
+      r.committed += progress.records;
     }
-    return total;
+    for (int a = 1; a <= agents; ++a) r.pushed += counters->pushed[a].load();
+    r.at = Clock::now();
+    return r;
   };
   std::this_thread::sleep_for(std::chrono::seconds(1));  // the streams reach their pace
-  // The streams' committed rate over 3 s, then the calls while they go on.
-  const int64_t before = records();
-  auto t = Clock::now();
+  // The streams' rates over 3 s, then the calls while they go on (rates over those too).
+  const Rows start = rows_now();
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const double rate = static_cast<double>(records() - before) / seconds_since(t);
+  const Rows quiet = rows_now();
   const Figures loaded = measure();
+  const Rows end = rows_now();
   for (pid_t child : children) kill(child, SIGKILL);
   for (pid_t child : children) waitpid(child, nullptr, 0);
+  const double reference_after = insert_loop_rate(kReferenceRows, names, HostLike{agents});
+  const double reference = (reference_before + reference_after) / 2;
   std::printf(
-      "fleetscoped under load: %d calls each, %d agent processes streaming %.0f rows/s "
-      "(committed) into open windows:\n",
-      n, agents, rate);
+      "store::Writer insert loop, %lld kernel rows, host database settings and live indexes, "
+      "%d captures (reference): %.0f rows/s before, %.0f rows/s after the agents\n",
+      static_cast<long long>(kReferenceRows), agents, reference_before, reference_after);
+  if (rows_per_second > 0)
+    std::printf(
+        "%d agent processes offering %.0f rows/s together (%.0f each, paced, %d-row batches, at "
+        "most %d uncommitted per agent):\n",
+        agents, rows_per_second, rows_per_second / agents, daemon::kMaxBatchRows,
+        daemon::kUncommittedBatchesPerAgent);
+  else
+    std::printf(
+        "%d agent processes streaming as fast as the daemon takes their batches (%d-row batches, "
+        "at most %d uncommitted per agent):\n",
+        agents, daemon::kMaxBatchRows, daemon::kUncommittedBatchesPerAgent);
+  auto rates = [&](const char* what, const Rows& from, const Rows& to) {
+    const double seconds = std::chrono::duration<double>(to.at - from.at).count();
+    const double pushed = static_cast<double>(to.pushed - from.pushed) / seconds;
+    const double committed = static_cast<double>(to.committed - from.committed) / seconds;
+    std::printf("  %-26s %5.1f s: offered %9s rows/s, pushed %9.0f rows/s, committed %9.0f rows/s",
+                what, seconds,
+                rows_per_second > 0 ? std::to_string(static_cast<int64_t>(rows_per_second)).c_str()
+                                    : "(max)",
+                pushed, committed);
+    if (rows_per_second > 0) std::printf(" (%.2fx offered", committed / rows_per_second);
+    std::printf("%s%.2fx the insert loop)\n", rows_per_second > 0 ? ", " : " (",
+                committed / reference);
+  };
+  rates("before the calls", start, quiet);
+  rates("during the calls", quiet, end);
+  std::printf("  latency, %d calls each:\n", n);
   auto row = [&](const char* what, const std::vector<double>& reference,
                  const std::vector<double>& value) {
     std::printf(
@@ -447,10 +558,24 @@ int main(int argc, char** argv) {
   if (mode == "stream") return stream(argc > 2 ? std::atoll(argv[2]) : 2'000'000);
   if (mode == "idle")
     return idle(argc > 2 ? std::atoi(argv[2]) : 64, argc > 3 ? std::atoi(argv[3]) : 20);
-  if (mode == "contended")
-    return contended(argc > 2 ? std::atoi(argv[2]) : 8, argc > 3 ? std::atoi(argv[3]) : 40);
+  if (mode == "contended") {
+    // contended AGENTS N [--rate ROWS_PER_S | --rate max]
+    double rate = 1'000'000;
+    if (argc > 5 && std::string(argv[4]) == "--rate") {
+      rate = std::string(argv[5]) == "max" ? 0 : std::atof(argv[5]);
+      if (rate <= 0 && std::string(argv[5]) != "max") {
+        std::fprintf(stderr, "contended: --rate takes rows/s (> 0) or 'max', got '%s'\n", argv[5]);
+        return 2;
+      }
+    } else if (argc > 4) {
+      std::fprintf(stderr, "contended: unexpected '%s' (expected --rate ROWS_PER_S|max)\n",
+                   argv[4]);
+      return 2;
+    }
+    return contended(argc > 2 ? std::atoi(argv[2]) : 8, argc > 3 ? std::atoi(argv[3]) : 40, rate);
+  }
   std::fprintf(stderr,
                "usage: bench_daemon rtt N | stream ROWS | idle AGENTS SECONDS | contended AGENTS "
-               "N\n");
+               "N [--rate ROWS_PER_S|max]\n");
   return 2;
 }

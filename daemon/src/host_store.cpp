@@ -62,6 +62,23 @@ class Transaction {
   bool committed_ = false;
 };
 
+rpc::Capture to_rpc(const store::Capture& c) {
+  rpc::Capture out;
+  out.id = c.id;
+  out.kind = static_cast<rpc::CaptureKind::type>(static_cast<int>(c.kind));
+  out.source = c.source;
+  if (!c.source_path.empty()) out.__set_source_path(c.source_path);
+  if (c.start_ns) out.__set_start_ns(*c.start_ns);
+  if (c.end_ns) out.__set_end_ns(*c.end_ns);
+  out.dropped_records = c.dropped_records;
+  out.collector_overhead_ns = c.collector_overhead_ns;
+  if (c.gpu_vendor) out.__set_gpu_vendor(*c.gpu_vendor);
+  if (c.note) out.__set_note(*c.note);
+  return out;
+}
+
+}  // namespace
+
 // The host database is written while it is read, so its indexes are kept up to date row by row
 // (a one-shot file gets them from Writer::finish after the load instead). Only those that read one
 // capture -- schema/indexes.sql's indexes on (captureId) or (captureId, one more column): closing a
@@ -69,7 +86,7 @@ class Transaction {
 // agents streaming that scan made closing take seconds). The wider ones (per stream, by
 // correlation id alone) are not kept here: each costs the agents' stream about a fifth of its rate
 // (docs/benchmarks.md), and a file from an older daemon, whose shutdown built them, loses them.
-void apply_live_indexes(store::Database& db) {
+void HostStore::apply_live_indexes(store::Database& db) {
   std::istringstream lines(store::index_sql());
   std::string line;
   const std::string create = "CREATE INDEX IF NOT EXISTS ";
@@ -87,23 +104,6 @@ void apply_live_indexes(store::Database& db) {
     db.exec(per_capture ? line : "DROP INDEX IF EXISTS " + name);
   }
 }
-
-rpc::Capture to_rpc(const store::Capture& c) {
-  rpc::Capture out;
-  out.id = c.id;
-  out.kind = static_cast<rpc::CaptureKind::type>(static_cast<int>(c.kind));
-  out.source = c.source;
-  if (!c.source_path.empty()) out.__set_source_path(c.source_path);
-  if (c.start_ns) out.__set_start_ns(*c.start_ns);
-  if (c.end_ns) out.__set_end_ns(*c.end_ns);
-  out.dropped_records = c.dropped_records;
-  out.collector_overhead_ns = c.collector_overhead_ns;
-  if (c.gpu_vendor) out.__set_gpu_vendor(*c.gpu_vendor);
-  if (c.note) out.__set_note(*c.note);
-  return out;
-}
-
-}  // namespace
 
 HostStore::HostStore(const std::string& path, const std::string& hostname) : path_(path) {
   store::Database db = exists(path) ? store::Database::open(path, store::OpenMode::read_write)
