@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <optional>
@@ -171,20 +172,70 @@ store::Kernel kernel(int64_t i, const std::vector<std::string>& names) {
   return k;
 }
 
+struct ProcessUsage {
+  double cpu_seconds = 0;
+  long rss_kib = 0, hwm_kib = 0;
+};
+
+// User + system CPU seconds in a /proc/.../stat file (of a process or of one of its threads).
+double stat_cpu_seconds(const std::string& path) {
+  std::ifstream stat(path);
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  if (text.rfind(')') == std::string::npos) return 0;  // gone
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string skip;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 13; ++i) fields >> skip;
+  fields >> utime >> stime;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+ProcessUsage usage_of(pid_t pid) {
+  ProcessUsage u;
+  u.cpu_seconds = stat_cpu_seconds("/proc/" + std::to_string(pid) + "/stat");
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) u.rss_kib = std::stol(line.substr(6));
+    if (line.rfind("VmHWM:", 0) == 0) u.hwm_kib = std::stol(line.substr(6));
+  }
+  return u;
+}
+
+// CPU seconds (user + system) of this process' threads named `name` (store::Writer names its
+// thread after WriterOptions::writer_name), live ones only.
+double thread_cpu_seconds(const std::string& name) {
+  double total = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string thread_name;
+    std::getline(comm, thread_name);
+    if (thread_name != name) continue;
+    total += stat_cpu_seconds(task.path() / "stat");
+  }
+  return total;
+}
+
 // The reference of `stream` and `contended`: store::Writer's own insert loop (one thread, no
 // agent, no decoding) of `rows` kernel rows into a fresh database, in rows/s until every row is
 // committed. With `host`: the host database's settings (WAL, synchronous=NORMAL, its live
 // per-capture indexes, 16,384-row transactions) and the rows spread over `host->captures`
 // captures in runs of a batch, as the agents' batches reach the daemon's writer.
+// Also the writer thread's CPU time per row: what a core of its own would take.
 struct HostLike {
   int captures = 8;
 };
-double insert_loop_rate(int64_t rows, const std::vector<std::string>& names,
-                        std::optional<HostLike> host) {
+struct LoopRate {
+  double rows_per_second = 0;
+  double writer_cpu_us_per_row = 0;
+};
+LoopRate insert_loop_rate(int64_t rows, const std::vector<std::string>& names,
+                          std::optional<HostLike> host) {
   std::string dir = temp_dir();
-  double rate = 0;
+  LoopRate rate;
   {
     store::WriterOptions options;
+    options.writer_name = "ref-writer";
     options.keep_wal_after_finish = true;
     options.build_indexes = false;
     store::Database db = store::Database::create(dir + "/ref.db");
@@ -202,7 +253,8 @@ double insert_loop_rate(int64_t rows, const std::vector<std::string>& names,
       writer.add(std::move(k));
     }
     writer.flush();
-    rate = static_cast<double>(rows) / seconds_since(t);
+    rate.rows_per_second = static_cast<double>(rows) / seconds_since(t);
+    rate.writer_cpu_us_per_row = thread_cpu_seconds("ref-writer") * 1e6 / static_cast<double>(rows);
     writer.finish();
   }
   std::system(("rm -rf " + dir).c_str());
@@ -212,7 +264,7 @@ double insert_loop_rate(int64_t rows, const std::vector<std::string>& names,
 int stream(int64_t rows) {
   auto names = name_pool();
   // Reference: the store's own insert loop into a fresh live database.
-  const double reference_rate = insert_loop_rate(rows, names, {});
+  const double reference_rate = insert_loop_rate(rows, names, {}).rows_per_second;
   // The agent link: register, get a window ordered, stream, close.
   InProcessDaemon d;
   std::atomic<int64_t> capture{0};
@@ -261,30 +313,6 @@ int stream(int64_t rows) {
   std::printf("  %-52s %10.0f rows/s  (%.2fx the reference)\n",
               "agent link -> fleetscoped -> store::Writer", link_rate, link_rate / reference_rate);
   return 0;
-}
-
-struct ProcessUsage {
-  double cpu_seconds = 0;
-  long rss_kib = 0, hwm_kib = 0;
-};
-
-ProcessUsage usage_of(pid_t pid) {
-  ProcessUsage u;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string skip;
-  long utime = 0, stime = 0;
-  for (int i = 3; i <= 13; ++i) fields >> skip;
-  fields >> utime >> stime;
-  u.cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) u.rss_kib = std::stol(line.substr(6));
-    if (line.rfind("VmHWM:", 0) == 0) u.hwm_kib = std::stol(line.substr(6));
-  }
-  return u;
 }
 
 int idle(int agents, int seconds) {
@@ -408,7 +436,7 @@ int contended(int agents, int n, double rows_per_second) {
   }
   const auto names = name_pool();
   constexpr int64_t kReferenceRows = 1'000'000;
-  const double reference_before = insert_loop_rate(kReferenceRows, names, HostLike{agents});
+  const LoopRate reference_before = insert_loop_rate(kReferenceRows, names, HostLike{agents});
   InProcessDaemon d;
   void* shared = mmap(nullptr, sizeof(AgentCounters), PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -479,6 +507,7 @@ int contended(int agents, int n, double rows_per_second) {
   // counters) rows so far.
   struct Rows {
     int64_t committed = 0, pushed = 0;
+    double writer_cpu = 0;  // seconds, the bulk writer's thread
     Clock::time_point at;
   };
   auto rows_now = [&] {
@@ -489,6 +518,7 @@ int contended(int agents, int n, double rows_per_second) {
       r.committed += progress.records;
     }
     for (int a = 1; a <= agents; ++a) r.pushed += counters->pushed[a].load();
+    r.writer_cpu = thread_cpu_seconds("fleetscoped");  // HostStore's bulk store::Writer
     r.at = Clock::now();
     return r;
   };
@@ -501,12 +531,15 @@ int contended(int agents, int n, double rows_per_second) {
   const Rows end = rows_now();
   for (pid_t child : children) kill(child, SIGKILL);
   for (pid_t child : children) waitpid(child, nullptr, 0);
-  const double reference_after = insert_loop_rate(kReferenceRows, names, HostLike{agents});
-  const double reference = (reference_before + reference_after) / 2;
+  const LoopRate reference_after = insert_loop_rate(kReferenceRows, names, HostLike{agents});
+  const double reference = (reference_before.rows_per_second + reference_after.rows_per_second) / 2;
   std::printf(
       "store::Writer insert loop, %lld kernel rows, host database settings and live indexes, "
-      "%d captures (reference): %.0f rows/s before, %.0f rows/s after the agents\n",
-      static_cast<long long>(kReferenceRows), agents, reference_before, reference_after);
+      "%d captures (reference): %.0f rows/s before, %.0f rows/s after the agents; its writer "
+      "thread %.2f / %.2f us CPU per row\n",
+      static_cast<long long>(kReferenceRows), agents, reference_before.rows_per_second,
+      reference_after.rows_per_second, reference_before.writer_cpu_us_per_row,
+      reference_after.writer_cpu_us_per_row);
   if (rows_per_second > 0)
     std::printf(
         "%d agent processes offering %.0f rows/s together (%.0f each, paced, %d-row batches, at "
@@ -530,6 +563,12 @@ int contended(int agents, int n, double rows_per_second) {
     if (rows_per_second > 0) std::printf(" (%.2fx offered", committed / rows_per_second);
     std::printf("%s%.2fx the insert loop)\n", rows_per_second > 0 ? ", " : " (",
                 committed / reference);
+    const double cpu_per_row = (to.writer_cpu - from.writer_cpu) * 1e6 /
+                               static_cast<double>(to.committed - from.committed);
+    std::printf(
+        "  %-26s bulk writer thread %.2f us CPU per committed row (%.0f rows/s on a core of its "
+        "own)\n",
+        "", cpu_per_row, 1e6 / cpu_per_row);
   };
   rates("before the calls", start, quiet);
   rates("during the calls", quiet, end);

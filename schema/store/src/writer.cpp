@@ -1,6 +1,7 @@
 #include "fleetscope/store/writer.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -34,10 +35,13 @@ struct Writer::Batch : RowVectors {
 
 namespace {
 
-// Rows are inserted kRowsPerStatement at a time with one multi-row INSERT (fewer statement
-// executions per row is where SQLite bulk-load time goes), the remainder one by one. The column
-// list and the binding of each table come from its description (io::TableIo, table_io.h).
-constexpr int kRowsPerStatement = 32;
+// Rows are inserted with multi-row INSERTs (fewer statement executions per row is where SQLite
+// bulk-load time goes): kRowsPerStatement at a time, then the remainder kRowsPerShortStatement at a
+// time, the last ones one by one. 128 rather than 32 rows a statement took about 4 % off the
+// writer thread's CPU per kernel row (docs/benchmarks.md, "Daemon"). The column list and the
+// binding of each table come from its description (io::TableIo, table_io.h).
+constexpr int kRowsPerStatement = 128;
+constexpr int kRowsPerShortStatement = 8;
 
 std::string values_list(int columns, int rows) {
   std::string one = "(";
@@ -78,7 +82,7 @@ struct Writer::Impl {
   std::condition_variable work_ready, space_ready, idle;
   std::unique_ptr<Batch> current = std::make_unique<Batch>();
   std::deque<std::unique_ptr<Batch>> queue;
-  std::vector<std::unique_ptr<Batch>> spare;  // written batches, emptied, for reuse
+  std::vector<std::unique_ptr<Batch>> spare;  // written batches, for reuse (not yet cleared)
   static constexpr size_t kSpareBatches = 2;
   bool in_flight = false;
   uint64_t last_ticket = 0;       // of the last batch queued
@@ -124,8 +128,13 @@ struct Writer::Impl {
   int64_t last_extent_capture = 0;
   int64_t* last_extent = nullptr;
   std::optional<Statement> insert_string;
-  // Prepared statements per table: [0] one row, [1] kRowsPerStatement rows.
-  std::map<const char*, std::pair<std::optional<Statement>, std::optional<Statement>>> inserts;
+  // Prepared statements per table: of kRowsPerStatement rows (or fewer: as many as SQLite's
+  // limit on parameters allows), kRowsPerShortStatement rows, one row.
+  struct Inserts {
+    int rows = 0;  // of `multi`
+    std::optional<Statement> multi, short_multi, single;
+  };
+  std::map<const char*, Inserts> inserts;
 
   std::thread thread;
 
@@ -178,29 +187,35 @@ struct Writer::Impl {
   void insert_rows(const std::vector<Row>& rows) {
     using Io = io::TableIo<Row>;
     if (rows.empty()) return;
-    auto& [single, multi] = inserts[Io::table];
+    Inserts& statements = inserts[Io::table];
     const bool replaces = std::string_view(Io::insert_verb) != "INSERT";
     auto bind = [&](Statement& s, int p, const Row& row) {
       Io::bind(s, p, row, *this);
       if constexpr (requires { Io::extent_end(row); })
         note_extent(Io::table, row.captureId, row.start, Io::extent_end(row));
     };
+    // `count` rows at a time through `statement` (prepared on first use), from row i on.
     size_t i = 0;
-    if (!replaces && rows.size() >= static_cast<size_t>(kRowsPerStatement)) {
-      if (!multi) multi.emplace(db.raw(), insert_sql<Row>(kRowsPerStatement));
-      for (; i + kRowsPerStatement <= rows.size(); i += kRowsPerStatement) {
-        for (int r = 0; r < kRowsPerStatement; ++r)
-          bind(*multi, 1 + r * Io::insert_count, rows[i + static_cast<size_t>(r)]);
-        multi->step();
-        multi->reset_keep_bindings();
+    auto insert_by = [&](std::optional<Statement>& statement, int count) {
+      if (rows.size() - i < static_cast<size_t>(count)) return;
+      if (!statement) statement.emplace(db.raw(), insert_sql<Row>(count));
+      for (; i + static_cast<size_t>(count) <= rows.size(); i += static_cast<size_t>(count)) {
+        for (int r = 0; r < count; ++r)
+          bind(*statement, 1 + r * Io::insert_count, rows[i + static_cast<size_t>(r)]);
+        statement->step();
+        statement->reset_keep_bindings();
       }
+    };
+    if (!replaces) {
+      if (statements.rows == 0)
+        statements.rows =
+            std::clamp(sqlite3_limit(db.raw(), SQLITE_LIMIT_VARIABLE_NUMBER, -1) / Io::insert_count,
+                       1, kRowsPerStatement);
+      insert_by(statements.multi, statements.rows);
+      if (statements.rows > kRowsPerShortStatement)
+        insert_by(statements.short_multi, kRowsPerShortStatement);
     }
-    if (i < rows.size() && !single) single.emplace(db.raw(), insert_sql<Row>(1));
-    for (; i < rows.size(); ++i) {
-      bind(*single, 1, rows[i]);
-      single->step();
-      single->reset_keep_bindings();
-    }
+    insert_by(statements.single, 1);
   }
 
   // One row of a synchronous table (captures, hosts, ...); returns its rowid.
@@ -263,7 +278,8 @@ struct Writer::Impl {
       }
       const size_t rows = batch->rows;
       const uint64_t ticket = batch->ticket;
-      batch->clear();
+      // Not cleared here: destroying its rows (a string or two each) is left to the producer that
+      // takes it next (add_rows, enqueue_current), off this thread, the bound of the ingest.
       lock.lock();
       if (spare.size() < kSpareBatches) spare.push_back(std::move(batch));
       if (failure && !error) error = failure;
@@ -277,8 +293,8 @@ struct Writer::Impl {
     }
   }
 
-  // Caller holds mu.
-  std::unique_ptr<Batch> empty_batch() {
+  // Caller holds mu. A written batch still holds its rows: the caller clears it.
+  std::unique_ptr<Batch> spare_batch() {
     if (spare.empty()) return std::make_unique<Batch>();
     std::unique_ptr<Batch> batch = std::move(spare.back());
     spare.pop_back();
@@ -301,7 +317,8 @@ struct Writer::Impl {
   void enqueue_current(std::unique_lock<std::mutex>& lock) {
     if (current->rows == 0) return;
     wait_for_space(lock);
-    push(std::exchange(current, empty_batch()));
+    push(std::exchange(current, spare_batch()));
+    current->clear();
   }
 
   uint64_t add_rows(RowVectors& rows, size_t row_count) {
@@ -309,10 +326,13 @@ struct Writer::Impl {
     if (closed) throw Error(path + ": writer already finished");
     if (row_count == 0) return last_ticket;
     wait_for_space(lock);
-    std::unique_ptr<Batch> batch = empty_batch();
-    std::swap(static_cast<RowVectors&>(*batch), rows);  // the caller keeps the empty vectors
+    std::unique_ptr<Batch> batch = spare_batch();
+    std::swap(static_cast<RowVectors&>(*batch), rows);  // the caller keeps the earlier vectors
     batch->rows = row_count;
-    return push(std::move(batch));
+    const uint64_t ticket = push(std::move(batch));
+    lock.unlock();
+    rows.clear();  // the earlier batch's rows are destroyed on the caller's thread, unlocked
+    return ticket;
   }
 
   void wait_committed(uint64_t ticket) {
@@ -366,6 +386,9 @@ Writer::Writer(Database db, WriterOptions options)
   }
   impl_->load_strings();
   impl_->thread = std::thread([this] { impl_->run(); });
+  // Named after the writer (top, perf and the daemon benchmark tell the bulk writer's thread
+  // apart by it); Linux keeps 15 characters.
+  pthread_setname_np(impl_->thread.native_handle(), options.writer_name.substr(0, 15).c_str());
 }
 
 Writer::~Writer() {

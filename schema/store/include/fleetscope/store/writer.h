@@ -29,7 +29,7 @@ struct WriterOptions {
   size_t batch_rows = 65536;      // rows per transaction
   size_t max_queued_batches = 8;  // producers block beyond this (bounded memory)
   int page_size = 8192;           // set before WAL is enabled (SQLite ignores it afterwards)
-  std::string writer_name = "fleetscope";
+  std::string writer_name = "fleetscope";  // also the name of the writer's thread (15 characters)
   // WAL suits a database that is written while others read it (the daemon's host database). A
   // finished one-shot file (import, standalone run) is switched back to a rollback journal by
   // finish(), so it is one self-contained file and read-only readers leave no -wal/-shm beside it.
