@@ -122,6 +122,8 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
   options.keep_wal_after_finish = true;
   options.batch_rows = 16384;
   options.build_indexes = false;  // apply_live_indexes, not the one-shot file's full set
+  // A catalog or maintenance write waits for a few hundred of the batch's rows, not all of them.
+  options.commit_early = [turns = turns_.get()] { return turns->short_writer_wants_turn(); };
   writer_ = std::make_unique<store::Writer>(std::move(db), options);
   store::WriterOptions catalog_options;
   catalog_options.writer_name = "fleetscoped-catalog";

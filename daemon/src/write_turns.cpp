@@ -47,6 +47,11 @@ int WriteTurns::waiting() const {
   return waiting_;
 }
 
+bool WriteTurns::short_writer_wants_turn() const {
+  std::lock_guard lock(mutex_);
+  return short_writer_waiting() && !stopping_;
+}
+
 int WriteTurns::on_bulk_commit(void* self, sqlite3*, const char*, int pages) {
   auto& turns = *static_cast<WriteTurns*>(self);
   std::unique_lock lock(turns.mutex_);

@@ -204,6 +204,10 @@ struct Writer::Impl {
           bind(*statement, 1 + r * Io::insert_count, rows[i + static_cast<size_t>(r)]);
         statement->step();
         statement->reset_keep_bindings();
+        if (options.commit_early && options.commit_early()) {
+          db.exec("COMMIT");
+          db.exec("BEGIN");
+        }
       }
     };
     if (!replaces) {

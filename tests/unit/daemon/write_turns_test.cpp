@@ -5,12 +5,16 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "fleetscope/daemon/write_turns.h"
 #include "fleetscope/store/database.h"
+#include "fleetscope/store/writer.h"
 #include "temp_dir.h"
 
 namespace fleetscope::daemon {
@@ -99,6 +103,75 @@ TEST(WriteTurns, AWaiterWithoutATransactionIsForgottenOnceItsBusyHandlerStops) {
   short_db.reset();
   short_writer.reset();
   EXPECT_EQ(turns.waiting(), 0);
+  turns.stop();
+}
+
+// The bulk store::Writer asks between its insert statements whether a short writer waits
+// (WriterOptions::commit_early = short_writer_wants_turn) and then commits early: a catalog write
+// that arrives in the middle of a 16,384-row batch waits for a few hundred rows, not the rest of
+// the batch. The batch still counts as committed (its ticket) only once all of it is.
+TEST(WriteTurns, TheBulkWriterCommitsEarlyForAShortWriterThatWaits) {
+  test_support::TempDir dir;
+  const std::string path = dir.file("turns.db");
+  store::Database::create(path).close();
+  WriteTurns turns(path);
+  store::Database bulk = store::Database::open(path, store::OpenMode::read_write);
+  turns.install_bulk(bulk.raw());
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool in_transaction = false;
+  store::WriterOptions options;
+  options.keep_wal_after_finish = true;
+  options.build_indexes = false;
+  options.commit_early = [&] {
+    std::unique_lock lock(mutex);
+    if (!in_transaction) {
+      // The first statement of the batch is in: let the short writer try now, and go on once it
+      // found the lock taken (so the test does not depend on which thread is faster).
+      in_transaction = true;
+      changed.notify_all();
+      while (turns.waiting() == 0) changed.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    return turns.short_writer_wants_turn();
+  };
+  store::Writer writer(std::move(bulk), options);
+
+  store::Database short_db = store::Database::open(path, store::OpenMode::read_write);
+  auto short_writer = turns.install_short(short_db.raw());
+  std::thread catalog([&] {
+    {
+      std::unique_lock lock(mutex);
+      // (Bounded: a writer that never asks commits the whole batch at once, and the checks below
+      // say so instead of a hang.)
+      changed.wait_for(lock, std::chrono::seconds(10), [&] { return in_transaction; });
+    }
+    short_db.exec("INSERT INTO meta(key, value) VALUES ('catalog', 'row')");  // waits (busy)
+  });
+
+  store::RowVectors rows;
+  constexpr int kRows = 4096;
+  for (int i = 0; i < kRows; ++i) {
+    store::Kernel k;
+    k.start = 1000 + i * 10;
+    k.end = k.start + 5;
+    k.streamId = 7;
+    k.captureId = 1;
+    k.demangledName = "kernel";
+    rows.push(std::move(k));
+  }
+  const uint64_t ticket = writer.add_rows(rows, kRows);
+  writer.wait_committed(ticket);
+  catalog.join();
+  EXPECT_EQ(turns.counts().bulk_commits, 2) << "one batch, committed in two parts";
+  EXPECT_EQ(turns.counts().yields, 1);
+  store::Database check = store::Database::open(path);
+  auto kernels = check.prepare("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+  kernels.step();
+  EXPECT_EQ(kernels.column_int(0), kRows);
+  auto meta = check.prepare("SELECT count(*) FROM meta WHERE key = 'catalog'");
+  meta.step();
+  EXPECT_EQ(meta.column_int(0), 1);
+  writer.finish();
   turns.stop();
 }
 

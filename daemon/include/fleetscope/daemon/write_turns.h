@@ -6,9 +6,12 @@
 // daemon's own tables) kept missing it: closing a window while 8 agents streamed waited up to
 // seconds. Here a short writer that finds the lock taken registers and sleeps until the bulk
 // writer's next commit, and the bulk writer, after each commit, lets the registered short writers
-// take the lock before it begins its next transaction (waiting at most kMaxYield). Both go through
-// SQLite's hooks on the connections (sqlite3_busy_handler; sqlite3_wal_hook, called after a
-// commit with its write lock released; sqlite3_rollback_hook), so store::Writer stays as it is.
+// take the lock before it begins its next transaction (waiting at most kMaxYield). The bulk writer
+// also asks, every few hundred rows, whether a short writer waits (short_writer_wants_turn) and
+// then commits early (store::WriterOptions::commit_early), so that wait is a fraction of a
+// transaction. The turns themselves go through SQLite's hooks on the connections
+// (sqlite3_busy_handler; sqlite3_wal_hook, called after a commit with its write lock released;
+// sqlite3_rollback_hook).
 //
 // The WAL hook replaces SQLite's automatic checkpoint on these connections (which is itself a WAL
 // hook that checkpoints on the committing thread): here a thread of its own runs PASSIVE
@@ -62,6 +65,11 @@ class WriteTurns {
   };
   Counts counts() const;
   int waiting() const;  // short writers waiting for the write lock now
+  // True while a short writer waits for the bulk connection's write lock: the bulk writer then
+  // commits what it has inserted so far (store::WriterOptions::commit_early), its WAL hook lets
+  // the short writer go, and its batch goes on in a new transaction. A short write then waits for
+  // a few hundred rows, not for the rest of a 16,384-row batch.
+  bool short_writer_wants_turn() const;
 
  private:
   static int on_bulk_commit(void* self, sqlite3* db, const char* schema, int pages);

@@ -43,6 +43,13 @@ struct WriterOptions {
   // that is read once, in full, right after the load (Database::create_in_memory()); every query
   // still works, without index support.
   bool build_indexes = true;
+  // Asked on the writer's thread between two insert statements of a queued batch's transaction
+  // (every few hundred rows): true commits the rows inserted so far and goes on in a new
+  // transaction. For a connection that other writers wait for (the daemon's host database, whose
+  // short writers then wait for a fraction of a batch instead of a whole one: write_turns.h). A
+  // batch then commits in parts; its ticket (add_rows) still counts as committed only once every
+  // part is, and a part that fails stops the writer as before, the earlier parts staying in.
+  std::function<bool()> commit_early;
 };
 
 struct WriterStats {
