@@ -8,7 +8,8 @@
 
 namespace fleetscope::daemon {
 
-WriteTurns::WriteTurns(std::string path) : path_(std::move(path)) {
+WriteTurns::WriteTurns(std::string path, std::chrono::milliseconds max_yield)
+    : path_(std::move(path)), max_yield_(max_yield) {
   checkpointer_ = std::thread([this] { checkpointer_loop(); });
 }
 
@@ -61,7 +62,7 @@ int WriteTurns::on_bulk_commit(void* self, sqlite3*, const char*, int pages) {
   if (turns.short_writer_waiting() && !turns.stopping_) {
     ++turns.counts_.yields;
     // The write lock is free now: the next bulk transaction begins once they have committed.
-    turns.changed_.wait_for(lock, kMaxYield,
+    turns.changed_.wait_for(lock, turns.max_yield_,
                             [&] { return !turns.short_writer_waiting() || turns.stopping_; });
   }
   return SQLITE_OK;

@@ -34,7 +34,9 @@ TEST(WriteTurns, AShortWriterWaitingForTheLockGoesBeforeTheNextBulkTransaction) 
     setup.exec("PRAGMA journal_mode = WAL");
     setup.exec("CREATE TABLE t(x INTEGER)");
   }
-  WriteTurns turns(path);
+  // The bulk writer waits for the short writer however slowly the machine schedules it (the
+  // default gives up after kMaxYield).
+  WriteTurns turns(path, std::chrono::seconds(10));
   store::Database bulk = store::Database::open(path, store::OpenMode::read_write);
   store::Database short_db = store::Database::open(path, store::OpenMode::read_write);
   turns.install_bulk(bulk.raw());
@@ -114,7 +116,7 @@ TEST(WriteTurns, TheBulkWriterCommitsEarlyForAShortWriterThatWaits) {
   test_support::TempDir dir;
   const std::string path = dir.file("turns.db");
   store::Database::create(path).close();
-  WriteTurns turns(path);
+  WriteTurns turns(path, std::chrono::seconds(10));  // (as in the first test)
   store::Database bulk = store::Database::open(path, store::OpenMode::read_write);
   turns.install_bulk(bulk.raw());
   std::mutex mutex;

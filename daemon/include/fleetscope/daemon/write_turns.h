@@ -33,8 +33,10 @@ namespace fleetscope::daemon {
 
 class WriteTurns {
  public:
-  // path: the database, for the checkpointer's own connection.
-  explicit WriteTurns(std::string path);
+  // path: the database, for the checkpointer's own connection. max_yield: how long the bulk
+  // writer waits at most, after a commit, for the short writers it lets go (kMaxYield; tests
+  // that must not depend on the scheduler give more).
+  explicit WriteTurns(std::string path, std::chrono::milliseconds max_yield = kMaxYield);
   ~WriteTurns();  // stop()
   WriteTurns(const WriteTurns&) = delete;
   WriteTurns& operator=(const WriteTurns&) = delete;
@@ -50,7 +52,7 @@ class WriteTurns {
   class ShortWriter;
   std::unique_ptr<ShortWriter> install_short(sqlite3* db);
 
-  static constexpr auto kMaxYield = std::chrono::milliseconds(50);
+  static constexpr auto kMaxYield = std::chrono::milliseconds(50);  // the default max_yield
   static constexpr auto kShortWriterTimeout = std::chrono::milliseconds(5000);  // as before
   static constexpr int kCheckpointPages = 1000;  // SQLite's default autocheckpoint
   // A waiting short writer's busy handler runs at least every 10 ms. A registration not renewed
@@ -82,6 +84,7 @@ class WriteTurns {
   void checkpointer_loop();
 
   std::string path_;
+  std::chrono::milliseconds max_yield_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   int waiting_ = 0;  // short writers that found the lock taken and have not committed since
