@@ -50,7 +50,7 @@ int WriteTurns::waiting() const {
 
 bool WriteTurns::short_writer_wants_turn() const {
   std::lock_guard lock(mutex_);
-  return short_writer_waiting() && !stopping_;
+  return short_writer_waiting() && !yield_expired_ && !stopping_;
 }
 
 int WriteTurns::on_bulk_commit(void* self, sqlite3*, const char*, int pages) {
@@ -62,8 +62,12 @@ int WriteTurns::on_bulk_commit(void* self, sqlite3*, const char*, int pages) {
   if (turns.short_writer_waiting() && !turns.stopping_) {
     ++turns.counts_.yields;
     // The write lock is free now: the next bulk transaction begins once they have committed.
-    turns.changed_.wait_for(lock, turns.max_yield_,
-                            [&] { return !turns.short_writer_waiting() || turns.stopping_; });
+    const bool done = turns.changed_.wait_for(
+        lock, turns.max_yield_, [&] { return !turns.short_writer_waiting() || turns.stopping_; });
+    // A writer still waiting after the longest yield waits for something else too (a TRUNCATE
+    // checkpoint for the readers): no more early commits for it, which would each stop the bulk
+    // writer for max_yield after a few hundred rows. It still goes first after each batch.
+    if (!done) turns.yield_expired_ = true;
   }
   return SQLITE_OK;
 }
@@ -82,6 +86,7 @@ int WriteTurns::on_short_busy(void* opaque, int tries) {
   if (!writer.waiting_) {
     writer.waiting_ = true;
     ++turns.waiting_;
+    turns.yield_expired_ = false;  // a new waiter: worth an early commit
   }
   // Until the bulk writer's next commit; at most 10 ms, for a lock held by a connection outside
   // these turns (fleetscope analyze storing findings beside the daemon).
@@ -118,6 +123,7 @@ void WriteTurns::done_waiting(ShortWriter& writer) {
   if (!writer.waiting_) return;
   writer.waiting_ = false;
   --waiting_;
+  yield_expired_ = false;
   changed_.notify_all();
 }
 

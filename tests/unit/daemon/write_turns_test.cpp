@@ -177,5 +177,40 @@ TEST(WriteTurns, TheBulkWriterCommitsEarlyForAShortWriterThatWaits) {
   turns.stop();
 }
 
+// A short writer that waits for more than the bulk writer (retention's TRUNCATE checkpoint waits
+// for the readers too) gets one early commit and its yield, not one after every few hundred rows:
+// each would stop the bulk writer for max_yield.
+TEST(WriteTurns, NoMoreEarlyCommitsForAWriterThatDidNotTakeItsTurn) {
+  test_support::TempDir dir;
+  const std::string path = dir.file("turns.db");
+  {
+    store::Database setup = store::Database::create(path);
+    setup.exec("PRAGMA journal_mode = WAL");
+    setup.exec("CREATE TABLE t(x INTEGER)");
+  }
+  WriteTurns turns(path);
+  store::Database bulk = store::Database::open(path, store::OpenMode::read_write);
+  store::Database short_db = store::Database::open(path, store::OpenMode::read_write);
+  store::Database reader = store::Database::open(path);
+  turns.install_bulk(bulk.raw());
+  auto short_writer = turns.install_short(short_db.raw());
+
+  reader.exec("BEGIN");
+  EXPECT_EQ(count_rows(reader), 0);  // a read transaction on the current snapshot
+  bulk.exec("BEGIN IMMEDIATE");
+  bulk.exec("INSERT INTO t VALUES (1)");
+  std::thread checkpoint([&] { short_db.exec("PRAGMA wal_checkpoint(TRUNCATE)"); });
+  while (turns.waiting() == 0) std::this_thread::yield();
+  EXPECT_TRUE(turns.short_writer_wants_turn());
+  bulk.exec("COMMIT");  // the checkpoint gets the write lock, then waits for the reader
+  EXPECT_EQ(turns.counts().yields, 1);
+  EXPECT_EQ(turns.waiting(), 1);
+  EXPECT_FALSE(turns.short_writer_wants_turn())
+      << "it did not take its turn: no more early commits";
+  reader.exec("COMMIT");  // the checkpoint can finish
+  checkpoint.join();
+  turns.stop();
+}
+
 }  // namespace
 }  // namespace fleetscope::daemon

@@ -70,7 +70,8 @@ class WriteTurns {
   // True while a short writer waits for the bulk connection's write lock: the bulk writer then
   // commits what it has inserted so far (store::WriterOptions::commit_early), its WAL hook lets
   // the short writer go, and its batch goes on in a new transaction. A short write then waits for
-  // a few hundred rows, not for the rest of a 16,384-row batch.
+  // a few hundred rows, not for the rest of a 16,384-row batch. False for a writer that did not
+  // take the lock within the last yield (max_yield): it waits for more than the bulk writer.
   bool short_writer_wants_turn() const;
 
  private:
@@ -89,6 +90,9 @@ class WriteTurns {
   std::condition_variable changed_;
   int waiting_ = 0;  // short writers that found the lock taken and have not committed since
   std::chrono::steady_clock::time_point last_busy_;  // the latest call of a busy handler
+  // The last yield ran out with a short writer still waiting; no early commits until a writer
+  // registers or finishes waiting (short_writer_wants_turn).
+  bool yield_expired_ = false;
   Counts counts_;
   bool checkpoint_wanted_ = false, stopping_ = false;
   std::thread checkpointer_;
