@@ -14,7 +14,8 @@
 //                      ROWS_PER_S together (default 1,000,000; max: as fast as the daemon takes
 //                      them), vs the same calls with no agent streaming; the offered, pushed and
 //                      committed rates vs store::Writer's insert loop with the host database's
-//                      settings, measured before and after in the same run
+//                      settings, measured before and after in the same run, and the CPU time each
+//                      writer thread spends per row (what it would commit on a core of its own)
 //
 //   build/release/bench/daemon/bench_daemon rtt 20000
 //   build/release/bench/daemon/bench_daemon stream 2000000
