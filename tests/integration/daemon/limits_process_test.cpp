@@ -13,6 +13,7 @@
 
 #include "fleetscope/store/database.h"
 #include "harness.h"
+#include "sanitizers.h"
 
 namespace fleetscope::test_support {
 namespace {
@@ -82,6 +83,9 @@ int prometheus_port(Child& daemon) {
 }
 
 TEST(DaemonLimits, ThreeHundredConnectionsUnderUlimit256LeaveStatusWorking) {
+  // The daemon under test is built with the same sanitizers as this test.
+  if (test_support::kUnderUndefinedBehaviorSanitizer)
+    GTEST_SKIP() << test_support::kVptrCheckNeedsADescriptor;
   DaemonUnderTest daemon;
   daemon.launcher = {"/bin/sh", "-c", "ulimit -n 256 && exec \"$0\" \"$@\""};
   daemon.start();
