@@ -128,6 +128,14 @@ bool parse_number_text(std::string_view t, ArgValue& out) {
   return true;
 }
 
+// A number's text as the file has it, for an error (without the whitespace after it, cut short).
+std::string number_excerpt(std::string_view t) {
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
+  return std::string(t.substr(0, 40));
+}
+
 const char* type_name(od::json_type t) {
   switch (t) {
     case od::json_type::array:
@@ -747,6 +755,12 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
       if (t != od::json_type::object) continue;
       od::object dobj;
       if ((err = v.get_object().get(dobj))) FS_JSON_FAIL(impl_->where(v), err);
+      // PyTorch's profiler writes {"backend", "rank": dist.get_rank(), "world_size":
+      // dist.get_world_size(), ...} (torch/profiler/profiler.py, _get_distributed_info): a world
+      // of 1 or more processes and a rank in [0, world_size). A rank 5 of 4 was imported as given
+      // (a fleet view of a job with 4 ranks then showed a fifth).
+      std::optional<int64_t> rank, world_size;
+      size_t rank_at = 0;
       for (auto df_res : dobj) {
         od::field df;
         if ((err = std::move(df_res).get(df))) FS_JSON_FAIL(impl_->where(v), err);
@@ -754,19 +768,33 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
         dk = df.unescaped_key();
         od::value x = df.value();
         if (dk == "rank") {
-          if (auto r = read_int(x, "distributedInfo.rank"); r && *r >= 0 && *r <= INT32_MAX)
-            meta.rank = static_cast<int32_t>(*r);
-          else if (r)
-            fail(impl_->where(x), "field \"distributedInfo.rank\" is out of range");
+          rank_at = impl_->where(x);
+          rank = read_int(x, "distributedInfo.rank");
+          if (rank && (*rank < 0 || *rank > INT32_MAX))
+            fail(rank_at, "field \"distributedInfo.rank\" is out of range (" +
+                              std::to_string(*rank) + "), expected a rank from 0 to 2147483647");
         } else if (dk == "world_size") {
-          if (auto r = read_int(x, "distributedInfo.world_size"); r && *r >= 0 && *r <= INT32_MAX)
-            meta.world_size = static_cast<int32_t>(*r);
-          else if (r)
-            fail(impl_->where(x), "field \"distributedInfo.world_size\" is out of range");
+          const size_t at = impl_->where(x);
+          world_size = read_int(x, "distributedInfo.world_size");
+          if (world_size && (*world_size < 1 || *world_size > INT32_MAX))
+            fail(at, "field \"distributedInfo.world_size\" is out of range (" +
+                         std::to_string(*world_size) +
+                         "), expected a number of processes from 1 to 2147483647");
         }
       }
+      if (rank && world_size && *rank >= *world_size)
+        fail(rank_at, "field \"distributedInfo.rank\" is out of range (" + std::to_string(*rank) +
+                          "), expected a rank below distributedInfo.world_size (" +
+                          std::to_string(*world_size) + ")");
+      if (rank) meta.rank = static_cast<int32_t>(*rank);
+      if (world_size) meta.world_size = static_cast<int32_t>(*world_size);
     } else if (key == "baseTimeNanoseconds") {
+      const size_t at = impl_->where(v);
       if (auto b = read_int(v, key)) {
+        // Kineto's base is a CLOCK_REALTIME time (ns since 1970): never negative.
+        if (*b < 0)
+          fail(at, "field \"baseTimeNanoseconds\" is negative (" + std::to_string(*b) +
+                       "), expected a time in ns since 1970 (0 or more)");
         meta.base_time_ns = *b;
         meta.has_base_time = true;
       }
@@ -1088,6 +1116,11 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
             if (!a.fits_int())
               ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
                                    event_key_name(key) + "\" is out of range, expected an integer");
+            // A pid or tid of 1.5 was truncated to 1 (and a tid is a stream id on GPU rows).
+            if (a.kind == ArgValue::Kind::real && a.d != std::trunc(a.d))
+              ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                                   event_key_name(key) + "\" is not a whole number (" +
+                                   number_excerpt(v.raw_json_token()) + "), expected an integer");
             id.present = true;
             id.is_int = true;
             id.value = a.as_int();

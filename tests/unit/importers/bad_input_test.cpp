@@ -177,6 +177,85 @@ TEST(BadInput, ImpossibleValuesAreRefusedAtTheirEvent) {
                   {"\"deviceProperties[].totalGlobalMem\"", "out of range (-1)", "0 or more"});
 }
 
+// Values Kineto's writer never produces (issue 23): a stream id of 1.5 (truncated to stream 1), a
+// negative ts (Kineto clamps a time before baseTimeNanoseconds to 0: transToRelativeTime), a rank
+// outside its world (PyTorch writes dist.get_rank() and dist.get_world_size(), so 0 <= rank <
+// world_size) were all imported as given.
+TEST(BadInput, ValuesKinetoNeverWritesAreRefusedWithTheirPosition) {
+  ScratchDir dir;
+  auto kernel = [](const std::string& fields) {
+    return "{\"traceEvents\": [\n  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", "
+           "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1},\n  {\"ph\": \"X\", \"cat\": "
+           "\"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"dur\": 1, " +
+           fields + "}\n]}";
+  };
+  struct Case {
+    std::string file, json;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Case> cases = {
+      {"stream.json",
+       kernel("\"ts\": 5, \"args\": {\"device\": 0, \"stream\": 1.5}"),
+       {"traceEvents[1] (cat \"kernel\")", "field \"args.stream\" is not a whole number (1.5)",
+        "expected an integer", "line 3"}},
+      {"correlation.json",
+       kernel("\"ts\": 5, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 2.5}"),
+       {"traceEvents[1]", "field \"args.correlation\" is not a whole number (2.5)", "line 3"}},
+      {"tid.json",
+       "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+       "\"tid\": 7.25, \"ts\": 1, \"dur\": 1, \"args\": {\"device\": 0}}]}",
+       {"traceEvents[0]", "field \"tid\" is not a whole number (7.25)", "expected an integer"}},
+      {"negts.json",
+       kernel("\"ts\": -5, \"args\": {\"device\": 0, \"stream\": 7}"),
+       {"traceEvents[1] (cat \"kernel\")", "field \"ts\" is negative (-5000 ns)",
+        "expected a time >= 0", "line 3"}},
+      {"negmem.json",
+       "{\"traceEvents\": [{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 9, \"tid\": 9, "
+       "\"ts\": -0.5, \"args\": {\"Device Type\": 1, \"Device Id\": 0, \"Bytes\": 8}}]}",
+       {"traceEvents[0]", "field \"ts\" is negative (-500 ns)"}},
+      {"negbase.json",
+       "{\"traceEvents\": [], \"baseTimeNanoseconds\": -1000}",
+       {"\"baseTimeNanoseconds\" is negative (-1000)", "expected a time in ns since 1970"}},
+      {"rank.json",
+       "{\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 4, \"world_size\": 4},\n"
+       " \"traceEvents\": []}",
+       {"field \"distributedInfo.rank\" is out of range (4)",
+        "expected a rank below distributedInfo.world_size (4)", "line 1"}},
+      {"rank-after.json",
+       "{\"distributedInfo\": {\"world_size\": 2,\n \"rank\": 7}, \"traceEvents\": []}",
+       {"\"distributedInfo.rank\" is out of range (7)", "below distributedInfo.world_size (2)",
+        "line 2"}},
+      {"world.json",
+       "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 0}, \"traceEvents\": []}",
+       {"\"distributedInfo.world_size\" is out of range (0)",
+        "expected a number of processes from 1"}},
+      {"negrank.json",
+       "{\"traceEvents\": [], \"distributedInfo\": {\"rank\": -1}}",
+       {"\"distributedInfo.rank\" is out of range (-1)", "expected a rank from 0"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string in = dir.write(c.file, c.json);
+    auto needles = c.needles;
+    needles.push_back("byte ");
+    expect_rejected(dir, in, needles);
+  }
+  // What Kineto does write still imports: a whole number written as a real, a rank without a
+  // world size (older PyTorch), the last rank of its world, ts 0.
+  for (const std::string& json :
+       {kernel("\"ts\": 0, \"args\": {\"device\": 0, \"stream\": 7.0}"),
+        std::string("{\"distributedInfo\": {\"rank\": 3}, \"traceEvents\": []}"),
+        std::string("{\"distributedInfo\": {\"rank\": 3, \"world_size\": 4}, "
+                    "\"traceEvents\": []}")}) {
+    const std::string in = dir.write("good.json", json);
+    const std::string out = dir.file("good.db");
+    EXPECT_NO_THROW(import_files({in}, out)) << json;
+    fs::remove(out);
+    fs::remove(out + ".capture1.zoom");
+    fs::remove(in);
+  }
+}
+
 TEST(BadInput, TraceEventsNotAnArray) {
   ScratchDir dir;
   const std::string in = dir.write("shape.json", "{\"traceEvents\": {\"ph\": \"X\"}}");
