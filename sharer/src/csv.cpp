@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "fleetscope/common/file_errors.h"
 
@@ -56,6 +57,28 @@ void fail_value(const Table& table, const Row& row, size_t column, const char* w
   throw std::runtime_error(table.path + ":" + std::to_string(row.line) + ": " +
                            column_label(table, column) + ": expected " + what + " " + expected +
                            ", found '" + excerpt(found) + "'");
+}
+
+void require_unique(const Table& table, size_t column, const char* what) {
+  std::unordered_map<std::string_view, int> first_line;
+  for (const Row& row : table.rows) {
+    if (column >= row.fields.size()) continue;
+    auto [at, added] = first_line.emplace(row.fields[column], row.line);
+    if (!added)
+      fail_value(table, row, column, what,
+                 "unique in the file (line " + std::to_string(at->second) + " has it too)");
+  }
+}
+
+void require_unique_ints(const Table& table, size_t column, const char* what) {
+  std::unordered_map<int64_t, int> first_line;
+  for (const Row& row : table.rows) {
+    if (column >= row.fields.size()) continue;
+    auto [at, added] = first_line.emplace(to_int(table, row, column, what), row.line);
+    if (!added)
+      fail_value(table, row, column, what,
+                 "unique in the file (line " + std::to_string(at->second) + " has it too)");
+  }
 }
 
 Table parse(std::string_view text, const std::string& source, bool has_header, size_t min_fields,

@@ -46,6 +46,12 @@ std::string excerpt(std::string_view text);
 // "PATH:LINE: column N (NAME): expected EXPECTED, found 'EXCERPT'".
 [[noreturn]] void fail_value(const Table& table, const Row& row, size_t column, const char* what,
                              const std::string& expected);
+// An error naming both lines when two rows have the same value in `column` (an id): "PATH:LINE:
+// column N (NAME): expected NAME unique in the file (line M has it too), found 'VALUE'". Values
+// are compared as written.
+void require_unique(const Table& table, size_t column, const char* what);
+// The same for a column of integers parsed with to_int ("7" and "07" are one id).
+void require_unique_ints(const Table& table, size_t column, const char* what);
 int64_t to_int(const Table& table, const Row& row, size_t column, const char* what);
 // Finite numbers only: NaN and infinities are rejected like text.
 double to_double(const Table& table, const Row& row, size_t column, const char* what);

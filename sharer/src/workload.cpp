@@ -169,6 +169,8 @@ std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string
   const size_t utilization_col = optional("utilization");
   const size_t workload_col = optional("workload");
   if (table.rows.empty()) csv::fail(path, 2, "at least one job row after the header");
+  // Two jobs with one id were both simulated and reported under the same id.
+  csv::require_unique_ints(table, id_col, "job_id");
 
   std::vector<SimJob> jobs;
   for (const auto& row : table.rows) {

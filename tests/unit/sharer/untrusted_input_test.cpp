@@ -92,6 +92,30 @@ TEST(UntrustedInput, AnOptionGivenTwiceDifferentlyIsAUsageError) {
   EXPECT_EQ(same.code, 0) << same.err;
 }
 
+// Two rows with one job_id were both simulated and reported under the same id (issue 23): the
+// trace is refused naming both lines. The same for an Alibaba pod list's names and node list's sn.
+TEST(UntrustedInput, ADuplicateJobIdIsRefusedNamingBothLines) {
+  const auto outcome = sim_rows("3,1,0,10,vgg19,10,1\n4,1,5,10,vgg19,10,1\n03,1,9,10,vgg19,10,1\n");
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err,
+                       "jobs.csv:4: column 1 (job_id): expected job_id unique in the "
+                       "file (line 2 has it too), found '03'"))
+      << outcome.err;
+  EXPECT_TRUE(outcome.out.empty()) << outcome.out;
+
+  const auto pods = scratch_file(
+      "pods.csv",
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time\np-1,1000,1024,1,500,,LS,Running,0,10\np-1,1000,1024,1,500,,LS,Running,1,"
+      "10\n");
+  const auto packed = sim({"--jobs", pods, "--gpus", "8"});
+  EXPECT_EQ(packed.code, 1);
+  EXPECT_TRUE(contains(packed.err,
+                       "pods.csv:3: column 1 (name): expected name unique in the file "
+                       "(line 2 has it too), found 'p-1'"))
+      << packed.err;
+}
+
 TEST(UntrustedInput, HeaderOnlyTraceIsAnError) {
   const auto outcome = sim_rows("");
   EXPECT_EQ(outcome.code, 1);
