@@ -154,6 +154,12 @@ int64_t parse_age(const std::string& text) {
   return static_cast<int64_t>(ns);
 }
 
+std::optional<int64_t> since_bound(const std::string& age, int64_t now_ns) {
+  const int64_t ns = parse_age(age);
+  if (ns == 0) return std::nullopt;
+  return now_ns - ns;
+}
+
 int run_status_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string socket = default_socket(), format = "table";
   rpc::TlsClientFiles tls = default_tls();
@@ -413,7 +419,8 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
       "Always-on per-workflow GPU metrics from the daemon (workflow_metrics): GPU-seconds, "
       "busy fraction and memory peak per GPU and window.");
   parser.option("--workflow", "NAME", "one workflow (default: every one you may see)", &workflow)
-      .option("--since", "AGE", "only windows ending within AGE, e.g. 10m, 2h, 1d", &since)
+      .option("--since", "AGE", "only windows ending within AGE, e.g. 10m, 2h, 1d (0 = all)",
+              &since)
       .option("--limit", "N", "at most N rows (default 1000)", &limit)
       .option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
       .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
@@ -430,7 +437,7 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
       auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
-      query.__set_since_ns(now - parse_age(since));
+      if (auto bound = since_bound(since, now)) query.__set_since_ns(*bound);
     } catch (const std::invalid_argument& e) {
       err << "error: --since: " << e.what() << "\n";
       return 2;
@@ -463,8 +470,14 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
       out << std::left << std::setw(32) << terminal_safe(r.workflow) << std::setw(5) << r.device
           << std::setw(24) << r.window_end_ns << std::setw(20) << terminal_safe(r.metric) << r.value
           << "\n";
-    if (rows.empty())
+    // "yet" only when nothing was filtered out: with --since or --workflow the daemon may well
+    // hold older windows or other workflows.
+    if (rows.empty() && !query.__isset.since_ns && workflow.empty())
       out << "(no metrics yet: rows appear once per metrics window of the daemon)\n";
+    else if (rows.empty())
+      out << "(no metrics" << (workflow.empty() ? "" : " of workflow " + terminal_safe(workflow))
+          << (query.__isset.since_ns ? " in windows ending in the last " + since : "")
+          << ": rows appear once per metrics window of the daemon)\n";
     return 0;
   });
 }

@@ -102,6 +102,24 @@ TEST(Cli, MetricsSinceAnAgeBeyondAnyClockIsRefused) {
   EXPECT_NE(r.err.find("error: --since: 'inf' is not an age"), std::string::npos) << r.err;
 }
 
+// `metrics --since 0s` asked for windows ending at or after "now" and printed "no metrics yet"
+// (issue 23). 0 is "no limit" for the CLI's other bounds (--timeout 0, --top 0, --memory-limit 0),
+// so an age of 0 asks for every window.
+TEST(Cli, MetricsSinceZeroMeansEveryWindow) {
+  const int64_t now = 1'700'000'000'000'000'000;
+  for (const std::string zero : {"0", "0s", "0m", "0.0h", "0d"})
+    EXPECT_EQ(cli::since_bound(zero, now), std::nullopt) << zero;
+  EXPECT_EQ(cli::since_bound("90s", now), now - 90'000'000'000);
+  EXPECT_EQ(cli::since_bound("1d", now), now - int64_t{86400} * 1'000'000'000);
+  EXPECT_THROW(cli::since_bound("-1s", now), std::invalid_argument);
+  CliRun help = run({"metrics", "--help"});
+  EXPECT_NE(help.out.find("(0 = all)"), std::string::npos) << help.out;
+  // A usage error it is not: the daemon is asked (and here not found).
+  CliRun r = run({"metrics", "--since", "0s", "--socket", "/nonexistent/api.sock"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot reach fleetscoped"), std::string::npos) << r.err;
+}
+
 TEST(Cli, InfoTableAndJson) {
   test_support::TempDir dir;
   std::string db = make_db(dir);
