@@ -8,6 +8,7 @@
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/new_file.h"
 #include "fleetscope/importers/importers.h"
+#include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/input_files.h"
 #include "fleetscope/store/reader.h"
@@ -93,6 +94,14 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   // Check every input is readable and recognisable before building anything.
   for (const auto& p : paths) {
     if (detect_format(p) == Format::unknown) throw_unrecognised_format(p);
+    // A fleetscope database (of any schema) read as an nsys export lost its CPU ops, iterations,
+    // memory events and findings, and one of a newer schema was imported without a word.
+    if (input_kind(p) == InputKind::fleetscope_database)
+      throw unreadable_file(p,
+                            "it is a fleetscope database already; expected a Kineto JSON trace or "
+                            "an nsys SQLite export to import (every command reads the database as "
+                            "it is: `fleetscope info " +
+                                p + "`)");
     store::note_input_file(p);  // -o naming an input is refused (store/input_files.h)
   }
   store::AtomicOutput output(

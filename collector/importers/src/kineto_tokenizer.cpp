@@ -629,7 +629,6 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
   if ((err = doc.type().get(root_type))) FS_JSON_FAIL(impl_->where(doc), err);
   od::object root;
   if ((err = doc.get_object().get(root))) FS_JSON_FAIL(impl_->where(doc), err);
-  bool saw_events = false;
   auto expect = [&](od::value& v, od::json_type want, std::string_view key) {
     od::json_type t;
     if (auto e = v.type().get(t)) FS_JSON_FAIL(impl_->where(v), e);
@@ -662,7 +661,11 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
     od::value v = field.value();
     if (key == "traceEvents") {
       expect(v, od::json_type::array, key);
-      saw_events = true;  // walked in pass 2; skipped here
+      // Both readers take the first "traceEvents" array as the events; one met here is a second
+      // (its events were dropped without a word).
+      fail(impl_->where(v),
+           "field \"traceEvents\" given twice, expected one array of events (which one a reader "
+           "takes differs)");
     } else if (key == "deviceProperties" || key == "computeProperties") {
       meta.has_device_properties = true;
       expect(v, od::json_type::array, key);
@@ -813,7 +816,8 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
         meta.host_name = std::string(s);
     }
   }
-  if (require_events && !saw_events)
+  // (A "traceEvents" array is never among the members: the readers take it out.)
+  if (require_events)
     fail(0, "missing required field \"traceEvents\" (not a Chrome-trace / Kineto JSON file)");
 }
 
@@ -1066,6 +1070,7 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
     raw.index = index;
     raw.offset = offset;
     bool skip_rest = false;  // a phase the importer does not translate: the rest is skipped
+    unsigned keys_seen = 0;  // the EventKeys met in this event (bit per key)
     for (auto f_res : obj) {
       // Used in place (value_unsafe() after the error check): copying ondemand fields and values
       // around was a visible share of this loop.
@@ -1073,6 +1078,12 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
       od::field& f = f_res.value_unsafe();
       const EventKey key = event_key(f.key().raw());
       if (key == EventKey::other) continue;  // "id", "bp", "s", ...: skipped by the iterator
+      // A field given twice ("ts": 5, "ts": 7) has no one meaning: JSON leaves it open and
+      // readers differ (the first or the last wins); the walker took the last without a word.
+      if (keys_seen & (1u << static_cast<unsigned>(key)))
+        ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                             event_key_name(key) + "\" given twice, expected each field once");
+      keys_seen |= 1u << static_cast<unsigned>(key);
       od::value& v = f.value();
       if ((err = v.type().get(t))) FS_WALK_FAIL(location_of(v, base, size), err);
       switch (key) {
@@ -1154,7 +1165,16 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
             const ArgMember member = arg_slot(af.key().raw());
             if (!member) continue;  // skipped by the iterator
             ArgValue* slot = &(raw.args.*member);
-            if (slot->kind == ArgValue::Kind::absent) touched[touched_count++] = member;
+            if (slot->kind == ArgValue::Kind::absent) {
+              touched[touched_count++] = member;
+            } else if (member != &RawArgs::bytes && member != &RawArgs::external_id) {
+              // The same key twice (two spellings of one slot, "bytes"/"Bytes" and "External
+              // id"/"external id", are left to the last, as before).
+              const char* k = af.key().raw();
+              ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"args." +
+                                   std::string(k, std::strcspn(k, "\"")) +
+                                   "\" given twice, expected each field once");
+            }
             od::value& av = af.value();
             od::json_type at;
             if ((err = av.type().get(at))) FS_WALK_FAIL(location_of(av, base, size), err);

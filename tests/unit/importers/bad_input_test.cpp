@@ -375,9 +375,84 @@ TEST(ImportCommand, SummaryProgressAndForce) {
   EXPECT_EQ(out2.str(), "");
 
   std::ostringstream out3, err3;
-  EXPECT_EQ(run_import_command({in, in, "-o", out_db, "--force"}, out3, err3), 0) << err3.str();
+  const std::string copy = dir.write("copy.json", read_bytes(in));
+  EXPECT_EQ(run_import_command({in, copy, "-o", out_db, "--force"}, out3, err3), 0) << err3.str();
   store::Reader db(out_db);
   EXPECT_EQ(db.captures().size(), 2u);
+}
+
+// One file named twice (again, or through another path) is imported once, as `fleet` counts it
+// once: `import a.json ./a.json` made two identical captures, and every fleet view of the
+// database showed the job's GPU-hours twice.
+TEST(ImportCommand, OneFileNamedTwiceIsImportedOnce) {
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]})");
+  const std::string again = dir.path().string() + "/./t.json";
+  const std::string out_db = dir.file("out.db");
+  std::ostringstream out, err;
+  EXPECT_EQ(run_import_command({in, again, "-o", out_db}, out, err), 0) << err.str();
+  EXPECT_NE(err.str().find("import: " + again + ": the same file as " + in + "; imported once"),
+            std::string::npos)
+      << err.str();
+  store::Reader db(out_db);
+  EXPECT_EQ(db.captures().size(), 1u);
+}
+
+// A fleetscope database given to `import` was read as an nsys export: its CPU ops, iterations
+// and memory events were lost, and one of a newer schema was imported without a word.
+TEST(BadInput, AFleetscopeDatabaseIsNotImportedAsAnNsysExport) {
+  ScratchDir dir;
+  const std::string in = dir.write("t.json", R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]})");
+  const std::string db = dir.file("run.db");
+  import_files({in}, db);
+  fs::remove(db + ".capture1.zoom");
+  fs::remove(in);
+  expect_rejected(dir, db, {"it is a fleetscope database already", "expected a Kineto JSON trace"});
+}
+
+// A UTF-8 byte order mark before the JSON (Windows editors, Python's "utf-8-sig") is ignored, as
+// RFC 8259 lets a parser do: format detection already took such a file for JSON, then the parser
+// refused it at byte 0.
+TEST(BadInput, AByteOrderMarkBeforeTheJsonIsIgnored) {
+  ScratchDir dir;
+  const std::string json =
+      "\xEF\xBB\xBF"
+      R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]})";
+  for (const std::string& in :
+       {dir.write("bom.json", json), dir.write("bom.json.gz", gzip_bytes(json))}) {
+    const std::string out = dir.file("bom.db");
+    const auto results = import_files({in}, out);
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].kernels, 1);
+    fs::remove(out);
+    fs::remove(out + ".capture1.zoom");
+  }
+  // Positions in errors are still the file's: the bad "ts" is at the same byte with the mark.
+  const std::string bad =
+      dir.write("bad.json", "\xEF\xBB\xBF{\"traceEvents\": [{\"ph\": \"X\", \"ts\": \"x\"}]}");
+  expect_rejected(dir, bad, {"byte 20 (line 1): traceEvents[0]", "\"ts\" is a string"});
+}
+
+// A key given twice has no one meaning (JSON leaves it open; readers take the first or the last):
+// the importer took the last "ts" of an event, and the first of two "traceEvents" arrays.
+TEST(BadInput, AFieldGivenTwiceIsRefused) {
+  ScratchDir dir;
+  const std::string ts = dir.write(
+      "ts.json",
+      R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "ts": 7, "dur": 1, "args": {"device": 0, "stream": 7}}]})");
+  expect_rejected(dir, ts,
+                  {"traceEvents[0]: field \"ts\" given twice", "expected each field once"});
+  const std::string stream = dir.write(
+      "stream.json",
+      R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1, "args": {"device": 0, "stream": 7, "stream": 9}}]})");
+  expect_rejected(dir, stream, {"traceEvents[0]: field \"args.stream\" given twice"});
+  const std::string events = dir.write(
+      "events.json",
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}], "traceEvents": []})");
+  expect_rejected(dir, events, {"field \"traceEvents\" given twice", "byte "});
 }
 
 TEST(ImportCommand, BadInputExitsOneWithNoOutput) {
