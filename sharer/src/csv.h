@@ -29,6 +29,12 @@ struct Table {
 // one wording of common/file_errors.h; "PATH: cannot open" said neither why nor what was wanted).
 [[noreturn]] void throw_cannot_open(const std::string& path, const std::string& expected);
 
+// The whole text of `path`, a file of kind `expected` ("a job trace (CSV)"), for every reader of
+// the sharer's input files: a directory, a FIFO (whose read waited for a writer for ever), a
+// missing or unreadable file is "cannot read PATH: REASON; expected EXPECTED" (file_errors.h),
+// and a UTF-8 byte order mark (a CSV saved by a spreadsheet) is dropped.
+std::string read_text(const std::string& path, const std::string& expected);
+
 // Reads `path`. With `has_header`, the first line names the columns; every row must have at
 // least `min_fields` fields (or as many as the header). With `skip_comments`, lines that start
 // with '#' are skipped (they still count for line numbers): data files that carry their source

@@ -2,6 +2,7 @@
 // refused with the file and position, and every command terminates.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -182,6 +183,69 @@ TEST(UntrustedInput, NumberOverflowingADoubleNamesTheFile) {
   const auto outcome = plan({"--candidates", path});
   EXPECT_EQ(outcome.code, 1);
   EXPECT_TRUE(contains(outcome.err, path + ": not valid JSON")) << outcome.err;
+}
+
+// A FIFO given as a job trace, profiles, node list, runs or candidates file waited for a writer
+// for ever; a directory read as an empty file ("adir:1: expected a header line").
+TEST(UntrustedInput, AFifoOrADirectoryIsNamedNotRead) {
+  const auto dir = std::filesystem::path(scratch_file("x", "")).parent_path();
+  const std::string fifo = (dir / "fifo.csv").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string folder = (dir / "folder").string();
+  std::filesystem::create_directories(folder);
+  const auto jobs = scratch_file("jobs.csv", std::string(kHeader) + "0,1,0,10,vgg19,10,1\n");
+  for (const std::string& path : {fifo, folder}) {
+    SCOPED_TRACE(path);
+    const std::string problem =
+        path == fifo ? ": not a regular file; expected " : ": it is a directory; expected ";
+    auto outcome = sim({"--jobs", path, "--gpus", "2", "--policy", "srtf"});
+    EXPECT_EQ(outcome.code, 1);
+    EXPECT_TRUE(contains(outcome.err, "cannot read " + path + problem + "a job trace (CSV)"))
+        << outcome.err;
+    outcome = sim({"--jobs", jobs, "--profiles", path, "--gpus", "2", "--policy", "srtf"});
+    EXPECT_EQ(outcome.code, 1);
+    EXPECT_TRUE(contains(outcome.err, "cannot read " + path + problem + "Salus workload profiles"))
+        << outcome.err;
+    outcome = plan({"--candidates", path});
+    EXPECT_EQ(outcome.code, 1);
+    EXPECT_TRUE(contains(outcome.err, "cannot read " + path + problem + "a JSON array of job"))
+        << outcome.err;
+  }
+}
+
+// A CSV saved by a spreadsheet starts with a UTF-8 byte order mark: its first column was
+// "\xEF\xBB\xBFjob_id" and the trace was refused for want of a job_id column. A header naming one
+// column twice was read by its first and the second ignored.
+TEST(UntrustedInput, AByteOrderMarkIsIgnoredAndARepeatedColumnRefused) {
+  const auto path =
+      scratch_file("bom.csv", "\xEF\xBB\xBF" + std::string(kHeader) + "0,1,0,10,vgg19,10,1\n");
+  const auto outcome = sim({"--jobs", path, "--profiles", jobs_data("salus_workloads.csv"),
+                            "--gpus", "2", "--policy", "srtf"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  const auto twice =
+      scratch_file("twice.csv",
+                   "job_id,num_gpu,submit_time,iterations,model_name,duration,job_id\n"
+                   "0,1,0,10,vgg19,10,1\n");
+  const auto refused = sim({"--jobs", twice, "--profiles", jobs_data("salus_workloads.csv"),
+                            "--gpus", "2", "--policy", "srtf"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_TRUE(contains(refused.err,
+                       "twice.csv:1: expected each column named once, found 'job_id' in columns "
+                       "1 and 7"))
+      << refused.err;
+}
+
+// Not valid JSON is said with its position and what was expected, without the JSON library's
+// "[json.exception.parse_error.101]" tag.
+TEST(UntrustedInput, InvalidCandidatesJsonIsSaidWithoutTheLibrarysTag) {
+  const auto path = scratch_file("nan.json", R"([{"job_id":"a","persistent_bytes":NaN}])");
+  const auto outcome = plan({"--candidates", path});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, path + ": not valid JSON (parse error at line 1, column"))
+      << outcome.err;
+  EXPECT_TRUE(contains(outcome.err, "expected a JSON array of job profiles")) << outcome.err;
+  EXPECT_FALSE(contains(outcome.err, "json.exception")) << outcome.err;
 }
 
 TEST(UntrustedInput, NanMaxSlowdownIsAUsageError) {

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -118,6 +119,22 @@ TEST(Cli, MetricsSinceZeroMeansEveryWindow) {
   CliRun r = run({"metrics", "--since", "0s", "--socket", "/nonexistent/api.sock"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("cannot reach fleetscoped"), std::string::npos) << r.err;
+}
+
+// `share apply FIFO` waited for a writer for ever; a directory was sent to the daemon as an empty
+// plan. Both are named before the daemon is asked.
+TEST(Cli, ShareApplyNamesAFifoOrADirectoryAsThePlan) {
+  test_support::TempDir dir;
+  const std::string fifo = dir.file("plan.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  CliRun r = run({"share", "apply", fifo, "--socket", "/nonexistent/api.sock"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: cannot read " + fifo + ": not a regular file; expected a plan"),
+            std::string::npos)
+      << r.err;
+  r = run({"share", "apply", dir.path().string(), "--socket", "/nonexistent/api.sock"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("it is a directory; expected a plan"), std::string::npos) << r.err;
 }
 
 TEST(Cli, InfoTableAndJson) {
