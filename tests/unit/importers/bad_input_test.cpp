@@ -12,6 +12,7 @@
 #include "fleetscope/importers/import_command.h"
 #include "fleetscope/importers/importers.h"
 #include "importer_test_util.h"
+#include "nsys_export.h"
 
 namespace fleetscope::importers::test {
 namespace {
@@ -345,6 +346,56 @@ TEST(BadInput, NsysTableMissingColumnOrDanglingString) {
                nullptr, nullptr, nullptr);
   sqlite3_close(db);
   expect_rejected(dir, in2, {"table CUPTI_ACTIVITY_KIND_RUNTIME row 1", "string id 99"});
+}
+
+// The nsys export took what the Kineto importer refuses (issue 23's hostile pass): a kernel that
+// ends before it starts, a stream 1.5 (truncated to 1), a grid of -5 blocks, -5 bytes copied, a
+// GPU -1, a 32-bit id past 2^32 (cut to its low bits). Each is refused at its table and row.
+TEST(BadInput, NsysValuesNoCuptiRecordHasAreRefusedAtTheirRow) {
+  ScratchDir dir;
+  struct Case {
+    std::string name, sql;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Case> cases = {
+      {"end.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 5 WHERE rowid = 1",
+       {"table CUPTI_ACTIVITY_KIND_KERNEL row 1", "column 'end'", "is before column 'start'",
+        "expected end >= start"}},
+      {"stream.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 1.5 WHERE rowid = 1",
+       {"table CUPTI_ACTIVITY_KIND_KERNEL row 1", "column 'streamId' is not a whole number",
+        "(1.5)", "expected an integer"}},
+      {"grid.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = -5 WHERE rowid = 1",
+       {"column 'gridX' is out of range (-5), expected a dimension of 1 or more"}},
+      {"device.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = -1 WHERE rowid = 1",
+       {"column 'deviceId' is out of range (-1), expected a GPU index (0 or more)"}},
+      {"context.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET contextId = 8589934593 WHERE rowid = 1",
+       {"column 'contextId' is out of range (8589934593), expected a 32-bit integer"}},
+      {"bytes.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = -5 WHERE rowid = 1",
+       {"table CUPTI_ACTIVITY_KIND_MEMCPY row 1",
+        "column 'bytes' is out of range (-5), expected 0 or more"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string in = test_support::make_nsys_export(dir.file(c.name));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(in.c_str(), &db), SQLITE_OK);
+    test_support::exec_sql(db, c.sql);
+    sqlite3_close(db);
+    expect_rejected(dir, in, c.needles);
+  }
+  // CUPTI's "no id" (4294967295 as a uint32) is still kept, as -1.
+  const std::string none = test_support::make_nsys_export(dir.file("none.sqlite"));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(none.c_str(), &db), SQLITE_OK);
+  test_support::exec_sql(db, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET contextId = 4294967295");
+  sqlite3_close(db);
+  EXPECT_NO_THROW(import_files({none}, dir.file("none.db")));
 }
 
 TEST(BadInput, SecondFileBadLeavesNothingFromTheFirst) {
