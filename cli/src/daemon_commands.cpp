@@ -14,6 +14,7 @@
 
 #include "FleetscopeHost.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/rpc/host_client.h"
 #include "fleetscope/rpc/transport.h"
@@ -50,6 +51,17 @@ int with_daemon(const std::string& socket, const rpc::TlsClientFiles& tls, std::
   // Over TLS, OpenSSL writes with write(2): a daemon that refuses the certificate and hangs up
   // must give an error line, not a silent SIGPIPE death (Thrift leaves this to the program).
   if (tls.enabled()) signal(SIGPIPE, SIG_IGN);
+  // A TLS file that cannot be read is named as such: OpenSSL said "SSL_CTX_use_certificate_chain_
+  // file: SSL error # 2147483650; system lib" and the hint blamed the daemon's trust.
+  for (const auto& [path, what] : {std::pair{tls.cert, "a PEM client certificate (--tls-cert)"},
+                                   std::pair{tls.key, "its PEM private key (--tls-key)"},
+                                   std::pair{tls.ca, "a PEM CA certificate (--tls-ca)"}}) {
+    if (path.empty()) continue;
+    if (auto problem = common::input_problem(path, what)) {
+      err << "error: " << common::cannot_read(path, *problem) << "\n";
+      return 1;
+    }
+  }
   try {
     Connection daemon(socket, tls);
     return body(daemon);
@@ -129,13 +141,18 @@ json progress_json(const rpc::TraceProgress& p) {
 int64_t parse_age(const std::string& text) {
   size_t used = 0;
   double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    used = 0;
+  // Decimal digits and a point only: std::stod also took ' 5s', '+5s' and hex ('0x10' was 16 s).
+  const size_t number = text.find_first_not_of("0123456789.");
+  if (number != 0 && text[0] != '.') {
+    try {
+      value = std::stod(text.substr(0, number), &used);
+    } catch (...) {
+      used = 0;
+    }
   }
   if (used == 0 || value < 0)
-    throw std::invalid_argument("'" + text + "' is not an age like 90s, 10m, 2h or 1d");
+    throw std::invalid_argument("'" + text +
+                                "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
   std::string unit = text.substr(used);
   double seconds = unit.empty() || unit == "s" ? 1
                    : unit == "m"               ? 60

@@ -89,7 +89,9 @@ TEST(Cli, MetricsSinceAnAgeBeyondAnyClockIsRefused) {
   EXPECT_EQ(cli::parse_age("90s"), 90'000'000'000);
   EXPECT_EQ(cli::parse_age("1.5m"), 90'000'000'000);
   EXPECT_EQ(cli::parse_age("36500d"), int64_t{36500} * 86400 * 1'000'000'000);
-  for (const std::string age : {"inf", "nan", "99999999999999d", "36501d"}) {
+  // (Decimal only: std::stod also took hex, '0x10' as 16 s, and ' 5s' or '+5s'.)
+  for (const std::string age :
+       {"inf", "nan", "99999999999999d", "36501d", " 5s", "+5s", "-0", ".5s", ""}) {
     try {
       cli::parse_age(age);
       ADD_FAILURE() << age << " accepted";
@@ -98,6 +100,7 @@ TEST(Cli, MetricsSinceAnAgeBeyondAnyClockIsRefused) {
                 "'" + age + "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
     }
   }
+  EXPECT_THROW(cli::parse_age("0x10"), std::invalid_argument);  // 0, then the unit "x10"
   CliRun r = run({"metrics", "--since", "inf", "--socket", "/nonexistent/api.sock"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("error: --since: 'inf' is not an age"), std::string::npos) << r.err;
@@ -135,6 +138,25 @@ TEST(Cli, ShareApplyNamesAFifoOrADirectoryAsThePlan) {
   r = run({"share", "apply", dir.path().string(), "--socket", "/nonexistent/api.sock"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("it is a directory; expected a plan"), std::string::npos) << r.err;
+}
+
+// A daemon address whose port is not one: '127.0.0.1:abc' said "error: stoi"; a TLS file that
+// cannot be read was an OpenSSL error number blamed on the daemon's trust.
+TEST(Cli, ADaemonAddressOrTlsFileThatCannotBeUsedIsNamed) {
+  for (const std::string port : {"abc", "80x", "0", "65536", "99999999999"}) {
+    CliRun r = run({"status", "--socket", "127.0.0.1:" + port});
+    EXPECT_EQ(r.code, 1) << port;
+    EXPECT_NE(r.err.find("error: daemon address '127.0.0.1:" + port + "': the port '" + port +
+                         "' is not a number from 1 to 65535 (expected HOST:PORT)"),
+              std::string::npos)
+        << r.err;
+  }
+  CliRun r = run({"status", "--socket", "127.0.0.1:1", "--tls-cert", "/nonexistent/client.pem"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: cannot read /nonexistent/client.pem: no such file; expected a PEM "
+                       "client certificate (--tls-cert)"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, InfoTableAndJson) {
