@@ -159,6 +159,24 @@ TEST(Cli, ADaemonAddressOrTlsFileThatCannotBeUsedIsNamed) {
       << r.err;
 }
 
+// `fleet --prometheus URL --range R` put R into the PromQL text as given: '1 day' came back as
+// Prometheus' parse error, '1d]) or vector(1' changed the query. A range that is no duration is a
+// usage error before any server is asked (none listens on port 1 here).
+TEST(Cli, PrometheusFleetRangeMustBeADuration) {
+  for (const std::string range : {"1 day", "1d]) or vector(1", "h", "1.5h", "-1h", "1x"}) {
+    CliRun r = run({"fleet", "--prometheus", "http://127.0.0.1:1", "--range", range});
+    EXPECT_EQ(r.code, 2) << range << ": " << r.err;
+    EXPECT_NE(r.err.find("error: --range expects a Prometheus duration such as 1h, 1d or 1h30m"),
+              std::string::npos)
+        << r.err;
+  }
+  for (const std::string range : {"1h", "1d", "1h30m", "500ms", "2w", "0s"}) {
+    CliRun r = run({"fleet", "--prometheus", "http://127.0.0.1:1", "--range", range});
+    EXPECT_EQ(r.code, 1) << range << ": " << r.err;  // the server, not the range
+    EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:1"), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, InfoTableAndJson) {
   test_support::TempDir dir;
   std::string db = make_db(dir);
