@@ -934,6 +934,13 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
     err << "error: --memory-from and --memory-job go together\n";
     return 2;
   }
+  // A utilization is a fraction: nan made every job "keep" and 2 every job a candidate, both
+  // with exit 0.
+  if (!(max_util >= 0 && max_util <= 1)) {
+    err << "error: --max-utilization expects a fraction from 0 to 1 (e.g. 0.5), got " << max_util
+        << "\n";
+    return 2;
+  }
   std::map<int64_t, std::string> job_of_capture;
   for (const std::string& m : memory_jobs) {
     const auto eq = m.find('=');

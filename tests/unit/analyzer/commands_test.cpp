@@ -297,6 +297,14 @@ TEST_F(Commands, FleetDiffCandidates) {
   EXPECT_EQ(c[0]["candidate"], true);
   auto table = call(run_candidates_command, {db});
   EXPECT_NE(table.out.find("resnet-train"), std::string::npos);
+  // A utilization that is no fraction is a usage error (nan and 2 were taken, with exit 0).
+  for (const std::string bad : {"nan", "2", "-0.1", "inf"}) {
+    auto refused = call(run_candidates_command, {db, "--max-utilization", bad});
+    EXPECT_EQ(refused.code, 2) << bad;
+    EXPECT_NE(refused.err.find("--max-utilization expects a fraction from 0 to 1"),
+              std::string::npos)
+        << refused.err;
+  }
   EXPECT_EQ(call(run_fleet_command, {}).code, 2);
   EXPECT_EQ(call(run_diff_command, {db}).code, 2);
 }
