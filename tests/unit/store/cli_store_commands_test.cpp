@@ -48,6 +48,14 @@ TEST(Cli, VersionHelpAndUsageErrors) {
   EXPECT_EQ(run({"no-such-command"}).code, 2);
   EXPECT_EQ(run({"info"}).code, 2);
   EXPECT_EQ(run({"info", "--bogus", "x"}).code, 2);
+  CliRun group = run({"share", "bogus"});
+  EXPECT_EQ(group.code, 2);
+  EXPECT_EQ(group.err.rfind("error: unknown share subcommand 'bogus'\nusage: fleetscope share "
+                            "SUBCOMMAND\n",
+                            0),
+            0u)
+      << group.err;
+  EXPECT_EQ(run({"share"}).err.rfind("usage: fleetscope share SUBCOMMAND\n", 0), 0u);
   for (const cli::Command& c : cli::commands()) {
     std::vector<std::string> args;
     std::stringstream ss(c.name);
