@@ -88,6 +88,28 @@ TEST(ArgParser, ASingleValueOptionGivenTwiceDifferentlyIsAUsageError) {
 namespace fleetscope::common {
 namespace {
 
+// An empty value (`--capture=`, or `--capture "$ID"` with ID unset) was taken as the option not
+// given: `info --capture=` showed every capture. It is a usage error naming the option.
+TEST(ArgParser, AnEmptyValueIsAUsageError) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--capture="}, std::vector<std::string>{"--capture", ""}}) {
+    std::string capture = "unchanged";
+    ArgParser parser("t [--capture ID|all]", "test");
+    parser.option("--capture", "ID|all", "which", &capture);
+    std::ostringstream out, err;
+    EXPECT_EQ(parser.parse(args, out, err), 2);
+    EXPECT_EQ(
+        err.str().rfind("error: option '--capture' needs a value (ID|all), got an empty one", 0),
+        0u)
+        << err.str();
+    EXPECT_EQ(capture, "unchanged");
+  }
+  const Parsed top = parse_top({"--top="});
+  EXPECT_EQ(top.code, 2);
+  EXPECT_NE(top.err.find("option '--top' needs a value (N), got an empty one"), std::string::npos)
+      << top.err;
+}
+
 // `--capture 99999999999999999999` was taken as 9223372036854775807 (strtoll saturates) and
 // reported as "no capture with id 9223372036854775807": an id past int64 is a usage error naming
 // what was typed.
