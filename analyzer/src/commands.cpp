@@ -357,11 +357,11 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
   std::vector<std::string> positionals, rules, sets;
   std::string capture_text;
   std::string format = "table", output, config;
-  bool no_store = false, show_rules = false, series = false;
+  bool no_store = false, show_rules = false, series = false, force = false;
   common::ArgParser parser(
       "fleetscope analyze DB|TRACE|NSYS.sqlite|RANK_TRACES...|DIR [--capture ID|all] "
       "[--rules LIST] [--config FILE] [--set RULE.THRESHOLD=VALUE] "
-      "[--format table|markdown|json|chrome-trace] [--series] [-o FILE] [--no-store]",
+      "[--format table|markdown|json|chrome-trace] [--series] [-o FILE [--force]] [--no-store]",
       "Runs the antipattern rules on a capture, stores the findings in the database's "
       "findings table (replacing earlier ones for that capture) and prints them. A Kineto trace "
       "(JSON or .json.gz) or an Nsight Systems SQLite export (`nsys export --type sqlite`) is "
@@ -385,6 +385,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
             "override a threshold (repeatable; wins over --config)", &sets)
       .option("--format", "FORMAT", "table (default), markdown, json or chrome-trace", &format)
       .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
+      .flag("--force", "replace FILE if it exists (as `import --force`)", &force)
       .flag("--series",
             "json: add the time series (queue length per stream, memory bandwidth per copy kind)",
             &series)
@@ -399,6 +400,11 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     err << "error: missing DB\nusage: fleetscope analyze DB ... (see --help)\n";
     return 2;
   }
+  if (!output.empty())
+    if (auto refusal = common::output_refusal(output, positionals, force)) {
+      err << "error: " << *refusal << "\n";
+      return 1;
+    }
   if (positionals.size() > 1 || std::filesystem::is_directory(positionals[0]))
     return guarded(err,
                    [&] { return analyze_ranks_command(positionals, format, output, out, err); });
@@ -511,8 +517,9 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
   std::vector<std::string> positionals, rules, sets;
   std::string capture_text;
   std::string format, output, config;
+  bool force = false;
   common::ArgParser parser(
-      "fleetscope report DB|TRACE|NSYS.sqlite [--capture ID|all] [-o FILE] "
+      "fleetscope report DB|TRACE|NSYS.sqlite [--capture ID|all] [-o FILE [--force]] "
       "[--format html|markdown|table|json|chrome-trace] [--rules LIST] [--config FILE] "
       "[--set RULE.THRESHOLD=VALUE]",
       "Analyses a capture now (as `fleetscope analyze --no-store` does, with the same rules and "
@@ -529,6 +536,8 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       .option("--capture", "ID|all",
               "capture (default: the only one); all: each in turn (table and json)", &capture_text)
       .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
+      .flag("--force", "replace FILE (and its Markdown charts) if it exists (as `import --force`)",
+            &force)
       .option("--format", "FORMAT",
               "html, markdown, table, json or chrome-trace (default: from the -o extension, "
               "else table)",
@@ -537,6 +546,11 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       .option("--config", "FILE", "threshold overrides file (as for analyze)", &config)
       .list("--set", "RULE.THRESHOLD=VALUE", "override a threshold (repeatable)", &sets);
   if (auto code = parser.parse(args, out, err)) return *code;
+  if (!output.empty())
+    if (auto refusal = common::output_refusal(output, positionals, force)) {
+      err << "error: " << *refusal << "\n";
+      return 1;
+    }
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     std::string name = format;
