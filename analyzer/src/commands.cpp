@@ -77,14 +77,16 @@ int guarded(std::ostream& err, const std::function<int()>& body) {
   }
 }
 
-// Writes to `path` atomically (temporary file, rename), or to `out` when path is empty.
-void emit(const std::string& path, std::ostream& out,
-          const std::function<void(std::ostream&)>& fn) {
+// Writes to `path` atomically (temporary file, rename), or to `out` when path is empty. Without
+// `replace` (no --force), a file that appeared at `path` meanwhile is not replaced.
+void emit(const std::string& path, std::ostream& out, const std::function<void(std::ostream&)>& fn,
+          bool replace) {
   if (path.empty()) {
     fn(out);
     return;
   }
-  store::AtomicOutput output(path);
+  store::AtomicOutput output(
+      path, replace ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   {
     std::ostringstream text;
     fn(text);
@@ -230,7 +232,8 @@ void list_rules(std::ostream& out) {
 // `analyze` on several trace files, or a directory of them: the ranks of one distributed job
 // (multi_rank.h). Each file is imported in memory; its rank is Kineto's distributedInfo.rank.
 int analyze_ranks_command(const std::vector<std::string>& inputs, const std::string& format,
-                          const std::string& output, std::ostream& out, std::ostream& err) {
+                          const std::string& output, bool force, std::ostream& out,
+                          std::ostream& err) {
   if (format != "table" && format != "json")
     throw UsageError("--format must be table or json for several ranks, got '" + format + "'");
   std::vector<std::string> files;
@@ -278,13 +281,16 @@ int analyze_ranks_command(const std::vector<std::string>& inputs, const std::str
             [](const RankInput& a, const RankInput& b) { return a.rank < b.rank; });
   const MultiRankResult result = analyze_ranks(ranks);
   err << "analyze: " << ranks.size() << " ranks, " << (result.finding ? 1 : 0) << " finding(s)\n";
-  emit(output, out, [&](std::ostream& os) {
-    if (format == "json") {
-      os << multi_rank_json(result).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-      return;
-    }
-    for (const std::string& line : multi_rank_lines(result)) os << line << "\n";
-  });
+  emit(
+      output, out,
+      [&](std::ostream& os) {
+        if (format == "json") {
+          os << multi_rank_json(result).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+          return;
+        }
+        for (const std::string& line : multi_rank_lines(result)) os << line << "\n";
+      },
+      force);
   return 0;
 }
 
@@ -406,8 +412,8 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
       return 1;
     }
   if (positionals.size() > 1 || std::filesystem::is_directory(positionals[0]))
-    return guarded(err,
-                   [&] { return analyze_ranks_command(positionals, format, output, out, err); });
+    return guarded(
+        err, [&] { return analyze_ranks_command(positionals, format, output, force, out, err); });
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     const ReportFormat fmt = parse_format(format);
@@ -491,23 +497,26 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
           store_analysis(writer, a.header.capture_id, a.result);
       writer.finish();
     }
-    emit(output, out, [&](std::ostream& os) {
-      if (fmt == ReportFormat::json && analysed.size() > 1) {
-        // Several captures: a JSON array of the one-capture documents.
-        json list = json::array();
-        for (const Analysed& a : analysed) {
-          std::ostringstream one;
-          render_findings(a.result.findings, fmt, a.header, one);
-          list.push_back(json::parse(one.str()));
-        }
-        os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-        return;
-      }
-      for (size_t i = 0; i < analysed.size(); ++i) {
-        if (i) os << "\n";
-        render_findings(analysed[i].result.findings, fmt, analysed[i].header, os);
-      }
-    });
+    emit(
+        output, out,
+        [&](std::ostream& os) {
+          if (fmt == ReportFormat::json && analysed.size() > 1) {
+            // Several captures: a JSON array of the one-capture documents.
+            json list = json::array();
+            for (const Analysed& a : analysed) {
+              std::ostringstream one;
+              render_findings(a.result.findings, fmt, a.header, one);
+              list.push_back(json::parse(one.str()));
+            }
+            os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+            return;
+          }
+          for (size_t i = 0; i < analysed.size(); ++i) {
+            if (i) os << "\n";
+            render_findings(analysed[i].result.findings, fmt, analysed[i].header, os);
+          }
+        },
+        force);
     return 0;
   });
 }
@@ -611,22 +620,25 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
         analysed(id, [&](const CaptureData& data, const AnalysisResult& result) {
           reports.emplace_back(result.findings, findings_header(data, result, id, fmt, false));
         });
-      emit(output, out, [&](std::ostream& os) {
-        if (fmt == ReportFormat::json && reports.size() > 1) {
-          json list = json::array();
-          for (const auto& [findings, header] : reports) {
-            std::ostringstream one;
-            render_findings(findings, fmt, header, one);
-            list.push_back(json::parse(one.str()));
-          }
-          os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-          return;
-        }
-        for (size_t i = 0; i < reports.size(); ++i) {
-          if (i) os << "\n";
-          render_findings(reports[i].first, fmt, reports[i].second, os);
-        }
-      });
+      emit(
+          output, out,
+          [&](std::ostream& os) {
+            if (fmt == ReportFormat::json && reports.size() > 1) {
+              json list = json::array();
+              for (const auto& [findings, header] : reports) {
+                std::ostringstream one;
+                render_findings(findings, fmt, header, one);
+                list.push_back(json::parse(one.str()));
+              }
+              os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+              return;
+            }
+            for (size_t i = 0; i < reports.size(); ++i) {
+              if (i) os << "\n";
+              render_findings(reports[i].first, fmt, reports[i].second, os);
+            }
+          },
+          force);
       return 0;
     }
 
@@ -651,7 +663,7 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
         err << " and " << doc.charts.size() << " chart(s) in "
             << (std::filesystem::path(output).parent_path() / doc_options.chart_dir).string();
       err << "\n";
-      write_report_document(output, doc);
+      write_report_document(output, doc, force);
     });
     return 0;
   });

@@ -71,6 +71,7 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   options.capture_id = choice.id;
   options.flows = !no_flows;
   options.analysis_counters = counters;
+  options.replace_existing = force;
   common::ProgressLine line(err, "export", !quiet && isatty(STDERR_FILENO) == 1);
   int64_t total_events = 0;
   if (line.enabled())

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/importers/importers.h"
 
@@ -85,10 +86,9 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
     err << "error: missing -o OUT.db\nusage: fleetscope import FILE... -o OUT.db [--force]\n";
     return 2;
   }
-  std::error_code ec;
-  // symlink_status: a link to nowhere exists too (the rename would replace the link).
-  if (!force && std::filesystem::exists(std::filesystem::symlink_status(output, ec))) {
-    err << "error: " << output << ": already exists (use --force to replace it)\n";
+  // An existing output (a link to nowhere too) only with --force; never an input's -wal/-shm.
+  if (auto refusal = common::output_refusal(output, files, force)) {
+    err << "error: " << *refusal << "\n";
     return 1;
   }
   if (jobs < 0 || jobs > 256) {

@@ -164,6 +164,16 @@ TEST(ExistingOutput, TheInputsSideFilesAreRefused) {
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 2u);  // run.db, sub
+  // import too (an nsys SQLite export has side files; the names are refused for every input).
+  test_support::TempDir other;
+  const std::string trace = other.file("trace.json.gz");
+  std::filesystem::copy_file(kKineto, trace);
+  const CliRun imported = run_cli({"import", trace, "-o", trace + "-wal", "--force"});
+  EXPECT_EQ(imported.code, 1) << imported.err;
+  EXPECT_NE(imported.err.find("error: cannot write " + trace + "-wal: it is the name of the wal"),
+            std::string::npos)
+      << imported.err;
+  EXPECT_FALSE(std::filesystem::exists(trace + "-wal"));
 }
 
 }  // namespace
