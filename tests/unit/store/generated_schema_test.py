@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every column of schema/tables.py reaches everything gen_schema.py generates from it (issue 23,
 "each table described once"): the DDL and a file migrated from schema 1, docs/schema.md's text, the
-row structs, the store's insert and read code (table_io.h), the agent link's record structs, encoder
+row structs, the ENUM_* tables' C++ enums and labels, the store's insert and read code (table_io.h), the agent link's record structs, encoder
 and decoder, the nsys importer's copy and the Chrome-trace export's column table.
 
   generated_schema_test.py --generated DIR    checks the build's generated files (DIR: the
@@ -209,6 +209,25 @@ def check_table_columns(table_columns_h):
         check(f'{{"{t.name}", {G.columns_symbol(t)}, ' in table_columns_h, f"table_columns.h: kTables lacks {t.name}")
 
 
+def check_enums(enums_h):
+    """Every ENUM_* table's values are its C++ enum's constants, and its labels what the label
+    functions return: written once, in tables.py."""
+    for t in G.enum_tables():
+        e = t.enum
+        body = block(enums_h, f"enum {e.cpp} : int32_t {{\n", "\n};")
+        if not check(body is not None, f"enums.h: no enum {e.cpp} ({t.name})"):
+            continue
+        constants = re.findall(r"^  (\w+) = (-?\d+),$", body, re.M)
+        expected = [(e.prefix + v[3], str(v[0])) for v in t.values]
+        check(constants == expected, f"enums.h: {e.cpp} is {constants}, {t.name} holds {expected}")
+        for fn, field in ((e.label, 2), (e.short, 3)):
+            if not fn:
+                continue
+            cases = re.findall(r'case (-?\d+):\n\s+return "([^"]*)";',
+                               block(enums_h, f"inline const char* {fn}(int32_t value) {{", "\n}\n") or "")
+            check(cases == [(str(v[0]), v[field]) for v in t.values], f"enums.h: {fn} returns {cases}")
+
+
 def check_docs(schema_md):
     for t in T.TABLES:
         body = block(schema_md, f"\n## {t.name}\n", "\n## ")
@@ -223,6 +242,7 @@ def check_all(out):
     check_ddl(out["trace.sql"])
     check_migration(out["v1.sql"], out["migrations"])
     check_docs(out["schema.md"])
+    check_enums(out["enums.h"])
     check_structs(out["tables.h"])
     check_table_io(out["table_io.h"])
     check_wire(out["records.thrift"], out["record_encoder.h"], out["record_decoder.h"])
@@ -241,6 +261,7 @@ def read_generated(directory):
         "v1.sql": strings[2],
         "migrations": strings[3:],
         "schema.md": (d / "schema.md").read_text(),
+        "enums.h": (inc / "store" / "enums.h").read_text(),
         "tables.h": (inc / "store" / "tables.h").read_text(),
         "table_io.h": (inc / "store" / "table_io.h").read_text(),
         "nsys_columns.h": (inc / "store" / "nsys_columns.h").read_text(),
@@ -257,6 +278,7 @@ def generate():
         "v1.sql": (SCHEMA / "migrations" / "v1.sql").read_text(),
         "migrations": G.migrations(),
         "schema.md": G.markdown(),
+        "enums.h": G.enums_h(),
         "tables.h": G.tables_h(),
         "table_io.h": G.table_io_h(),
         "nsys_columns.h": G.nsys_columns_h(),
