@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -239,4 +240,36 @@ TEST(MigratedCopy, TheCopyOfARemovedFileIsRemoved) {
   EXPECT_EQ(std::distance(fs::directory_iterator(migrated_copy_folder()), fs::directory_iterator()),
             3)
       << "the copy, its .source note and the build lock";
+}
+
+// The `fleetscope` program says once on stderr that it reads a migrated copy, and a later run
+// reads the copy the first one kept.
+TEST(MigratedCopy, TheProgramSaysSoOnceAndALaterRunReadsTheKeptCopy) {
+  test_support::TempDir dir;
+  CacheHome home(dir.file("cache"));
+  const std::string path = schema_five_file(dir);
+  auto stderr_of = [&](const std::string& args) {
+    const std::string command = std::string(FLEETSCOPE_CLI) + " " + args + " 2>&1 >/dev/null";
+    std::string err;
+    if (FILE* p = ::popen(command.c_str(), "r")) {
+      char buffer[4096];
+      for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, p)) > 0;) err.append(buffer, n);
+      ::pclose(p);
+    }
+    return err;
+  };
+  const std::string line = path + " is schema 5; reading a migrated copy (fleetscope migrate " +
+                           path + " upgrades it once)\n";
+  EXPECT_EQ(stderr_of("info " + path), line);
+  const auto copies = kept_copies(migrated_copy_folder());
+  ASSERT_EQ(copies.size(), 1u);
+  struct stat first {};
+  ASSERT_EQ(::stat(copies[0].c_str(), &first), 0);
+  // analyze opens the file more than once; the line comes once, first.
+  const std::string analyzed = stderr_of("analyze " + path + " --no-store");
+  EXPECT_EQ(analyzed.rfind(line, 0), 0u) << analyzed;
+  EXPECT_EQ(analyzed.find(line, 1), std::string::npos) << analyzed;
+  struct stat second {};
+  ASSERT_EQ(::stat(copies[0].c_str(), &second), 0);
+  EXPECT_EQ(first.st_ino, second.st_ino) << "the second run made no copy of its own";
 }
