@@ -212,8 +212,9 @@ void migrate(sqlite3* db, int version) {
 // (`fleetscope migrate` upgrades the file itself, once). The copy is made once per content of the
 // file and kept in the user's cache folder (migrated_copy.h), where every later connection of
 // this process and every later run reads it: the GUI opens several connections per file (loader,
-// timeline, SQL console) and each made its own whole copy, 9.3 s to first paint for a 1.17 GB
-// schema-5 file (docs/benchmarks.md, "Older schema"). Where nothing can be kept, a private copy.
+// timeline, SQL console) and each made its own whole copy: 5.5 s to first paint for a 1.18 GB
+// schema-5 file, 50-144 ms with the kept copy (docs/benchmarks.md "First paint of an
+// older-schema file"). Where nothing can be kept, a private copy.
 
 std::mutex& listener_mutex() {
   static std::mutex m;
