@@ -384,6 +384,10 @@ std::optional<Database> make_kept_copy(sqlite3* file, const std::string& path, i
       return std::nullopt;  // the cache folder's disk is full, or cannot be written
     }
     if (migrated_copy::identity(path) != identity) return std::nullopt;  // changed meanwhile
+    // The copy of a WAL file is a WAL file (the header is copied): a rollback-journal one is
+    // read without -wal and -shm files beside it, which no cleanup would know to remove.
+    copy.exec("PRAGMA journal_mode = DELETE");
+    copy.exec("PRAGMA journal_mode = MEMORY");
     ++g_copies_made;
     migrate_copy(raw, path, version);
     copy.exec("PRAGMA user_version = " + std::to_string(copy_mark(identity)));

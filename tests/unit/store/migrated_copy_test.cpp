@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -54,7 +55,7 @@ void exec(const std::string& path, const std::string& sql) {
 // A schema-5 file (schema 6 changed no table: today's DDL with schema_version 5, as
 // commands_test makes them) of `kernels` kernels, padded past kMigratedCopyKeepMinBytes (a
 // smaller file gets a private copy per connection).
-std::string schema_five_file(const test_support::TempDir& dir, int kernels = 3) {
+std::string schema_five_file(const test_support::TempDir& dir, bool wal = false, int kernels = 3) {
   const std::string path = dir.file("old.db");
   {
     Writer w(Database::create(path));
@@ -70,11 +71,11 @@ std::string schema_five_file(const test_support::TempDir& dir, int kernels = 3) 
     }
     w.finish();
   }
-  exec(path,
-       "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
-       "CREATE TABLE padding(b BLOB);"
-       "INSERT INTO padding VALUES (zeroblob(" +
-           std::to_string(kMigratedCopyKeepMinBytes + (1 << 20)) + "));");
+  exec(path, std::string(wal ? "PRAGMA journal_mode = WAL;" : "") +
+                 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+                 "CREATE TABLE padding(b BLOB);"
+                 "INSERT INTO padding VALUES (zeroblob(" +
+                 std::to_string(kMigratedCopyKeepMinBytes + (1 << 20)) + "));");
   return path;
 }
 
@@ -95,7 +96,7 @@ int64_t kernel_count(const Reader& reader) {
 TEST(MigratedCopy, TwoConnectionsReadOneCopy) {
   test_support::TempDir dir;
   CacheHome home(dir.file("cache"));
-  const std::string path = schema_five_file(dir);
+  const std::string path = schema_five_file(dir, /*wal=*/true);
   std::mutex m;
   int readings = 0, copying = 0;
   std::string line;
@@ -128,8 +129,17 @@ TEST(MigratedCopy, TwoConnectionsReadOneCopy) {
   set_migrated_copy_listener({});
   EXPECT_EQ(read_ok.load(), 2);
   EXPECT_EQ(migrated_copies_made() - before, 1u);
-  EXPECT_EQ(kept_copies(migrated_copy_folder()).size(), 1u);
+  const auto copies = kept_copies(migrated_copy_folder());
+  ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(readings, 1) << "the line is said once per file";
+  // The file is a WAL file; its copy is read without -wal and -shm beside it.
+  std::ifstream header(copies[0], std::ios::binary);
+  char bytes[20] = {};
+  header.read(bytes, sizeof bytes);
+  EXPECT_EQ(bytes[18], 1) << "a rollback-journal file";
+  EXPECT_EQ(std::distance(fs::directory_iterator(migrated_copy_folder()), fs::directory_iterator()),
+            3)
+      << "the copy, its .source note and the build lock";
   EXPECT_GT(copying, 0);
   EXPECT_EQ(line, path + " is schema 5; reading a migrated copy (fleetscope migrate " + path +
                       " upgrades it once)");
