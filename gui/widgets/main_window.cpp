@@ -142,7 +142,7 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
         older_files_[path] = version;
         const QString name = QFileInfo(path).fileName();
         const QString upgrade = QString("`fleetscope migrate %1` upgrades the file once").arg(path);
-        if (stage == 1 && total > 0) {
+        if (stage == 1 && total > 0 && done < total) {
           // Made once per content of the file; later opens read the kept copy.
           progress_->setVisible(true);
           progress_->setRange(0, 100);
@@ -154,16 +154,15 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
                                        .arg(upgrade));
           return;
         }
+        // Copied (then migrated) or announced: the bar is the jobs' again (a connection opened
+        // outside a job, the SQL console's, leaves none behind).
         progress_->setRange(0, 0);
-        progress_label_->setText(stage == 2
-                                     ? QString("%1 is schema %2: migrating the copy…; %3")
-                                           .arg(name)
-                                           .arg(version)
-                                           .arg(upgrade)
-                                     : QString("%1 is schema %2: reading a migrated copy; %3")
-                                           .arg(name)
-                                           .arg(version)
-                                           .arg(upgrade));
+        progress_->setVisible(!active_.empty());
+        progress_label_->setText(QString(stage == 0 ? "%1 is schema %2: reading a migrated copy; %3"
+                                                    : "%1 is schema %2: migrating the copy…; %3")
+                                     .arg(name)
+                                     .arg(version)
+                                     .arg(upgrade));
       });
   connect(l, &Loader::failed, this, [this](int job, const QString& path, const QString& message) {
     if (!active_.count(job)) return;

@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QMimeData>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSortFilterProxyModel>
@@ -209,6 +210,10 @@ TEST_F(WidgetsTest, AnOlderFileIsCopiedOnceAndTheStatusLineOffersMigrate) {
     EXPECT_TRUE(status.contains("trace.db is schema 5")) << status.toStdString();
     EXPECT_TRUE(status.contains(QString::fromStdString("`fleetscope migrate " + path_ + "`")))
         << status.toStdString();
+    // The copy's progress bar is gone with the load.
+    const auto* bar = window.statusBar()->findChild<QProgressBar*>();
+    ASSERT_TRUE(bar);
+    EXPECT_FALSE(bar->isVisible());
   }
   EXPECT_EQ(store::migrated_copies_made() - before, 1u);
 }
