@@ -88,7 +88,8 @@ def enum_table(name, enum, label_doc, values):
 
 
 # Not an event arg: the export's metadata names the capture it holds.
-CAPTURE = C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", nsys=False, chrome=False)
+CAPTURE = C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", default="0", nsys=False,
+            chrome=False)
 # The columns every CUPTI GPU-activity table shares, in nsys order (the CUPTI translator fills them
 # in one place too: RecordTranslator::gpu_activity). A synchronization may have no device or stream.
 def gpu_activity(start_doc, end_doc, correlation_doc, sync=False):

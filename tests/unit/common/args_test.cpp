@@ -1,5 +1,6 @@
 // The shared command-line parser: integer bounds are enforced where options are parsed.
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/capture_choice.h"
 
 #include <gtest/gtest.h>
 
@@ -79,6 +80,27 @@ TEST(ArgParser, ASingleValueOptionGivenTwiceDifferentlyIsAUsageError) {
   EXPECT_EQ(capture, "9");
   EXPECT_FALSE(parse({"--name", "a", "--name", "b"}, err).has_value()) << err;
   EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+}
+
+}  // namespace
+}  // namespace fleetscope::common
+
+namespace fleetscope::common {
+namespace {
+
+// `--capture 99999999999999999999` was taken as 9223372036854775807 (strtoll saturates) and
+// reported as "no capture with id 9223372036854775807": an id past int64 is a usage error naming
+// what was typed.
+TEST(CaptureChoice, AnIdPastInt64IsRefusedAsTyped) {
+  EXPECT_EQ(parse_capture_choice("9223372036854775807").id, INT64_MAX);
+  try {
+    parse_capture_choice("99999999999999999999");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--capture expects a capture id (see `fleetscope info`) or 'all', got "
+              "'99999999999999999999'");
+  }
 }
 
 }  // namespace
