@@ -377,7 +377,10 @@ struct ApplyPlanRequest {
   1: required string plan_json,         // the JSON `fleetscope share plan --format json` writes
   2: optional bool automatic = false,   // keep applying it and withdraw it when too slow
   3: optional double max_slowdown,      // automatic: measured slowdown that withdraws the plan
-  4: optional string policy,            // turn policy of its lanes (default fifo)
+  4: optional string policy,            // turn policy of its lanes; unset: the plan's own
+                                        // turn_policy (fifo when the plan names none); a set
+                                        // one other than the plan's is refused
+                                        // (daemon/src/sharing_host.cpp apply_plan)
 }
 
 struct PlanApplied {

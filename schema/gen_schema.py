@@ -7,6 +7,7 @@
       embedded_schema.cpp                trace.sql, indexes.sql, migrations/v1.sql and the migration
                                          steps as strings, so a binary never needs the source tree
       records.thrift                     the agent link's record structs and RecordBatch
+      include/fleetscope/store/enums.h   the ENUM_* tables' values as C++ enums, with their labels
       include/fleetscope/store/tables.h  row structs, the event-row list, RowVectors
       include/fleetscope/store/table_io.h          per-table insert binding and row reading, a
                                                    capture's latest row time and deletion
@@ -250,6 +251,44 @@ def tables_h():
     out.append("  }")
     out.append("};")
     out.append("")
+    out.append("}  // namespace fleetscope::store")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# C++: the ENUM_* tables' values as enums
+
+
+def enum_tables():
+    return [t for t in T.TABLES if t.enum]
+
+
+def name_function(fn, doc, t, text_of):
+    """A function naming a value (the first value's name for a value not in the table)."""
+    out = [f"// {doc}", f"inline const char* {fn}(int32_t value) {{", "  switch (value) {"]
+    for v in t.values:
+        out += [f"    case {v[0]}:", f'      return "{text_of(v)}";']
+    out += ["  }", f'  return "{text_of(t.values[0])}";', "}", ""]
+    return out
+
+
+def enums_h():
+    out = cpp_header(["The C++ enums of the ENUM_* tables: the same values, and the labels those tables hold, so a",
+                      "value and its label are written once (schema/tables.py). Included by fleetscope/store/rows.h."],
+                     ["cstdint"], [], "fleetscope::store")
+    for t in enum_tables():
+        e = t.enum
+        out.append(f"// {t.cupti_enum} values ({t.name}).")
+        out.append(f"enum {e.cpp} : int32_t {{")
+        out += [f"  {e.prefix}{v[3]} = {v[0]}," for v in t.values]
+        out.append("};")
+        if e.label:
+            out += name_function(e.label, f'{t.name}.label of a value, e.g. "{t.values[1][2]}".', t,
+                                 lambda v: v[2])
+        if e.short:
+            out += name_function(e.short, f'The value\'s name without {e.prefix}, e.g. "{t.values[1][3]}".', t,
+                                 lambda v: v[3])
+        out.append("")
     out.append("}  // namespace fleetscope::store")
     return "\n".join(out) + "\n"
 
@@ -701,6 +740,7 @@ def main():
         write(out / "schema.md", markdown())
         write(out / "embedded_schema.cpp", embedded_cpp(sql))
         write(out / "records.thrift", records_thrift())
+        write(out / "include/fleetscope/store/enums.h", enums_h())
         write(out / "include/fleetscope/store/tables.h", tables_h())
         write(out / "include/fleetscope/store/table_io.h", table_io_h())
         write(out / "include/fleetscope/store/table_columns.h", table_columns_h())

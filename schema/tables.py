@@ -1,6 +1,7 @@
 # The trace store's tables, described once. schema/gen_schema.py turns this file into the SQL DDL
 # (trace.sql, embedded in the store), docs/schema.md, the row structs and the list of event rows
-# (fleetscope/store/tables.h), the store's per-table insert and read code, the agent link's record
+# (fleetscope/store/tables.h), the ENUM_* tables' values as C++ enums with their labels
+# (fleetscope/store/enums.h), the store's per-table insert and read code, the agent link's record
 # structs (records.thrift) and both ends of their codec (the agent's encoder, the daemon's
 # decoder), and the nsys importer's copy of nsys-named columns (fleetscope/store/nsys_columns.h). Perfetto's trace processor declares its tables the same way (Python descriptions,
 # generated C++: src/trace_processor/tables/*.py).
@@ -75,20 +76,33 @@ class Table:
         self.constraints, self.after, self.wire_batch = constraints, after, wire_batch
         self.extent, self.struct_doc, self.upsert = extent, struct_doc, upsert
         self.chrome = chrome  # the Chrome-trace export writes its rows (every column: see C.chrome)
+        self.enum = None  # an ENUM_* table's C++ enum (enum_table)
 
 
-def enum_table(name, enum, label_doc, values):
-    """An nsys ENUM_* table: the labels of a CUPTI enum, filled when the file is created."""
-    rows = ",".join(f"\n  ({v},'{n}','{label}')" for v, n, label in values)
-    return Table(name, f"Enum labels (nsys names): {enum}.", [
+class Enum:
+    """The store's C++ enum of an ENUM_* table (fleetscope/store/enums.h, generated): one constant
+    per value, `prefix` + the value's C++ name, and the functions that name a value: `label` (the
+    table's label) and `short` (the C++ name, e.g. "HtoD"), where given."""
+    def __init__(self, cpp, prefix, label=None, short=None):
+        self.cpp, self.prefix, self.label, self.short = cpp, prefix, label, short
+
+
+def enum_table(name, enum, label_doc, values, cpp):
+    """An nsys ENUM_* table: the labels of a CUPTI enum, filled when the file is created, and the
+    store's C++ enum of the same values. values: (value, CUPTI constant, label, C++ name)."""
+    rows = ",".join(f"\n  ({v},'{n}','{label}')" for v, n, label, _ in values)
+    t = Table(name, f"Enum labels (nsys names): {enum}.", [
         C("id", "INTEGER PRIMARY KEY NOT NULL", f"{enum} value"),
         C("name", "TEXT NOT NULL", "enum constant name"),
         C("label", "TEXT NOT NULL", label_doc),
     ], nsys=True, after=f"INSERT OR IGNORE INTO {name} VALUES{rows};\n")
+    t.enum, t.cupti_enum, t.values = cpp, enum, values
+    return t
 
 
 # Not an event arg: the export's metadata names the capture it holds.
-CAPTURE = C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", nsys=False, chrome=False)
+CAPTURE = C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i64", default="0", nsys=False,
+            chrome=False)
 # The columns every CUPTI GPU-activity table shares, in nsys order (the CUPTI translator fills them
 # in one place too: RecordTranslator::gpu_activity). A synchronization may have no device or stream.
 def gpu_activity(start_doc, end_doc, correlation_doc, sync=False):
@@ -364,24 +378,31 @@ TABLES = [
         C("detail", "TEXT NOT NULL", "JSON with the specifics"),
     ]),
     enum_table("ENUM_CUDA_MEMCPY_OPER", "CUpti_ActivityMemcpyKind", "short label, e.g. 'Host-to-Device'", [
-        (0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown"), (1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device"),
-        (2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host"), (3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array"),
-        (4, "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host"), (5, "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array"),
-        (6, "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device"), (7, "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array"),
-        (8, "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device"), (9, "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host"),
-        (10, "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer")]),
+        (0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown", "Unknown"), (1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device", "HtoD"),
+        (2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host", "DtoH"), (3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array", "HtoA"),
+        (4, "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host", "AtoH"), (5, "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array", "AtoA"),
+        (6, "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device", "AtoD"), (7, "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array", "DtoA"),
+        (8, "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device", "DtoD"), (9, "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host", "HtoH"),
+        (10, "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer", "PtoP")],
+        # memcpy_kind_short: "HtoD", as in Kineto's "Memcpy HtoD (Pageable -> Device)".
+        Enum("MemcpyKind", "kMemcpy", label="memcpy_kind_label", short="memcpy_kind_short")),
     enum_table("ENUM_CUDA_MEM_KIND", "CUpti_ActivityMemoryKind", "short label, e.g. 'Pageable'", [
-        (0, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown"), (1, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable"),
-        (2, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned"), (3, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device"),
-        (4, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array"), (5, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed"),
-        (6, "CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC", "Device Static"),
-        (7, "CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC", "Managed Static")]),
+        (0, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown", "Unknown"),
+        (1, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable", "Pageable"),
+        (2, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned", "Pinned"), (3, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device", "Device"),
+        (4, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array", "Array"), (5, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed", "Managed"),
+        (6, "CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC", "Device Static", "DeviceStatic"),
+        (7, "CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC", "Managed Static", "ManagedStatic")],
+        # The labels are Kineto's too ("Pageable -> Device").
+        Enum("MemoryKind", "kMem", label="memory_kind_label")),
+    # Kineto names syncs otherwise ("Stream Sync"): store::sync_type_label (rows.h) has those names.
     enum_table("ENUM_CUPTI_SYNC_TYPE", "CUpti_ActivitySynchronizationType", "short label", [
-        (0, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN", "Unknown"),
-        (1, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE", "Event sync"),
-        (2, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT", "Stream wait event"),
-        (3, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE", "Stream sync"),
-        (4, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE", "Context sync")]),
+        (0, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN", "Unknown", "Unknown"),
+        (1, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE", "Event sync", "Event"),
+        (2, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT", "Stream wait event", "StreamWaitEvent"),
+        (3, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE", "Stream sync", "Stream"),
+        (4, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE", "Context sync", "Context")],
+        Enum("SyncType", "kSync")),
     Table("event_extent", 'Longest duration per (table, captureId), kept by the store so that an overlap query '
           '"rows intersecting [a, b)" becomes the index range start IN [a - max_duration, b).', [
         C("tbl", "TEXT NOT NULL", "event table name"),

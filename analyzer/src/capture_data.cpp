@@ -50,7 +50,7 @@ void GpuEvents::reserve(size_t n) {
   start.reserve(n), end.reserve(n), device.reserve(n), stream.reserve(n);
   correlation.reserve(n), global_pid.reserve(n), name_id.reserve(n), kind.reserve(n);
   work_class.reserve(n), bytes.reserve(n), copy_kind.reserve(n), src_kind.reserve(n);
-  dst_kind.reserve(n);
+  dst_kind.reserve(n), grid_blocks.reserve(n), est_occupancy.reserve(n);
 }
 
 void RuntimeCalls::reserve(size_t n) {

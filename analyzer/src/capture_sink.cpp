@@ -15,6 +15,7 @@
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/unreadable_file.h"
+#include "gpu_rows.h"
 
 namespace fleetscope::analyzer {
 
@@ -44,6 +45,18 @@ bool like_dataloader_prefix(const std::string& name) {
     if (c != static_cast<unsigned char>(kPrefix[i])) return false;
   }
   return true;
+}
+
+// The columns a GPU activity row (kernel, memcpy, memset) shares, as the loader reads them.
+template <class Row>
+GpuRow gpu_row(const Row& r, int64_t name_id) {
+  return {r.start,
+          r.end,
+          r.deviceId,
+          r.streamId,
+          r.correlationId.value_or(-1),
+          r.globalPid.value_or(-1),
+          name_id};
 }
 
 // A REAL column keeps the value, except that SQLite stores an integral REAL as an integer and
@@ -143,21 +156,9 @@ struct CaptureSink::Impl {
         cls =
             class_by_name.emplace(name_id, classify_gpu_work(GpuEventKind::kernel, k.demangledName))
                 .first;
-      g.start.push_back(k.start);
-      g.end.push_back(k.end);
-      g.device.push_back(k.deviceId);
-      g.stream.push_back(k.streamId);
-      g.correlation.push_back(k.correlationId.value_or(-1));
-      g.global_pid.push_back(k.globalPid.value_or(-1));
-      g.name_id.push_back(name_id);
-      g.kind.push_back(GpuEventKind::kernel);
-      g.work_class.push_back(cls->second);
-      g.bytes.push_back(0);
-      g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
-      g.grid_blocks.push_back(grid_block_count(k.gridX, k.gridY, k.gridZ));
-      g.est_occupancy.push_back(k.estOccupancy && !std::isnan(*k.estOccupancy)
-                                    ? as_stored_real(*k.estOccupancy)
-                                    : std::nan(""));
+      push_kernel(g, gpu_row(k, name_id), cls->second, grid_block_count(k.gridX, k.gridY, k.gridZ),
+                  k.estOccupancy && !std::isnan(*k.estOccupancy) ? as_stored_real(*k.estOccupancy)
+                                                                 : std::nan(""));
     }
     auto& r = data.runtime;
     for (const store::RuntimeCall& call : pending_runtime) {
@@ -236,46 +237,19 @@ CaptureData CaptureSink::Impl::take(int64_t capture_id, const LoadProgress& prog
   std::map<std::tuple<int32_t, std::optional<int32_t>, std::optional<int32_t>>, int64_t>
       memcpy_names;
   for (const store::Memcpy& m : memcpys) {
-    const int32_t src = m.srcKind.value_or(-1), dst = m.dstKind.value_or(-1);
     auto name = memcpy_names.find({m.copyKind, m.srcKind, m.dstKind});
     if (name == memcpy_names.end())
       name = memcpy_names
                  .emplace(std::make_tuple(m.copyKind, m.srcKind, m.dstKind),
                           out.intern(memcpy_label(m.copyKind, m.srcKind, m.dstKind)))
                  .first;
-    g.name_id.push_back(name->second);
-    g.start.push_back(m.start);
-    g.end.push_back(m.end);
-    g.device.push_back(m.deviceId);
-    g.stream.push_back(m.streamId);
-    g.correlation.push_back(m.correlationId.value_or(-1));
-    g.global_pid.push_back(m.globalPid.value_or(-1));
-    g.kind.push_back(GpuEventKind::memcpy);
-    g.work_class.push_back(WorkClass::memory);
-    g.bytes.push_back(m.bytes);
-    g.copy_kind.push_back(static_cast<int8_t>(m.copyKind));
-    g.src_kind.push_back(static_cast<int8_t>(src));
-    g.dst_kind.push_back(static_cast<int8_t>(dst));
+    push_memcpy(g, gpu_row(m, name->second), m.bytes, m.copyKind, m.srcKind, m.dstKind);
   }
   memcpys.clear();
   const int64_t memset_name = out.intern("Memset (Device)");
-  for (const store::Memset& m : memsets) {
-    g.start.push_back(m.start);
-    g.end.push_back(m.end);
-    g.device.push_back(m.deviceId);
-    g.stream.push_back(m.streamId);
-    g.correlation.push_back(m.correlationId.value_or(-1));
-    g.global_pid.push_back(m.globalPid.value_or(-1));
-    g.name_id.push_back(memset_name);
-    g.kind.push_back(GpuEventKind::memset);
-    g.work_class.push_back(WorkClass::memory);
-    g.bytes.push_back(m.bytes);
-    g.copy_kind.push_back(-1), g.src_kind.push_back(-1);
-    g.dst_kind.push_back(static_cast<int8_t>(m.memKind.value_or(-1)));
-  }
+  for (const store::Memset& m : memsets)
+    push_memset(g, gpu_row(m, memset_name), m.bytes, m.memKind);
   memsets.clear();
-  g.grid_blocks.resize(g.size(), 0);  // memcpys/memsets: no launch shape
-  g.est_occupancy.resize(g.size(), std::nan(""));
   report(progress, "gpu events", static_cast<int64_t>(g.size()));
 
   // load_gpu_syncs: a sync without a device goes to the capture's only GPU.

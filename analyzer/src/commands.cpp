@@ -77,14 +77,16 @@ int guarded(std::ostream& err, const std::function<int()>& body) {
   }
 }
 
-// Writes to `path` atomically (temporary file, rename), or to `out` when path is empty.
-void emit(const std::string& path, std::ostream& out,
-          const std::function<void(std::ostream&)>& fn) {
+// Writes to `path` atomically (temporary file, rename), or to `out` when path is empty. Without
+// `replace` (no --force), a file that appeared at `path` meanwhile is not replaced.
+void emit(const std::string& path, std::ostream& out, const std::function<void(std::ostream&)>& fn,
+          bool replace) {
   if (path.empty()) {
     fn(out);
     return;
   }
-  store::AtomicOutput output(path);
+  store::AtomicOutput output(
+      path, replace ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
   {
     std::ostringstream text;
     fn(text);
@@ -230,7 +232,8 @@ void list_rules(std::ostream& out) {
 // `analyze` on several trace files, or a directory of them: the ranks of one distributed job
 // (multi_rank.h). Each file is imported in memory; its rank is Kineto's distributedInfo.rank.
 int analyze_ranks_command(const std::vector<std::string>& inputs, const std::string& format,
-                          const std::string& output, std::ostream& out, std::ostream& err) {
+                          const std::string& output, bool force, std::ostream& out,
+                          std::ostream& err) {
   if (format != "table" && format != "json")
     throw UsageError("--format must be table or json for several ranks, got '" + format + "'");
   std::vector<std::string> files;
@@ -278,13 +281,16 @@ int analyze_ranks_command(const std::vector<std::string>& inputs, const std::str
             [](const RankInput& a, const RankInput& b) { return a.rank < b.rank; });
   const MultiRankResult result = analyze_ranks(ranks);
   err << "analyze: " << ranks.size() << " ranks, " << (result.finding ? 1 : 0) << " finding(s)\n";
-  emit(output, out, [&](std::ostream& os) {
-    if (format == "json") {
-      os << multi_rank_json(result).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-      return;
-    }
-    for (const std::string& line : multi_rank_lines(result)) os << line << "\n";
-  });
+  emit(
+      output, out,
+      [&](std::ostream& os) {
+        if (format == "json") {
+          os << multi_rank_json(result).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+          return;
+        }
+        for (const std::string& line : multi_rank_lines(result)) os << line << "\n";
+      },
+      force);
   return 0;
 }
 
@@ -357,11 +363,11 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
   std::vector<std::string> positionals, rules, sets;
   std::string capture_text;
   std::string format = "table", output, config;
-  bool no_store = false, show_rules = false, series = false;
+  bool no_store = false, show_rules = false, series = false, force = false;
   common::ArgParser parser(
       "fleetscope analyze DB|TRACE|NSYS.sqlite|RANK_TRACES...|DIR [--capture ID|all] "
       "[--rules LIST] [--config FILE] [--set RULE.THRESHOLD=VALUE] "
-      "[--format table|markdown|json|chrome-trace] [--series] [-o FILE] [--no-store]",
+      "[--format table|markdown|json|chrome-trace] [--series] [-o FILE [--force]] [--no-store]",
       "Runs the antipattern rules on a capture, stores the findings in the database's "
       "findings table (replacing earlier ones for that capture) and prints them. A Kineto trace "
       "(JSON or .json.gz) or an Nsight Systems SQLite export (`nsys export --type sqlite`) is "
@@ -385,6 +391,7 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
             "override a threshold (repeatable; wins over --config)", &sets)
       .option("--format", "FORMAT", "table (default), markdown, json or chrome-trace", &format)
       .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
+      .flag("--force", "replace FILE if it exists (as `import --force`)", &force)
       .flag("--series",
             "json: add the time series (queue length per stream, memory bandwidth per copy kind)",
             &series)
@@ -399,9 +406,14 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
     err << "error: missing DB\nusage: fleetscope analyze DB ... (see --help)\n";
     return 2;
   }
+  if (!output.empty())
+    if (auto refusal = common::output_refusal(output, positionals, force)) {
+      err << "error: " << *refusal << "\n";
+      return 1;
+    }
   if (positionals.size() > 1 || std::filesystem::is_directory(positionals[0]))
-    return guarded(err,
-                   [&] { return analyze_ranks_command(positionals, format, output, out, err); });
+    return guarded(
+        err, [&] { return analyze_ranks_command(positionals, format, output, force, out, err); });
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     const ReportFormat fmt = parse_format(format);
@@ -485,23 +497,26 @@ int run_analyze_command(const std::vector<std::string>& args, std::ostream& out,
           store_analysis(writer, a.header.capture_id, a.result);
       writer.finish();
     }
-    emit(output, out, [&](std::ostream& os) {
-      if (fmt == ReportFormat::json && analysed.size() > 1) {
-        // Several captures: a JSON array of the one-capture documents.
-        json list = json::array();
-        for (const Analysed& a : analysed) {
-          std::ostringstream one;
-          render_findings(a.result.findings, fmt, a.header, one);
-          list.push_back(json::parse(one.str()));
-        }
-        os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-        return;
-      }
-      for (size_t i = 0; i < analysed.size(); ++i) {
-        if (i) os << "\n";
-        render_findings(analysed[i].result.findings, fmt, analysed[i].header, os);
-      }
-    });
+    emit(
+        output, out,
+        [&](std::ostream& os) {
+          if (fmt == ReportFormat::json && analysed.size() > 1) {
+            // Several captures: a JSON array of the one-capture documents.
+            json list = json::array();
+            for (const Analysed& a : analysed) {
+              std::ostringstream one;
+              render_findings(a.result.findings, fmt, a.header, one);
+              list.push_back(json::parse(one.str()));
+            }
+            os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+            return;
+          }
+          for (size_t i = 0; i < analysed.size(); ++i) {
+            if (i) os << "\n";
+            render_findings(analysed[i].result.findings, fmt, analysed[i].header, os);
+          }
+        },
+        force);
     return 0;
   });
 }
@@ -511,8 +526,9 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
   std::vector<std::string> positionals, rules, sets;
   std::string capture_text;
   std::string format, output, config;
+  bool force = false;
   common::ArgParser parser(
-      "fleetscope report DB|TRACE|NSYS.sqlite [--capture ID|all] [-o FILE] "
+      "fleetscope report DB|TRACE|NSYS.sqlite [--capture ID|all] [-o FILE [--force]] "
       "[--format html|markdown|table|json|chrome-trace] [--rules LIST] [--config FILE] "
       "[--set RULE.THRESHOLD=VALUE]",
       "Analyses a capture now (as `fleetscope analyze --no-store` does, with the same rules and "
@@ -529,6 +545,8 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       .option("--capture", "ID|all",
               "capture (default: the only one); all: each in turn (table and json)", &capture_text)
       .option("-o, --output", "FILE", "write the report to FILE instead of stdout", &output)
+      .flag("--force", "replace FILE (and its Markdown charts) if it exists (as `import --force`)",
+            &force)
       .option("--format", "FORMAT",
               "html, markdown, table, json or chrome-trace (default: from the -o extension, "
               "else table)",
@@ -537,6 +555,11 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
       .option("--config", "FILE", "threshold overrides file (as for analyze)", &config)
       .list("--set", "RULE.THRESHOLD=VALUE", "override a threshold (repeatable)", &sets);
   if (auto code = parser.parse(args, out, err)) return *code;
+  if (!output.empty())
+    if (auto refusal = common::output_refusal(output, positionals, force)) {
+      err << "error: " << *refusal << "\n";
+      return 1;
+    }
   return guarded(err, [&] {
     const common::CaptureChoice choice = common::parse_capture_choice(capture_text);
     std::string name = format;
@@ -597,22 +620,25 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
         analysed(id, [&](const CaptureData& data, const AnalysisResult& result) {
           reports.emplace_back(result.findings, findings_header(data, result, id, fmt, false));
         });
-      emit(output, out, [&](std::ostream& os) {
-        if (fmt == ReportFormat::json && reports.size() > 1) {
-          json list = json::array();
-          for (const auto& [findings, header] : reports) {
-            std::ostringstream one;
-            render_findings(findings, fmt, header, one);
-            list.push_back(json::parse(one.str()));
-          }
-          os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-          return;
-        }
-        for (size_t i = 0; i < reports.size(); ++i) {
-          if (i) os << "\n";
-          render_findings(reports[i].first, fmt, reports[i].second, os);
-        }
-      });
+      emit(
+          output, out,
+          [&](std::ostream& os) {
+            if (fmt == ReportFormat::json && reports.size() > 1) {
+              json list = json::array();
+              for (const auto& [findings, header] : reports) {
+                std::ostringstream one;
+                render_findings(findings, fmt, header, one);
+                list.push_back(json::parse(one.str()));
+              }
+              os << list.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+              return;
+            }
+            for (size_t i = 0; i < reports.size(); ++i) {
+              if (i) os << "\n";
+              render_findings(reports[i].first, fmt, reports[i].second, os);
+            }
+          },
+          force);
       return 0;
     }
 
@@ -637,7 +663,7 @@ int run_report_command(const std::vector<std::string>& args, std::ostream& out, 
         err << " and " << doc.charts.size() << " chart(s) in "
             << (std::filesystem::path(output).parent_path() / doc_options.chart_dir).string();
       err << "\n";
-      write_report_document(output, doc);
+      write_report_document(output, doc, force);
     });
     return 0;
   });
@@ -932,6 +958,13 @@ int run_candidates_command(const std::vector<std::string>& args, std::ostream& o
   }
   if (memory_from.empty() != memory_jobs.empty()) {
     err << "error: --memory-from and --memory-job go together\n";
+    return 2;
+  }
+  // A utilization is a fraction: nan made every job "keep" and 2 every job a candidate, both
+  // with exit 0.
+  if (!(max_util >= 0 && max_util <= 1)) {
+    err << "error: --max-utilization expects a fraction from 0 to 1 (e.g. 0.5), got " << max_util
+        << "\n";
     return 2;
   }
   std::map<int64_t, std::string> job_of_capture;

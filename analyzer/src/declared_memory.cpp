@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/unreadable_file.h"
 
 namespace fleetscope::analyzer {
 
@@ -32,6 +33,9 @@ double number(const std::string& field, double lo, double hi, const std::string&
 }  // namespace
 
 std::map<std::string, DeclaredMemory> read_salus_workloads(const std::string& path) {
+  // A FIFO is named, not read (its read waited for a writer for ever).
+  if (auto problem = common::input_problem(path, "a Salus workloads table (CSV)"))
+    throw unreadable_file(path, *problem);
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open the workloads table");
   std::map<std::string, DeclaredMemory> rows;

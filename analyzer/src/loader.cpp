@@ -10,6 +10,7 @@
 
 #include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/error.h"
+#include "gpu_rows.h"
 
 namespace fleetscope::analyzer {
 
@@ -41,6 +42,22 @@ void push_span(const store::Statement& stmt, const std::string& path, const char
   ends.push_back(end);
 }
 
+// The columns every GPU activity query selects first: start, end, deviceId, streamId,
+// correlationId, globalPid (checked as the row is read).
+GpuRow gpu_row(const store::Statement& stmt, const std::string& path, const char* table,
+               int64_t row, int64_t name_id) {
+  GpuRow r;
+  std::tie(r.start, r.end) = checked_span(stmt, path, table, row);
+  r.device = static_cast<int32_t>(
+      checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX));
+  r.stream = static_cast<int32_t>(
+      checked_int(stmt, 3, path, table, row, "streamId", INT32_MIN, INT32_MAX));
+  r.correlation = int_or(stmt, 4, -1);
+  r.global_pid = int_or(stmt, 5, -1);
+  r.name_id = name_id;
+  return r;
+}
+
 void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
       "SELECT start, end, deviceId, streamId, correlationId, globalPid, demangledName, "
@@ -58,22 +75,9 @@ void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& 
       cls = class_by_name
                 .emplace(name_id, classify_gpu_work(GpuEventKind::kernel, data.name(name_id)))
                 .first;
-    auto& g = data.gpu;
-    push_span(stmt, path, table, row, g.start, g.end);
-    g.device.push_back(static_cast<int32_t>(
-        checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX)));
-    g.stream.push_back(static_cast<int32_t>(
-        checked_int(stmt, 3, path, table, row, "streamId", INT32_MIN, INT32_MAX)));
-    g.correlation.push_back(int_or(stmt, 4, -1));
-    g.global_pid.push_back(int_or(stmt, 5, -1));
-    g.name_id.push_back(name_id);
-    g.kind.push_back(GpuEventKind::kernel);
-    g.work_class.push_back(cls->second);
-    g.bytes.push_back(0);
-    g.copy_kind.push_back(-1), g.src_kind.push_back(-1), g.dst_kind.push_back(-1);
-    g.grid_blocks.push_back(
-        grid_block_count(int_or(stmt, 7, 0), int_or(stmt, 8, 0), int_or(stmt, 9, 0)));
-    g.est_occupancy.push_back(stmt.column_is_null(10) ? std::nan("") : stmt.column_double(10));
+    push_kernel(data.gpu, gpu_row(stmt, path, table, row, name_id), cls->second,
+                grid_block_count(int_or(stmt, 7, 0), int_or(stmt, 8, 0), int_or(stmt, 9, 0)),
+                stmt.column_is_null(10) ? std::nan("") : stmt.column_double(10));
   }
 }
 
@@ -87,25 +91,13 @@ void load_memcpys(const store::Reader& reader, int64_t capture_id, CaptureData& 
   int64_t row = 0;
   while (stmt.step()) {
     ++row;
-    auto& g = data.gpu;
     std::optional<int32_t> src, dst;
     if (!stmt.column_is_null(8)) src = static_cast<int32_t>(stmt.column_int(8));
     if (!stmt.column_is_null(9)) dst = static_cast<int32_t>(stmt.column_int(9));
     int32_t copy_kind = static_cast<int32_t>(stmt.column_int(7));
-    push_span(stmt, path, table, row, g.start, g.end);
-    g.device.push_back(static_cast<int32_t>(
-        checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX)));
-    g.stream.push_back(static_cast<int32_t>(
-        checked_int(stmt, 3, path, table, row, "streamId", INT32_MIN, INT32_MAX)));
-    g.correlation.push_back(int_or(stmt, 4, -1));
-    g.global_pid.push_back(int_or(stmt, 5, -1));
-    g.name_id.push_back(data.intern(memcpy_label(copy_kind, src, dst)));
-    g.kind.push_back(GpuEventKind::memcpy);
-    g.work_class.push_back(WorkClass::memory);
-    g.bytes.push_back(stmt.column_int(6));
-    g.copy_kind.push_back(static_cast<int8_t>(copy_kind));
-    g.src_kind.push_back(static_cast<int8_t>(src.value_or(-1)));
-    g.dst_kind.push_back(static_cast<int8_t>(dst.value_or(-1)));
+    const int64_t name_id = data.intern(memcpy_label(copy_kind, src, dst));
+    push_memcpy(data.gpu, gpu_row(stmt, path, table, row, name_id), stmt.column_int(6), copy_kind,
+                src, dst);
   }
 }
 
@@ -120,20 +112,9 @@ void load_memsets(const store::Reader& reader, int64_t capture_id, CaptureData& 
   int64_t row = 0;
   while (stmt.step()) {
     ++row;
-    auto& g = data.gpu;
-    push_span(stmt, path, table, row, g.start, g.end);
-    g.device.push_back(static_cast<int32_t>(
-        checked_int(stmt, 2, path, table, row, "deviceId", INT32_MIN, INT32_MAX)));
-    g.stream.push_back(static_cast<int32_t>(
-        checked_int(stmt, 3, path, table, row, "streamId", INT32_MIN, INT32_MAX)));
-    g.correlation.push_back(int_or(stmt, 4, -1));
-    g.global_pid.push_back(int_or(stmt, 5, -1));
-    g.name_id.push_back(name_id);
-    g.kind.push_back(GpuEventKind::memset);
-    g.work_class.push_back(WorkClass::memory);
-    g.bytes.push_back(stmt.column_int(6));
-    g.copy_kind.push_back(-1), g.src_kind.push_back(-1);
-    g.dst_kind.push_back(static_cast<int8_t>(int_or(stmt, 7, -1)));
+    std::optional<int32_t> mem_kind;
+    if (!stmt.column_is_null(7)) mem_kind = static_cast<int32_t>(stmt.column_int(7));
+    push_memset(data.gpu, gpu_row(stmt, path, table, row, name_id), stmt.column_int(6), mem_kind);
   }
 }
 
@@ -353,8 +334,6 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
   report(progress, "kernels", static_cast<int64_t>(data.gpu.size()));
   load_memcpys(reader, capture_id, data);
   load_memsets(reader, capture_id, data);
-  data.gpu.grid_blocks.resize(data.gpu.size(), 0);  // memcpys/memsets: no launch shape
-  data.gpu.est_occupancy.resize(data.gpu.size(), std::nan(""));
   report(progress, "gpu events", static_cast<int64_t>(data.gpu.size()));
   if (parts.gpu_syncs) {
     load_gpu_syncs(reader, capture_id, data);

@@ -887,7 +887,7 @@ std::string chart_dir_for(const std::string& report_path) {
   return std::filesystem::path(report_path).stem().string() + "_files";
 }
 
-void write_report_document(const std::string& path, const ReportDocument& doc) {
+void write_report_document(const std::string& path, const ReportDocument& doc, bool replace) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   const fs::path base = target.parent_path();
@@ -898,8 +898,9 @@ void write_report_document(const std::string& path, const ReportDocument& doc) {
   std::vector<fs::path> created_dirs;  // chart directories this call created
   std::vector<std::unique_ptr<store::AtomicOutput>> pending;
   std::vector<fs::path> fresh;  // renamed into place where no file was before
-  auto prepare = [&](const fs::path& file_path, const std::string& text) {
-    pending.push_back(std::make_unique<store::AtomicOutput>(file_path.string()));
+  auto prepare = [&](const fs::path& file_path, const std::string& text,
+                     store::AtomicOutput::Replace mode = store::AtomicOutput::Replace::yes) {
+    pending.push_back(std::make_unique<store::AtomicOutput>(file_path.string(), mode));
     // A new file, never through a link planted under the temporary name (common/new_file.h).
     const int fd = common::create_new_file(pending.back()->temp_path());
     if (fd < 0)
@@ -926,7 +927,8 @@ void write_report_document(const std::string& path, const ReportDocument& doc) {
       }
       prepare(file_path, chart.svg);
     }
-    prepare(target, doc.text);
+    prepare(target, doc.text,
+            replace ? store::AtomicOutput::Replace::yes : store::AtomicOutput::Replace::no);
     for (auto& output : pending) {
       const bool existed = fs::exists(output->final_path(), ec);
       output->commit();

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/unreadable_file.h"
 
 namespace fleetscope::analyzer {
 
@@ -79,6 +80,11 @@ ThresholdOverrides parse_threshold_config(std::istream& in, const std::string& f
 }
 
 ThresholdOverrides read_threshold_config(const std::string& path) {
+  // A FIFO is named, not read (its read waited for a writer for ever); a directory read as an
+  // empty config, so --config DIR changed nothing without a word.
+  if (auto problem =
+          common::input_problem(path, "a threshold config file (RULE.THRESHOLD = VALUE)"))
+    throw unreadable_file(path, *problem);
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open the threshold config file");
   return parse_threshold_config(in, path);

@@ -14,6 +14,7 @@
 
 #include "FleetscopeHost.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/rpc/host_client.h"
 #include "fleetscope/rpc/transport.h"
@@ -50,6 +51,17 @@ int with_daemon(const std::string& socket, const rpc::TlsClientFiles& tls, std::
   // Over TLS, OpenSSL writes with write(2): a daemon that refuses the certificate and hangs up
   // must give an error line, not a silent SIGPIPE death (Thrift leaves this to the program).
   if (tls.enabled()) signal(SIGPIPE, SIG_IGN);
+  // A TLS file that cannot be read is named as such: OpenSSL said "SSL_CTX_use_certificate_chain_
+  // file: SSL error # 2147483650; system lib" and the hint blamed the daemon's trust.
+  for (const auto& [path, what] : {std::pair{tls.cert, "a PEM client certificate (--tls-cert)"},
+                                   std::pair{tls.key, "its PEM private key (--tls-key)"},
+                                   std::pair{tls.ca, "a PEM CA certificate (--tls-ca)"}}) {
+    if (path.empty()) continue;
+    if (auto problem = common::input_problem(path, what)) {
+      err << "error: " << common::cannot_read(path, *problem) << "\n";
+      return 1;
+    }
+  }
   try {
     Connection daemon(socket, tls);
     return body(daemon);
@@ -129,13 +141,18 @@ json progress_json(const rpc::TraceProgress& p) {
 int64_t parse_age(const std::string& text) {
   size_t used = 0;
   double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (...) {
-    used = 0;
+  // Decimal digits and a point only: std::stod also took ' 5s', '+5s' and hex ('0x10' was 16 s).
+  const size_t number = text.find_first_not_of("0123456789.");
+  if (number != 0 && text[0] != '.') {
+    try {
+      value = std::stod(text.substr(0, number), &used);
+    } catch (...) {
+      used = 0;
+    }
   }
   if (used == 0 || value < 0)
-    throw std::invalid_argument("'" + text + "' is not an age like 90s, 10m, 2h or 1d");
+    throw std::invalid_argument("'" + text +
+                                "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
   std::string unit = text.substr(used);
   double seconds = unit.empty() || unit == "s" ? 1
                    : unit == "m"               ? 60
@@ -152,6 +169,12 @@ int64_t parse_age(const std::string& text) {
     throw std::invalid_argument("'" + text +
                                 "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
   return static_cast<int64_t>(ns);
+}
+
+std::optional<int64_t> since_bound(const std::string& age, int64_t now_ns) {
+  const int64_t ns = parse_age(age);
+  if (ns == 0) return std::nullopt;
+  return now_ns - ns;
 }
 
 int run_status_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -413,7 +436,8 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
       "Always-on per-workflow GPU metrics from the daemon (workflow_metrics): GPU-seconds, "
       "busy fraction and memory peak per GPU and window.");
   parser.option("--workflow", "NAME", "one workflow (default: every one you may see)", &workflow)
-      .option("--since", "AGE", "only windows ending within AGE, e.g. 10m, 2h, 1d", &since)
+      .option("--since", "AGE", "only windows ending within AGE, e.g. 10m, 2h, 1d (0 = all)",
+              &since)
       .option("--limit", "N", "at most N rows (default 1000)", &limit)
       .option("--socket", "PATH", "daemon API socket (or HOST:PORT)", &socket)
       .option("--tls-cert", "FILE", "TLS client certificate (PEM) for a HOST:PORT daemon",
@@ -430,7 +454,7 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
       auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
-      query.__set_since_ns(now - parse_age(since));
+      if (auto bound = since_bound(since, now)) query.__set_since_ns(*bound);
     } catch (const std::invalid_argument& e) {
       err << "error: --since: " << e.what() << "\n";
       return 2;
@@ -463,8 +487,14 @@ int run_metrics_command(const std::vector<std::string>& args, std::ostream& out,
       out << std::left << std::setw(32) << terminal_safe(r.workflow) << std::setw(5) << r.device
           << std::setw(24) << r.window_end_ns << std::setw(20) << terminal_safe(r.metric) << r.value
           << "\n";
-    if (rows.empty())
+    // "yet" only when nothing was filtered out: with --since or --workflow the daemon may well
+    // hold older windows or other workflows.
+    if (rows.empty() && !query.__isset.since_ns && workflow.empty())
       out << "(no metrics yet: rows appear once per metrics window of the daemon)\n";
+    else if (rows.empty())
+      out << "(no metrics" << (workflow.empty() ? "" : " of workflow " + terminal_safe(workflow))
+          << (query.__isset.since_ns ? " in windows ending in the last " + since : "")
+          << ": rows appear once per metrics window of the daemon)\n";
     return 0;
   });
 }

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "fleetscope/common/args.h"
 
@@ -51,6 +54,30 @@ std::string captures_query(const std::string& by) {
 }
 std::string top_finding_query() {
   return "fleetscope_workflow_top_finding_impact_seconds";
+}
+
+// A PromQL duration: one or more NUMBER UNIT pairs (1h, 1d, 1h30m; units ms, s, m, h, d, w, y).
+// `zero` tells whether every number is 0.
+bool is_promql_duration(const std::string& text, bool& zero) {
+  zero = true;
+  size_t at = 0;
+  if (text.empty()) return false;
+  while (at < text.size()) {
+    const size_t digits = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) {
+      zero = zero && text[at] == '0';
+      ++at;
+    }
+    if (at == digits || at - digits > 12) return false;
+    if (text.compare(at, 2, "ms") == 0) {
+      at += 2;
+    } else if (at < text.size() && std::string_view("smhdwy").find(text[at]) != std::string::npos) {
+      ++at;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool is_label_name(const std::string& name) {
@@ -225,6 +252,18 @@ int run_prometheus_fleet(const std::vector<std::string>& args, std::ostream& out
     err << "error: --by expects a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got '" << by
         << "'\n";
     return 2;
+  }
+  // The range goes into the PromQL text: anything but a duration changed the query
+  // ('1d]) or vector(1' is PromQL too) or came back as Prometheus' parse error. 0 is every
+  // sample since each daemon started, as 0 is "no limit" for the CLI's other bounds.
+  if (bool zero = false; !range.empty()) {
+    if (!is_promql_duration(range, zero)) {
+      err << "error: --range expects a Prometheus duration such as 1h, 1d or 1h30m (units ms, s, "
+             "m, h, d, w, y), got '"
+          << range << "'\n";
+      return 2;
+    }
+    if (zero) range.clear();
   }
   while (!url.empty() && url.back() == '/') url.pop_back();
   try {

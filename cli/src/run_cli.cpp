@@ -49,6 +49,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   bool group = false;
   for (const Command& c : commands()) {
     if (c.name.rfind(args[0] + " ", 0) == 0) {
+      // `share bogus` printed the list without saying what was wrong.
+      if (!group && args.size() >= 2)
+        err << "error: unknown " << args[0] << " subcommand '" << args[1] << "'\n";
       if (!group) err << "usage: fleetscope " << args[0] << " SUBCOMMAND\n";
       group = true;
       err << "  " << c.name << "  " << c.summary << "\n";

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -20,6 +22,7 @@
 #include "fleetscope/cli/daemon_commands.h"
 #include "fleetscope/cli/integrations.h"
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/lanes/lane_environment.h"
 #include "fleetscope/launcher/child_process.h"
@@ -203,9 +206,16 @@ void print_status_table(const rpc::ShareStatus& s, std::ostream& out) {
 }
 
 std::optional<std::string> read_file(const std::string& path, std::string& error) {
+  // A FIFO is named, not read (its read waited for a writer for ever); a directory read as an
+  // empty plan.
+  const std::string expected = "a plan (`fleetscope share plan --format json`)";
+  if (auto problem = common::input_problem(path, expected)) {
+    error = common::cannot_read(path, *problem);
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    error = "cannot read " + path;
+    error = common::cannot_read(path, std::strerror(errno));
     return std::nullopt;
   }
   std::ostringstream text;

@@ -276,8 +276,9 @@ int run_sql_command(const std::vector<std::string>& args, std::ostream& out, std
       "fleetscope sql [--format table|json|csv] [--timeout SECONDS] DB \"SELECT ...\"",
       "Run one read-only SQL statement on a trace database; rows are printed as they come. "
       "Table and column names follow the Nsight Systems SQLite export (see docs/schema.md). "
-      "The file is opened read-only and untrusted: an older schema is migrated in memory, "
-      "never in the file (`fleetscope migrate` upgrades the file).");
+      "The file is opened read-only and untrusted: an older schema is read through a migrated "
+      "copy (kept in the user's cache, made once per content), never changed in the file "
+      "(`fleetscope migrate` upgrades the file).");
   parser.option("--format", "FORMAT", "table (default), json or csv", &format)
       .option("--timeout", "SECONDS", "stop the query after SECONDS (default 60, 0 = no limit)",
               &timeout_s)
@@ -361,7 +362,8 @@ int run_migrate_command(const std::vector<std::string>& args, std::ostream& out,
   common::ArgParser parser("fleetscope migrate DB...",
                            "Upgrade trace databases written by older fleetscope builds to this "
                            "build's schema, in place (one transaction per file). Reading "
-                           "commands never change a file; they migrate a copy in memory.");
+                           "commands never change a file; they read a migrated copy kept "
+                           "in the user's cache (docs/gui.md, 'Older files').");
   parser.positionals("DB", "trace database(s) to upgrade", &files, 1);
   if (auto code = parser.parse(args, out, err)) return *code;
   for (const std::string& file : files) {

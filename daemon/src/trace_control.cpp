@@ -225,7 +225,9 @@ int64_t TraceControl::on_batch(int64_t agent_id, rpc::RecordBatch&& batch, const
       invalid("capture " + std::to_string(capture_id) + " is not open in pid " +
                   std::to_string(agent->pid),
               "capture_id");
-    Window& w = it->second;  // windows_ never erases, so the reference outlives the waits below
+    // The reference outlives the wait below: a window is pruned only a minute after it is done
+    // (prune_finished_locked), and it is not done while this agent has batches uncommitted.
+    Window& w = it->second;
     int64_t& expected = w.next_sequence[agent_id];
     if (sequence != expected)
       invalid("batch sequence " + std::to_string(sequence) + " out of order (expected " +

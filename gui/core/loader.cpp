@@ -1,7 +1,9 @@
 #include "loader.h"
 
 #include <QPointer>
+#include <mutex>
 
+#include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
 #include "timeline_cache.h"
 
@@ -12,7 +14,34 @@ struct Loader::Job {
   std::atomic<bool> cancel{false};
 };
 
+namespace {
+
+// The loader the store's migrated-copy notices go to (the latest one made), guarded so that no
+// notice reaches a loader being destroyed: a notice comes from whichever thread opens a file
+// (the loader's workers, the SQL console's).
+std::mutex g_notice_mutex;
+Loader* g_notice_loader = nullptr;
+
+void forward_migrated_copy_notice(const store::MigratedCopyNotice& n) {
+  std::lock_guard lock(g_notice_mutex);
+  if (!g_notice_loader) return;
+  Loader* loader = g_notice_loader;
+  QMetaObject::invokeMethod(
+      loader,
+      [loader, path = QString::fromStdString(n.path), version = n.schema_version,
+       stage = int(n.stage), done = n.done,
+       total = n.total] { emit loader->migrating(path, version, stage, done, total); },
+      Qt::QueuedConnection);
+}
+
+}  // namespace
+
 Loader::Loader(QObject* parent) : QObject(parent) {
+  {
+    std::lock_guard lock(g_notice_mutex);
+    g_notice_loader = this;
+  }
+  store::set_migrated_copy_listener(forward_migrated_copy_notice);
   qRegisterMetaType<SessionPtr>();
   qRegisterMetaType<TimelinePtr>();
   qRegisterMetaType<CaptureAnalysisPtr>();
@@ -23,6 +52,10 @@ Loader::Loader(QObject* parent) : QObject(parent) {
 }
 
 Loader::~Loader() {
+  {
+    std::lock_guard lock(g_notice_mutex);
+    if (g_notice_loader == this) g_notice_loader = nullptr;
+  }
   cancel();
   pool_.waitForDone();
 }

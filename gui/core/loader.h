@@ -78,6 +78,10 @@ class Loader : public QObject {
   void analysis_deferred(int job, int source, qint64 capture_id, qint64 events);
   void sharing_ready(int job, fleetscope::gui::SharingPtr sharing);
   void diff_ready(int job, fleetscope::gui::DiffPtr diff);
+  // A file of an older schema is read through a migrated copy (Database::open): `stage` 0 says so
+  // once per file, 1 while the copy is made (`done` of `total` pages), 2 while it is migrated.
+  // Reported from any thread of the process that opens the file, while this loader lives.
+  void migrating(QString path, int schema_version, int stage, qint64 done, qint64 total);
   void failed(int job, QString path, QString message);
   void cancelled(int job);
   void finished(int job);

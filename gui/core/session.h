@@ -85,9 +85,10 @@ struct PathEvent {
   int64_t global_tid = -1;           // host events
 };
 // What the GUI keeps of a capture's analysis: the results, not the analyzer's copy of the
-// capture's events (CaptureData: `fleetscope analyze` of 10 M kernels peaks at 993,392 KB,
-// docs/benchmarks.md "Analyzer memory"), which is freed once they are made (the session keeps
-// no events either: open_session sets AnalysisSession::set_keep_data).
+// capture's events (CaptureData: `fleetscope analyze` of 10 M kernels peaks at 675,092 KB,
+// docs/benchmarks.md "Analyzer memory without copies of the events"), which is freed once they
+// are made (the session keeps no events either: open_session sets
+// AnalysisSession::set_keep_data).
 struct CaptureAnalysis {
   CaptureKey key;
   std::shared_ptr<const analyzer::CaptureAnalysis> analysis;  // its `data` is null

@@ -136,6 +136,34 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     if (job != diff_job_) return;
     diff_->set_diff(diff);
   });
+  connect(
+      l, &Loader::migrating, this,
+      [this](const QString& path, int version, int stage, qint64 done, qint64 total) {
+        older_files_[path] = version;
+        const QString name = QFileInfo(path).fileName();
+        const QString upgrade = QString("`fleetscope migrate %1` upgrades the file once").arg(path);
+        if (stage == 1 && total > 0 && done < total) {
+          // Made once per content of the file; later opens read the kept copy.
+          progress_->setVisible(true);
+          progress_->setRange(0, 100);
+          progress_->setValue(int(done * 100 / total));
+          progress_label_->setText(QString("%1 is schema %2: making a migrated copy once, %3%; %4")
+                                       .arg(name)
+                                       .arg(version)
+                                       .arg(done * 100 / total)
+                                       .arg(upgrade));
+          return;
+        }
+        // Copied (then migrated) or announced: the bar is the jobs' again (a connection opened
+        // outside a job, the SQL console's, leaves none behind).
+        progress_->setRange(0, 0);
+        progress_->setVisible(!active_.empty());
+        progress_label_->setText(QString(stage == 0 ? "%1 is schema %2: reading a migrated copy; %3"
+                                                    : "%1 is schema %2: migrating the copy…; %3")
+                                     .arg(name)
+                                     .arg(version)
+                                     .arg(upgrade));
+      });
   connect(l, &Loader::failed, this, [this](int job, const QString& path, const QString& message) {
     if (!active_.count(job)) return;
     job_ended(job);
@@ -152,7 +180,7 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
     if (!active_.count(job)) return;
     job_ended(job);
     if (active_.empty()) {
-      progress_label_->setText("Ready.");
+      progress_label_->setText("Ready." + older_files_note());
       emit load_done(last_error_.isEmpty());
     }
   });
@@ -189,6 +217,22 @@ MainWindow::MainWindow(bool interactive, std::unique_ptr<DaemonLink> daemon)
             capture_->timeline()->reveal_event(track, event);
             if (go) tabs_->setCurrentWidget(capture_);
           });
+}
+
+QString MainWindow::older_files_note() const {
+  if (!session_) return {};
+  QString note;
+  for (const auto& source : session_->sources()) {
+    const auto it = older_files_.find(QString::fromStdString(source->path));
+    if (it == older_files_.end()) continue;
+    note += QString(
+                " %1 is schema %2, read through a migrated copy: `fleetscope migrate %3` "
+                "upgrades it once.")
+                .arg(QFileInfo(it->first).fileName())
+                .arg(it->second)
+                .arg(it->first);
+  }
+  return note;
 }
 
 void MainWindow::job_started(int job, const QString& text) {

@@ -99,6 +99,10 @@ class MainWindow : public QMainWindow {
   FleetPtr fleet_rows_;
   std::map<CaptureKey, CaptureAnalysisPtr> analyses_;
   QString last_error_;
+  // Files of an older schema read through a migrated copy (Loader::migrating), by path: the
+  // status line keeps saying that `fleetscope migrate` upgrades them once.
+  std::map<QString, int> older_files_;
+  QString older_files_note() const;
   QTabWidget* tabs_ = nullptr;
   FleetView* fleet_ = nullptr;
   CaptureView* capture_ = nullptr;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "fleetscope/common/file_errors.h"
 
@@ -58,10 +59,33 @@ void fail_value(const Table& table, const Row& row, size_t column, const char* w
                            ", found '" + excerpt(found) + "'");
 }
 
+void require_unique(const Table& table, size_t column, const char* what) {
+  std::unordered_map<std::string_view, int> first_line;
+  for (const Row& row : table.rows) {
+    if (column >= row.fields.size()) continue;
+    auto [at, added] = first_line.emplace(row.fields[column], row.line);
+    if (!added)
+      fail_value(table, row, column, what,
+                 "unique in the file (line " + std::to_string(at->second) + " has it too)");
+  }
+}
+
+void require_unique_ints(const Table& table, size_t column, const char* what) {
+  std::unordered_map<int64_t, int> first_line;
+  for (const Row& row : table.rows) {
+    if (column >= row.fields.size()) continue;
+    auto [at, added] = first_line.emplace(to_int(table, row, column, what), row.line);
+    if (!added)
+      fail_value(table, row, column, what,
+                 "unique in the file (line " + std::to_string(at->second) + " has it too)");
+  }
+}
+
 Table parse(std::string_view text, const std::string& source, bool has_header, size_t min_fields,
             bool skip_comments) {
   Table table;
   table.path = source;
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.remove_prefix(3);  // UTF-8 byte order mark
   int number = 0;
   size_t start = 0;
   while (start < text.size()) {
@@ -76,6 +100,13 @@ Table parse(std::string_view text, const std::string& source, bool has_header, s
     if (line.find('\0') != std::string_view::npos) fail(source, number, "text, found a NUL byte");
     auto fields = split(line);
     if (has_header && table.header.empty()) {
+      // Two columns of one name: the first was read and the second ignored without a word.
+      for (size_t i = 0; i < fields.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (fields[i] == fields[j])
+            fail(source, number,
+                 "each column named once, found '" + excerpt(fields[i]) + "' in columns " +
+                     std::to_string(j + 1) + " and " + std::to_string(i + 1));
       table.header = std::move(fields);
       if (table.header.size() > min_fields) min_fields = table.header.size();
       continue;
@@ -98,12 +129,20 @@ void throw_cannot_open(const std::string& path, const std::string& expected) {
                 .value_or(std::string(std::strerror(open_error)) + "; expected " + expected)));
 }
 
-Table read(const std::string& path, bool has_header, size_t min_fields, bool skip_comments) {
+std::string read_text(const std::string& path, const std::string& expected) {
+  if (auto problem = common::input_problem(path, expected))
+    throw std::runtime_error(common::cannot_read(path, *problem));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw_cannot_open(path, "a CSV file");
+  if (!in) throw_cannot_open(path, expected);
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse(buffer.str(), path, has_header, min_fields, skip_comments);
+  std::string text = buffer.str();
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  return text;
+}
+
+Table read(const std::string& path, bool has_header, size_t min_fields, bool skip_comments) {
+  return parse(read_text(path, "a CSV file"), path, has_header, min_fields, skip_comments);
 }
 
 size_t Table::column(const std::string& name) const {

@@ -29,6 +29,12 @@ struct Table {
 // one wording of common/file_errors.h; "PATH: cannot open" said neither why nor what was wanted).
 [[noreturn]] void throw_cannot_open(const std::string& path, const std::string& expected);
 
+// The whole text of `path`, a file of kind `expected` ("a job trace (CSV)"), for every reader of
+// the sharer's input files: a directory, a FIFO (whose read waited for a writer for ever), a
+// missing or unreadable file is "cannot read PATH: REASON; expected EXPECTED" (file_errors.h),
+// and a UTF-8 byte order mark (a CSV saved by a spreadsheet) is dropped.
+std::string read_text(const std::string& path, const std::string& expected);
+
 // Reads `path`. With `has_header`, the first line names the columns; every row must have at
 // least `min_fields` fields (or as many as the header). With `skip_comments`, lines that start
 // with '#' are skipped (they still count for line numbers): data files that carry their source
@@ -46,6 +52,12 @@ std::string excerpt(std::string_view text);
 // "PATH:LINE: column N (NAME): expected EXPECTED, found 'EXCERPT'".
 [[noreturn]] void fail_value(const Table& table, const Row& row, size_t column, const char* what,
                              const std::string& expected);
+// An error naming both lines when two rows have the same value in `column` (an id): "PATH:LINE:
+// column N (NAME): expected NAME unique in the file (line M has it too), found 'VALUE'". Values
+// are compared as written.
+void require_unique(const Table& table, size_t column, const char* what);
+// The same for a column of integers parsed with to_int ("7" and "07" are one id).
+void require_unique_ints(const Table& table, size_t column, const char* what);
 int64_t to_int(const Table& table, const Row& row, size_t column, const char* what);
 // Finite numbers only: NaN and infinities are rejected like text.
 double to_double(const Table& table, const Row& row, size_t column, const char* what);

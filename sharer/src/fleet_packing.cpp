@@ -138,6 +138,7 @@ std::vector<Pod> load_alibaba_pods(const std::string& path) {
   const size_t creation = table.column("creation_time");
   const size_t deletion = table.column("deletion_time");
   if (table.rows.empty()) csv::fail(path, 2, "at least one pod row after the header");
+  csv::require_unique(table, name, "name");
   std::vector<Pod> pods;
   for (const auto& row : table.rows) {
     Pod pod;
@@ -164,6 +165,7 @@ std::vector<GpuNode> load_alibaba_nodes(const std::string& path) {
   const size_t name = table.column("sn");
   const size_t gpus = table.column("gpu");
   const size_t model = table.column("model");
+  csv::require_unique(table, name, "sn");
   std::vector<GpuNode> nodes;
   for (const auto& row : table.rows) {
     const int count = static_cast<int>(csv::to_int_in(table, row, gpus, "gpu", 0, 1024));

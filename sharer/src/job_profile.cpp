@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "csv.h"
+
 namespace fleetscope::sharer {
 
 bool JobProfile::latency_sensitive() const {
@@ -101,7 +103,13 @@ std::vector<JobProfile> parse_job_profiles(const std::string& json_text,
   } catch (const nlohmann::json::exception& error) {
     // parse_error carries the byte offset ("at line L, column C"); out_of_range.406 (a number
     // such as 1e600 that overflows a double, found by fuzzing) is raised by the parser too.
-    throw std::runtime_error(source + ": not valid JSON (" + error.what() + ")");
+    // Without the library's "[json.exception.parse_error.101] " tag: the user reads the
+    // position and what was expected.
+    std::string what = error.what();
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos)
+      what.erase(0, what.find("] ") + 2);
+    throw std::runtime_error(source + ": not valid JSON (" + what +
+                             "); expected a JSON array of job profiles");
   }
   if (!document.is_array()) {
     throw std::runtime_error(source + ": expected a JSON array of job profiles, found " +
@@ -144,11 +152,9 @@ std::vector<JobProfile> parse_job_profiles(const std::string& json_text,
 }
 
 std::vector<JobProfile> load_job_profiles(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_job_profiles(buffer.str(), path);
+  return parse_job_profiles(
+      csv::read_text(path, "a JSON array of job profiles (`fleetscope candidates --format json`)"),
+      path);
 }
 
 }  // namespace fleetscope::sharer

@@ -9,6 +9,7 @@
 
 #include "arguments.h"
 #include "csv.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/sharer/commands.h"
 #include "fleetscope/sharer/fleet_packing.h"
 #include "fleetscope/sharer/hpo.h"
@@ -64,6 +65,9 @@ constexpr const char* kSimUsage =
     "(default 48, Volta and newer; 16 before Volta); needs a sharing policy.\n";
 
 std::string first_line(const std::string& path) {
+  // A FIFO or a directory is named, not read (a FIFO's read waited for a writer for ever).
+  if (auto problem = common::input_problem(path, "a job trace (CSV)"))
+    throw std::runtime_error(common::cannot_read(path, *problem));
   std::ifstream in(path);
   if (!in) csv::throw_cannot_open(path, "a job trace (CSV)");
   std::string line;

@@ -44,14 +44,10 @@ const WorkloadProfile* ProfileTable::find(const std::string& model, int batch_si
 }
 
 ProfileTable load_salus_profiles(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    csv::throw_cannot_open(path,
-                           "Salus workload profiles (--profiles FILE; default: "
-                           "salus_workloads.csv next to the job trace)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_salus_profiles(buffer.str(), path);
+  return parse_salus_profiles(csv::read_text(path,
+                                             "Salus workload profiles (--profiles FILE; default: "
+                                             "salus_workloads.csv next to the job trace)"),
+                              path);
 }
 
 ProfileTable parse_salus_profiles(std::string_view text, const std::string& path) {
@@ -145,11 +141,8 @@ ProfileTable parse_salus_profiles(std::string_view text, const std::string& path
 
 std::vector<SimJob> load_tiresias_jobs(const std::string& path, const ProfileTable& profiles,
                                        int max_gpus_per_job) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) csv::throw_cannot_open(path, "a job trace (CSV)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_tiresias_jobs(buffer.str(), path, profiles, max_gpus_per_job);
+  return parse_tiresias_jobs(csv::read_text(path, "a job trace (CSV)"), path, profiles,
+                             max_gpus_per_job);
 }
 
 std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string& path,
@@ -169,6 +162,8 @@ std::vector<SimJob> parse_tiresias_jobs(std::string_view text, const std::string
   const size_t utilization_col = optional("utilization");
   const size_t workload_col = optional("workload");
   if (table.rows.empty()) csv::fail(path, 2, "at least one job row after the header");
+  // Two jobs with one id were both simulated and reported under the same id.
+  csv::require_unique_ints(table, id_col, "job_id");
 
   std::vector<SimJob> jobs;
   for (const auto& row : table.rows) {

@@ -14,9 +14,11 @@
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QMimeData>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTest>
@@ -25,6 +27,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
+#include <sqlite3.h>
 
 #include "aggregate.h"
 #include "capture_view.h"
@@ -170,6 +174,48 @@ TEST_F(WidgetsTest, WindowShowsTracksFindingsFleetAndSharing) {
   EXPECT_TRUE(window.sharing_panel()->apply_reason()->text().contains("no daemon connected"));
   // The zoom cache was written beside the database.
   EXPECT_TRUE(std::filesystem::exists(path_ + ".capture1.zoom"));
+}
+
+// A file of an older schema: the window's connections (session, timeline, analysis) read one
+// migrated copy, made once and kept in the cache folder, and the status line says that
+// `fleetscope migrate` upgrades the file once.
+TEST_F(WidgetsTest, AnOlderFileIsCopiedOnceAndTheStatusLineOffersMigrate) {
+  const std::string cache = dir_.file("cache");
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("XDG_CACHE_HOME"); }
+  } unset;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    // Schema 6 changed no table: today's DDL with schema_version 5, padded past the size under
+    // which a file gets a private copy per connection.
+    const std::string sql =
+        "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+        "CREATE TABLE padding(b BLOB); INSERT INTO padding VALUES (zeroblob(" +
+        std::to_string(store::kMigratedCopyKeepMinBytes + (1 << 20)) + "));";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const uint64_t before = store::migrated_copies_made();
+  {
+    MainWindow window(false);
+    window.resize(1400, 900);
+    window.show();
+    window.open(QString::fromStdString(path_));
+    ASSERT_TRUE(window.wait_loaded()) << window.last_error().toStdString();
+    ASSERT_TRUE(window.capture_view()->timeline()->timeline());
+    QString status;
+    for (const QLabel* label : window.statusBar()->findChildren<QLabel*>()) status += label->text();
+    EXPECT_TRUE(status.contains("trace.db is schema 5")) << status.toStdString();
+    EXPECT_TRUE(status.contains(QString::fromStdString("`fleetscope migrate " + path_ + "`")))
+        << status.toStdString();
+    // The copy's progress bar is gone with the load.
+    const auto* bar = window.statusBar()->findChild<QProgressBar*>();
+    ASSERT_TRUE(bar);
+    EXPECT_FALSE(bar->isVisible());
+  }
+  EXPECT_EQ(store::migrated_copies_made() - before, 1u);
 }
 
 TEST_F(WidgetsTest, SelectingAFindingHighlightsAndJumpsToItsWindow) {

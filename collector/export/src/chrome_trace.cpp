@@ -888,7 +888,8 @@ ChromeExportStats export_chrome(const store::Reader& reader, const std::string& 
   }
   const bool gzip = options.gzip.value_or(ends_with(out_path, ".gz"));
 
-  store::AtomicOutput output(out_path);
+  store::AtomicOutput output(out_path, options.replace_existing ? store::AtomicOutput::Replace::yes
+                                                                : store::AtomicOutput::Replace::no);
   ChromeExportStats stats;
   try {
     ChromeTraceFile file(output.temp_path(), gzip, options.gzip_level);

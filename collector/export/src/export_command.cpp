@@ -7,6 +7,7 @@
 
 #include "fleetscope/common/args.h"
 #include "fleetscope/common/capture_choice.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/export/chrome_trace.h"
 #include "fleetscope/importers/open_input.h"
@@ -22,10 +23,10 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   std::string capture_text;
   bool no_flows = false;
   bool counters = false;
-  bool quiet = false;
+  bool quiet = false, force = false;
   common::ArgParser parser(
       "fleetscope export DB|TRACE|NSYS.sqlite -o FILE [--format chrome] [--capture ID|all] "
-      "[--counters]",
+      "[--counters] [--force]",
       "Write a trace database (or one capture) as Chrome-trace JSON for Perfetto, "
       "chrome://tracing\n"
       "and the Kineto tool chain (HTA, TensorBoard); an nsys SQLite export (or a Kineto trace) "
@@ -43,11 +44,16 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
             "add HTA's generate_trace_with_counters tracks: launch-queue length per stream and "
             "copy bandwidth per kind (loads the capture's GPU work and launch calls in memory)",
             &counters)
+      .flag("--force", "replace FILE if it exists (as `import --force`)", &force)
       .flag("--quiet", "no progress on stderr", &quiet);
   if (auto code = parser.parse(args, out, err)) return *code;
   if (output_path.empty()) {
     err << "error: missing -o FILE\nusage: fleetscope export DB -o FILE (see --help)\n";
     return 2;
+  }
+  if (auto refusal = common::output_refusal(output_path, positionals, force)) {
+    err << "error: " << *refusal << "\n";
+    return 1;
   }
   if (format != "chrome") {
     err << "error: unknown --format '" << format << "' (supported: chrome)\n";
@@ -65,6 +71,7 @@ int run_export_command(const std::vector<std::string>& args, std::ostream& out, 
   options.capture_id = choice.id;
   options.flows = !no_flows;
   options.analysis_counters = counters;
+  options.replace_existing = force;
   common::ProgressLine line(err, "export", !quiet && isatty(STDERR_FILENO) == 1);
   int64_t total_events = 0;
   if (line.enabled())

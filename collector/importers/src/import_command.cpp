@@ -1,14 +1,17 @@
 #include "fleetscope/importers/import_command.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/progress_line.h"
 #include "fleetscope/importers/importers.h"
 
@@ -60,14 +63,32 @@ int run_import_command(const std::vector<std::string>& args, std::ostream& out, 
               &jobs)
       .flag("-q, --quiet", "no progress line on stderr (shown only on a terminal)", &quiet);
   if (auto rc = parser.parse(args, out, err)) return *rc;
+  // One file named twice (the same path again, a link to it) is imported once, as `fleet` counts
+  // it once: `import a.json ./a.json` made two identical captures, which doubled the job's
+  // GPU-hours in every fleet view of the database.
+  {
+    std::map<std::pair<dev_t, ino_t>, std::string> seen;
+    std::vector<std::string> distinct;
+    for (const std::string& path : files) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0) {
+        auto [at, added] = seen.emplace(std::pair{st.st_dev, st.st_ino}, path);
+        if (!added) {
+          err << "import: " << path << ": the same file as " << at->second << "; imported once\n";
+          continue;
+        }
+      }
+      distinct.push_back(path);  // unreadable ones too: the import names the problem
+    }
+    files = std::move(distinct);
+  }
   if (output.empty()) {
     err << "error: missing -o OUT.db\nusage: fleetscope import FILE... -o OUT.db [--force]\n";
     return 2;
   }
-  std::error_code ec;
-  // symlink_status: a link to nowhere exists too (the rename would replace the link).
-  if (!force && std::filesystem::exists(std::filesystem::symlink_status(output, ec))) {
-    err << "error: " << output << ": already exists (use --force to replace it)\n";
+  // An existing output (a link to nowhere too) only with --force; never an input's -wal/-shm.
+  if (auto refusal = common::output_refusal(output, files, force)) {
+    err << "error: " << *refusal << "\n";
     return 1;
   }
   if (jobs < 0 || jobs > 256) {

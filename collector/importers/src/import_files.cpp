@@ -4,12 +4,15 @@
 #include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <system_error>
 
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/new_file.h"
 #include "fleetscope/importers/importers.h"
+#include "fleetscope/importers/open_input.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/input_files.h"
+#include "fleetscope/store/read_policy.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/unreadable_file.h"
 #include "fleetscope/timeline/timeline_cache.h"
@@ -93,6 +96,14 @@ std::vector<ImportResult> import_files(const std::vector<std::string>& paths,
   // Check every input is readable and recognisable before building anything.
   for (const auto& p : paths) {
     if (detect_format(p) == Format::unknown) throw_unrecognised_format(p);
+    // A fleetscope database (of any schema) read as an nsys export lost its CPU ops, iterations,
+    // memory events and findings, and one of a newer schema was imported without a word.
+    if (input_kind(p) == InputKind::fleetscope_database)
+      throw unreadable_file(p,
+                            "it is a fleetscope database already; expected a Kineto JSON trace or "
+                            "an nsys SQLite export to import (every command reads the database as "
+                            "it is: `fleetscope info " +
+                                p + "`)");
     store::note_input_file(p);  // -o naming an input is refused (store/input_files.h)
   }
   store::AtomicOutput output(
@@ -146,13 +157,20 @@ MemoryImport import_to_memory(const std::string& path, const ImportOptions& opti
   if (detect_format(path) == Format::unknown) throw_unrecognised_format(path);
   store::Database database = store::Database::create_in_memory();
   ImportResult result;
-  {
+  try {
     store::WriterOptions writer_options;
     writer_options.temporary_output = true;  // no journal, no syncs: the database dies with us
     writer_options.build_indexes = false;    // read once, in full, by the loader
     store::Writer writer(database.another_connection(), writer_options);
     result = import_file(path, writer, options);
     writer.finish();
+  } catch (const std::system_error& e) {
+    // A thread (the writer's, the reader's) that cannot start within the command's memory budget
+    // (--memory-limit): `export trace.json --memory-limit 1M` said only "error: Resource
+    // temporarily unavailable".
+    if (store::read_memory_limit() != 0 && e.code() == std::errc::resource_unavailable_try_again)
+      throw InputError(path, "", store::memory_budget_text());
+    throw;
   }
   return {std::move(database), std::move(result)};
 }

@@ -119,7 +119,21 @@ int64_t InputStream::file_bytes_read() const {
   return raw_read_ - static_cast<int64_t>(z_->zs.avail_in);
 }
 
+void blank_byte_order_mark(char* data, size_t n) {
+  if (n >= 3 && std::memcmp(data, "\xEF\xBB\xBF", 3) == 0) std::memset(data, ' ', 3);
+}
+
 size_t InputStream::read(char* dst, size_t capacity) {
+  const bool first = !started_;
+  const size_t n = read_raw(dst, capacity);
+  if (first && n > 0) {
+    started_ = true;
+    blank_byte_order_mark(dst, n);
+  }
+  return n;
+}
+
+size_t InputStream::read_raw(char* dst, size_t capacity) {
   if (finished_ || capacity == 0) return 0;
   if (use_whole_) {
     const size_t n = std::min(capacity, whole_.size() - whole_pos_);

@@ -12,6 +12,9 @@
 
 namespace fleetscope::importers::kineto {
 
+// Three spaces for a UTF-8 byte order mark at the start of `data` (of `n` bytes).
+void blank_byte_order_mark(char* data, size_t n);
+
 class InputStream {
  public:
   // Opens `path`; throws InputError when it cannot be opened or is empty. A gzip file whose
@@ -23,6 +26,9 @@ class InputStream {
   InputStream& operator=(const InputStream&) = delete;
 
   // Reads up to `capacity` bytes of the (decompressed) document into `dst`; returns 0 at the end.
+  // A UTF-8 byte order mark at the start (RFC 8259 section 8.1 lets a parser ignore it; Windows
+  // editors and Python's "utf-8-sig" write one) is read as three spaces: the document parses, and
+  // every byte offset in an error is still the file's.
   // Throws InputError naming the file and the compressed byte offset for truncated or corrupt
   // gzip data, and when a gzip file decompresses to nothing.
   size_t read(char* dst, size_t capacity);
@@ -33,6 +39,7 @@ class InputStream {
   bool take_whole(std::string& out, size_t padding) {
     if (!use_whole_ || whole_pos_ != 0) return false;
     const size_t n = whole_.size();
+    blank_byte_order_mark(whole_.data(), n);
     whole_.resize(n + padding, '\0');
     out = std::move(whole_);
     whole_pos_ = n;
@@ -51,6 +58,7 @@ class InputStream {
   const std::string& path() const { return path_; }
 
  private:
+  size_t read_raw(char* dst, size_t capacity);
   size_t read_gzip(char* dst, size_t capacity);
   bool inflate_whole(size_t whole_limit);
 
@@ -66,6 +74,7 @@ class InputStream {
   int64_t member_base_ = 0;  // compressed offset of the current gzip member
   bool gzip_ = false;
   bool finished_ = false;
+  bool started_ = false;  // the first bytes were read (and a byte order mark blanked)
   struct Zlib;
   std::unique_ptr<Zlib> z_;
 };

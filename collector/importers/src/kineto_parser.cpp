@@ -1,6 +1,7 @@
 #include "kineto_parser.h"
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <sstream>
 
@@ -145,9 +146,21 @@ void Parser::wrong(const RawEvent& ev, const char* field, const char* expected) 
                            "\" has the wrong type, expected " + expected);
 }
 
+void Parser::not_before_zero(const RawEvent& ev) const {
+  // Kineto never writes a negative "ts": its writer clamps a time before baseTimeNanoseconds to 0
+  // (output_json.cpp, transToRelativeTime: "Chrome trace and json processing will throw a parser
+  // error"), and an absolute time before 1970 is no CUPTI timestamp. One was imported as given and
+  // put the event before the capture began.
+  if (*ev.ts_ns < 0)
+    tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                             std::string(ev.cat) + "\"): field \"ts\" is negative (" +
+                             std::to_string(*ev.ts_ns) + " ns), expected a time >= 0");
+}
+
 void Parser::span(const RawEvent& ev, int64_t& start, int64_t& end) const {
   if (!ev.ts_ns) missing(ev, "ts");
   if (!ev.dur_ns) missing(ev, "dur");
+  not_before_zero(ev);
   if (__builtin_add_overflow(base_ns_, *ev.ts_ns, &start))
     wrong(ev, "ts", "a time that fits in int64 nanoseconds after baseTimeNanoseconds");
   // A complete event that ends before it starts is refused, not clamped to 0 (which hid the bad
@@ -164,6 +177,7 @@ void Parser::span(const RawEvent& ev, int64_t& start, int64_t& end) const {
 
 int64_t Parser::instant(const RawEvent& ev) const {
   if (!ev.ts_ns) missing(ev, "ts");
+  not_before_zero(ev);
   int64_t t = 0;
   if (__builtin_add_overflow(base_ns_, *ev.ts_ns, &t))
     wrong(ev, "ts", "a time that fits in int64 nanoseconds after baseTimeNanoseconds");
@@ -195,6 +209,16 @@ std::optional<int64_t> Parser::int_arg(const RawEvent& ev, const ArgValue& v,
   if (!v.present()) return std::nullopt;
   if (v.is_number()) {
     if (!v.fits_int()) wrong(ev, field, "an integer in the int64 range");
+    // Ids, counts and sizes are integers wherever Kineto writes them; 1.5 was truncated to 1 (a
+    // stream "1.5" became stream 1). A whole number written as a real (7.0) is kept.
+    if (v.kind == ArgValue::Kind::real && v.d != std::trunc(v.d)) {
+      std::ostringstream text;
+      text << v.d;
+      tok_.fail(ev.offset, "traceEvents[" + std::to_string(ev.index) + "] (cat \"" +
+                               std::string(ev.cat) + "\"): field \"" + field +
+                               "\" is not a whole number (" + text.str() +
+                               "), expected an integer");
+    }
     return v.as_int();
   }
   if (v.kind == ArgValue::Kind::string) {  // ROCm writes some numbers as strings ("2560")

@@ -69,6 +69,8 @@ class Parser {
 
  private:
   void require_name(const RawEvent& ev) const;
+  // An error unless the event's ts is 0 or more.
+  void not_before_zero(const RawEvent& ev) const;
   int32_t device_of(const RawEvent& ev) const;
   int32_t stream_of(const RawEvent& ev) const;
   int32_t narrow(const RawEvent& ev, int64_t value, const char* field) const;

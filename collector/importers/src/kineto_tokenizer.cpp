@@ -128,6 +128,14 @@ bool parse_number_text(std::string_view t, ArgValue& out) {
   return true;
 }
 
+// A number's text as the file has it, for an error (without the whitespace after it, cut short).
+std::string number_excerpt(std::string_view t) {
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
+  return std::string(t.substr(0, 40));
+}
+
 const char* type_name(od::json_type t) {
   switch (t) {
     case od::json_type::array:
@@ -621,7 +629,6 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
   if ((err = doc.type().get(root_type))) FS_JSON_FAIL(impl_->where(doc), err);
   od::object root;
   if ((err = doc.get_object().get(root))) FS_JSON_FAIL(impl_->where(doc), err);
-  bool saw_events = false;
   auto expect = [&](od::value& v, od::json_type want, std::string_view key) {
     od::json_type t;
     if (auto e = v.type().get(t)) FS_JSON_FAIL(impl_->where(v), e);
@@ -654,7 +661,11 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
     od::value v = field.value();
     if (key == "traceEvents") {
       expect(v, od::json_type::array, key);
-      saw_events = true;  // walked in pass 2; skipped here
+      // Both readers take the first "traceEvents" array as the events; one met here is a second
+      // (its events were dropped without a word).
+      fail(impl_->where(v),
+           "field \"traceEvents\" given twice, expected one array of events (which one a reader "
+           "takes differs)");
     } else if (key == "deviceProperties" || key == "computeProperties") {
       meta.has_device_properties = true;
       expect(v, od::json_type::array, key);
@@ -747,6 +758,12 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
       if (t != od::json_type::object) continue;
       od::object dobj;
       if ((err = v.get_object().get(dobj))) FS_JSON_FAIL(impl_->where(v), err);
+      // PyTorch's profiler writes {"backend", "rank": dist.get_rank(), "world_size":
+      // dist.get_world_size(), ...} (torch/profiler/profiler.py, _get_distributed_info): a world
+      // of 1 or more processes and a rank in [0, world_size). A rank 5 of 4 was imported as given
+      // (a fleet view of a job with 4 ranks then showed a fifth).
+      std::optional<int64_t> rank, world_size;
+      size_t rank_at = 0;
       for (auto df_res : dobj) {
         od::field df;
         if ((err = std::move(df_res).get(df))) FS_JSON_FAIL(impl_->where(v), err);
@@ -754,19 +771,33 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
         dk = df.unescaped_key();
         od::value x = df.value();
         if (dk == "rank") {
-          if (auto r = read_int(x, "distributedInfo.rank"); r && *r >= 0 && *r <= INT32_MAX)
-            meta.rank = static_cast<int32_t>(*r);
-          else if (r)
-            fail(impl_->where(x), "field \"distributedInfo.rank\" is out of range");
+          rank_at = impl_->where(x);
+          rank = read_int(x, "distributedInfo.rank");
+          if (rank && (*rank < 0 || *rank > INT32_MAX))
+            fail(rank_at, "field \"distributedInfo.rank\" is out of range (" +
+                              std::to_string(*rank) + "), expected a rank from 0 to 2147483647");
         } else if (dk == "world_size") {
-          if (auto r = read_int(x, "distributedInfo.world_size"); r && *r >= 0 && *r <= INT32_MAX)
-            meta.world_size = static_cast<int32_t>(*r);
-          else if (r)
-            fail(impl_->where(x), "field \"distributedInfo.world_size\" is out of range");
+          const size_t at = impl_->where(x);
+          world_size = read_int(x, "distributedInfo.world_size");
+          if (world_size && (*world_size < 1 || *world_size > INT32_MAX))
+            fail(at, "field \"distributedInfo.world_size\" is out of range (" +
+                         std::to_string(*world_size) +
+                         "), expected a number of processes from 1 to 2147483647");
         }
       }
+      if (rank && world_size && *rank >= *world_size)
+        fail(rank_at, "field \"distributedInfo.rank\" is out of range (" + std::to_string(*rank) +
+                          "), expected a rank below distributedInfo.world_size (" +
+                          std::to_string(*world_size) + ")");
+      if (rank) meta.rank = static_cast<int32_t>(*rank);
+      if (world_size) meta.world_size = static_cast<int32_t>(*world_size);
     } else if (key == "baseTimeNanoseconds") {
+      const size_t at = impl_->where(v);
       if (auto b = read_int(v, key)) {
+        // Kineto's base is a CLOCK_REALTIME time (ns since 1970): never negative.
+        if (*b < 0)
+          fail(at, "field \"baseTimeNanoseconds\" is negative (" + std::to_string(*b) +
+                       "), expected a time in ns since 1970 (0 or more)");
         meta.base_time_ns = *b;
         meta.has_base_time = true;
       }
@@ -785,7 +816,8 @@ void Tokenizer::parse_members(const std::vector<MetaMember>& members, TraceMeta&
         meta.host_name = std::string(s);
     }
   }
-  if (require_events && !saw_events)
+  // (A "traceEvents" array is never among the members: the readers take it out.)
+  if (require_events)
     fail(0, "missing required field \"traceEvents\" (not a Chrome-trace / Kineto JSON file)");
 }
 
@@ -1038,6 +1070,7 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
     raw.index = index;
     raw.offset = offset;
     bool skip_rest = false;  // a phase the importer does not translate: the rest is skipped
+    unsigned keys_seen = 0;  // the EventKeys met in this event (bit per key)
     for (auto f_res : obj) {
       // Used in place (value_unsafe() after the error check): copying ondemand fields and values
       // around was a visible share of this loop.
@@ -1045,6 +1078,12 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
       od::field& f = f_res.value_unsafe();
       const EventKey key = event_key(f.key().raw());
       if (key == EventKey::other) continue;  // "id", "bp", "s", ...: skipped by the iterator
+      // A field given twice ("ts": 5, "ts": 7) has no one meaning: JSON leaves it open and
+      // readers differ (the first or the last wins); the walker took the last without a word.
+      if (keys_seen & (1u << static_cast<unsigned>(key)))
+        ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                             event_key_name(key) + "\" given twice, expected each field once");
+      keys_seen |= 1u << static_cast<unsigned>(key);
       od::value& v = f.value();
       if ((err = v.type().get(t))) FS_WALK_FAIL(location_of(v, base, size), err);
       switch (key) {
@@ -1088,6 +1127,11 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
             if (!a.fits_int())
               ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
                                    event_key_name(key) + "\" is out of range, expected an integer");
+            // A pid or tid of 1.5 was truncated to 1 (and a tid is a stream id on GPU rows).
+            if (a.kind == ArgValue::Kind::real && a.d != std::trunc(a.d))
+              ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"" +
+                                   event_key_name(key) + "\" is not a whole number (" +
+                                   number_excerpt(v.raw_json_token()) + "), expected an integer");
             id.present = true;
             id.is_int = true;
             id.value = a.as_int();
@@ -1121,7 +1165,16 @@ void walk_batch(WalkContext& ctx, EventBatch& batch, Emit&& emit) {
             const ArgMember member = arg_slot(af.key().raw());
             if (!member) continue;  // skipped by the iterator
             ArgValue* slot = &(raw.args.*member);
-            if (slot->kind == ArgValue::Kind::absent) touched[touched_count++] = member;
+            if (slot->kind == ArgValue::Kind::absent) {
+              touched[touched_count++] = member;
+            } else if (member != &RawArgs::bytes && member != &RawArgs::external_id) {
+              // The same key twice (two spellings of one slot, "bytes"/"Bytes" and "External
+              // id"/"external id", are left to the last, as before).
+              const char* k = af.key().raw();
+              ctx.fail(offset, "traceEvents[" + std::to_string(index) + "]: field \"args." +
+                                   std::string(k, std::strcspn(k, "\"")) +
+                                   "\" given twice, expected each field once");
+            }
             od::value& av = af.value();
             od::json_type at;
             if ((err = av.type().get(at))) FS_WALK_FAIL(location_of(av, base, size), err);

@@ -11,8 +11,12 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <sstream>
+#include <type_traits>
 #include <unordered_map>
 
 #include "fleetscope/importers/importers.h"
@@ -127,12 +131,37 @@ class Row {
     if (type == SQLITE_NULL) return std::nullopt;
     if (type != SQLITE_INTEGER && type != SQLITE_FLOAT)
       throw InputError(f_.path(), where(), std::string("column '") + c + "' is not a number");
+    if (type == SQLITE_FLOAT) {
+      // Every column read here is an integer (ids, times, sizes, dimensions): a stream 1.5 was
+      // truncated to stream 1, and 1e30 saturated to the int64 limit. A whole number stored as a
+      // REAL (7.0) is kept.
+      const double x = sqlite3_column_double(st_, i);
+      if (!(x >= -9.2e18 && x <= 9.2e18) || x != std::trunc(x)) {
+        std::ostringstream text;
+        text << x;
+        throw InputError(f_.path(), where(),
+                         std::string("column '") + c +
+                             "' is not a whole number in the int64 range (" + text.str() +
+                             "), expected an integer");
+      }
+    }
     return sqlite3_column_int64(st_, i);
   }
+  // A 32-bit column. CUPTI's ids are uint32 (4294967295 for "none"): those are kept as the
+  // int32 of the same bits, as the Kineto importer and CUPTI's own structs read them; anything
+  // wider was cut to its low 32 bits without a word.
   template <class T = int32_t>
   std::optional<T> opt_as(const char* c) const {
     auto v = opt(c);
-    return v ? std::optional<T>(static_cast<T>(*v)) : std::nullopt;
+    if (!v) return std::nullopt;
+    if constexpr (std::is_same_v<T, int32_t>) {
+      if (*v < INT32_MIN || *v > int64_t{UINT32_MAX})
+        throw InputError(f_.path(), where(),
+                         std::string("column '") + c + "' is out of range (" + std::to_string(*v) +
+                             "), expected a 32-bit integer");
+      if (*v > INT32_MAX) return static_cast<int32_t>(static_cast<uint32_t>(*v));
+    }
+    return static_cast<T>(*v);
   }
   int64_t req(const char* c) const {
     auto v = opt(c);
@@ -226,6 +255,23 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       options.progress({path, 0, 0, result.events_seen, false});
   };
   std::set<int32_t> devices;
+  // Values no CUPTI record has, refused at their row as the Kineto importer refuses them at their
+  // event: an activity that ends before it starts (every row needs end >= start; Perfetto drops
+  // such a slice as an import error), a launch dimension below 1 (CUDA refuses 0), a negative
+  // byte count or GPU index (device -1 became a "GPU -1"). They were imported as given.
+  auto check_span = [&](const Row& r, int64_t start, int64_t end) {
+    if (end < start)
+      throw InputError(path, r.where(),
+                       "column 'end' (" + std::to_string(end) + ") is before column 'start' (" +
+                           std::to_string(start) + "), expected end >= start");
+  };
+  auto check_at_least = [&](const Row& r, const char* column, int64_t value, int64_t min,
+                            const char* expected) {
+    if (value < min)
+      throw InputError(path, r.where(),
+                       std::string("column '") + column + "' is out of range (" +
+                           std::to_string(value) + "), expected " + expected);
+  };
 
   if (f.has_table(kKernel)) {
     Query q = query_of<store::Kernel>(f);
@@ -233,6 +279,14 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       Row r(st, q, f, kKernel);
       store::Kernel k;
       store::nsys::Columns<store::Kernel>::read(k, r, str);
+      check_span(r, k.start, k.end);
+      check_at_least(r, "deviceId", k.deviceId, 0, "a GPU index (0 or more)");
+      // (0: the export has no such column.)
+      for (const auto& [column, value] :
+           {std::pair{"gridX", k.gridX}, std::pair{"gridY", k.gridY}, std::pair{"gridZ", k.gridZ},
+            std::pair{"blockX", k.blockX}, std::pair{"blockY", k.blockY},
+            std::pair{"blockZ", k.blockZ}})
+        if (!r.null(column)) check_at_least(r, column, value, 1, "a dimension of 1 or more");
       k.captureId = capture.id;
       see(k.start, k.end);
       devices.insert(k.deviceId);
@@ -247,6 +301,9 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       Row r(st, q, f, kMemcpy);
       store::Memcpy m;
       store::nsys::Columns<store::Memcpy>::read(m, r, str);
+      check_span(r, m.start, m.end);
+      check_at_least(r, "deviceId", m.deviceId, 0, "a GPU index (0 or more)");
+      check_at_least(r, "bytes", m.bytes, 0, "0 or more");
       m.captureId = capture.id;
       see(m.start, m.end);
       devices.insert(m.deviceId);
@@ -261,6 +318,9 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       Row r(st, q, f, kMemset);
       store::Memset m;
       store::nsys::Columns<store::Memset>::read(m, r, str);
+      check_span(r, m.start, m.end);
+      check_at_least(r, "deviceId", m.deviceId, 0, "a GPU index (0 or more)");
+      check_at_least(r, "bytes", m.bytes, 0, "0 or more");
       m.captureId = capture.id;
       see(m.start, m.end);
       devices.insert(m.deviceId);
@@ -279,6 +339,7 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       // nsys files runtime and driver calls in one table; the name tells them apart.
       bool driver = c.name.rfind("cu", 0) == 0 && c.name.rfind("cuda", 0) != 0;
       c.eventClass = driver ? store::ApiClass::driver : store::ApiClass::runtime;
+      check_span(r, c.start, c.end);
       c.captureId = capture.id;
       see(c.start, c.end);
       pids.insert(store::pid_of(c.globalTid));
@@ -293,6 +354,7 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
       Row r(st, q, f, kSync);
       store::Sync s;
       store::nsys::Columns<store::Sync>::read(s, r, str);
+      check_span(r, s.start, s.end);
       s.captureId = capture.id;
       see(s.start, s.end);
       if (s.deviceId) devices.insert(*s.deviceId);
@@ -312,6 +374,7 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
         e.text = *t;
       else if (!r.null("textId"))
         e.text = str(r, "textId");
+      if (e.end) check_span(r, e.start, *e.end);
       e.captureId = capture.id;
       see(e.start, e.end.value_or(e.start));
       ++result.nvtx_events;

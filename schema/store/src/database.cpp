@@ -29,6 +29,7 @@
 #include "fleetscope/store/read_policy.h"
 #include "fleetscope/store/rows.h"
 #include "fleetscope/store/unreadable_file.h"
+#include "migrated_copy.h"
 #include "schema_shape.h"
 #include "sqlite_errors.h"
 
@@ -49,6 +50,11 @@ const std::string& index_sql() {
 const std::string& schema_v1_sql() {
   return embedded::v1_sql;
 }
+
+// A connection to a copy, named after the file the user gave (in every error message).
+struct DatabaseAccess {
+  static Database adopt(sqlite3* db, const std::string& path) { return Database(db, path); }
+};
 
 namespace {
 
@@ -201,31 +207,239 @@ void migrate(sqlite3* db, int version) {
   }
 }
 
-// A private copy of the database open on `file` (sqlite3_backup), for reading an older schema
-// without writing to the file: the migration runs on the copy. The copy is SQLite's private
-// temporary on-disk database (an empty file name: deleted when the connection closes), so the
-// memory it takes is its page cache (8 MiB here), whatever the size of the file: a copy in
-// memory took 239 MB for `info` on a 225 MB v1 file.
-sqlite3* copy_into_memory(sqlite3* file, const std::string& path) {
-  sqlite3* memory = nullptr;
-  if (sqlite3_open_v2("", &memory, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+// ---- Migrated copies ----
+// A read-only open never writes to the file it reads, so an older schema is migrated on a copy
+// (`fleetscope migrate` upgrades the file itself, once). The copy is made once per content of the
+// file and kept in the user's cache folder (migrated_copy.h), where every later connection of
+// this process and every later run reads it: the GUI opens several connections per file (loader,
+// timeline, SQL console) and each made its own whole copy: 5.5 s to first paint for a 1.18 GB
+// schema-5 file, 50-144 ms with the kept copy (docs/benchmarks.md "First paint of an
+// older-schema file"). Where nothing can be kept, a private copy.
+
+std::mutex& listener_mutex() {
+  static std::mutex m;
+  return m;
+}
+MigratedCopyListener& listener() {
+  static MigratedCopyListener l;
+  return l;
+}
+std::atomic<uint64_t> g_copies_made{0};
+
+void notify(const MigratedCopyNotice& notice) {
+  MigratedCopyListener l;
+  {
+    std::lock_guard lock(listener_mutex());
+    l = listener();
+  }
+  if (l) l(notice);
+}
+
+// Tells the listener once per file and content in this process, before anything is copied.
+void announce(const std::string& path, int version, const std::string& identity) {
+  static std::mutex m;
+  static std::unordered_map<std::string, bool> announced;
+  {
+    std::lock_guard lock(m);
+    if (!announced.emplace(path + '\n' + identity, true).second) return;
+  }
+  MigratedCopyNotice notice;
+  notice.path = path;
+  notice.schema_version = version;
+  notify(notice);
+}
+
+// Copies the database open on `file` into `target` in steps, telling the listener how far it
+// is; SQLITE_DONE when whole.
+int copy_database(sqlite3* target, sqlite3* file, const std::string& path, int version) {
+  sqlite3_backup* backup = sqlite3_backup_init(target, "main", file, "main");
+  if (!backup) return sqlite3_errcode(target);
+  MigratedCopyNotice notice;
+  notice.stage = MigratedCopyNotice::Stage::copying;
+  notice.path = path;
+  notice.schema_version = version;
+  int rc = SQLITE_OK;
+  // 4,096 pages a step (32 MiB of 8 KiB pages): a hundred and some steps for 10 M kernels.
+  do {
+    rc = sqlite3_backup_step(backup, 4096);
+    notice.total = sqlite3_backup_pagecount(backup);
+    notice.done = notice.total - sqlite3_backup_remaining(backup);
+    if (rc == SQLITE_OK || rc == SQLITE_DONE) notify(notice);
+  } while (rc == SQLITE_OK);
+  sqlite3_backup_finish(backup);
+  return rc;
+}
+
+// An error reading the file being copied is bad input; one writing the copy is not the file's.
+bool source_error(int rc) {
+  return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB || rc == SQLITE_INTERRUPT ||
+         rc == SQLITE_NOMEM;
+}
+
+// Migrates a copy just made (open on `copy`, errors naming `path`) to the current schema.
+void migrate_copy(sqlite3* copy, const std::string& path, int version) {
+  apply_untrusted_file_settings(copy);
+  apply_connection_pragmas(copy);
+  if (g_read_deadline_ns.load() != 0)
+    sqlite3_progress_handler(copy, kReadBudgetSteps, read_deadline_handler, nullptr);
+  MigratedCopyNotice notice;
+  notice.stage = MigratedCopyNotice::Stage::migrating;
+  notice.path = path;
+  notice.schema_version = version;
+  notify(notice);
+  migrate(copy, version);
+  if (g_shape_checks) check_schema_shape(copy, path, /*check_types=*/true);
+}
+
+// A private copy for this connection alone: SQLite's private temporary on-disk database (an
+// empty file name: deleted when the connection closes), so the memory it takes is its page cache
+// (8 MiB here), whatever the size of the file: a copy in memory took 239 MB for `info` on a
+// 225 MB v1 file.
+Database private_copy(sqlite3* file, const std::string& path, int version) {
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2("", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
-    sqlite3_close(memory);
+    sqlite3_close(raw);
     throw Error(path + ": cannot open a temporary copy to migrate it");
   }
-  sqlite3_exec(memory, "PRAGMA cache_size = -8192", nullptr, nullptr, nullptr);
-  sqlite3_backup* backup = sqlite3_backup_init(memory, "main", file, "main");
-  int rc = backup ? sqlite3_backup_step(backup, -1) : sqlite3_errcode(memory);
-  sqlite3_backup_finish(backup);
-  if (rc != SQLITE_DONE) {
-    std::string message = sqlite3_errmsg(backup ? file : memory);
-    sqlite3_close(memory);
-    throw InputError(path, "", "cannot copy the database to migrate it: " + message);
+  Database copy = DatabaseAccess::adopt(raw, path);
+  copy.exec("PRAGMA cache_size = -8192");
+  const int rc = copy_database(raw, file, path, version);
+  if (rc != SQLITE_DONE)
+    throw InputError(path, "",
+                     "cannot copy the database to migrate it: " +
+                         std::string(sqlite3_errmsg(source_error(rc) ? file : raw)));
+  ++g_copies_made;
+  migrate_copy(raw, path, version);
+  copy.exec("PRAGMA query_only = ON");
+  return copy;
+}
+
+// The mark a finished kept copy carries (its user_version): the low bits of its identity, set
+// after the migration, so that a copy of other content or one cut short is never read as this.
+int copy_mark(const std::string& identity) {
+  return static_cast<int>(std::stoull(identity, nullptr, 16) & 0x7fffffff) | 1;
+}
+
+// The kept copy `entry` of `path`, or nothing when it is not a finished copy of this content.
+std::optional<Database> open_kept_copy(const std::string& entry, const std::string& path,
+                                       const std::string& identity) {
+  if (!migrated_copy::entry_complete(entry)) return std::nullopt;
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(entry.c_str(), &raw,
+                      SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                      nullptr) != SQLITE_OK) {
+    sqlite3_close(raw);
+    return std::nullopt;
   }
-  return memory;
+  Database db = DatabaseAccess::adopt(raw, path);  // errors name the file the user gave
+  try {
+    apply_untrusted_file_settings(raw);
+    apply_connection_pragmas(raw);
+    if (g_read_deadline_ns.load() != 0)
+      sqlite3_progress_handler(raw, kReadBudgetSteps, read_deadline_handler, nullptr);
+    Statement mark(raw, "PRAGMA user_version");
+    if (!mark.step() || mark.column_int(0) != copy_mark(identity)) return std::nullopt;
+    if (read_schema_version(raw, path) != kSchemaVersion) return std::nullopt;
+    if (g_shape_checks) check_schema_shape(raw, path, /*check_types=*/true);
+    db.exec("PRAGMA query_only = ON");
+  } catch (const Error&) {
+    if (read_time_limit_passed()) throw;
+    return std::nullopt;
+  }
+  migrated_copy::touch(entry);
+  return db;
+}
+
+// Makes the kept copy `entry` of the database open on `file`: written under a temporary name
+// beside it and renamed into place once migrated (AtomicOutput), so that no connection ever reads
+// a half-made copy. Nothing when it cannot be written or the file changed while it was copied.
+std::optional<Database> make_kept_copy(sqlite3* file, const std::string& path, int version,
+                                       const std::string& identity, const std::string& entry,
+                                       const std::string& folder) {
+  std::error_code ec;
+  std::filesystem::remove(entry, ec);  // not a finished copy of this content (open_kept_copy)
+  AtomicOutput out(entry, AtomicOutput::Replace::no);
+  {
+    sqlite3* raw = nullptr;
+    if (sqlite3_open_v2(
+            out.temp_path().c_str(), &raw,
+            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+            nullptr) != SQLITE_OK) {
+      sqlite3_close(raw);
+      return std::nullopt;
+    }
+    Database copy = DatabaseAccess::adopt(raw, path);
+    // Nothing to recover after a crash (the temporary is removed and made again): no syncs, the
+    // journal in memory (defensive mode, set by migrate_copy, refuses to turn it off).
+    copy.exec("PRAGMA journal_mode = MEMORY");
+    copy.exec("PRAGMA synchronous = OFF");
+    copy.exec("PRAGMA cache_size = -8192");
+    const int rc = copy_database(raw, file, path, version);
+    if (rc != SQLITE_DONE) {
+      if (source_error(rc))
+        throw InputError(
+            path, "",
+            "cannot copy the database to migrate it: " + std::string(sqlite3_errmsg(file)));
+      return std::nullopt;  // the cache folder's disk is full, or cannot be written
+    }
+    if (migrated_copy::identity(path) != identity) return std::nullopt;  // changed meanwhile
+    // The copy of a WAL file is a WAL file (the header is copied): a rollback-journal one is
+    // read without -wal and -shm files beside it, which no cleanup would know to remove.
+    copy.exec("PRAGMA journal_mode = DELETE");
+    copy.exec("PRAGMA journal_mode = MEMORY");
+    ++g_copies_made;
+    migrate_copy(raw, path, version);
+    copy.exec("PRAGMA user_version = " + std::to_string(copy_mark(identity)));
+  }
+  migrated_copy::note_source(entry, path);
+  out.commit();
+  migrated_copy::clean(folder, entry, kMigratedCopiesMaxBytes);
+  return open_kept_copy(entry, path, identity);
+}
+
+// What a read-only open of an older schema reads: the kept copy of this content, made now when
+// there is none; a private copy where none can be kept.
+Database migrated_copy_of(sqlite3* file, const std::string& path, int version) {
+  const std::optional<std::string> identity = migrated_copy::identity(path);
+  announce(path, version, identity.value_or(""));
+  std::error_code ec;
+  const bool keep = identity && std::filesystem::file_size(path, ec) >= kMigratedCopyKeepMinBytes;
+  const std::string folder = keep ? migrated_copy::folder() : std::string();
+  if (!folder.empty()) {
+    const std::string entry = migrated_copy::entry_path(folder, path, *identity);
+    if (auto kept = open_kept_copy(entry, path, *identity)) return std::move(*kept);
+    // One copy at a time: a connection or process that wants the same copy waits for it.
+    migrated_copy::BuildLock lock(folder);
+    if (auto kept = open_kept_copy(entry, path, *identity)) return std::move(*kept);
+    try {
+      if (auto made = make_kept_copy(file, path, version, *identity, entry, folder))
+        return std::move(*made);
+    } catch (const InputError&) {
+      throw;  // the file itself (damaged, over the read budget)
+    } catch (const Error&) {
+      // The cache folder cannot take it (another writer, no space): a private copy.
+    }
+  }
+  return private_copy(file, path, version);
 }
 
 }  // namespace
+
+std::string MigratedCopyNotice::line() const {
+  return path + " is schema " + std::to_string(schema_version) +
+         "; reading a migrated copy (fleetscope migrate " + path + " upgrades it once)";
+}
+void set_migrated_copy_listener(MigratedCopyListener l) {
+  std::lock_guard lock(listener_mutex());
+  listener() = std::move(l);
+}
+std::string migrated_copy_folder() {
+  return migrated_copy::folder();
+}
+uint64_t migrated_copies_made() {
+  return g_copies_made.load();
+}
 
 std::string connection_path(const sqlite3* db) {
   {
@@ -357,17 +571,9 @@ Database Database::open(const std::string& path, OpenMode mode) {
                          std::to_string(kSchemaVersion) + "); upgrade fleetscope to read it");
   if (version < kSchemaVersion) {
     if (mode == OpenMode::read_only) {
-      // A read never writes to the file it reads: the older schema is migrated on a private
-      // in-memory copy (`fleetscope migrate` upgrades the file itself, once).
-      Database copy(copy_into_memory(raw, path), path);
+      // A read never writes to the file it reads (migrated_copy_of).
+      Database copy = migrated_copy_of(raw, path, version);
       db.close();
-      apply_untrusted_file_settings(copy.raw());
-      apply_connection_pragmas(copy.raw());
-      if (g_read_deadline_ns.load() != 0)
-        sqlite3_progress_handler(copy.raw(), kReadBudgetSteps, read_deadline_handler, nullptr);
-      migrate(copy.raw(), version);
-      if (g_shape_checks) check_schema_shape(copy.raw(), path, /*check_types=*/true);
-      copy.exec("PRAGMA query_only = ON");
       return copy;
     }
     migrate(raw, version);

@@ -23,26 +23,6 @@ std::optional<CaptureKind> capture_kind_from_string(const std::string& text) {
   return std::nullopt;
 }
 
-const char* memcpy_kind_short(int32_t kind) {
-  static const char* const names[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                      "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
-  return kind >= 0 && kind <= 10 ? names[kind] : "Unknown";
-}
-
-const char* memcpy_kind_label(int32_t kind) {
-  static const char* const labels[] = {"Unknown",         "Host-to-Device",  "Device-to-Host",
-                                       "Host-to-Array",   "Array-to-Host",   "Array-to-Array",
-                                       "Array-to-Device", "Device-to-Array", "Device-to-Device",
-                                       "Host-to-Host",    "Peer-to-Peer"};
-  return kind >= 0 && kind <= 10 ? labels[kind] : "Unknown";
-}
-
-const char* memory_kind_label(int32_t kind) {
-  static const char* const labels[] = {"Unknown", "Pageable", "Pinned",        "Device",
-                                       "Array",   "Managed",  "Device Static", "Managed Static"};
-  return kind >= 0 && kind <= 7 ? labels[kind] : "Unknown";
-}
-
 const char* sync_type_label(int32_t type) {
   switch (type) {
     case kSyncEvent:

@@ -31,7 +31,21 @@ std::pair<std::string, int> host_and_port(const std::string& address) {
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
     throw std::invalid_argument("daemon address '" + address +
                                 "': expected a socket path (/...) or HOST:PORT");
-  return {address.substr(0, colon), std::stoi(address.substr(colon + 1))};
+  // A port of digits only, 1 to 65535: std::stoi said "stoi" for '127.0.0.1:abc', took
+  // '127.0.0.1:80x' as port 80 and cut '127.0.0.1:99999999999' short of an error.
+  const std::string port = address.substr(colon + 1);
+  int number = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9' || number > 65535) {
+      number = 0;
+      break;
+    }
+    number = number * 10 + (c - '0');
+  }
+  if (number < 1 || number > 65535)
+    throw std::invalid_argument("daemon address '" + address + "': the port '" + port +
+                                "' is not a number from 1 to 65535 (expected HOST:PORT)");
+  return {address.substr(0, colon), number};
 }
 
 void set_timeouts(TSocket& socket, int timeout_ms) {

@@ -276,6 +276,52 @@ TEST_F(Commands, ReportErrors) {
   EXPECT_NE(help.out.find("html|markdown|table|json|chrome-trace"), std::string::npos);
 }
 
+// Job ids are made in one place, AnalysisSession::job_profile, for `share plan DB`, `candidates
+// --format profiles` and the GUI (issue 23: the GUI named jobs by file name, `share plan` by the
+// full path). The id names the file, whatever path opened it; only two files of one name are
+// told apart by the paths as given.
+TEST_F(Commands, JobIdsNameTheFileWhateverPathOpenedIt) {
+  auto profile_ids = [](const std::string& path) {
+    auto r =
+        call(run_candidates_command, {path, "--format", "profiles", "--max-utilization", "0.9"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::vector<std::string> out;
+    for (const json& job : json::parse(r.out)) out.push_back(job.at("job_id"));
+    return out;
+  };
+  const std::string expected = "resnet-train@t.db#capture" + std::to_string(ids.capture) + "/gpu0";
+  const std::string absolute = std::filesystem::absolute(db).string();
+  EXPECT_EQ(profile_ids(absolute), std::vector<std::string>{expected});
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  const auto relative = profile_ids("t.db");
+  const auto dotted = profile_ids("./t.db");
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(relative, std::vector<std::string>{expected});
+  EXPECT_EQ(dotted, std::vector<std::string>{expected});
+
+  // The session the GUI and `share plan` plan with: the same ids, from the same candidates.
+  const sharer::MemoryModel memory;
+  AnalysisSession one;
+  one.open(absolute);
+  const auto loaded = one.loaded(CaptureKey{0, ids.capture});
+  ASSERT_EQ(loaded->candidates.size(), 1u);
+  const ConsolidationCandidate& c = loaded->candidates[0];
+  EXPECT_EQ(one.job_profile(c, 0, memory).job_id, expected);
+
+  // Two files called t.db: the paths as given keep their jobs apart.
+  std::filesystem::create_directories(dir.file("other"));
+  const std::string twin = dir.file("other/t.db");
+  std::filesystem::copy_file(db, twin);
+  AnalysisSession two;
+  two.open(db);
+  two.open(twin);
+  EXPECT_EQ(two.job_profile(c, 0, memory).job_id,
+            "resnet-train@" + db + "#capture" + std::to_string(ids.capture) + "/gpu0");
+  EXPECT_EQ(two.job_profile(c, 1, memory).job_id,
+            "resnet-train@" + twin + "#capture" + std::to_string(ids.capture) + "/gpu0");
+}
+
 TEST_F(Commands, FleetDiffCandidates) {
   auto fleet = call(run_fleet_command, {db, "--format", "json"});
   ASSERT_EQ(fleet.code, 0) << fleet.err;
@@ -297,6 +343,14 @@ TEST_F(Commands, FleetDiffCandidates) {
   EXPECT_EQ(c[0]["candidate"], true);
   auto table = call(run_candidates_command, {db});
   EXPECT_NE(table.out.find("resnet-train"), std::string::npos);
+  // A utilization that is no fraction is a usage error (nan and 2 were taken, with exit 0).
+  for (const std::string bad : {"nan", "2", "-0.1", "inf"}) {
+    auto refused = call(run_candidates_command, {db, "--max-utilization", bad});
+    EXPECT_EQ(refused.code, 2) << bad;
+    EXPECT_NE(refused.err.find("--max-utilization expects a fraction from 0 to 1"),
+              std::string::npos)
+        << refused.err;
+  }
   EXPECT_EQ(call(run_fleet_command, {}).code, 2);
   EXPECT_EQ(call(run_diff_command, {db}).code, 2);
 }
@@ -485,6 +539,86 @@ TEST(FleetIdentity, FortyImportedCapturesAreFortyJobs) {
     // jobNN's gap is 5 + NN us: idle time is its own, not a neighbour's.
     const int n = std::stoi(name.substr(3));
     EXPECT_EQ(job["idle_ns"], int64_t{5 + n} * 1000) << name;
+  }
+  EXPECT_EQ(names.size(), 40u);
+  EXPECT_EQ(*names.begin(), "job00");
+  EXPECT_EQ(*names.rbegin(), "job39");
+}
+
+// The issue's own case with real traces (issue 23): 40 PyTorch-profiler traces imported into one
+// database, each of six real HTA traces copied under several job names, so every pid and device
+// repeats across captures (up to 7 captures of each trace's pids). The database keeps 40 jobs of
+// one capture each, every process in its own capture's job, and `fleet` ranks 40 jobs, each named
+// after its file and with its own trace's figures (not a neighbour's with the same pid).
+TEST(FleetIdentity, FortyRealTracesWithRepeatedPidsAreFortyJobsWithTheirOwnFigures) {
+  const std::string kineto = std::string(FLEETSCOPE_SHARED_DATA) + "/traces/kineto/";
+  const std::vector<std::string> sources = {
+      "hta-critical_path_alexnet_trace.json.gz",
+      "hta-critical_path_simple_add_trace.json.gz",
+      "hta-critical_path_cuda_event_sync_event_sync_trace.json.gz",
+      "hta-critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz",
+      "hta-triton_example_triton_example.json.gz",
+      "hta-trace_filter_sampled_rank-1.json.gz"};
+  testing::TempDir dir;
+  // Each source alone: its own ranking entry, the figures every copy must show.
+  std::vector<json> alone;
+  for (const auto& source : sources) {
+    ASSERT_TRUE(std::filesystem::exists(kineto + source)) << kineto + source;
+    const std::string db = dir.file(source + ".db");
+    importers::import_files({kineto + source}, db, {});
+    auto fleet = call(run_fleet_command, {db, "--format", "json"});
+    ASSERT_EQ(fleet.code, 0) << fleet.err;
+    const json ranking = json::parse(fleet.out);
+    ASSERT_EQ(ranking.size(), 1u) << source << ": " << fleet.out;
+    ASSERT_EQ(ranking[0]["gpu_activity"], true) << source;
+    alone.push_back(ranking[0]);
+  }
+  std::vector<std::string> files;
+  for (size_t i = 0; i < 40; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "job%02zu.json.gz", i);
+    files.push_back(dir.file(name));
+    std::filesystem::copy_file(kineto + sources[i % sources.size()], files.back());
+  }
+  const std::string db = dir.file("fleet.db");
+  importers::ImportOptions options;
+  options.parallel_files = 4;
+  importers::import_files(files, db, options);
+
+  store::Reader reader(db);
+  ASSERT_EQ(reader.captures().size(), 40u);
+  ASSERT_EQ(reader.workflows().size(), 40u);
+  const auto workflows = reader.workflows();
+  size_t processes = 0;
+  std::set<int64_t> pids;
+  for (const auto& capture : reader.captures()) {
+    const auto own = reader.processes(capture.id);
+    ASSERT_FALSE(own.empty()) << capture.source_path;
+    for (const auto& p : own) {
+      EXPECT_EQ(p.captureId, capture.id);
+      pids.insert(p.globalPid);
+      const auto w = std::find_if(workflows.begin(), workflows.end(),
+                                  [&](const auto& x) { return x.id == p.workflow_id; });
+      ASSERT_NE(w, workflows.end());
+      EXPECT_EQ(dir.file(w->name + ".json.gz"), capture.source_path) << "job of its own file";
+    }
+    processes += own.size();
+  }
+  EXPECT_EQ(reader.processes().size(), processes) << "no process row shared by captures";
+  EXPECT_LT(pids.size(), processes) << "the pids repeat across captures (the case under test)";
+
+  auto fleet = call(run_fleet_command, {db, "--format", "json", "--top", "100"});
+  ASSERT_EQ(fleet.code, 0) << fleet.err;
+  const json ranking = json::parse(fleet.out);
+  ASSERT_EQ(ranking.size(), 40u) << fleet.out;
+  std::set<std::string> names;
+  for (const json& job : ranking) {
+    const std::string name = job["workflow"];
+    names.insert(name);
+    EXPECT_EQ(job["captures"], 1) << job.dump();
+    const json& own = alone[std::stoul(name.substr(3)) % sources.size()];
+    for (const char* figure : {"span_ns", "idle_ns", "devices", "steps", "gpu_activity"})
+      EXPECT_EQ(job[figure], own[figure]) << name << " " << figure;
   }
   EXPECT_EQ(names.size(), 40u);
   EXPECT_EQ(*names.begin(), "job00");

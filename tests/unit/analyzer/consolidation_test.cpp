@@ -1,6 +1,7 @@
 #include "fleetscope/analyzer/consolidation.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -113,6 +114,17 @@ TEST(DeclaredMemory, ReadsSalusWorkloadsAndNamesTheLineOfABadRow) {
     }
   }
   EXPECT_THROW(read_salus_workloads(write_file(dir, "empty.csv", "")), InputError);
+  // `candidates --memory-from FIFO` waited for a writer for ever.
+  const std::string fifo = dir.file("fifo.csv");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    read_salus_workloads(fifo);
+    ADD_FAILURE() << "read a FIFO";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read " + fifo + ": not a regular file"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DeclaredMemory, FillsOnlyUnmeasuredCandidatesAndDecidesTheVerdictAgain) {

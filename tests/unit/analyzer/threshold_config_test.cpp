@@ -3,10 +3,12 @@
 #include "fleetscope/analyzer/threshold_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <sstream>
 
 #include "fleetscope/store/error.h"
+#include "temp_dir.h"
 
 namespace fleetscope::analyzer {
 namespace {
@@ -58,6 +60,26 @@ TEST(ThresholdConfig, ErrorsNameTheFileTheLineAndWhatWasExpected) {
 
 TEST(ThresholdConfig, MissingFileIsAnInputError) {
   EXPECT_THROW(read_threshold_config("/nonexistent/fleetscope.conf"), InputError);
+}
+
+// `analyze --config FIFO` waited for a writer for ever; `--config DIR` read as an empty config and
+// changed nothing without a word. Both are named, in the one wording of common/file_errors.h.
+TEST(ThresholdConfig, AFifoOrADirectoryIsNamedNotRead) {
+  test_support::TempDir dir;
+  const std::string fifo = dir.file("team.conf");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, problem] :
+       {std::pair{fifo, std::string("not a regular file")},
+        std::pair{dir.path().string(), std::string("it is a directory")}}) {
+    try {
+      read_threshold_config(path);
+      ADD_FAILURE() << "accepted " << path;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "cannot read " + path + ": " + problem +
+                    "; expected a threshold config file (RULE.THRESHOLD = VALUE)");
+    }
+  }
 }
 
 }  // namespace

@@ -102,10 +102,14 @@ const CaptureData& loaded(const std::string& trace) {
   return *slot;
 }
 
-// HTA's values for the trace, or nullptr with the reason to skip.
+// HTA's values for the trace, or nullptr with the reason to skip (HTA itself could not analyse
+// it). A trace missing from the reference is a failure, not a skip: the reference data is
+// missing.
 const json* hta_values(const std::string& trace, std::string& skip_reason) {
   const json& traces = reference().at("traces");
   if (!traces.contains(trace)) {
+    ADD_FAILURE() << trace << " is not in hta_reference.json (tests/data/hta_reference/README.md "
+                  << "says how to compute it)";
     skip_reason = "not in hta_reference.json";
     return nullptr;
   }

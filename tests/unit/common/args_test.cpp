@@ -1,5 +1,6 @@
 // The shared command-line parser: integer bounds are enforced where options are parsed.
 #include "fleetscope/common/args.h"
+#include "fleetscope/common/capture_choice.h"
 
 #include <gtest/gtest.h>
 
@@ -79,6 +80,49 @@ TEST(ArgParser, ASingleValueOptionGivenTwiceDifferentlyIsAUsageError) {
   EXPECT_EQ(capture, "9");
   EXPECT_FALSE(parse({"--name", "a", "--name", "b"}, err).has_value()) << err;
   EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+}
+
+}  // namespace
+}  // namespace fleetscope::common
+
+namespace fleetscope::common {
+namespace {
+
+// An empty value (`--capture=`, or `--capture "$ID"` with ID unset) was taken as the option not
+// given: `info --capture=` showed every capture. It is a usage error naming the option.
+TEST(ArgParser, AnEmptyValueIsAUsageError) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--capture="}, std::vector<std::string>{"--capture", ""}}) {
+    std::string capture = "unchanged";
+    ArgParser parser("t [--capture ID|all]", "test");
+    parser.option("--capture", "ID|all", "which", &capture);
+    std::ostringstream out, err;
+    EXPECT_EQ(parser.parse(args, out, err), 2);
+    EXPECT_EQ(
+        err.str().rfind("error: option '--capture' needs a value (ID|all), got an empty one", 0),
+        0u)
+        << err.str();
+    EXPECT_EQ(capture, "unchanged");
+  }
+  const Parsed top = parse_top({"--top="});
+  EXPECT_EQ(top.code, 2);
+  EXPECT_NE(top.err.find("option '--top' needs a value (N), got an empty one"), std::string::npos)
+      << top.err;
+}
+
+// `--capture 99999999999999999999` was taken as 9223372036854775807 (strtoll saturates) and
+// reported as "no capture with id 9223372036854775807": an id past int64 is a usage error naming
+// what was typed.
+TEST(CaptureChoice, AnIdPastInt64IsRefusedAsTyped) {
+  EXPECT_EQ(parse_capture_choice("9223372036854775807").id, INT64_MAX);
+  try {
+    parse_capture_choice("99999999999999999999");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--capture expects a capture id (see `fleetscope info`) or 'all', got "
+              "'99999999999999999999'");
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // refused with the file and position, and every command terminates.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -92,6 +93,30 @@ TEST(UntrustedInput, AnOptionGivenTwiceDifferentlyIsAUsageError) {
   EXPECT_EQ(same.code, 0) << same.err;
 }
 
+// Two rows with one job_id were both simulated and reported under the same id (issue 23): the
+// trace is refused naming both lines. The same for an Alibaba pod list's names and node list's sn.
+TEST(UntrustedInput, ADuplicateJobIdIsRefusedNamingBothLines) {
+  const auto outcome = sim_rows("3,1,0,10,vgg19,10,1\n4,1,5,10,vgg19,10,1\n03,1,9,10,vgg19,10,1\n");
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err,
+                       "jobs.csv:4: column 1 (job_id): expected job_id unique in the "
+                       "file (line 2 has it too), found '03'"))
+      << outcome.err;
+  EXPECT_TRUE(outcome.out.empty()) << outcome.out;
+
+  const auto pods = scratch_file(
+      "pods.csv",
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time\np-1,1000,1024,1,500,,LS,Running,0,10\np-1,1000,1024,1,500,,LS,Running,1,"
+      "10\n");
+  const auto packed = sim({"--jobs", pods, "--gpus", "8"});
+  EXPECT_EQ(packed.code, 1);
+  EXPECT_TRUE(contains(packed.err,
+                       "pods.csv:3: column 1 (name): expected name unique in the file "
+                       "(line 2 has it too), found 'p-1'"))
+      << packed.err;
+}
+
 TEST(UntrustedInput, HeaderOnlyTraceIsAnError) {
   const auto outcome = sim_rows("");
   EXPECT_EQ(outcome.code, 1);
@@ -158,6 +183,69 @@ TEST(UntrustedInput, NumberOverflowingADoubleNamesTheFile) {
   const auto outcome = plan({"--candidates", path});
   EXPECT_EQ(outcome.code, 1);
   EXPECT_TRUE(contains(outcome.err, path + ": not valid JSON")) << outcome.err;
+}
+
+// A FIFO given as a job trace, profiles, node list, runs or candidates file waited for a writer
+// for ever; a directory read as an empty file ("adir:1: expected a header line").
+TEST(UntrustedInput, AFifoOrADirectoryIsNamedNotRead) {
+  const auto dir = std::filesystem::path(scratch_file("x", "")).parent_path();
+  const std::string fifo = (dir / "fifo.csv").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string folder = (dir / "folder").string();
+  std::filesystem::create_directories(folder);
+  const auto jobs = scratch_file("jobs.csv", std::string(kHeader) + "0,1,0,10,vgg19,10,1\n");
+  for (const std::string& path : {fifo, folder}) {
+    SCOPED_TRACE(path);
+    const std::string problem =
+        path == fifo ? ": not a regular file; expected " : ": it is a directory; expected ";
+    auto outcome = sim({"--jobs", path, "--gpus", "2", "--policy", "srtf"});
+    EXPECT_EQ(outcome.code, 1);
+    EXPECT_TRUE(contains(outcome.err, "cannot read " + path + problem + "a job trace (CSV)"))
+        << outcome.err;
+    outcome = sim({"--jobs", jobs, "--profiles", path, "--gpus", "2", "--policy", "srtf"});
+    EXPECT_EQ(outcome.code, 1);
+    EXPECT_TRUE(contains(outcome.err, "cannot read " + path + problem + "Salus workload profiles"))
+        << outcome.err;
+    outcome = plan({"--candidates", path});
+    EXPECT_EQ(outcome.code, 1);
+    EXPECT_TRUE(contains(outcome.err, "cannot read " + path + problem + "a JSON array of job"))
+        << outcome.err;
+  }
+}
+
+// A CSV saved by a spreadsheet starts with a UTF-8 byte order mark: its first column was
+// "\xEF\xBB\xBFjob_id" and the trace was refused for want of a job_id column. A header naming one
+// column twice was read by its first and the second ignored.
+TEST(UntrustedInput, AByteOrderMarkIsIgnoredAndARepeatedColumnRefused) {
+  const auto path =
+      scratch_file("bom.csv", "\xEF\xBB\xBF" + std::string(kHeader) + "0,1,0,10,vgg19,10,1\n");
+  const auto outcome = sim({"--jobs", path, "--profiles", jobs_data("salus_workloads.csv"),
+                            "--gpus", "2", "--policy", "srtf"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  const auto twice =
+      scratch_file("twice.csv",
+                   "job_id,num_gpu,submit_time,iterations,model_name,duration,job_id\n"
+                   "0,1,0,10,vgg19,10,1\n");
+  const auto refused = sim({"--jobs", twice, "--profiles", jobs_data("salus_workloads.csv"),
+                            "--gpus", "2", "--policy", "srtf"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_TRUE(contains(refused.err,
+                       "twice.csv:1: expected each column named once, found 'job_id' in columns "
+                       "1 and 7"))
+      << refused.err;
+}
+
+// Not valid JSON is said with its position and what was expected, without the JSON library's
+// "[json.exception.parse_error.101]" tag.
+TEST(UntrustedInput, InvalidCandidatesJsonIsSaidWithoutTheLibrarysTag) {
+  const auto path = scratch_file("nan.json", R"([{"job_id":"a","persistent_bytes":NaN}])");
+  const auto outcome = plan({"--candidates", path});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, path + ": not valid JSON (parse error at line 1, column"))
+      << outcome.err;
+  EXPECT_TRUE(contains(outcome.err, "expected a JSON array of job profiles")) << outcome.err;
+  EXPECT_FALSE(contains(outcome.err, "json.exception")) << outcome.err;
 }
 
 TEST(UntrustedInput, NanMaxSlowdownIsAUsageError) {

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -47,6 +48,14 @@ TEST(Cli, VersionHelpAndUsageErrors) {
   EXPECT_EQ(run({"no-such-command"}).code, 2);
   EXPECT_EQ(run({"info"}).code, 2);
   EXPECT_EQ(run({"info", "--bogus", "x"}).code, 2);
+  CliRun group = run({"share", "bogus"});
+  EXPECT_EQ(group.code, 2);
+  EXPECT_EQ(group.err.rfind("error: unknown share subcommand 'bogus'\nusage: fleetscope share "
+                            "SUBCOMMAND\n",
+                            0),
+            0u)
+      << group.err;
+  EXPECT_EQ(run({"share"}).err.rfind("usage: fleetscope share SUBCOMMAND\n", 0), 0u);
   for (const cli::Command& c : cli::commands()) {
     std::vector<std::string> args;
     std::stringstream ss(c.name);
@@ -88,7 +97,9 @@ TEST(Cli, MetricsSinceAnAgeBeyondAnyClockIsRefused) {
   EXPECT_EQ(cli::parse_age("90s"), 90'000'000'000);
   EXPECT_EQ(cli::parse_age("1.5m"), 90'000'000'000);
   EXPECT_EQ(cli::parse_age("36500d"), int64_t{36500} * 86400 * 1'000'000'000);
-  for (const std::string age : {"inf", "nan", "99999999999999d", "36501d"}) {
+  // (Decimal only: std::stod also took hex, '0x10' as 16 s, and ' 5s' or '+5s'.)
+  for (const std::string age :
+       {"inf", "nan", "99999999999999d", "36501d", " 5s", "+5s", "-0", ".5s", ""}) {
     try {
       cli::parse_age(age);
       ADD_FAILURE() << age << " accepted";
@@ -97,9 +108,81 @@ TEST(Cli, MetricsSinceAnAgeBeyondAnyClockIsRefused) {
                 "'" + age + "' is not an age from 0 to 36500 days like 90s, 10m, 2h or 1d");
     }
   }
+  EXPECT_THROW(cli::parse_age("0x10"), std::invalid_argument);  // 0, then the unit "x10"
   CliRun r = run({"metrics", "--since", "inf", "--socket", "/nonexistent/api.sock"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("error: --since: 'inf' is not an age"), std::string::npos) << r.err;
+}
+
+// `metrics --since 0s` asked for windows ending at or after "now" and printed "no metrics yet"
+// (issue 23). 0 is "no limit" for the CLI's other bounds (--timeout 0, --top 0, --memory-limit 0),
+// so an age of 0 asks for every window.
+TEST(Cli, MetricsSinceZeroMeansEveryWindow) {
+  const int64_t now = 1'700'000'000'000'000'000;
+  for (const std::string zero : {"0", "0s", "0m", "0.0h", "0d"})
+    EXPECT_EQ(cli::since_bound(zero, now), std::nullopt) << zero;
+  EXPECT_EQ(cli::since_bound("90s", now), now - 90'000'000'000);
+  EXPECT_EQ(cli::since_bound("1d", now), now - int64_t{86400} * 1'000'000'000);
+  EXPECT_THROW(cli::since_bound("-1s", now), std::invalid_argument);
+  CliRun help = run({"metrics", "--help"});
+  EXPECT_NE(help.out.find("(0 = all)"), std::string::npos) << help.out;
+  // A usage error it is not: the daemon is asked (and here not found).
+  CliRun r = run({"metrics", "--since", "0s", "--socket", "/nonexistent/api.sock"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot reach fleetscoped"), std::string::npos) << r.err;
+}
+
+// `share apply FIFO` waited for a writer for ever; a directory was sent to the daemon as an empty
+// plan. Both are named before the daemon is asked.
+TEST(Cli, ShareApplyNamesAFifoOrADirectoryAsThePlan) {
+  test_support::TempDir dir;
+  const std::string fifo = dir.file("plan.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  CliRun r = run({"share", "apply", fifo, "--socket", "/nonexistent/api.sock"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: cannot read " + fifo + ": not a regular file; expected a plan"),
+            std::string::npos)
+      << r.err;
+  r = run({"share", "apply", dir.path().string(), "--socket", "/nonexistent/api.sock"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("it is a directory; expected a plan"), std::string::npos) << r.err;
+}
+
+// A daemon address whose port is not one: '127.0.0.1:abc' said "error: stoi"; a TLS file that
+// cannot be read was an OpenSSL error number blamed on the daemon's trust.
+TEST(Cli, ADaemonAddressOrTlsFileThatCannotBeUsedIsNamed) {
+  for (const std::string port : {"abc", "80x", "0", "65536", "99999999999"}) {
+    CliRun r = run({"status", "--socket", "127.0.0.1:" + port});
+    EXPECT_EQ(r.code, 1) << port;
+    EXPECT_NE(r.err.find("error: daemon address '127.0.0.1:" + port + "': the port '" + port +
+                         "' is not a number from 1 to 65535 (expected HOST:PORT)"),
+              std::string::npos)
+        << r.err;
+  }
+  CliRun r = run({"status", "--socket", "127.0.0.1:1", "--tls-cert", "/nonexistent/client.pem"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: cannot read /nonexistent/client.pem: no such file; expected a PEM "
+                       "client certificate (--tls-cert)"),
+            std::string::npos)
+      << r.err;
+}
+
+// `fleet --prometheus URL --range R` put R into the PromQL text as given: '1 day' came back as
+// Prometheus' parse error, '1d]) or vector(1' changed the query. A range that is no duration is a
+// usage error before any server is asked (none listens on port 1 here).
+TEST(Cli, PrometheusFleetRangeMustBeADuration) {
+  for (const std::string range : {"1 day", "1d]) or vector(1", "h", "1.5h", "-1h", "1x"}) {
+    CliRun r = run({"fleet", "--prometheus", "http://127.0.0.1:1", "--range", range});
+    EXPECT_EQ(r.code, 2) << range << ": " << r.err;
+    EXPECT_NE(r.err.find("error: --range expects a Prometheus duration such as 1h, 1d or 1h30m"),
+              std::string::npos)
+        << r.err;
+  }
+  for (const std::string range : {"1h", "1d", "1h30m", "500ms", "2w", "0s"}) {
+    CliRun r = run({"fleet", "--prometheus", "http://127.0.0.1:1", "--range", range});
+    EXPECT_EQ(r.code, 1) << range << ": " << r.err;  // the server, not the range
+    EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:1"), std::string::npos) << r.err;
+  }
 }
 
 TEST(Cli, InfoTableAndJson) {

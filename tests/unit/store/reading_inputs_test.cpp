@@ -62,8 +62,8 @@ TEST(ReadingInputs, EveryReadingCommandTakesEveryKind) {
         {"info", input, "--capture", "1"},
         {"analyze", input, "--capture", "1", "--no-store"},
         {"report", input, "--capture", "1", "--format", "json"},
-        {"report", input, "--capture", "1", "-o", dir.file("r.html")},
-        {"export", input, "--capture", "1", "-o", dir.file("x.json"), "--quiet"},
+        {"report", input, "--capture", "1", "-o", dir.file("r.html"), "--force"},
+        {"export", input, "--capture", "1", "-o", dir.file("x.json"), "--quiet", "--force"},
         {"fleet", input, "--capture", "1"},
         {"diff", input, input, "--capture", "1"},
         {"candidates", input, "--capture", "1"}};

@@ -627,6 +627,26 @@ TEST(Untrusted, EveryReadingCommandStopsAtItsMemoryBudgetNamingTheFile) {
   EXPECT_EQ(trace.code, 1) << trace.err;
   EXPECT_NE(trace.err.find("memory budget of 1 MiB"), std::string::npos) << trace.err;
   EXPECT_EQ(trace.err.find("invalid JSON"), std::string::npos) << trace.err;
+  // Every reader of a trace file: a thread that cannot start within the budget is the budget too
+  // (`export TRACE --memory-limit 1M` said only "error: Resource temporarily unavailable").
+  const std::string json = std::string(FLEETSCOPE_SHARED_DATA) +
+                           "/traces/kineto/hta-critical_path_simple_add_trace.json.gz";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"export", json, "-o", exported},
+        {"info", json},
+        {"fleet", json},
+        {"candidates", json}}) {
+    auto limited = args;
+    limited.insert(limited.end(), {"--memory-limit", "1M"});
+    const CliRun stopped = run_program(dir, limited);
+    EXPECT_EQ(stopped.code, 1) << args[0] << ": " << stopped.err;
+    EXPECT_NE(stopped.err.find("error: " + json +
+                               ": out of memory within the memory budget of 1 "
+                               "MiB"),
+              std::string::npos)
+        << args[0] << ": " << stopped.err;
+    EXPECT_FALSE(fs::exists(exported)) << args[0];
+  }
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit", "0"}).code, 0);
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit", "lots"}).code, 2);
   EXPECT_EQ(run_program(dir, {"info", path, "--memory-limit=100"}).code, 2);

@@ -58,7 +58,9 @@ std::string chart_dir_for(const std::string& report_path);
 // written are they renamed into place, the document last. On failure nothing new is left behind
 // (temporary files removed, files renamed where none was before removed again, a chart directory
 // this call created removed) and fleetscope::Error / InputError names the file.
-void write_report_document(const std::string& path, const ReportDocument& doc);
+// Without `replace` (report -o without --force) no file that appeared at `path` meanwhile is
+// replaced (store::AtomicOutput::Replace::no); the charts are the report's own and follow it.
+void write_report_document(const std::string& path, const ReportDocument& doc, bool replace = true);
 
 // "1.50 GiB" style size for humans.
 std::string format_bytes(int64_t bytes);

@@ -101,6 +101,11 @@ class ArgParser {
         } else {
           return usage_error(err, "option '" + name + "' needs a value (" + spec->value_name + ")");
         }
+        // An empty value (`--capture=`, or `--capture "$ID"` with ID unset) was taken as the
+        // option not given: `info --capture=` showed every capture without a word.
+        if (value.empty() && spec->kind != Kind::flag)
+          return usage_error(err, "option '" + name + "' needs a value (" + spec->value_name +
+                                      "), got an empty one");
         // One value per option: a second, different one was silently taken instead of the first
         // (`diff a.db --capture 9 b.db --capture 11` compared capture 11 with itself).
         if (spec->kind != Kind::list && spec->given && *spec->given != value)

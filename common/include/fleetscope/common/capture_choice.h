@@ -2,6 +2,7 @@
 // export, fleet, diff, candidates). Header-only and in the bottom layer, beside args.h.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -31,8 +32,11 @@ inline CaptureChoice parse_capture_choice(const std::string& text) {
     return choice;
   }
   char* end = nullptr;
+  errno = 0;
   const long long id = std::strtoll(text.c_str(), &end, 10);
-  if (*end != '\0' || id < 0 || !(text[0] >= '0' && text[0] <= '9'))
+  // (ERANGE: 99999999999999999999 was taken as 9223372036854775807 and reported as "no capture
+  // with id 9223372036854775807".)
+  if (*end != '\0' || id < 0 || errno == ERANGE || !(text[0] >= '0' && text[0] <= '9'))
     throw std::invalid_argument(
         "--capture expects a capture id (see `fleetscope info`) or 'all', got '" + text + "'");
   choice.id = id;

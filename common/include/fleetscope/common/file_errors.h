@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace fleetscope::common {
 
@@ -60,6 +61,37 @@ inline std::optional<std::string> output_problem(const std::string& path) {
   if (!fs::is_directory(status)) return folder.string() + " is not a folder";
   if (::access(folder.c_str(), W_OK | X_OK) != 0)
     return "folder " + folder.string() + ": " + std::strerror(errno);
+  return std::nullopt;
+}
+
+// Why a command reading `inputs` must not write `output`, checked before anything is read or
+// written (the text after "error: "), or nullopt. An existing file (a link to nowhere too: the
+// rename would replace the link) is replaced only with --force, as `import` and `run` refuse it
+// (Nsight Systems' -o likewise, unless --force-overwrite). The names SQLite gives an input's side
+// files (INPUT-wal, INPUT-shm, INPUT-journal) are refused even with --force: a file put there is
+// taken as the input's log on its next open. The output being the input itself (through any link)
+// is refused by store::AtomicOutput (store/input_files.h).
+inline std::optional<std::string> output_refusal(const std::string& output,
+                                                 const std::vector<std::string>& inputs,
+                                                 bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path out_path = fs::weakly_canonical(fs::absolute(output, ec), ec);
+  for (const std::string& input : inputs) {
+    std::error_code input_ec;
+    const fs::path in_path = fs::weakly_canonical(fs::absolute(input, input_ec), input_ec);
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+      if (output != input + suffix &&
+          (ec || input_ec || out_path.native() != in_path.native() + suffix))
+        continue;
+      return cannot_write(output, std::string("it is the name of the ") + (suffix + 1) +
+                                      " file of the input " + input +
+                                      "; expected another file for the output (SQLite would take "
+                                      "it as the input's own)");
+    }
+  }
+  if (!force && fs::exists(fs::symlink_status(output, ec)))
+    return output + ": already exists (use --force to replace it)";
   return std::nullopt;
 }
 

@@ -50,6 +50,9 @@ struct ChromeExportOptions {
   // Called about every `progress_every` events with the count so far (for a progress line).
   std::function<void(int64_t events)> on_progress;
   int64_t progress_every = 1'000'000;
+  // false (`export` without --force): a file that appears at the output while the export runs is
+  // not replaced (store::AtomicOutput::Replace::no); the command refuses an existing one first.
+  bool replace_existing = true;
 };
 
 struct ChromeExportStats {

@@ -64,8 +64,11 @@ class Database {
  public:
   // Opens an existing trace database, as untrusted input: SQLite's defensive mode, an untrusted
   // schema and no triggers. Read-write opens migrate an older schema in place; read-only opens
-  // migrate a private in-memory copy and never write to the file. A newer schema_version than
-  // this build knows is refused with a message naming both versions.
+  // never write to the file: they read a migrated copy, made once per content of the file and
+  // kept in the user's cache folder for every later connection and run (migrated_copy_folder();
+  // a private copy for this connection alone where that folder cannot be written, and for files
+  // under kMigratedCopyKeepMinBytes). A newer
+  // schema_version than this build knows is refused with a message naming both versions.
   static Database open(const std::string& path, OpenMode mode = OpenMode::read_only);
   // Opens a SQLite file that is not a fleetscope database (e.g. an Nsight Systems export)
   // read-only, without schema checks or migration. Missing, empty and non-SQLite files are
@@ -98,6 +101,7 @@ class Database {
   void close();
 
  private:
+  friend struct DatabaseAccess;  // database.cpp: connections to copies, named after their file
   Database(sqlite3* db, std::string path, bool in_memory = false);
   sqlite3* db_ = nullptr;
   std::string path_;
@@ -107,6 +111,37 @@ class Database {
 // The file a connection reads (the path given to open(), also for a migrated in-memory copy), for
 // error messages: every database error names its file.
 std::string connection_path(const sqlite3* db);
+
+// What a read-only open of an older schema does, for the programs' messages (the CLI's line on
+// stderr, the GUI's status line and progress bar).
+struct MigratedCopyNotice {
+  enum class Stage {
+    reading,  // once per file and content per process, before any copying
+    copying,  // while a copy is made: `done` of `total` pages copied
+    migrating,
+  };
+  Stage stage = Stage::reading;
+  std::string path;        // the file as the user named it
+  int schema_version = 0;  // the file's
+  int64_t done = 0, total = 0;
+  // "FILE is schema N; reading a migrated copy (fleetscope migrate FILE upgrades it once)"
+  std::string line() const;
+};
+using MigratedCopyListener = std::function<void(const MigratedCopyNotice&)>;
+// Process-wide; called on the thread that opens, so it must be thread-safe. Empty: none.
+void set_migrated_copy_listener(MigratedCopyListener listener);
+// The folder of kept migrated copies ($XDG_CACHE_HOME/fleetscope/migrated or
+// ~/.cache/fleetscope/migrated), empty when this user has none to write.
+std::string migrated_copy_folder();
+// How many copies this process has made (kept or private): a copy made once is read by every
+// later connection (tests count them).
+uint64_t migrated_copies_made();
+// Files smaller than this get a private copy per connection instead (a few tens of ms at most):
+// the cache keeps no copy of every small file a test or a fuzzer makes.
+inline constexpr uint64_t kMigratedCopyKeepMinBytes = uint64_t{16} << 20;
+// The kept copies take at most this much together (the least recently used go first; the copy
+// just made always stays).
+inline constexpr uint64_t kMigratedCopiesMaxBytes = uint64_t{16} << 30;
 
 // The schema DDL (generated from schema/tables.py) and the post-load indexes (schema/indexes.sql),
 // compiled in.

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "fleetscope/store/enums.h"  // IWYU pragma: export
+
 namespace fleetscope::store {
 
 // nsys encodes process and thread ids into one integer: pid * 2^24 + tid.
@@ -29,45 +31,8 @@ enum class CaptureKind { continuous, on_demand, imported, standalone };
 const char* to_string(CaptureKind kind);
 std::optional<CaptureKind> capture_kind_from_string(const std::string& text);
 
-// CUpti_ActivityMemcpyKind values (ENUM_CUDA_MEMCPY_OPER).
-enum MemcpyKind : int32_t {
-  kMemcpyUnknown = 0,
-  kMemcpyHtoD = 1,
-  kMemcpyDtoH = 2,
-  kMemcpyHtoA = 3,
-  kMemcpyAtoH = 4,
-  kMemcpyAtoA = 5,
-  kMemcpyAtoD = 6,
-  kMemcpyDtoA = 7,
-  kMemcpyDtoD = 8,
-  kMemcpyHtoH = 9,
-  kMemcpyPtoP = 10
-};
-// CUpti_ActivityMemoryKind values (ENUM_CUDA_MEM_KIND).
-enum MemoryKind : int32_t {
-  kMemUnknown = 0,
-  kMemPageable = 1,
-  kMemPinned = 2,
-  kMemDevice = 3,
-  kMemArray = 4,
-  kMemManaged = 5,
-  kMemDeviceStatic = 6,
-  kMemManagedStatic = 7
-};
-// CUpti_ActivitySynchronizationType values (ENUM_CUPTI_SYNC_TYPE).
-enum SyncType : int32_t {
-  kSyncUnknown = 0,
-  kSyncEvent = 1,
-  kSyncStreamWaitEvent = 2,
-  kSyncStream = 3,
-  kSyncContext = 4
-};
-
-// Labels of the enums above, one spelling for every part (exporter, analyzer, reports).
-const char* memcpy_kind_short(int32_t kind);  // "HtoD", as in Kineto's "Memcpy HtoD (...)"
-const char* memcpy_kind_label(int32_t kind);  // ENUM_CUDA_MEMCPY_OPER.label, "Host-to-Device"
-const char* memory_kind_label(
-    int32_t kind);                          // ENUM_CUDA_MEM_KIND.label, "Pageable" (also Kineto's)
+// The ENUM_* tables' values (MemcpyKind, MemoryKind, SyncType) and their labels
+// (memcpy_kind_label, memcpy_kind_short, memory_kind_label): generated from schema/tables.py.
 const char* sync_type_label(int32_t type);  // Kineto's cuda_sync names, "Stream Sync"
 
 enum class ApiClass : int32_t { runtime = 0, driver = 1 };
