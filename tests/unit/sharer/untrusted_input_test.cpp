@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -275,7 +276,13 @@ TEST(UntrustedInput, ManyCandidatesAreConsolidated) {
   ASSERT_EQ(outcome.code, 0) << outcome.err;
   const auto document = nlohmann::json::parse(outcome.out);
   EXPECT_LT(document.at("gpus_after").get<int>(), 100000 / 4);  // they do consolidate
-  EXPECT_LT(seconds, 30.0);                                     // was over 120 s
+  // Under AddressSanitizer (the asan preset, a Debug build) the same plan took 159 s at load 6:
+  // the bound would measure the sanitizer, so there only the consolidation above is checked.
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(seconds, 30.0);  // was over 120 s
+#else
+  std::cout << "not bounding the plan's " << seconds << " s under AddressSanitizer\n";
+#endif
 }
 
 TEST(ShareCalibrate, FitsAlphaAndReportsTheErrorOrNamesTheBadRow) {
