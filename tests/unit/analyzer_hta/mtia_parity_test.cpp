@@ -19,6 +19,7 @@
 #include "fleetscope/analyzer/metrics.h"
 #include "fleetscope/importers/importers.h"
 #include "fleetscope/store/reader.h"
+#include "temp_dir.h"
 
 namespace fleetscope::analyzer {
 namespace {
@@ -34,15 +35,15 @@ json hta_reference() {
   return json::parse(in);
 }
 
+// The database goes into a folder of its own, removed with what the import wrote beside it (the
+// zoom summary): in /tmp itself, a folder others may write, the summary went to
+// ~/.cache/fleetscope, one file per run left behind.
 CaptureData load_mtia_trace() {
-  const fs::path db =
-      fs::temp_directory_path() / ("fleetscope-mtia-parity-" + std::to_string(::getpid()) + ".db");
-  fs::remove(db);
-  importers::import_files({std::string(HTA_MTIA_TRACE_DIR) + "/" + kTrace}, db.string());
-  store::Reader reader(db.string());
-  CaptureData data = load_capture(reader, resolve_capture_id(reader, std::nullopt));
-  fs::remove(db);
-  return data;
+  const test_support::TempDir dir;
+  const std::string db = dir.file("mtia-parity.db");
+  importers::import_files({std::string(HTA_MTIA_TRACE_DIR) + "/" + kTrace}, db);
+  store::Reader reader(db);
+  return load_capture(reader, resolve_capture_id(reader, std::nullopt));
 }
 
 TEST(HtaParityMtia, DmaTransfersAreNotComputeInTheTemporalBreakdown) {
