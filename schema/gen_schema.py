@@ -638,8 +638,18 @@ def nsys_columns_h():
         out.append("  }")
         out.append("};")
         out.append("")
+    out += nsys_event_rows()
     out.append("}  // namespace fleetscope::store::nsys")
     return "\n".join(out) + "\n"
+
+
+def nsys_event_rows():
+    """The list the nsys importer's one import loop runs over: every event table an export carries."""
+    rows = [t for t in nsys_tables() if t.event]
+    return ["// The event tables of an nsys export, in tables.py order, for code that handles each alike",
+            "// (the importer's one import loop). X(Row, plural)",
+            "#define FLEETSCOPE_NSYS_EVENT_ROWS(X) \\",
+            " \\\n".join(f"  X({t.struct}, {t.plural})" for t in rows), ""]
 
 
 def encoder_h():
