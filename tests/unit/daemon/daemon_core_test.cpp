@@ -128,6 +128,77 @@ TEST_F(Fixture, WindowLifecycleCommitsBatchesAndAnalyzes) {
   EXPECT_EQ(jobs[0].capture_ids, std::vector<int64_t>{started.capture_id});
 }
 
+// kernelsInWindow's rows carry every field of the RPC view (rpc::KernelRow, generated from the
+// kernel table's rpc= columns in schema/tables.py) with the values the agent sent: names resolved,
+// grid and block as lists, shared memory summed.
+TEST_F(Fixture, KernelsInWindowCarryEveryFieldOfTheRpcView) {
+  auto [link, id] = agent(600, 1000);
+  RpcHandler api(*core, Caller{43, 1000});
+  rpc::TraceRequest request;
+  request.__set_pid(600);
+  request.__set_duration_ms(60'000);
+  auto started = api.start_trace(request);
+  ASSERT_EQ(link->await_order(id, 0).kind, rpc::AgentOrderKind::OPEN_WINDOW);
+  rpc::RecordBatch batch = kernels(started.capture_id, 0, 2, 600);
+  rpc::KernelRecord& full = batch.kernels[0];
+  full.deviceId = 1;
+  full.streamId = 7;
+  full.__set_correlationId(99);
+  full.demangledName = "void gemm<float>(float*)";
+  full.__set_shortName("gemm");
+  full.gridX = 80, full.gridY = 2, full.gridZ = 3;
+  full.blockX = 128, full.blockY = 4, full.blockZ = 5;
+  full.__set_registersPerThread(96);
+  full.__set_staticSharedMemory(512);
+  full.__set_dynamicSharedMemory(1024);
+  rpc::KernelRecord& bare = batch.kernels[1];  // optional columns unset
+  bare.deviceId = 1;
+  bare.streamId = 8;
+  bare.__isset.globalPid = false;
+  link->push_records(id, std::move(batch));
+  rpc::WindowClosed closed;
+  closed.capture_id = started.capture_id;
+  closed.dropped_records = 0;
+  closed.collector_overhead_ns = 0;
+  link->window_closed(id, closed);
+
+  rpc::KernelWindowRequest window;
+  window.capture_id = started.capture_id;
+  window.window.begin_ns = now;
+  window.window.end_ns = now + 10'000;
+  window.device_id = 1;
+  auto rows = api.kernels_in_window(window).rows;
+  ASSERT_EQ(rows.size(), 2u);
+  const rpc::KernelRow& a = rows[0];
+  EXPECT_EQ(a.start_ns, now);
+  EXPECT_EQ(a.end_ns, now + 800);
+  EXPECT_EQ(a.device_id, 1);
+  EXPECT_EQ(a.stream_id, 7);
+  ASSERT_TRUE(a.__isset.correlation_id);
+  EXPECT_EQ(a.correlation_id, 99);
+  ASSERT_TRUE(a.__isset.global_pid);
+  EXPECT_EQ(a.global_pid, store::global_pid(600));
+  EXPECT_EQ(a.name, "void gemm<float>(float*)");
+  ASSERT_TRUE(a.__isset.short_name);
+  EXPECT_EQ(a.short_name, "gemm");
+  EXPECT_EQ(a.grid, (std::vector<int32_t>{80, 2, 3}));
+  EXPECT_EQ(a.block, (std::vector<int32_t>{128, 4, 5}));
+  ASSERT_TRUE(a.__isset.registers_per_thread);
+  EXPECT_EQ(a.registers_per_thread, 96);
+  ASSERT_TRUE(a.__isset.shared_memory_bytes);
+  EXPECT_EQ(a.shared_memory_bytes, 1536);
+  const rpc::KernelRow& b = rows[1];
+  EXPECT_EQ(b.stream_id, 8);
+  EXPECT_FALSE(b.__isset.correlation_id);
+  EXPECT_FALSE(b.__isset.global_pid);
+  EXPECT_FALSE(b.__isset.registers_per_thread);
+  EXPECT_EQ(b.name, "k");
+  EXPECT_EQ(b.short_name, "k");  // derived from the demangled name when the agent sent none
+  EXPECT_EQ(b.grid, (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_TRUE(b.__isset.shared_memory_bytes);  // both parts unknown: 0, as before
+  EXPECT_EQ(b.shared_memory_bytes, 0);
+}
+
 TEST_F(Fixture, AcknowledgementsSayWhatIsCommittedAndClosingCommitsTheWholeWindow) {
   auto [link, id] = agent(800, 1000);
   RpcHandler api(*core, Caller{10, 1000});
