@@ -17,6 +17,8 @@
                                                    by table (the Chrome-trace export)
       include/fleetscope/agent_link/record_encoder.h   rows -> Thrift binary (the agent)
       include/fleetscope/daemon/record_decoder.h       Thrift structs -> rows (the daemon)
+      include/fleetscope/daemon/rpc_views.h            rows -> the daemon API's views of them
+                                                       (rpc=; the view structs are in records.thrift)
   gen_schema.py --docs FILE          writes schema.md to FILE (scripts/schema-doc)
 
 Only writes a file when its content changed, so the build does not recompile what did not.
@@ -559,6 +561,115 @@ def records_thrift():
     for t in wire_tables():
         out.append(f"  {t.wire_batch}: list<{record_name(t)}> {t.plural},")
     out.append("}")
+    out += rpc_views_thrift()
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The daemon's RPC views of store rows (tables.py's rpc=): structs in records.thrift, the mapping in
+# fleetscope/daemon/rpc_views.h
+
+
+def rpc_view_tables():
+    return [t for t in struct_tables() if any(c.rpc for c in t.columns)]
+
+
+def rpc_view_name(t):
+    return f"{t.struct}Row"
+
+
+def rpc_fields(t):
+    """The view's fields in id order: (Rpc, [columns]); columns sharing a field form a list or a sum."""
+    fields = {}
+    for c in t.columns:
+        if c.rpc:
+            fields.setdefault(c.rpc.field, (c.rpc, []))[1].append(c)
+    for rpc, cols in fields.values():
+        for c in cols:
+            if (c.rpc.name, c.rpc.required, c.rpc.sum) != (rpc.name, rpc.required, rpc.sum):
+                raise SystemExit(f"gen_schema: {t.name}: rpc field {rpc.field} is described two ways")
+            if not c.t:
+                raise SystemExit(f"gen_schema: {t.name}.{c.name} has rpc= but no member")
+        if len(cols) > 1 and not rpc.sum and any(c.opt for c in cols):
+            raise SystemExit(f"gen_schema: {t.name}: list field {rpc.name} of optional members")
+        if rpc.required and len(cols) == 1 and cols[0].opt:
+            raise SystemExit(f"gen_schema: {t.name}: required field {rpc.name} of an optional member")
+    return [fields[k] for k in sorted(fields)]
+
+
+def rpc_is_text(c):
+    return bool(c.intern) or c.t == "str"
+
+
+def rpc_thrift_type(rpc, cols):
+    base = "string" if rpc_is_text(cols[0]) else THRIFT[wire_type_of(cols[0])]
+    return f"list<{base}>" if len(cols) > 1 and not rpc.sum else base
+
+
+def rpc_doc(rpc, cols):
+    if len(cols) == 1:
+        return (f"{cols[0].name} as text" if cols[0].intern else cols[0].doc).replace("\n", " ")
+    return (" + " if rpc.sum else ", ").join(c.name for c in cols).join(("", "") if rpc.sum else ("[", "]"))
+
+
+def rpc_views_thrift():
+    out = ["", "// The daemon's RPC views of store rows (FleetscopeDaemon's replies, schema/fleetscope.thrift): the",
+           "// columns tables.py marks rpc=, under their field ids. A public API: ids are never renumbered",
+           "// or reused, new fields are optional."]
+    for t in rpc_view_tables():
+        out.append("")
+        out.append(f"// One row of {t.name} as the daemon's API returns it (names resolved).")
+        out.append(f"struct {rpc_view_name(t)} {{")
+        for rpc, cols in rpc_fields(t):
+            req = "required" if rpc.required else "optional"
+            out.append(f"  {rpc.field}: {req} {rpc_thrift_type(rpc, cols)} {rpc.name},  // {rpc_doc(rpc, cols)}")
+        out.append("}")
+    return out
+
+
+def rpc_value(c):
+    """The row member's value as the view carries it (`name` resolves a StringIds id)."""
+    if c.intern:
+        return f"name(r.{c.intern})"
+    return f"static_cast<int32_t>(r.{c.m})" if is_enum(c) else f"r.{c.m}"
+
+
+def rpc_views_h():
+    out = cpp_header(["The daemon's RPC views of store rows (records.thrift's *Row structs): which columns a view",
+                      "carries and under which field, as the rpc= of schema/tables.py says. `name` resolves a",
+                      "StringIds id (the read side of an interned column) to its text."],
+                     ["cstddef", "cstdint", "string"], ["fleetscope/store/rows.h", "records_types.h"],
+                     "fleetscope::daemon::rpc_views")
+    for t in rpc_view_tables():
+        view = rpc_view_name(t)
+        out.append("template <class Name>")
+        out.append(f"rpc::{view} rpc_view(const store::{t.struct}& r, Name&& name) {{")
+        out.append(f"  rpc::{view} v;")
+        for rpc, cols in rpc_fields(t):
+            if rpc.sum:
+                value = " + ".join(f"r.{c.m}.value_or(0)" if c.opt else f"r.{c.m}" for c in cols)
+            elif len(cols) > 1:
+                value = "{" + ", ".join(rpc_value(c) for c in cols) + "}"
+            else:
+                c = cols[0]
+                if c.opt:
+                    inner = f"static_cast<int32_t>(*r.{c.m})" if is_enum(c) else f"*r.{c.m}"
+                    out.append(f"  if (r.{c.m}) v.__set_{rpc.name}({inner});")
+                    continue
+                value = rpc_value(c)
+            if rpc.required:
+                out.append(f"  v.{rpc.name} = {value};")
+            else:
+                out.append(f"  v.__set_{rpc.name}({value});")
+        out.append("  return v;")
+        out.append("}")
+        texts = [rpc.name for rpc, cols in rpc_fields(t) if rpc_is_text(cols[0])]
+        out.append("// The view's text in bytes (what a reply's size counts besides its fixed part).")
+        out.append(f"inline size_t text_bytes(const rpc::{view}& v) {{")
+        out.append("  return " + (" + ".join(f"v.{n}.size()" for n in texts) or "0") + ";")
+        out.append("}")
+        out.append("")
+    out.append("}  // namespace fleetscope::daemon::rpc_views")
     return "\n".join(out) + "\n"
 
 
@@ -757,6 +868,7 @@ def main():
         write(out / "include/fleetscope/store/nsys_columns.h", nsys_columns_h())
         write(out / "include/fleetscope/agent_link/record_encoder.h", encoder_h())
         write(out / "include/fleetscope/daemon/record_decoder.h", decoder_h())
+        write(out / "include/fleetscope/daemon/rpc_views.h", rpc_views_h())
 
 
 if __name__ == "__main__":
