@@ -609,7 +609,8 @@ def rpc_thrift_type(rpc, cols):
 def rpc_doc(rpc, cols):
     if len(cols) == 1:
         return (f"{cols[0].name} as text" if cols[0].intern else cols[0].doc).replace("\n", " ")
-    return (" + " if rpc.sum else ", ").join(c.name for c in cols).join(("", "") if rpc.sum else ("[", "]"))
+    names = [c.name for c in cols]
+    return " + ".join(names) if rpc.sum else "[" + ", ".join(names) + "]"
 
 
 def rpc_views_thrift():
