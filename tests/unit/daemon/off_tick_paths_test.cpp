@@ -1,6 +1,6 @@
 // What does not wait for what in the daemon (docs/daemon.md, "Off the bulk path: locks and I/O"):
-// a workflow owner lookup does not wait for a metrics transaction on the maintenance connection.
-// Each test
+// a workflow owner lookup does not wait for a metrics transaction on the maintenance connection,
+// and the sampling ticks go on while a retention run is in progress on its own thread. Each test
 // holds the slow side at a seam until the fast side has been shown to return (events, no sleeps;
 // a deadline only turns a regression into a failure instead of a hang).
 #include <gtest/gtest.h>
@@ -8,10 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
 
+#include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/host_store.h"
 #include "fleetscope/store/database.h"
 #include "temp_dir.h"
@@ -118,6 +120,56 @@ TEST(HostStoreLocks, SharingRecordsRoundTripThroughTheGeneratedRows) {
   const auto admitted = store.sharing_events_of_kinds({"job_admitted"});
   ASSERT_EQ(admitted.size(), 1u);
   EXPECT_EQ(admitted[0].ts_ns, 6);
+}
+
+TEST(RetentionThread, TicksKeepSamplingWhileARetentionRunIsHeld) {
+  test_support::TempDir dir;
+  std::ostringstream log;
+  std::atomic<int64_t> now = 1'700'000'000'000'000'000;
+  DaemonConfig config;
+  config.database = dir.file("host.db");
+  config.nvml_library = NVML_STANDIN;
+  config.dcgm_library = "off";
+  config.trace_grace_ms = 100;
+  auto core = std::make_unique<DaemonCore>(config, log, [&now] { return now.load(); });
+  ASSERT_TRUE(core->device_sampling()) << log.str();
+  Hold first_run;
+  std::promise<void> second_run;
+  std::atomic<int> runs_started{0};
+  core->set_retention_probe([&] {
+    if (runs_started.fetch_add(1) == 1) second_run.set_value();
+    first_run();
+  });
+
+  // The ticks run on a thread of their own, so that a tick that waits for the held run fails the
+  // test at the deadline instead of hanging it.
+  auto ticking = std::async(std::launch::async, [&] {
+    auto tick = [&] {
+      now += 1'000'000'000;
+      core->tick();
+    };
+    tick();  // the hourly run is due at start: posted to the retention thread
+    if (first_run.entered.wait_for(60s) != std::future_status::ready) return false;
+    for (int i = 0; i < 3; ++i) tick();  // the run is held: each tick still samples and returns
+    return true;
+  });
+  const auto status = ticking.wait_for(120s);
+  const int64_t runs_while_held = core->retention_runs();
+  first_run.release();
+  ASSERT_EQ(status, std::future_status::ready) << "a tick waited for the retention run";
+  ASSERT_TRUE(ticking.get()) << "no retention run started";
+  EXPECT_EQ(runs_while_held, 0);
+  core->store().flush();
+  {
+    auto db = store::Database::open(dir.file("host.db"));
+    auto q = db.prepare("SELECT count(DISTINCT ts) FROM device_samples");
+    ASSERT_TRUE(q.step());
+    EXPECT_EQ(q.column_int(0), 4) << "one sample time per tick";
+  }
+  core->reload(config);  // wakes the thread again with the reloaded bounds
+  EXPECT_EQ(second_run.get_future().wait_for(60s), std::future_status::ready);
+  core->shutdown();  // joins the thread once its run is over
+  EXPECT_EQ(core->retention_runs(), 2);
 }
 
 }  // namespace
