@@ -18,6 +18,7 @@
 #include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/table_io.h"
+#include "immediate_transaction.h"
 
 namespace fleetscope::daemon {
 namespace {
@@ -42,26 +43,6 @@ constexpr const char* kWorkflowOwnerTable =
     " name TEXT PRIMARY KEY NOT NULL,"  // the workflow name agents declare
     " uid INTEGER NOT NULL,"            // uid of the first process that registered it
     " claimed_ns INTEGER NOT NULL)";    // when
-
-// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope first.
-class Transaction {
- public:
-  explicit Transaction(store::Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
-  ~Transaction() {
-    if (!committed_) try {
-        db_.exec("ROLLBACK");
-      } catch (...) {
-      }
-  }
-  void commit() {
-    db_.exec("COMMIT");
-    committed_ = true;
-  }
-
- private:
-  store::Database& db_;
-  bool committed_ = false;
-};
 
 rpc::Capture to_rpc(const store::Capture& c) {
   rpc::Capture out;
@@ -406,7 +387,7 @@ void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows)
     stored.back().workflow_id = workflow_id(row.workflow, std::nullopt);
   }
   auto m = maintenance();
-  Transaction transaction(m.db);
+  ImmediateTransaction transaction(m.db);
   {
     auto s = m.db.prepare(store::io::insert_sql<store::WorkflowMetric>());
     for (const auto& row : stored) {
@@ -563,7 +544,7 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   retention_turns = turns_->install_short(retention.raw());
   store::Database& db = retention;
   auto drop_capture = [&](int64_t id) {
-    Transaction transaction(db);
+    ImmediateTransaction transaction(db);
     // The event tables from their one description (store/capture_rows.h), then what else is
     // kept per capture.
     store::delete_capture_rows(db, id);
@@ -589,7 +570,7 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   // Metrics first: old samples become per-minute means (kept), then only the means survive.
   if (policy.downsample_after_ns > 0) {
     const int64_t cutoff = now_ns - policy.downsample_after_ns;
-    Transaction transaction(db);
+    ImmediateTransaction transaction(db);
     {  // statements finalized before the temporary table is dropped
       auto count =
           db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");

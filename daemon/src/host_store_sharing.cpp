@@ -8,41 +8,9 @@
 
 #include "fleetscope/daemon/host_store.h"
 #include "fleetscope/store/table_io.h"
+#include "immediate_transaction.h"
 
 namespace fleetscope::daemon {
-namespace {
-
-using store::io::TableIo;
-
-// BEGIN IMMEDIATE ... COMMIT; rolled back when an exception leaves the scope first.
-class Immediate {
- public:
-  explicit Immediate(store::Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
-  ~Immediate() {
-    if (!done_) try {
-        db_.exec("ROLLBACK");
-      } catch (...) {
-      }
-  }
-  void commit() {
-    db_.exec("COMMIT");
-    done_ = true;
-  }
-
- private:
-  store::Database& db_;
-  bool done_ = false;
-};
-
-// Every row `s` selects (store::io::select_sql<Row>() and a WHERE / ORDER BY).
-template <class Row>
-std::vector<Row> rows(store::Statement& s) {
-  std::vector<Row> out;
-  while (s.step()) out.push_back(TableIo<Row>::read(s));
-  return out;
-}
-
-}  // namespace
 
 int64_t HostStore::add_lane_plan(int64_t created_ns, const std::string& policy,
                                  const std::string& plan_json) {
@@ -52,7 +20,7 @@ int64_t HostStore::add_lane_plan(int64_t created_ns, const std::string& policy,
   plan.plan_json = plan_json;
   plan.applied = true;
   auto m = maintenance();
-  Immediate transaction(m.db);
+  ImmediateTransaction transaction(m.db);
   auto s = m.db.prepare(store::io::insert_sql<store::LanePlan>());
   store::io::bind_row(s, plan);
   s.execute();
@@ -64,7 +32,7 @@ int64_t HostStore::add_lane_plan(int64_t created_ns, const std::string& policy,
 void HostStore::add_sharing_events(const std::vector<SharingEventRow>& rows) {
   if (rows.empty()) return;
   auto m = maintenance();
-  Immediate transaction(m.db);
+  ImmediateTransaction transaction(m.db);
   {
     auto s = m.db.prepare(store::io::insert_sql<store::SharingEvent>());
     for (const auto& row : rows) {
@@ -79,7 +47,7 @@ std::vector<HostStore::LanePlanRow> HostStore::lane_plans(int limit) {
   store::Database db = store::Database::open(path_);
   auto s = db.prepare(store::io::select_sql<store::LanePlan>() + " ORDER BY id DESC LIMIT ?");
   s.bind(1, static_cast<int64_t>(limit));
-  return rows<store::LanePlan>(s);
+  return store::io::read_rows<store::LanePlan>(s);
 }
 
 std::vector<HostStore::SharingEventRow> HostStore::sharing_events(int limit) {
@@ -87,7 +55,7 @@ std::vector<HostStore::SharingEventRow> HostStore::sharing_events(int limit) {
   auto s =
       db.prepare(store::io::select_sql<store::SharingEvent>() + " ORDER BY rowid DESC LIMIT ?");
   s.bind(1, static_cast<int64_t>(limit));
-  std::vector<SharingEventRow> out = rows<store::SharingEvent>(s);
+  std::vector<SharingEventRow> out = store::io::read_rows<store::SharingEvent>(s);
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -101,7 +69,7 @@ std::vector<HostStore::SharingEventRow> HostStore::sharing_events_of_kinds(
   auto s = db.prepare(store::io::select_sql<store::SharingEvent>() + " WHERE kind IN (" +
                       placeholders + ") ORDER BY rowid");
   for (size_t i = 0; i < kinds.size(); ++i) s.bind(static_cast<int>(i + 1), kinds[i]);
-  return rows<store::SharingEvent>(s);
+  return store::io::read_rows<store::SharingEvent>(s);
 }
 
 std::optional<HostStore::LanePlanRow> HostStore::lane_plan(int64_t id) {
@@ -109,7 +77,7 @@ std::optional<HostStore::LanePlanRow> HostStore::lane_plan(int64_t id) {
   auto s = db.prepare(store::io::select_sql<store::LanePlan>() + " WHERE id = ?");
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
-  return TableIo<store::LanePlan>::read(s);
+  return store::io::TableIo<store::LanePlan>::read(s);
 }
 
 }  // namespace fleetscope::daemon
