@@ -32,7 +32,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import tables as T  # noqa: E402
 
-CPP = {"i64": "int64_t", "i32": "int32_t", "f64": "double", "str": "std::string"}
+CPP = {"i64": "int64_t", "i32": "int32_t", "f64": "double", "str": "std::string", "bool": "bool"}
 THRIFT = {"i64": "i64", "i32": "i32", "f64": "double", "str": "string"}
 WIRE = {"i64": "i64", "i32": "i32", "f64": "double", "str": "str"}  # wire::Writer::*_field
 # Thrift reserves `end` (a keyword of some target languages): the times travel as start_ns/end_ns.
@@ -311,7 +311,7 @@ def bind_expr(c):
         return f"in.intern(r.{c.m})"
     if is_enum(c):
         return f"int64_t{{static_cast<int32_t>(r.{c.m})}}"
-    if c.t == "i32" and not c.opt:
+    if c.t in ("i32", "bool") and not c.opt:
         return f"int64_t{{r.{c.m}}}"
     return f"r.{c.m}"
 
@@ -334,15 +334,51 @@ def read_expr(t, c, i):
         return f"s.column_double({i})"
     if c.t == "i32":
         return f"static_cast<int32_t>(s.column_int({i}))"
+    if c.t == "bool":
+        return f"s.column_int({i}) != 0"
     return f"s.column_int({i})"
+
+
+def table_io_sql():
+    """The statements of one row's insert and of a read of every column, for code that writes or
+    reads a table on a connection of its own (the daemon's tables, the GUI's and the analyzer's
+    reads of them) with TableIo's column lists, so it names no column itself."""
+    return ["// \"INSERT INTO <table>(<insert_columns>) VALUES (?, ...)\" (the verb: insert_verb).",
+            "template <class Row>",
+            "std::string insert_sql() {",
+            "  std::string sql = std::string(TableIo<Row>::insert_verb) + \" INTO \" + TableIo<Row>::table + \"(\" +",
+            "                    TableIo<Row>::insert_columns + \") VALUES (\";",
+            "  for (int i = 0; i < TableIo<Row>::insert_count; ++i) sql += i ? \",?\" : \"?\";",
+            "  return sql + \")\";",
+            "}",
+            "// \"SELECT <select_columns> FROM <table>\": append WHERE / ORDER BY; read each row with TableIo::read.",
+            "template <class Row>",
+            "std::string select_sql() {",
+            "  return std::string(\"SELECT \") + TableIo<Row>::select_columns + \" FROM \" + TableIo<Row>::table;",
+            "}",
+            "// Every row `s` gives (a statement of select_sql<Row>(), with its WHERE / ORDER BY), read with TableIo::read.",
+            "template <class Row>",
+            "std::vector<Row> read_rows(Statement& s) {",
+            "  std::vector<Row> rows;",
+            "  while (s.step()) rows.push_back(TableIo<Row>::read(s));",
+            "  return rows;",
+            "}",
+            "// Binds a row of a table that interns no string to parameters 1, 2, ... of insert_sql<Row>().",
+            "template <class Row>",
+            "void bind_row(Statement& s, const Row& r) {",
+            "  struct NoStrings {} none;  // a table with a StringIds column fails to compile here",
+            "  TableIo<Row>::bind(s, 1, r, none);",
+            "}",
+            ""]
 
 
 def table_io_h():
     out = cpp_header(["Per-table insert and read code of the store (writer.cpp, reader.cpp include it): the columns",
                       "an insert names, how each is bound from a row, the columns a read selects and how a row is",
                       "filled from them. Needs Statement (database.h) and checked_time / opt (column_read.h)."],
-                     ["cstdint", "string"],
-                     ["column_read.h", "fleetscope/store/database.h", "fleetscope/store/rows.h"],
+                     ["cstdint", "string", "vector"],
+                     ["fleetscope/store/column_read.h", "fleetscope/store/database.h",
+                      "fleetscope/store/rows.h"],
                      "fleetscope::store::io")
     out += ["template <class Row>", "struct TableIo;", ""]
     for t in struct_tables():
@@ -408,6 +444,7 @@ def table_io_h():
             out.append(f"  static int64_t extent_end(const {t.struct}& r) {{ return {end_expr}; }}")
         out.append("};")
         out.append("")
+    out += table_io_sql()
     out.append("}  // namespace fleetscope::store::io")
     return "\n".join(out) + "\n"
 
@@ -433,6 +470,8 @@ def column_range(c):
         return "-kTimeLimitNs", "kTimeLimitNs"
     if column_kind(c) == "integer" and (c.t == "i32" or (c.t and is_enum(c))):
         return "INT32_MIN", "INT32_MAX"
+    if c.t == "bool":
+        return "0", "1"
     return "INT64_MIN", "INT64_MAX"
 
 

@@ -14,7 +14,8 @@
 #   name     SQL column name (the nsys export's where the table mirrors one)
 #   sql      SQL type and constraints, as in the DDL
 #   doc      one line: what the column holds (docs/schema.md, the DDL comment)
-#   t        C++ type of the row struct's member: i64, i32, f64, str, or an enum type name
+#   t        C++ type of the row struct's member: i64, i32, f64, str, bool (an INTEGER 0/1), or an
+#            enum type name
 #            (no t: the column has no member, e.g. a column only importers of nsys files fill)
 #   m        member name when it differs from the column name
 #   opt      member is std::optional (default: the column is nullable)
@@ -371,13 +372,13 @@ TABLES = [
         C("externalId", "INTEGER NOT NULL", "the id the framework pushed", t="i64", default="0", wire=3),
     ], struct="ExternalCorrelation", plural="external_correlations", event=True, wire_batch=11),
     Table("workflow_metrics", "Continuous per-window aggregates per workflow and device.", [
-        C("workflow_id", "INTEGER NOT NULL REFERENCES workflows(id)", "the job"),
-        C("deviceId", "INTEGER NOT NULL", "device ordinal"),
-        C("window_start", "INTEGER NOT NULL", "window start, ns"),
-        C("window_end", "INTEGER NOT NULL", "window end, ns"),
-        C("metric", "TEXT NOT NULL", "metric name (same names as the analyzer's metrics)"),
-        C("value", "REAL NOT NULL", "metric value"),
-    ]),
+        C("workflow_id", "INTEGER NOT NULL REFERENCES workflows(id)", "the job", t="i64", default="0"),
+        C("deviceId", "INTEGER NOT NULL", "device ordinal", t="i32", default="0"),
+        C("window_start", "INTEGER NOT NULL", "window start, ns", t="i64", default="0"),
+        C("window_end", "INTEGER NOT NULL", "window end, ns", t="i64", default="0"),
+        C("metric", "TEXT NOT NULL", "metric name (same names as the analyzer's metrics)", t="str"),
+        C("value", "REAL NOT NULL", "metric value", t="f64", default="0"),
+    ], struct="WorkflowMetric", plural="workflow_metrics"),
     Table("findings", "Analyzer findings.", [
         C("id", "INTEGER PRIMARY KEY NOT NULL", "finding id", t="i64", default="0"),
         C("captureId", "INTEGER NOT NULL", "capture analysed", t="i64", default="0"),
@@ -393,18 +394,20 @@ TABLES = [
         C("created_ns", "INTEGER NOT NULL", "when the analysis ran", t="i64", default="0"),
     ], struct="Finding", plural="findings"),
     Table("lane_plans", "Consolidation plans made by the sharer.", [
-        C("id", "INTEGER PRIMARY KEY NOT NULL", "plan id"),
-        C("created_ns", "INTEGER NOT NULL", "when the plan was made"),
-        C("policy", "TEXT NOT NULL", "scheduling policy the plan assumes"),
-        C("plan", "TEXT NOT NULL", "JSON: GPUs, lanes (capacity), jobs per lane, predicted slowdowns, GPUs freed"),
-        C("applied", "INTEGER NOT NULL DEFAULT 0", "1 once carried out"),
-    ]),
+        C("id", "INTEGER PRIMARY KEY NOT NULL", "plan id", t="i64", default="0"),
+        C("created_ns", "INTEGER NOT NULL", "when the plan was made", t="i64", default="0"),
+        C("policy", "TEXT NOT NULL", "scheduling policy the plan assumes", t="str"),
+        C("plan", "TEXT NOT NULL", "JSON: GPUs, lanes (capacity), jobs per lane, predicted slowdowns, GPUs freed",
+          t="str", m="plan_json"),
+        C("applied", "INTEGER NOT NULL DEFAULT 0", "1 once carried out", t="bool", default="false"),
+    ], struct="LanePlan", plural="lane_plans"),
     Table("sharing_events", "What the sharer did.", [
-        C("ts", "INTEGER NOT NULL", "when, ns"),
-        C("plan_id", "INTEGER REFERENCES lane_plans(id)", "plan being carried out"),
-        C("kind", "TEXT NOT NULL", "'lane_created', 'lane_freed', 'job_admitted', 'job_refused', 'job_moved', 'gate_wait'"),
-        C("detail", "TEXT NOT NULL", "JSON with the specifics"),
-    ]),
+        C("ts", "INTEGER NOT NULL", "when, ns", t="i64", m="ts_ns", default="0"),
+        C("plan_id", "INTEGER REFERENCES lane_plans(id)", "plan being carried out", t="i64"),
+        C("kind", "TEXT NOT NULL", "'lane_created', 'lane_freed', 'job_admitted', 'job_refused', 'job_moved', 'gate_wait'",
+          t="str"),
+        C("detail", "TEXT NOT NULL", "JSON with the specifics", t="str", m="detail_json"),
+    ], struct="SharingEvent", plural="sharing_events"),
     enum_table("ENUM_CUDA_MEMCPY_OPER", "CUpti_ActivityMemcpyKind", "short label, e.g. 'Host-to-Device'", [
         (0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown", "Unknown"), (1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device", "HtoD"),
         (2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host", "DtoH"), (3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array", "HtoA"),

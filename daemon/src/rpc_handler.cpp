@@ -289,13 +289,7 @@ std::vector<rpc::WorkflowMetric> RpcHandler::metrics(const rpc::MetricsQuery& qu
     auto [it, fresh] = visible.try_emplace(row.workflow, false);
     if (fresh) it->second = may_see_workflow(row.workflow);
     if (!it->second) continue;
-    rpc::WorkflowMetric m;
-    m.workflow = row.workflow;
-    m.device = row.device;
-    m.window_start_ns = row.window_start_ns;
-    m.window_end_ns = row.window_end_ns;
-    m.metric = row.metric;
-    m.value = row.value;
+    rpc::WorkflowMetric m = to_rpc(row);
     reply_bytes += kRowOverheadBytes + m.workflow.size() + m.metric.size();
     out.push_back(std::move(m));
   }

@@ -15,6 +15,14 @@ and decoder, the nsys importer's copy and the Chrome-trace export's column table
                                               importer's loop, the export's writer, the daemon's
                                               RPC kernel view), whose sources are checked to take
                                               the generated path and name no column by hand.
+                                              The same for the daemon's tables (workflow_metrics,
+                                              lane_plans, sharing_events): the column reaches
+                                              their row structs and generated insert and read code.
+  generated_schema_test.py --sources ROOT     the code that writes and reads the daemon's tables
+                                              (the daemon, the GUI, the analyzer, ...) names no
+                                              column list of its own: it inserts and reads
+                                              through the generated code, so a column added in
+                                              tables.py reaches every writer and reader of them.
 
 Reads the generated text, not the generator's functions, where it can (the SQL runs in SQLite), so a
 generator change that drops a column from one output fails here. Exits 1 naming each gap.
@@ -400,17 +408,80 @@ def probe():
     check_consumers()
 
 
+# Tables whose writers and readers outside the store (the daemon's host database tables, read by the
+# GUI and the analyzer too) use the generated row structs and TableIo instead of their own SQL.
+DAEMON_TABLES = ("workflow_metrics", "lane_plans", "sharing_events")
+
+
+def probe_daemon_tables():
+    """One column added to each daemon table in one place: it must be in the row struct, the
+    insert (columns and binds) and the read (select and row) that HostStore, the GUI and the
+    analyzer use (store::io::insert_sql / select_sql / TableIo::read)."""
+    added = {}
+    for t in T.TABLES:
+        if t.name in DAEMON_TABLES:
+            name = f"probe_{t.name}"
+            t.columns.append(T.C(name, "INTEGER", "probe: a column added in one place", t="i64",
+                                 since=T.SCHEMA_VERSION))
+            added[t.name] = (t, name)
+    check(len(added) == len(DAEMON_TABLES), f"probe: tables.py lacks one of {DAEMON_TABLES}")
+    out = generate()
+    check_all(out)
+    for t, name in added.values():
+        if not check(t.struct, f"tables.py: {t.name} has no struct= (its writers cannot use TableIo)"):
+            continue
+        check(f"std::optional<int64_t> {name};" in (block(out["tables.h"], f"\nstruct {t.struct} {{\n", "\n};") or ""),
+              f"probe: {name} not in struct {t.struct}")
+        body = block(out["table_io.h"], f"struct TableIo<{t.struct}> {{", "\n};") or ""
+        for text in (f'insert_columns = "', f'select_columns = "'):
+            cols = re.search(re.escape(text) + r'([^"]*)"', body)
+            check(cols and name in cols.group(1).split(", "), f"probe: TableIo<{t.struct}> {text}... lacks {name}")
+        check(f"r.{name});" in body, f"probe: TableIo<{t.struct}>::bind does not bind {name}")
+        check(f"r.{name} = opt<int64_t>(" in body, f"probe: TableIo<{t.struct}>::read does not read {name}")
+        check(f"ALTER TABLE {t.name} ADD COLUMN {name} INTEGER;" in out["migrations"][-1],
+              f"probe: the last migration step does not add {t.name}.{name}")
+
+
+def check_sources(root):
+    """No product source writes or reads a daemon table with a column list of its own: an INSERT
+    INTO one of them, or a SELECT of two or more of its columns, is a second description of the
+    table that a column added in tables.py would not reach."""
+    root = pathlib.Path(root)
+    columns = {t.name: {c.name for c in t.columns} for t in T.TABLES if t.name in DAEMON_TABLES}
+    product = ("analyzer", "cli", "collector", "daemon", "gui", "sharer", "launcher", "export", "schema/store")
+    files = [f for d in product if (root / d).is_dir() for f in (root / d).rglob("*")
+             if f.suffix in (".cpp", ".h", ".cc")]
+    check(files, f"--sources {root}: no product sources found")
+    for f in files:
+        # Adjacent string literals form one: join them so a statement split over lines is whole.
+        text = re.sub(r'"\s*\n\s*"', "", f.read_text(errors="replace"))
+        rel = f.relative_to(root)
+        for table in DAEMON_TABLES:
+            for m in re.finditer(rf"INSERT\s+(?:OR\s+\w+\s+)?INTO\s+{table}\b", text, re.I):
+                check(False, f"{rel}: writes {table} with SQL of its own ({m.group(0)}): use "
+                             "store::io::insert_sql / bind_row (table_io.h)")
+            for m in re.finditer(rf"SELECT\s+((?:(?!SELECT\b)[^\"])*?)\s+FROM\s+{table}\b", text, re.I):
+                named = [item.strip().split(".")[-1] for item in m.group(1).split(",")]
+                if sum(1 for item in named if item in columns[table]) >= 2:
+                    check(False, f"{rel}: reads {table}'s columns by hand (SELECT {m.group(1)}): use "
+                                 "store::io::select_sql / TableIo::read (table_io.h)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--generated", help="the build's schema/generated directory")
     ap.add_argument("--probe", action="store_true", help="add a column in memory and check it everywhere")
+    ap.add_argument("--sources", help="the source tree: check the daemon tables' writers and readers")
     args = ap.parse_args()
-    if not args.generated and not args.probe:
-        ap.error("give --generated DIR or --probe")
+    if not args.generated and not args.probe and not args.sources:
+        ap.error("give --generated DIR, --probe or --sources ROOT")
     if args.generated:
         check_all(read_generated(args.generated))
+    if args.sources:
+        check_sources(args.sources)
     if args.probe:
         probe()
+        probe_daemon_tables()
     for p in problems:
         print(p)
     columns = sum(len(t.columns) for t in T.TABLES)
