@@ -74,6 +74,14 @@ def ddl():
     out += [("-- " + line).rstrip() for line in T.HEADER.format(version=T.SCHEMA_VERSION).splitlines()]
     out.append("")
     for t in T.TABLES:
+        out += table_ddl(t)
+    return "\n".join(out) + "\n"
+
+
+def table_ddl(t):
+    """The CREATE TABLE of one table (and what follows it), as lines."""
+    out = []
+    if True:
         out.append("-- " + t.doc)
         out.append(f"CREATE TABLE IF NOT EXISTS {t.name} (")
         width = max(len(c.name) for c in t.columns)
@@ -88,7 +96,27 @@ def ddl():
         if t.after:
             out.append(t.after.rstrip("\n"))
         out.append("")
-    return "\n".join(out) + "\n"
+    return out
+
+
+RANGES = "capture_row_ranges"
+
+
+def ranges_fill_sql(t):
+    """Recomputes table t's capture_row_ranges from its rows: the maximal runs, in rowid order, of
+    rows of one capture (gaps and islands: a row's rank in the table minus its rank in its capture
+    is constant along a run). The migration that adds the table runs it for every event table, and
+    store::recompute_capture_row_ranges for a table whose rows were copied in by plain SQL."""
+    return (f"DELETE FROM {RANGES} WHERE tbl = '{t.name}';\n"
+            f"INSERT INTO {RANGES}(tbl, captureId, first_rowid, last_rowid, rows)\n"
+            f"  SELECT '{t.name}', captureId, min(id), max(id), count(*) FROM (\n"
+            f"    SELECT rowid AS id, captureId, row_number() OVER (ORDER BY rowid) -\n"
+            f"      row_number() OVER (PARTITION BY captureId ORDER BY rowid) AS run FROM {t.name})\n"
+            f"  WHERE captureId IS NOT NULL GROUP BY captureId, run;\n")
+
+
+def ranged_tables():
+    return [t for t in T.TABLES if t.row_ranges]
 
 
 def added_columns():
@@ -122,8 +150,15 @@ def migrations():
     for v in range(1, T.SCHEMA_VERSION):
         text = ""
         path = HERE / "migrations" / f"v{v}_to_v{v + 1}.sql"
+        for t in T.TABLES:
+            if t.since == v + 1:
+                text += f"-- v{v} -> v{v + 1}: tables added in tables.py (since={v + 1})\n"
+                text += "\n".join(table_ddl(t)) + "\n"
         if path.exists():
             text += migration_sql(path)
+        if next(t for t in T.TABLES if t.name == RANGES).since == v + 1:
+            text += f"-- v{v} -> v{v + 1}: {RANGES} from the rows of every event table\n"
+            text += "".join(ranges_fill_sql(t) for t in ranged_tables())
         if added.get(v + 1):
             text += f"-- v{v} -> v{v + 1}: columns added in tables.py (since={v + 1})\n"
             text += "\n".join(added[v + 1]) + "\n"
@@ -424,19 +459,23 @@ def table_io_h():
         out.append("    return r;")
         out.append("  }")
         times = [c.name for c in t.columns if c.time]
+        if t.event:
+            out.append("  // A capture's rows are found by capture_row_ranges (store/capture_rows.h), not by captureId.")
+            out.append(f"  static constexpr bool row_ranges = {'true' if t.row_ranges else 'false'};")
+        if t.row_ranges:
+            fill = ranges_fill_sql(t).replace("\n", " ").replace('"', '\\"')
+            out.append("  // Recomputes the table's capture_row_ranges from its rows (store/capture_rows.h).")
+            out.append(f'  static constexpr const char* fill_ranges_sql = "{fill.strip()}";')
         if t.event and times and any(c.name == "captureId" for c in t.columns):
             sets = ", ".join(f"{n} = {n} + ?1" for n in times)
-            out.append("  // Moves the capture's rows in time by ?1 ns (RowSink::shift_times).")
-            out.append(f'  static constexpr const char* shift_sql = "UPDATE {t.name} SET {sets} WHERE captureId = ?2";')
+            out.append("  // UPDATE ... SET <these>: moves rows in time by ?1 ns (RowSink::shift_times).")
+            out.append(f'  static constexpr const char* shift_set = "{sets}";')
             # A row's last time: its end (its start where the end is NULL, as an NVTX mark), or
             # its only time column (a memory event's or a sample's ts).
             end = next((c for c in t.columns if c.time and c.name == "end"), None)
             last = (f"coalesce(end, {times[0]})" if end.nullable else "end") if end else times[0]
-            out.append("  // The capture's latest row time (store/capture_rows.h), NULL without rows.")
-            out.append(f'  static constexpr const char* last_time_sql = "SELECT max({last}) FROM {t.name} WHERE captureId = ?1";')
-        if t.event and any(c.name == "captureId" for c in t.columns):
-            out.append("  // Deletes the capture's rows (store/capture_rows.h).")
-            out.append(f'  static constexpr const char* delete_sql = "DELETE FROM {t.name} WHERE captureId = ?1";')
+            out.append("  // A row's latest time (store/capture_rows.h: a capture's latest row time).")
+            out.append(f'  static constexpr const char* last_time_expr = "{last}";')
         if t.extent:
             end = next(c for c in t.columns if c.name == "end")
             end_expr = "r.end ? *r.end : r.start" if end.opt else "r.end"

@@ -56,7 +56,7 @@
 #            Columns sharing one field form a list (grid: [x, y, z]), or with sum=True their sum
 #            (shared memory: static + dynamic). A StringIds column travels as its text.
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class C:
@@ -89,8 +89,12 @@ FIELD = "<field>"
 class Table:
     def __init__(self, name, doc, columns, struct=None, plural=None, nsys=False, event=False,
                  constraints=(), after="", wire_batch=None, extent=None, struct_doc=None,
-                 upsert=False, chrome=False):
+                 upsert=False, chrome=False, since=None):
         self.name, self.doc, self.columns = name, doc, columns
+        self.since = since  # schema version that added the table (generates its CREATE in the migration)
+        # An event table's rows of one capture are found by capture_row_ranges, except where the table's
+        # key begins with captureId (iterations: its upsert replaces rows, its key indexes the capture).
+        self.row_ranges = event and not upsert
         self.struct, self.plural, self.nsys, self.event = struct, plural, nsys, event
         self.constraints, self.after, self.wire_batch = constraints, after, wire_batch
         self.extent, self.struct_doc, self.upsert = extent, struct_doc, upsert
@@ -440,6 +444,17 @@ TABLES = [
         C("captureId", "INTEGER NOT NULL", "capture"),
         C("max_duration", "INTEGER NOT NULL", "longest end - start in that table and capture, ns"),
     ], constraints=["PRIMARY KEY (tbl, captureId)"]),
+    Table("capture_row_ranges", "Where each capture's rows of an event table lie: runs of consecutive rowids holding one "
+          "capture's rows, recorded by the store's writer in the transaction that inserts them (so the daemon's host "
+          "database needs no per-capture index; readers select a capture's rows by these ranges, "
+          "store/capture_rows.h). Every row of capture C in table T lies in a range (T, C).", [
+        C("tbl", "TEXT NOT NULL", "event table name"),
+        C("captureId", "INTEGER NOT NULL", "capture"),
+        C("first_rowid", "INTEGER NOT NULL", "rowid of the run's first row"),
+        C("last_rowid", "INTEGER NOT NULL", "rowid of the run's last row (>= first_rowid)"),
+        C("rows", "INTEGER NOT NULL", "rows of the capture in the run; a capture's sum differing from the rows found in "
+          "its ranges means rowids changed (a VACUUM), and readers fall back to the captureId filter"),
+    ], constraints=["PRIMARY KEY (tbl, captureId, first_rowid)"], since=7),
 ]
 
 HEADER = """fleetscope trace store, schema version {version}.

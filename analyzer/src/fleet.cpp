@@ -14,6 +14,7 @@
 #include "fleetscope/analyzer/gpu_utilization.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/importers/open_input.h"
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/error.h"
 
 namespace fleetscope::analyzer {
@@ -58,8 +59,8 @@ void add_capture(const store::Reader& reader, const std::string& path,
   for (const char* table :
        {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) {
     auto stmt =
-        reader.database().prepare(std::string("SELECT start, end, deviceId, globalPid FROM ") +
-                                  table + " WHERE captureId = ?1");
+        reader.database().prepare("SELECT start, end, deviceId, globalPid" +
+                                  store::capture_rows_sql(reader.database(), table, capture.id));
     stmt.bind(1, capture.id);
     int64_t row = 0;
     while (stmt.step()) {

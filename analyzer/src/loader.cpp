@@ -61,7 +61,8 @@ GpuRow gpu_row(const store::Statement& stmt, const std::string& path, const char
 void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
       "SELECT start, end, deviceId, streamId, correlationId, globalPid, demangledName, "
-      "gridX, gridY, gridZ, estOccupancy FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?1");
+      "gridX, gridY, gridZ, estOccupancy" +
+      store::capture_rows_sql(reader.database(), "CUPTI_ACTIVITY_KIND_KERNEL", capture_id));
   stmt.bind(1, capture_id);
   std::unordered_map<int64_t, WorkClass> class_by_name;
   const std::string& path = reader.database().path();
@@ -84,7 +85,8 @@ void load_kernels(const store::Reader& reader, int64_t capture_id, CaptureData& 
 void load_memcpys(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
       "SELECT start, end, deviceId, streamId, correlationId, globalPid, bytes, copyKind, srcKind, "
-      "dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE captureId = ?1");
+      "dstKind" +
+      store::capture_rows_sql(reader.database(), "CUPTI_ACTIVITY_KIND_MEMCPY", capture_id));
   stmt.bind(1, capture_id);
   const std::string& path = reader.database().path();
   const char* table = "CUPTI_ACTIVITY_KIND_MEMCPY";
@@ -103,8 +105,8 @@ void load_memcpys(const store::Reader& reader, int64_t capture_id, CaptureData& 
 
 void load_memsets(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
-      "SELECT start, end, deviceId, streamId, correlationId, globalPid, bytes, memKind "
-      "FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE captureId = ?1");
+      "SELECT start, end, deviceId, streamId, correlationId, globalPid, bytes, memKind" +
+      store::capture_rows_sql(reader.database(), "CUPTI_ACTIVITY_KIND_MEMSET", capture_id));
   stmt.bind(1, capture_id);
   const int64_t name_id = data.intern("Memset (Device)");
   const std::string& path = reader.database().path();
@@ -120,8 +122,8 @@ void load_memsets(const store::Reader& reader, int64_t capture_id, CaptureData& 
 
 void load_runtime(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
-      "SELECT start, end, correlationId, nameId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-      "WHERE captureId = ?1");
+      "SELECT start, end, correlationId, nameId, globalTid" +
+      store::capture_rows_sql(reader.database(), "CUPTI_ACTIVITY_KIND_RUNTIME", capture_id));
   stmt.bind(1, capture_id);
   auto& r = data.runtime;
   const std::string& path = reader.database().path();
@@ -136,15 +138,15 @@ void load_runtime(const store::Reader& reader, int64_t capture_id, CaptureData& 
   }
 }
 
-// The capture's rows in the GPU activity tables (kernels, copies, memsets), counted on their
-// (captureId, ...) indexes: the columns are reserved once instead of doubling as they fill, which
-// held the old and the new array of a column together (67 MB more for 10 M kernels).
+// The capture's rows in the GPU activity tables (kernels, copies, memsets), counted in their row
+// ranges (store/capture_rows.h): the columns are reserved once instead of doubling as they fill,
+// which held the old and the new array of a column together (67 MB more for 10 M kernels).
 size_t gpu_event_rows(const store::Reader& reader, int64_t capture_id) {
   size_t rows = 0;
   for (const char* table :
        {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) {
-    auto stmt = reader.database().prepare(std::string("SELECT count(*) FROM ") + table +
-                                          " WHERE captureId = ?1");
+    auto stmt = reader.database().prepare(
+        "SELECT count(*)" + store::capture_rows_sql(reader.database(), table, capture_id));
     stmt.bind(1, capture_id);
     if (stmt.step()) rows += static_cast<size_t>(std::max<int64_t>(stmt.column_int(0), 0));
   }
@@ -165,9 +167,10 @@ std::optional<int32_t> only_gpu_device(const CaptureData& data) {
 void load_gpu_syncs(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   const std::optional<int32_t> only_device = only_gpu_device(data);
   auto stmt = reader.database().prepare(
-      "SELECT start, end, deviceId, streamId, syncType, correlationId "
-      "FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
-      "WHERE captureId = ?1 AND streamId IS NOT NULL");
+      "SELECT start, end, deviceId, streamId, syncType, correlationId" +
+      store::capture_rows_sql(reader.database(), "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                              capture_id) +
+      " AND streamId IS NOT NULL");
   stmt.bind(1, capture_id);
   auto& s = data.gpu_syncs;
   const std::string& path = reader.database().path();
@@ -194,10 +197,12 @@ void load_sync_waits(const store::Reader& reader, int64_t capture_id, CaptureDat
   const std::optional<int32_t> only_device = only_gpu_device(data);
   auto stmt = reader.database().prepare(
       "SELECT start, end, syncType, deviceId, streamId, correlationId, eventRecordCorrelationId, "
-      "eventRecordStreamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION "
-      "WHERE captureId = ?1 AND correlationId IS NOT NULL AND ((syncType IN (?2, ?3) AND "
+      "eventRecordStreamId" +
+      store::capture_rows_sql(reader.database(), "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                              capture_id) +
+      " AND correlationId IS NOT NULL AND ((syncType IN (?2, ?3) AND "
       "eventRecordCorrelationId IS NOT NULL) OR (syncType = ?4 AND streamId IS NULL)) "
-      "ORDER BY rowid");
+      "ORDER BY CUPTI_ACTIVITY_KIND_SYNCHRONIZATION.rowid");
   stmt.bind(1, capture_id);
   stmt.bind(2, static_cast<int64_t>(store::kSyncEvent));
   stmt.bind(3, static_cast<int64_t>(store::kSyncStreamWaitEvent));
@@ -226,12 +231,14 @@ void load_sync_waits(const store::Reader& reader, int64_t capture_id, CaptureDat
 }
 
 // The PyTorch profiler names the DataLoader fetch "enumerate(DataLoader)#<iterator>.__next__";
-// the TensorBoard plugin counts those ops as DataLoader time. In row order whatever join order the
-// planner picks (finalize() sorts them by start only), as analyzer::CaptureSink produces them.
+// the TensorBoard plugin counts those ops as DataLoader time. In row order (finalize() sorts them
+// by start only), as analyzer::CaptureSink produces them.
 void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
-      "SELECT c.start, c.end, c.nameId, c.globalTid FROM cpu_ops c JOIN StringIds s ON "
-      "s.id = c.nameId WHERE c.captureId = ?1 AND s.value LIKE 'enumerate(DataLoader)%' "
+      "SELECT c.start, c.end, c.nameId, c.globalTid" +
+      store::capture_rows_sql(reader.database(), "cpu_ops", capture_id, 1,
+                              store::CaptureRowsUse::rows, "c") +
+      " AND c.nameId IN (SELECT id FROM StringIds WHERE value LIKE 'enumerate(DataLoader)%') "
       "ORDER BY c.rowid");
   stmt.bind(1, capture_id);
   const std::string& path = reader.database().path();
@@ -251,7 +258,8 @@ void load_dataloader_ops(const store::Reader& reader, int64_t capture_id, Captur
 void load_cpu_ops(const store::Reader& reader, int64_t capture_id, CaptureData& data) {
   auto stmt = reader.database().prepare(
       "SELECT start, end, nameId, globalTid, category = 'cpu_op', "
-      "category = 'gpu_user_annotation' FROM cpu_ops WHERE captureId = ?1");
+      "category = 'gpu_user_annotation'" +
+      store::capture_rows_sql(reader.database(), "cpu_ops", capture_id));
   stmt.bind(1, capture_id);
   const std::string& path = reader.database().path();
   int64_t row = 0;

@@ -219,8 +219,9 @@ double thread_cpu_seconds(const std::string& name) {
 
 // The reference of `stream` and `contended`: store::Writer's own insert loop (one thread, no
 // agent, no decoding) of `rows` kernel rows into a fresh database, in rows/s until every row is
-// committed. With `host`: the host database's settings (WAL, synchronous=NORMAL, its live
-// per-capture indexes, 16,384-row transactions) and the rows spread over `host->captures`
+// committed. With `host`: the host database's settings (WAL, synchronous=NORMAL, the indexes it
+// keeps live (HostStore::apply_live_indexes: none on the event tables since schema 7's row
+// ranges), 16,384-row transactions) and the rows spread over `host->captures`
 // captures in runs of a batch, as the agents' batches reach the daemon's writer.
 // Also the writer thread's CPU time per row: what a core of its own would take.
 struct HostLike {
@@ -535,7 +536,7 @@ int contended(int agents, int n, double rows_per_second) {
   const LoopRate reference_after = insert_loop_rate(kReferenceRows, names, HostLike{agents});
   const double reference = (reference_before.rows_per_second + reference_after.rows_per_second) / 2;
   std::printf(
-      "store::Writer insert loop, %lld kernel rows, host database settings and live indexes, "
+      "store::Writer insert loop, %lld kernel rows, host database settings and indexes, "
       "%d captures (reference): %.0f rows/s before, %.0f rows/s after the agents; its writer "
       "thread %.2f / %.2f us CPU per row\n",
       static_cast<long long>(kReferenceRows), agents, reference_before.rows_per_second,

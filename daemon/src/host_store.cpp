@@ -72,13 +72,14 @@ rpc::WorkflowMetric to_rpc(const WorkflowMetricRow& metric) {
   return m;
 }
 
-// The host database is written while it is read, so its indexes are kept up to date row by row
-// (a one-shot file gets them from Writer::finish after the load instead). Only those that read one
-// capture -- schema/indexes.sql's indexes on (captureId) or (captureId, one more column): closing a
-// window analyses its own rows through them instead of scanning every row streamed so far (with 8
-// agents streaming that scan made closing take seconds). The wider ones (per stream, by
-// correlation id alone) are not kept here: each costs the agents' stream about a fifth of its rate
-// (docs/benchmarks.md), and a file from an older daemon, whose shutdown built them, loses them.
+// The host database is written while it is read, so the indexes it keeps are kept up to date row
+// by row (a one-shot file gets its full set from Writer::finish after the load instead). None on
+// the event tables: a capture's rows there are found by the rowid ranges the writer records
+// (capture_row_ranges, store/capture_rows.h), so closing a window analyses its own rows without a
+// per-capture index, and the bulk writer does not pay an index insert per row (1.15-1.20 -> about
+// 0.85 us of CPU per row: docs/benchmarks.md). Kept: schema/indexes.sql's per-capture indexes
+// ((captureId) or (captureId, one more column)) of the other tables (findings). A file from an
+// older daemon loses the rest (its live per-capture indexes, or the full set its shutdown built).
 void HostStore::apply_live_indexes(store::Database& db) {
   std::istringstream lines(store::index_sql());
   std::string line;
@@ -86,15 +87,19 @@ void HostStore::apply_live_indexes(store::Database& db) {
   while (std::getline(lines, line)) {
     if (line.rfind(create, 0) != 0) continue;
     const size_t name_end = line.find(' ', create.size());
+    const size_t on = line.find(" ON ", name_end);
     const size_t open = line.find('(');
     const size_t close = line.find(')', open);
-    if (name_end == std::string::npos || open == std::string::npos || close == std::string::npos)
+    if (name_end == std::string::npos || on == std::string::npos || open == std::string::npos ||
+        close == std::string::npos)
       continue;
     const std::string name = line.substr(create.size(), name_end - create.size());
+    const std::string table = line.substr(on + 4, open - on - 4);
     const std::string columns = line.substr(open + 1, close - open - 1);
     const bool per_capture =
         columns.rfind("captureId", 0) == 0 && std::count(columns.begin(), columns.end(), ',') <= 1;
-    db.exec(per_capture ? line : "DROP INDEX IF EXISTS " + name);
+    const bool keep = per_capture && !store::has_row_ranges(table);
+    db.exec(keep ? line : "DROP INDEX IF EXISTS " + name);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/rows.h"
 
@@ -343,17 +344,24 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
     check_cancel(options, ++rows);
   };
   const auto& db = reader.database();
-  const std::string cap = std::to_string(capture_id);
-  // A first part: the events that start before options.until (index on start).
+  // A first part: the events that start before options.until (on a file with the (captureId,
+  // start) index, a one-shot file, read from it; else the capture's row ranges, filtered).
   auto before = [&](const char* column) {
     return options.until == INT64_MAX
                ? std::string()
                : std::string(" AND ") + column + " < " + std::to_string(options.until);
   };
+  // The capture's rows of `table` (store/capture_rows.h), its id bound as ?1.
+  const store::CaptureRowsUse use =
+      options.until == INT64_MAX ? store::CaptureRowsUse::rows : store::CaptureRowsUse::by_time;
+  auto rows_of = [&](const char* table, const std::string& alias = {}) {
+    return store::capture_rows_sql(db, table, capture_id, 1, use, alias);
+  };
   auto gpu_table = [&](const char* table, const char* name_expr, EventKind kind) {
     auto st =
         db.prepare(std::string("SELECT ifnull(globalPid,-1), deviceId, streamId, start, end, ") +
-                   name_expr + " FROM " + table + " WHERE captureId = " + cap + before("start"));
+                   name_expr + rows_of(table) + before("start"));
+    st.bind(1, capture_id);
     check_cancel(options, 0);
     int32_t fixed = kind == EventKind::memset ? data.intern("Memset") : -1;
     std::unordered_map<int64_t, int32_t> copy_names;
@@ -381,6 +389,7 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
   auto thread_table = [&](const std::string& sql, TrackKind tk, EventKind kind, bool text) {
     check_cancel(options, 0);
     auto st = db.prepare(sql);
+    st.bind(1, capture_id);
     while (st.step()) {
       const int64_t tid = st.column_int(0);
       TrackKey key{tk, store::global_pid(store::pid_of(tid)), -1, -1, tid};
@@ -390,22 +399,20 @@ TimelineData load_timeline(const store::Reader& reader, int64_t capture_id,
       add(track(key), st.column_int(1), st.column_int(2), name, kind);
     }
   };
-  thread_table(
-      "SELECT globalTid, start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE captureId = " +
-          cap + before("start"),
-      TrackKind::thread_runtime, EventKind::runtime, false);
-  thread_table(
-      "SELECT ifnull(n.globalTid,0), n.start, ifnull(n.end,n.start), ifnull(n.text, s.value) "
-      "FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.captureId = " +
-          cap + before("n.start"),
-      TrackKind::thread_nvtx, EventKind::nvtx, true);
-  thread_table("SELECT globalTid, start, end, nameId FROM cpu_ops WHERE captureId = " + cap +
+  thread_table("SELECT globalTid, start, end, nameId" + rows_of("CUPTI_ACTIVITY_KIND_RUNTIME") +
                    before("start"),
+               TrackKind::thread_runtime, EventKind::runtime, false);
+  thread_table(
+      "SELECT ifnull(n.globalTid,0), n.start, ifnull(n.end,n.start), ifnull(n.text, (SELECT value "
+      "FROM StringIds WHERE id = n.textId))" +
+          rows_of("NVTX_EVENTS", "n") + before("n.start"),
+      TrackKind::thread_nvtx, EventKind::nvtx, true);
+  thread_table("SELECT globalTid, start, end, nameId" + rows_of("cpu_ops") + before("start"),
                TrackKind::thread_cpu, EventKind::cpu_op, false);
   {
-    auto st = db.prepare(
-        "SELECT ifnull(globalPid,-1), step, start, end FROM iterations WHERE captureId = " + cap +
-        before("start"));
+    auto st = db.prepare("SELECT ifnull(globalPid,-1), step, start, end" + rows_of("iterations") +
+                         before("start"));
+    st.bind(1, capture_id);
     while (st.step()) {
       TrackKey key{TrackKind::iterations, st.column_int(0), -1, -1, -1};
       add(track(key), st.column_int(2), st.column_int(3),
@@ -492,20 +499,20 @@ TimeRange capture_span(const store::Reader& reader, int64_t capture_id) {
   TimeRange span{INT64_MAX, INT64_MIN};
   for (const TimedTable& t : kTimedTables) {
     const std::string table = t.table;
-    // min() and max() of an indexed column are one index lookup each (not both in one query).
-    const auto first =
-        single_int(db, "SELECT min(start) FROM " + table + " WHERE captureId = ?", {capture_id});
+    // On a one-shot file min() and max() of the indexed start are one index lookup each (not
+    // both in one query); on the host database one pass over the capture's row ranges.
+    const std::string rows =
+        store::capture_rows_sql(db, table, capture_id, 1, store::CaptureRowsUse::by_time);
+    const auto first = single_int(db, "SELECT min(start)" + rows, {capture_id});
     if (!first) continue;
-    const auto last_start =
-        single_int(db, "SELECT max(start) FROM " + table + " WHERE captureId = ?", {capture_id});
+    const auto last_start = single_int(db, "SELECT max(start)" + rows, {capture_id});
     // Only events starting within the longest duration of the last start can end last.
     auto st = db.prepare("SELECT max_duration FROM event_extent WHERE tbl = ? AND captureId = ?");
     st.bind(1, table).bind(2, capture_id);
     const int64_t from = st.step() ? *last_start - st.column_int(0) : INT64_MIN;
-    const auto last_end = single_int(db,
-                                     std::string("SELECT max(") + t.end + ") FROM " + table +
-                                         " WHERE captureId = ? AND start >= ?",
-                                     {capture_id, from});
+    const auto last_end =
+        single_int(db, std::string("SELECT max(") + t.end + ")" + rows + " AND start >= ?2",
+                   {capture_id, from});
     span.begin = std::min(span.begin, *first);
     span.end = std::max(span.end, last_end.value_or(*last_start));
   }
@@ -520,10 +527,12 @@ std::optional<TimelineData> load_timeline_head(const store::Reader& reader, int6
   // are fewer, so the part holds at most `events` per table.
   std::optional<int64_t> cut;
   for (const TimedTable& t : kTimedTables) {
-    const auto at = single_int(db,
-                               std::string("SELECT start FROM ") + t.table +
-                                   " WHERE captureId = ? ORDER BY start LIMIT 1 OFFSET ?",
-                               {capture_id, events});
+    const auto at = single_int(
+        db,
+        "SELECT start" +
+            store::capture_rows_sql(db, t.table, capture_id, 1, store::CaptureRowsUse::by_time) +
+            " ORDER BY start LIMIT 1 OFFSET ?2",
+        {capture_id, events});
     if (at && (!cut || *at < *cut)) cut = at;
   }
   if (!cut) return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/table_io.h"
 #include "sqlite_errors.h"
@@ -13,10 +14,16 @@ namespace {
 
 using io::TableIo;
 
-// SELECT <the table's columns> FROM <table>, as its description says (table_io.h).
+// SELECT <the table's columns>, as its description says (table_io.h).
+template <class Row>
+std::string select_columns() {
+  return std::string("SELECT ") + TableIo<Row>::select_columns;
+}
+
+// SELECT <the table's columns> FROM <table>.
 template <class Row>
 std::string select_from() {
-  return std::string("SELECT ") + TableIo<Row>::select_columns + " FROM " + TableIo<Row>::table;
+  return select_columns<Row>() + " FROM " + TableIo<Row>::table;
 }
 
 // Every row the statement yields, read as its table's description says.
@@ -27,8 +34,10 @@ std::vector<Row> read_all(Statement& s) {
   return out;
 }
 
-// Builds "WHERE ..." for an event table and binds it. `time_col`/`end_col` name the time columns;
-// `has_device` says whether deviceId/streamId exist.
+// Builds "FROM <table> WHERE ..." for an event table and binds it: a capture's rows through
+// capture_rows_sql (capture_rows.h; its ?1 is the capture, the other conditions' parameters follow
+// it). `time_col`/`end_col` name the time columns; `has_device` says whether deviceId/streamId
+// exist.
 struct WhereClause {
   std::string sql;
   std::vector<int64_t> args;
@@ -38,9 +47,11 @@ WhereClause where_for(const Reader& reader, const std::string& table, const Even
                       bool has_device, const char* time_col = "start",
                       const char* end_col = "end") {
   WhereClause w;
-  std::string sql = " WHERE 1=1";
+  const bool windowed = f.window.begin != INT64_MIN || f.window.end != INT64_MAX;
+  std::string sql = " FROM " + table + " WHERE 1=1";
   if (f.captureId) {
-    sql += " AND captureId = ?";
+    sql = capture_rows_sql(reader.database(), table, *f.captureId, 1,
+                           windowed ? CaptureRowsUse::by_time : CaptureRowsUse::rows);
     w.args.push_back(*f.captureId);
   }
   if (has_device && f.deviceId) {
@@ -51,7 +62,7 @@ WhereClause where_for(const Reader& reader, const std::string& table, const Even
     sql += " AND streamId = ?";
     w.args.push_back(*f.streamId);
   }
-  if (f.window.begin != INT64_MIN || f.window.end != INT64_MAX) {
+  if (windowed) {
     // Overlap of [start, end) with [begin, end_): start < end_ AND end > begin. The index is on
     // start, so bound start from below too: start >= begin - max_duration.
     int64_t max_duration = 0;
@@ -103,15 +114,18 @@ std::vector<Row> select_events(const Reader& reader, const EventFilter& filter, 
                                const char* order, const char* time_col = "start",
                                const char* end_col = "end") {
   WhereClause w = where_for(reader, TableIo<Row>::table, filter, has_device, time_col, end_col);
-  Statement s = prepare_where(reader.database(), select_from<Row>(), w, order);
+  Statement s = prepare_where(reader.database(), select_columns<Row>(), w, order);
   return read_all<Row>(s);
 }
 
-// ... WHERE captureId = ? when a capture is given.
+// The capture's rows (capture_rows_sql) when a capture is given, else every row.
 template <class Row>
 std::vector<Row> select_of_capture(const Database& db, std::optional<int64_t> capture_id,
                                    const char* order) {
-  Statement s = db.prepare(select_from<Row>() + (capture_id ? " WHERE captureId = ?" : "") + order);
+  Statement s = db.prepare(
+      (capture_id ? select_columns<Row>() + capture_rows_sql(db, TableIo<Row>::table, *capture_id)
+                  : select_from<Row>()) +
+      order);
   if (capture_id) s.bind(1, *capture_id);
   return read_all<Row>(s);
 }
@@ -176,7 +190,7 @@ std::vector<Kernel> Reader::kernels(const EventFilter& filter) const {
 void Reader::for_each_kernel(const EventFilter& filter,
                              const std::function<void(const Kernel&)>& fn) const {
   WhereClause w = where_for(*this, TableIo<Kernel>::table, filter, true);
-  Statement s = prepare_where(db_, select_from<Kernel>(), w, " ORDER BY start");
+  Statement s = prepare_where(db_, select_columns<Kernel>(), w, " ORDER BY start");
   while (s.step()) fn(TableIo<Kernel>::read(s));
 }
 
@@ -213,7 +227,8 @@ std::vector<MemoryEvent> Reader::memory_events(const EventFilter& filter) const 
   EventFilter f = filter;
   f.streamId.reset();
   // Ties in the order written.
-  return select_events<MemoryEvent>(*this, f, true, " ORDER BY ts, rowid", "ts", "ts");
+  return select_events<MemoryEvent>(*this, f, true, " ORDER BY ts, memory_events.rowid", "ts",
+                                    "ts");
 }
 
 std::vector<DeviceSample> Reader::device_samples(const EventFilter& filter) const {
@@ -224,7 +239,8 @@ std::vector<DeviceSample> Reader::device_samples(const EventFilter& filter) cons
 
 std::vector<ExternalCorrelation> Reader::external_correlations(
     std::optional<int64_t> capture_id) const {
-  return select_of_capture<ExternalCorrelation>(db_, capture_id, " ORDER BY rowid");
+  return select_of_capture<ExternalCorrelation>(db_, capture_id,
+                                                " ORDER BY external_correlation.rowid");
 }
 
 std::vector<Finding> Reader::findings(std::optional<int64_t> capture_id) const {
@@ -233,7 +249,8 @@ std::vector<Finding> Reader::findings(std::optional<int64_t> capture_id) const {
 
 template <class Row>
 std::vector<Row> Reader::rows_of(int64_t capture_id) const {
-  return select_of_capture<Row>(db_, capture_id, " ORDER BY rowid");
+  return select_of_capture<Row>(
+      db_, capture_id, (std::string(" ORDER BY ") + TableIo<Row>::table + ".rowid").c_str());
 }
 #define FLEETSCOPE_READER_ROWS_OF(Row, plural) \
   template std::vector<Row> Reader::rows_of<Row>(int64_t) const;
@@ -259,8 +276,9 @@ const std::string& Reader::string(int64_t id) const {
 std::vector<TableCount> Reader::counts(std::optional<int64_t> capture_id) const {
   std::vector<TableCount> out;
   for (const char* table : kEventTables) {
-    Statement s = db_.prepare(std::string("SELECT COUNT(*) FROM ") + table +
-                              (capture_id ? " WHERE captureId = ?" : ""));
+    Statement s = db_.prepare(
+        std::string("SELECT COUNT(*)") +
+        (capture_id ? capture_rows_sql(db_, table, *capture_id) : std::string(" FROM ") + table));
     if (capture_id) s.bind(1, *capture_id);
     out.push_back({table, s.step() ? s.column_int(0) : 0});
   }

@@ -12,9 +12,11 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/error.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/table_io.h"
@@ -127,6 +129,20 @@ struct Writer::Impl {
   const char* last_extent_table = nullptr;
   int64_t last_extent_capture = 0;
   int64_t* last_extent = nullptr;
+  // The run of consecutive rowids of one capture that a table's last rows extend
+  // (capture_row_ranges): a row of the same capture at rowid last + 1 extends it, any other starts
+  // a new one. Recorded (or extended) in capture_row_ranges before each commit (record_ranges).
+  struct Run {
+    int64_t capture = 0, first = 0, last = 0, rows = 0;
+    bool open = false, recorded = true;
+  };
+  struct TableRuns {
+    const char* table = nullptr;
+    Run run;
+  };
+  std::vector<TableRuns> runs;  // one per ranged event table, in the order first written
+  std::vector<std::pair<const char*, Run>> ended_runs;  // ended since the last commit
+  std::optional<Statement> insert_range;
   std::optional<Statement> insert_string;
   // Prepared statements per table: of kRowsPerStatement rows (or fewer: as many as SQLite's
   // limit on parameters allows), kRowsPerShortStatement rows, one row.
@@ -171,6 +187,64 @@ struct Writer::Impl {
     if (duration > *last_extent) *last_extent = duration;
   }
 
+  Run& run_of(const char* table) {
+    for (TableRuns& t : runs)
+      if (t.table == table) return t.run;
+    runs.push_back({table, {}});
+    return runs.back().run;
+  }
+
+  // The rows at rowids first, first + 1, ... (one insert statement's, in order) extend or start
+  // their table's run. Rows without a capture (device samples taken outside any) are in none.
+  template <class Row>
+  void note_rowids(const char* table, Run& run, const Row* rows, size_t count, int64_t first) {
+    for (size_t r = 0; r < count; ++r) {
+      const int64_t rowid = first + static_cast<int64_t>(r);
+      int64_t capture = 0;
+      if constexpr (std::is_same_v<decltype(rows[r].captureId), std::optional<int64_t>>) {
+        if (!rows[r].captureId) continue;
+        capture = *rows[r].captureId;
+      } else {
+        capture = rows[r].captureId;
+      }
+      if (run.open && capture == run.capture && rowid == run.last + 1) {
+        run.last = rowid;
+        ++run.rows;
+        run.recorded = false;
+        continue;
+      }
+      if (run.open && !run.recorded) ended_runs.emplace_back(table, run);
+      run = {capture, rowid, rowid, 1, true, false};
+    }
+  }
+
+  // Writes the runs ended or extended since the last commit, in the transaction about to commit,
+  // so that every committed row lies in a recorded range. A run that goes on into the next
+  // transaction is recorded again there (same first rowid: its row is updated).
+  void record_ranges() {
+    auto record = [&](const char* table, const Run& run) {
+      if (!insert_range)
+        insert_range.emplace(db.raw(),
+                             "INSERT INTO capture_row_ranges(tbl, captureId, first_rowid, "
+                             "last_rowid, rows) VALUES (?,?,?,?,?) ON CONFLICT(tbl, captureId, "
+                             "first_rowid) DO UPDATE SET last_rowid = excluded.last_rowid, rows = "
+                             "excluded.rows");
+      insert_range->bind(1, std::string(table))
+          .bind(2, run.capture)
+          .bind(3, run.first)
+          .bind(4, run.last)
+          .bind(5, run.rows)
+          .execute();
+    };
+    for (const auto& [table, run] : ended_runs) record(table, run);
+    ended_runs.clear();
+    for (TableRuns& t : runs)
+      if (t.run.open && !t.run.recorded) {
+        record(t.table, t.run);
+        t.run.recorded = true;
+      }
+  }
+
   // The interner the generated bind code calls (io::TableIo<Row>::bind).
   int64_t intern(const std::string& text) { return intern_locked(text); }
   KernelNames kernel_names(const Kernel& k) {
@@ -194,6 +268,8 @@ struct Writer::Impl {
       if constexpr (requires { Io::extent_end(row); })
         note_extent(Io::table, row.captureId, row.start, Io::extent_end(row));
     };
+    Run* run = nullptr;
+    if constexpr (Io::row_ranges) run = &run_of(Io::table);
     // `count` rows at a time through `statement` (prepared on first use), from row i on.
     size_t i = 0;
     auto insert_by = [&](std::optional<Statement>& statement, int count) {
@@ -204,7 +280,12 @@ struct Writer::Impl {
           bind(*statement, 1 + r * Io::insert_count, rows[i + static_cast<size_t>(r)]);
         statement->step();
         statement->reset_keep_bindings();
+        // A multi-row INSERT gives its rows consecutive rowids, the last one's reported.
+        if constexpr (Io::row_ranges)
+          note_rowids(Io::table, *run, &rows[i], static_cast<size_t>(count),
+                      sqlite3_last_insert_rowid(db.raw()) - count + 1);
         if (options.commit_early && options.commit_early()) {
+          record_ranges();
           db.exec("COMMIT");
           db.exec("BEGIN");
         }
@@ -235,6 +316,7 @@ struct Writer::Impl {
     db.exec("BEGIN");
     try {
       write_rows(b);
+      record_ranges();
       db.exec("COMMIT");
     } catch (...) {
       sqlite3_exec(db.raw(), "ROLLBACK", nullptr, nullptr, nullptr);
@@ -370,6 +452,7 @@ struct Writer::Impl {
   }
 
   void finalize_statements() {
+    insert_range.reset();
     insert_string.reset();
     inserts.clear();
   }
@@ -499,21 +582,10 @@ void Writer::shift_times(int64_t capture_id, int64_t delta_ns) {
   if (delta_ns == 0) return;
   flush();
   std::lock_guard db_lock(impl_->db_mu);
-  // Every event table with times (generated: io::TableIo<Row>::shift_sql).
-  std::vector<const char*> shifts;
-  auto shift = [&]<class Row>(const std::vector<Row>*) {
-    if constexpr (requires { io::TableIo<Row>::shift_sql; })
-      shifts.push_back(io::TableIo<Row>::shift_sql);
-  };
-#define FLEETSCOPE_SHIFT(Row, plural) shift(static_cast<const std::vector<Row>*>(nullptr));
-  FLEETSCOPE_EVENT_ROWS(FLEETSCOPE_SHIFT)
-#undef FLEETSCOPE_SHIFT
   impl_->db.exec("BEGIN");
   try {
-    for (const char* sql : shifts) {
-      Statement s = impl_->db.prepare(sql);
-      s.bind(1, delta_ns).bind(2, capture_id).execute();
-    }
+    // Every event table with times, the capture's rows selected by their ranges (capture_rows.h).
+    shift_capture_rows(impl_->db, capture_id, delta_ns);
     impl_->db.exec("COMMIT");
   } catch (...) {
     sqlite3_exec(impl_->db.raw(), "ROLLBACK", nullptr, nullptr, nullptr);

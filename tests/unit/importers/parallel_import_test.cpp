@@ -42,7 +42,12 @@ std::map<std::string, std::vector<std::string>> dump(const std::string& db_path)
   }
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& table : tables) {
-    auto s = db.prepare("SELECT * FROM \"" + table + "\"");
+    // Where a capture's rows lie differs with the order the files' rows were committed in (their
+    // rowids); how many rows of each capture each table's ranges hold does not.
+    auto s = db.prepare(table == "capture_row_ranges"
+                            ? "SELECT tbl, captureId, total(rows) FROM capture_row_ranges GROUP BY "
+                              "tbl, captureId"
+                            : "SELECT * FROM \"" + table + "\"");
     auto& rows = out[table];
     while (s.step()) {
       std::string line;

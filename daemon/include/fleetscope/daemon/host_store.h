@@ -58,7 +58,8 @@ class HostStore {
 
   const std::string& path() const { return path_; }
   // The indexes a host database keeps live while it is written (schema/indexes.sql's per-capture
-  // ones); the others are dropped. For the benchmark's reference insert loop too.
+  // ones of tables without row ranges: none on the event tables, whose captures' rows are found
+  // by capture_row_ranges); the others are dropped. For the benchmark's reference insert loop too.
   static void apply_live_indexes(store::Database& db);
   int schema_version() const;
   int64_t host_id() const { return host_id_; }

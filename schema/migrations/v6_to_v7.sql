@@ -1,0 +1,5 @@
+-- v6 -> v7: capture_row_ranges, where each capture's rows of an event table lie (runs of
+-- consecutive rowids of one capture), so that the daemon's host database needs no per-capture
+-- index on its event tables. gen_schema.py writes the table's CREATE before this text and, after
+-- it, the statements that fill the table from the rows already in the file (gaps and islands per
+-- event table: ranges_fill_sql, the same SQL store::recompute_capture_row_ranges runs).
