@@ -104,15 +104,24 @@ RANGES = "capture_row_ranges"
 
 def ranges_fill_sql(t):
     """Recomputes table t's capture_row_ranges from its rows: the maximal runs, in rowid order, of
-    rows of one capture (gaps and islands: a row's rank in the table minus its rank in its capture
-    is constant along a run). The migration that adds the table runs it for every event table, and
+    rows of one capture. A run starts at a row whose previous row (by rowid) has another capture,
+    and ends just before the next row of another capture. Each lookup is a seek or a forward walk
+    on the rowid b-tree, so the memory taken does not grow with the table (window functions, which
+    did this before, sort every row: 39 MB more peak memory to migrate a 50 MB file). The
+    migration that adds the table runs it for every event table, and
     store::recompute_capture_row_ranges for a table whose rows were copied in by plain SQL."""
-    return (f"DELETE FROM {RANGES} WHERE tbl = '{t.name}';\n"
+    n = t.name
+    return (f"DELETE FROM {RANGES} WHERE tbl = '{n}';\n"
             f"INSERT INTO {RANGES}(tbl, captureId, first_rowid, last_rowid, rows)\n"
-            f"  SELECT '{t.name}', captureId, min(id), max(id), count(*) FROM (\n"
-            f"    SELECT rowid AS id, captureId, row_number() OVER (ORDER BY rowid) -\n"
-            f"      row_number() OVER (PARTITION BY captureId ORDER BY rowid) AS run FROM {t.name})\n"
-            f"  WHERE captureId IS NOT NULL GROUP BY captureId, run;\n")
+            f"  SELECT '{n}', s.captureId, s.first, s.last,\n"
+            f"    (SELECT count(*) FROM {n} c WHERE c.rowid BETWEEN s.first AND s.last) FROM (\n"
+            f"    SELECT t.rowid AS first, t.captureId AS captureId,\n"
+            f"      coalesce((SELECT max(q.rowid) FROM {n} q WHERE q.rowid < (SELECT p.rowid FROM {n} p\n"
+            f"                  WHERE p.rowid > t.rowid AND p.captureId IS NOT t.captureId\n"
+            f"                  ORDER BY p.rowid LIMIT 1)),\n"
+            f"               (SELECT max(rowid) FROM {n})) AS last\n"
+            f"    FROM {n} t WHERE t.captureId IS NOT NULL AND t.captureId IS NOT\n"
+            f"      (SELECT p.captureId FROM {n} p WHERE p.rowid < t.rowid ORDER BY p.rowid DESC LIMIT 1)) s;\n")
 
 
 def ranged_tables():
