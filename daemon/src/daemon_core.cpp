@@ -170,8 +170,13 @@ void DaemonCore::retention_loop() {
     std::string message;
     try {
       if (probe) probe();
-      const auto result = store_->apply_retention(policy, now);
-      if (result.captures_dropped > 0)
+      const auto result = store_->apply_retention(policy, now, &retention_stopper_);
+      if (result.stopped)
+        message = "fleetscoped: retention stopped (shutdown) after dropping " +
+                  std::to_string(result.captures_dropped) +
+                  " capture(s); the capture it was dropping is kept whole, the next start runs "
+                  "retention again\n";
+      else if (result.captures_dropped > 0)
         message = "fleetscoped: retention dropped " + std::to_string(result.captures_dropped) +
                   " capture(s)\n";
     } catch (const std::exception& e) {
@@ -193,6 +198,17 @@ int64_t DaemonCore::retention_runs() const {
 void DaemonCore::set_retention_probe(std::function<void()> probe) {
   std::lock_guard lock(retention_mutex_);
   retention_probe_ = std::move(probe);
+}
+
+void DaemonCore::set_retention_drop_probe(
+    std::function<void(int64_t, const HostStore::RetentionStop&)> probe) {
+  std::lock_guard lock(retention_mutex_);  // read by a run only after a request under this mutex
+  retention_stopper_.in_drop_probe = std::move(probe);
+}
+
+bool DaemonCore::wait_for_retention_runs(int64_t runs, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(retention_mutex_);
+  return retention_wake_.wait_for(lock, timeout, [&] { return retention_runs_ >= runs; });
 }
 
 void DaemonCore::name_pods_by_kubelet(const std::vector<DeviceReading>& devices) {
@@ -336,8 +352,11 @@ void DaemonCore::shutdown() {
   }
   {
     std::lock_guard lock(retention_mutex_);
-    retention_stop_ = true;  // a run in progress finishes; a posted one is not started
+    retention_stop_ = true;  // a posted run is not started
   }
+  // A run in progress stops at its next step or statement (within systemd's TimeoutStopSec);
+  // the capture it was dropping rolls back whole.
+  retention_stopper_.request();
   retention_wake_.notify_all();
   if (retention_thread_.joinable()) retention_thread_.join();
   traces_->set_window_hooks({}, {});  // DCGM is shut down with this object

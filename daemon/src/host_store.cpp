@@ -537,9 +537,52 @@ int64_t HostStore::size_bytes() {
   return total;
 }
 
-HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& policy,
-                                                      int64_t now_ns) {
+void HostStore::RetentionStop::request() {
+  {
+    std::lock_guard lock(mutex_);
+    requested_ = true;
+    // Under the mutex: the connection is not closed while it is interrupted (detach waits).
+    if (db_) sqlite3_interrupt(db_);
+  }
+  requested_cv_.notify_all();
+}
+
+bool HostStore::RetentionStop::requested() const {
+  return requested_;
+}
+
+bool HostStore::RetentionStop::wait(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return requested_cv_.wait_for(lock, timeout, [this] { return requested_.load(); });
+}
+
+void HostStore::RetentionStop::attach(sqlite3* db) {
+  std::lock_guard lock(mutex_);
+  db_ = db;
+  // sqlite3_interrupt is lost when no statement runs at that moment (SQLite clears it as the
+  // next one starts); the progress handler sees the request inside any later statement too.
+  sqlite3_progress_handler(
+      db, 1000, [](void* self) { return static_cast<RetentionStop*>(self)->requested() ? 1 : 0; },
+      this);
+}
+
+void HostStore::RetentionStop::detach() {
+  std::lock_guard lock(mutex_);
+  if (db_) sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+  db_ = nullptr;
+}
+
+namespace {
+struct RetentionStopped {};  // thrown where the run sees a stop request between its steps
+}  // namespace
+
+HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& policy, int64_t now_ns,
+                                                      RetentionStop* stop) {
   RetentionResult result;
+  if (stop && stop->requested()) {
+    result.stopped = true;
+    return result;
+  }
   writer_->flush();  // the samples appended so far count (waits for the bulk queue, no lock held)
   // A connection of its own: no daemon lock is held while it deletes (the trace control, the
   // RPCs and the writers go on; SQLite serializes the short transactions below with theirs).
@@ -548,7 +591,19 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   retention.exec("PRAGMA synchronous = NORMAL");
   retention_turns = turns_->install_short(retention.raw());
   store::Database& db = retention;
+  // Detached before the connection closes (declared after it).
+  struct Attached {
+    RetentionStop* stop;
+    ~Attached() {
+      if (stop) stop->detach();
+    }
+  } attached{stop};
+  if (stop) stop->attach(db.raw());
+  auto check_stop = [&] {
+    if (stop && stop->requested()) throw RetentionStopped{};
+  };
   auto drop_capture = [&](int64_t id) {
+    check_stop();
     ImmediateTransaction transaction(db);
     // The event tables from their one description (store/capture_rows.h), then what else is
     // kept per capture.
@@ -559,8 +614,9 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
     }
     // Its analysis-cache entry (analyzer/analysis_cache.h) goes with its findings.
     db.prepare("DELETE FROM meta WHERE key = ?").bind(1, analyzer::analysis_meta_key(id)).execute();
-    auto s = db.prepare("DELETE FROM captures WHERE id = ?");
-    s.bind(1, id).execute();
+    db.prepare("DELETE FROM captures WHERE id = ?").bind(1, id).execute();
+    if (stop && stop->in_drop_probe) stop->in_drop_probe(id, *stop);
+    check_stop();  // a request while a short statement ran: still rolled back whole
     transaction.commit();
     ++result.captures_dropped;
   };
@@ -572,55 +628,66 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
     if (s.step()) return s.column_int(0);
     return std::nullopt;
   };
-  // Metrics first: old samples become per-minute means (kept), then only the means survive.
-  if (policy.downsample_after_ns > 0) {
-    const int64_t cutoff = now_ns - policy.downsample_after_ns;
-    ImmediateTransaction transaction(db);
-    {  // statements finalized before the temporary table is dropped
-      auto count =
-          db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
-      count.bind(1, cutoff);
-      count.step();
-      result.samples_downsampled = count.column_int(0);
-      auto mean = db.prepare(
-          "CREATE TEMP TABLE downsampled AS SELECT (ts / ?1) * ?1 AS ts, host_id, deviceId, "
-          "metric_id, avg(value) AS value "
-          "FROM device_samples WHERE captureId IS NULL AND ts < ?2 GROUP BY 1, 2, 3, 4");
-      mean.bind(1, policy.downsample_bucket_ns).bind(2, cutoff).execute();
-      auto drop = db.prepare("DELETE FROM device_samples WHERE captureId IS NULL AND ts < ?");
-      drop.bind(1, cutoff).execute();
-      db.exec(
-          "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value) SELECT ts, host_id, "
-          "deviceId, metric_id, value FROM downsampled");
+  try {
+    // Metrics first: old samples become per-minute means (kept), then only the means survive.
+    if (policy.downsample_after_ns > 0) {
+      const int64_t cutoff = now_ns - policy.downsample_after_ns;
+      ImmediateTransaction transaction(db);
+      {  // statements finalized before the temporary table is dropped
+        auto count =
+            db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
+        count.bind(1, cutoff);
+        count.step();
+        result.samples_downsampled = count.column_int(0);
+        auto mean = db.prepare(
+            "CREATE TEMP TABLE downsampled AS SELECT (ts / ?1) * ?1 AS ts, host_id, deviceId, "
+            "metric_id, avg(value) AS value "
+            "FROM device_samples WHERE captureId IS NULL AND ts < ?2 GROUP BY 1, 2, 3, 4");
+        mean.bind(1, policy.downsample_bucket_ns).bind(2, cutoff).execute();
+        auto drop = db.prepare("DELETE FROM device_samples WHERE captureId IS NULL AND ts < ?");
+        drop.bind(1, cutoff).execute();
+        db.exec(
+            "INSERT INTO device_samples(ts, host_id, deviceId, metric_id, value) SELECT ts, "
+            "host_id, "
+            "deviceId, metric_id, value FROM downsampled");
+      }
+      db.exec("DROP TABLE downsampled");
+      transaction.commit();
     }
-    db.exec("DROP TABLE downsampled");
-    transaction.commit();
-  }
-  if (policy.max_age_ns > 0) {
-    const int64_t cutoff = now_ns - policy.max_age_ns;
-    while (auto id = oldest_capture(cutoff)) drop_capture(*id);
-    auto s = db.prepare("DELETE FROM device_samples WHERE ts < ?");
-    s.bind(1, cutoff).execute();
-    result.samples_dropped += sqlite3_changes(db.raw());
-    auto m = db.prepare("DELETE FROM workflow_metrics WHERE window_end < ?");
-    m.bind(1, cutoff).execute();
-  }
-  if (policy.max_bytes > 0) {
-    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    // Deleted pages are reused by SQLite; the file shrinks only with VACUUM, which would block the
-    // writer, so the bound is on the pages in use (page_count - freelist_count).
-    auto used = [&] {
-      auto s = db.prepare(
-          "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM "
-          "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())");
-      s.step();
-      return s.column_int(0) * s.column_int(1);
-    };
-    while (used() > policy.max_bytes) {
-      auto id = oldest_capture(std::nullopt);
-      if (!id) break;
-      drop_capture(*id);
+    check_stop();
+    if (policy.max_age_ns > 0) {
+      const int64_t cutoff = now_ns - policy.max_age_ns;
+      while (auto id = oldest_capture(cutoff)) drop_capture(*id);
+      auto s = db.prepare("DELETE FROM device_samples WHERE ts < ?");
+      s.bind(1, cutoff).execute();
+      result.samples_dropped += sqlite3_changes(db.raw());
+      check_stop();
+      auto m = db.prepare("DELETE FROM workflow_metrics WHERE window_end < ?");
+      m.bind(1, cutoff).execute();
     }
+    check_stop();
+    if (policy.max_bytes > 0) {
+      db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      // Deleted pages are reused by SQLite; the file shrinks only with VACUUM, which would block
+      // the writer, so the bound is on the pages in use (page_count - freelist_count).
+      auto used = [&] {
+        auto s = db.prepare(
+            "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM "
+            "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())");
+        s.step();
+        return s.column_int(0) * s.column_int(1);
+      };
+      while (used() > policy.max_bytes) {
+        auto id = oldest_capture(std::nullopt);
+        if (!id) break;
+        drop_capture(*id);
+      }
+    }
+  } catch (const RetentionStopped&) {
+    result.stopped = true;
+  } catch (const std::exception&) {
+    if (!stop || !stop->requested()) throw;
+    result.stopped = true;  // the statement that ran was interrupted (and rolled back)
   }
   return result;
 }

@@ -166,10 +166,33 @@ sharer::SharingService& SharingHost::service_locked() {
   return *service_;
 }
 
+HostStore::SharingEventRow sharing_event_row(sharer::SharingRecord record) {
+  // Structured bindings name every member: one more on either side does not compile.
+  auto& [ts_ns, plan_id, kind, detail_json] = record;
+  HostStore::SharingEventRow row;
+  auto& [row_ts_ns, row_plan_id, row_kind, row_detail_json] = row;
+  row_ts_ns = ts_ns;
+  row_plan_id = plan_id;
+  row_kind = std::move(kind);
+  row_detail_json = std::move(detail_json);
+  return row;
+}
+
+sharer::SharingRecord sharing_record(HostStore::SharingEventRow row) {
+  auto& [ts_ns, plan_id, kind, detail_json] = row;
+  sharer::SharingRecord record;
+  auto& [record_ts_ns, record_plan_id, record_kind, record_detail_json] = record;
+  record_ts_ns = ts_ns;
+  record_plan_id = plan_id;
+  record_kind = std::move(kind);
+  record_detail_json = std::move(detail_json);
+  return record;
+}
+
 void SharingHost::resume_locked() {
   std::vector<sharer::SharingRecord> records;
   for (auto& row : store_.sharing_events_of_kinds(sharer::sharing_state_event_kinds()))
-    records.push_back({row.ts_ns, row.plan_id, std::move(row.kind), std::move(row.detail_json)});
+    records.push_back(sharing_record(std::move(row)));
   if (records.empty()) return;  // a first run, or nothing was ever planned or switched
   const auto state = sharer::replay_sharing_records(records);
   std::optional<sharer::ServicePlan> plan;
@@ -230,8 +253,7 @@ void SharingHost::after_change_locked() {
   }
   std::vector<HostStore::SharingEventRow> rows = std::exchange(pending_events_, {});
   for (auto& record : service_->take_records())
-    rows.push_back(
-        {record.ts_ns, record.plan_id, std::move(record.kind), std::move(record.detail_json)});
+    rows.push_back(sharing_event_row(std::move(record)));
   store_.add_sharing_events(rows);
   changed_.notify_all();
 }

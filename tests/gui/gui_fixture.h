@@ -6,8 +6,12 @@
 // at [1000, 1400) µs, and tensor_cores_unused). Times are kBase + µs offsets.
 #pragma once
 
-#include <string>
+#include <sqlite3.h>
 
+#include <string>
+#include <vector>
+
+#include "fleetscope/store/table_io.h"
 #include "fleetscope/store/writer.h"
 
 namespace fleetscope::gui::testing {
@@ -118,6 +122,27 @@ inline Fixture write_fixture(const std::string& path, int64_t gemm_us = 400) {
   writer.add_finding(finding);
   writer.finish();
   return f;
+}
+
+// The daemon's sharing records in a database (as HostStore writes them): a lane_plans row and its
+// sharing_events, through the tables' generated insert code (table_io.h), so a column added in
+// schema/tables.py reaches these rows too. Returns the plan's id; events whose plan_id is
+// `kThisPlan` get it.
+constexpr int64_t kThisPlan = -1;
+inline int64_t write_sharing_records(const std::string& path, store::LanePlan plan,
+                                     std::vector<store::SharingEvent> events) {
+  auto db = store::Database::open(path, store::OpenMode::read_write);
+  auto p = db.prepare(store::io::insert_sql<store::LanePlan>());
+  store::io::bind_row(p, plan);
+  p.execute();
+  const int64_t plan_id = sqlite3_last_insert_rowid(db.raw());
+  auto e = db.prepare(store::io::insert_sql<store::SharingEvent>());
+  for (auto& event : events) {
+    if (event.plan_id == kThisPlan) event.plan_id = plan_id;
+    store::io::bind_row(e, event);
+    e.execute();
+  }
+  return plan_id;
 }
 
 }  // namespace fleetscope::gui::testing

@@ -117,17 +117,13 @@ TEST_F(ModelsTest, AggregateSqlPlanStoredAndKeyValueModels) {
 }
 
 TEST_F(ModelsTest, SharingEventsModelShowsTheDatabasesSharingEvents) {
-  {
-    auto db = store::Database::open(path_, store::OpenMode::read_write);
-    db.exec(
-        "INSERT INTO lane_plans(id, created_ns, policy, plan, applied) VALUES "
-        "(4, 1700000000000000000, 'fifo', '{}', 1);"
-        "INSERT INTO sharing_events(ts, plan_id, kind, detail) VALUES "
-        "(1700000000000000000, 4, 'plan_applied', '{\"workflows\":[\"train\"]}'),"
-        "(1700000001250000000, 4, 'job_admitted', '{\"pid\":4242,\"uid\":1000,"
-        "\"workflow\":\"train\",\"gpu\":\"GPU-abc\",\"gpu_index\":0,\"lane\":\"lane-1\"}'),"
-        "(1700000002000000000, NULL, 'job_unshared', 'not json');");
-  }
+  const int64_t plan = testing::write_sharing_records(
+      path_,
+      {.created_ns = 1700000000000000000, .policy = "fifo", .plan_json = "{}", .applied = true},
+      {{1700000000000000000, testing::kThisPlan, "plan_applied", R"({"workflows":["train"]})"},
+       {1700000001250000000, testing::kThisPlan, "job_admitted",
+        R"({"pid":4242,"uid":1000,"workflow":"train","gpu":"GPU-abc","gpu_index":0,"lane":"lane-1"})"},
+       {1700000002000000000, std::nullopt, "job_unshared", "not json"}});
   const SharingState sharing = plan_sharing(*open_session(path_));
   ASSERT_EQ(sharing.events.size(), 3u);
   EXPECT_FALSE(sharing.events_truncated);
@@ -141,7 +137,7 @@ TEST_F(ModelsTest, SharingEventsModelShowsTheDatabasesSharingEvents) {
   // Oldest first, as written.
   EXPECT_EQ(text(0, C::kind), "plan_applied");
   EXPECT_EQ(text(0, C::time), "2023-11-14 22:13:20.000");
-  EXPECT_EQ(text(0, C::plan), "4");
+  EXPECT_EQ(text(0, C::plan), QString::number(plan));
   EXPECT_EQ(text(0, C::job), "");
   EXPECT_EQ(text(1, C::kind), "job_admitted");
   EXPECT_EQ(text(1, C::time), "2023-11-14 22:13:21.250");

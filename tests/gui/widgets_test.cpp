@@ -135,15 +135,10 @@ TEST_F(WidgetsTest, AFirstPartHatchesWhatIsLoadingAndTheWholeKeepsTheView) {
 }
 
 TEST_F(WidgetsTest, SharingPanelListsTheSharingEventsUnderThePlans) {
-  {
-    auto db = store::Database::open(path_, store::OpenMode::read_write);
-    db.exec(
-        "INSERT INTO lane_plans(id, created_ns, policy, plan, applied) VALUES (1, 10, 'fifo', "
-        "'{}', 1);"
-        "INSERT INTO sharing_events(ts, plan_id, kind, detail) VALUES "
-        "(20, 1, 'job_admitted', '{\"pid\":7,\"workflow\":\"train\",\"lane\":\"l0\"}'),"
-        "(30, 1, 'job_released', '{\"pid\":7,\"workflow\":\"train\",\"lane\":\"l0\"}');");
-  }
+  testing::write_sharing_records(
+      path_, {.created_ns = 10, .policy = "fifo", .plan_json = "{}", .applied = true},
+      {{20, testing::kThisPlan, "job_admitted", R"({"pid":7,"workflow":"train","lane":"l0"})"},
+       {30, testing::kThisPlan, "job_released", R"({"pid":7,"workflow":"train","lane":"l0"})"}});
   MainWindow window(false);
   window.open(QString::fromStdString(path_));
   window.show_view("sharing");  // the plan is made when the tab is shown

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/host_store.h"
@@ -170,6 +171,128 @@ TEST(RetentionThread, TicksKeepSamplingWhileARetentionRunIsHeld) {
   EXPECT_EQ(second_run.get_future().wait_for(60s), std::future_status::ready);
   core->shutdown();  // joins the thread once its run is over
   EXPECT_EQ(core->retention_runs(), 2);
+}
+
+// Three captures older than the age bound, 1000 kernels each; returns their ids, oldest first.
+std::vector<int64_t> old_captures(const std::string& path, int64_t now, int64_t day) {
+  HostStore store(path, "node-1");
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t start = now - (40 - i) * day;  // 40, 39 and 38 days old
+    const int64_t id = store.open_capture("job", start);
+    rpc::RecordBatch batch;
+    batch.capture_id = id;
+    rpc::KernelRecord k;
+    k.start_ns = start;
+    k.end_ns = start + 10;
+    k.demangledName = "k";
+    k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+    batch.kernels.assign(1000, k);
+    store.commit_batch(batch, id);
+    store.close_capture(id, k.end_ns, 0, 0, std::nullopt);
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+TEST(RetentionThread, ShutdownStopsAHeldRunAndTheNextStartFinishesIt) {
+  test_support::TempDir dir;
+  const int64_t day = int64_t{86'400} * 1'000'000'000;
+  std::atomic<int64_t> now = 100 * day;
+  const auto ids = old_captures(dir.file("host.db"), now, day);
+  DaemonConfig config;
+  config.database = dir.file("host.db");
+  config.nvml_library = NVML_STANDIN;
+  config.dcgm_library = "off";
+  config.retention_max_age_days = 30;  // all three are due
+  config.retention_max_mb = 0;
+  std::ostringstream log;
+  auto core = std::make_unique<DaemonCore>(config, log, [&now] { return now.load(); });
+
+  // The first capture is dropped; the run is held inside the second one's transaction (its rows
+  // deleted, not committed) until shutdown asks it to stop.
+  std::promise<int64_t> held_promise;
+  auto held = held_promise.get_future();
+  std::atomic<int> drops{0};
+  core->set_retention_drop_probe([&](int64_t id, const HostStore::RetentionStop& stop) {
+    if (drops.fetch_add(1) != 1) return;
+    held_promise.set_value(id);
+    stop.wait(120s);  // released by the stop request, not by the test
+  });
+  core->tick();  // the run due at start is posted
+  ASSERT_EQ(held.wait_for(60s), std::future_status::ready) << log.str();
+  const int64_t held_capture = held.get();
+  EXPECT_EQ(held_capture, ids[1]);
+
+  auto stopping = std::async(std::launch::async, [&] { core->shutdown(); });
+  ASSERT_EQ(stopping.wait_for(60s), std::future_status::ready) << "shutdown waited for the run";
+  stopping.get();
+  EXPECT_EQ(core->retention_runs(), 1);
+  EXPECT_NE(log.str().find("retention stopped (shutdown) after dropping 1 capture(s)"),
+            std::string::npos)
+      << log.str();
+  core.reset();
+
+  auto count = [&](const char* sql, int64_t id) {
+    auto db = store::Database::open(dir.file("host.db"));
+    auto q = db.prepare(sql);
+    q.bind(1, id);
+    EXPECT_TRUE(q.step());
+    return q.column_int(0);
+  };
+  const char* captures = "SELECT count(*) FROM captures WHERE id = ?";
+  const char* kernels = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?";
+  // The first is gone with its rows; the held one rolled back whole; the third was not reached.
+  EXPECT_EQ(count(captures, ids[0]), 0);
+  EXPECT_EQ(count(kernels, ids[0]), 0);
+  for (int64_t id : {ids[1], ids[2]}) {
+    EXPECT_EQ(count(captures, id), 1) << id;
+    EXPECT_EQ(count(kernels, id), 1000) << id;
+  }
+
+  // The next start runs retention again and finishes the work.
+  std::ostringstream next_log;
+  core = std::make_unique<DaemonCore>(config, next_log, [&now] { return now.load(); });
+  core->tick();
+  ASSERT_TRUE(core->wait_for_retention_runs(1, 60s)) << next_log.str();
+  EXPECT_NE(next_log.str().find("retention dropped 2 capture(s)"), std::string::npos)
+      << next_log.str();
+  core->shutdown();
+  for (int64_t id : ids) {
+    EXPECT_EQ(count(captures, id), 0) << id;
+    EXPECT_EQ(count(kernels, id), 0) << id;
+  }
+}
+
+TEST(RetentionThread, AStopInsideACaptureRollsItBackWhole) {
+  // HostStore alone: a request from another thread while the run is inside a capture's
+  // transaction (its rows deleted, not committed). The run reports stopped, the capture is kept
+  // whole, the request stays requested, and a run without it drops all three.
+  test_support::TempDir dir;
+  const int64_t day = int64_t{86'400} * 1'000'000'000;
+  const int64_t now = 100 * day;
+  const auto ids = old_captures(dir.file("host.db"), now, day);
+  HostStore store(dir.file("host.db"), "node-1");
+  HostStore::RetentionStop stop;
+  stop.in_drop_probe = [&](int64_t, const HostStore::RetentionStop&) {
+    std::thread([&] { stop.request(); }).join();  // from another thread, as shutdown does
+  };
+  HostStore::RetentionPolicy policy;
+  policy.max_age_ns = 30 * day;
+  const auto result = store.apply_retention(policy, now, &stop);
+  EXPECT_TRUE(result.stopped);
+  EXPECT_EQ(result.captures_dropped, 0);
+  EXPECT_EQ(store.apply_retention(policy, now, &stop).captures_dropped, 0) << "stays requested";
+  {
+    auto db = store::Database::open(dir.file("host.db"));
+    auto q = db.prepare("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?");
+    q.bind(1, ids[0]);
+    ASSERT_TRUE(q.step());
+    EXPECT_EQ(q.column_int(0), 1000);
+  }
+  const auto again = store.apply_retention(policy, now);
+  EXPECT_FALSE(again.stopped);
+  EXPECT_EQ(again.captures_dropped, 3);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include "fleetscope/daemon/daemon_core.h"
 #include "fleetscope/daemon/rpc_handler.h"
@@ -226,6 +228,31 @@ TEST_F(SharingRpc, APlanKeepsTheTurnPolicyItWasMadeFor) {
                          std::string(R"("turn_policy": "priority",)").size(), "");
   fifo.__set_policy("srtf");
   EXPECT_THROW(api.apply_plan(fifo), rpc::InvalidRequest);
+}
+
+TEST(SharingRecords, RoundTripThroughTheSharingEventsTable) {
+  // The sharing service's records become sharing_events rows and come back the same (the resume
+  // path reads them), through the one pair of mapping functions.
+  const std::vector<sharer::SharingRecord> records{
+      {11, 4, "plan_applied", R"({"policy": "srtf"})"},
+      {12, std::nullopt, "sharing_off", "{}"},
+  };
+  test_support::TempDir dir;
+  HostStore store(dir.file("host.db"), "node-1");
+  std::vector<HostStore::SharingEventRow> rows;
+  for (const auto& record : records) rows.push_back(sharing_event_row(record));
+  store.add_sharing_events(rows);
+  const auto stored = store.sharing_events(10);
+  ASSERT_EQ(stored.size(), records.size());
+  std::vector<sharer::SharingRecord> back;
+  for (const auto& row : stored) back.push_back(sharing_record(row));
+  std::sort(back.begin(), back.end(), [](auto& a, auto& b) { return a.ts_ns < b.ts_ns; });
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(back[i].ts_ns, records[i].ts_ns) << i;
+    EXPECT_EQ(back[i].plan_id, records[i].plan_id) << i;
+    EXPECT_EQ(back[i].kind, records[i].kind) << i;
+    EXPECT_EQ(back[i].detail_json, records[i].detail_json) << i;
+  }
 }
 
 }  // namespace

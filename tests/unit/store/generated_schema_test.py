@@ -19,10 +19,16 @@ and decoder, the nsys importer's copy and the Chrome-trace export's column table
                                               lane_plans, sharing_events): the column reaches
                                               their row structs and generated insert and read code.
   generated_schema_test.py --sources ROOT     the code that writes and reads the daemon's tables
-                                              (the daemon, the GUI, the analyzer, ...) names no
-                                              column list of its own: it inserts and reads
-                                              through the generated code, so a column added in
-                                              tables.py reaches every writer and reader of them.
+                                              (the daemon, the GUI, the analyzer, ... and the
+                                              tests' fixtures under tests/) names no column list
+                                              of its own: it inserts and reads through the
+                                              generated code, so a column added in tables.py
+                                              reaches every writer and reader of them. A test
+                                              fixture that writes a broken row on purpose (one
+                                              the generated insert cannot write) may keep its
+                                              SQL: a comment with "raw-sql-on-purpose:" and the
+                                              reason, on the statement's line or up to 3 lines
+                                              above it, allows it (tests/ only).
 
 Reads the generated text, not the generator's functions, where it can (the SQL runs in SQLite), so a
 generator change that drops a column from one output fails here. Exits 1 naming each gap.
@@ -442,27 +448,46 @@ def probe_daemon_tables():
               f"probe: the last migration step does not add {t.name}.{name}")
 
 
+# In tests/ only: a fixture that writes a broken row on purpose says so with this and a reason.
+RAW_SQL_MARKER = "raw-sql-on-purpose:"
+
+
 def check_sources(root):
-    """No product source writes or reads a daemon table with a column list of its own: an INSERT
-    INTO one of them, or a SELECT of two or more of its columns, is a second description of the
-    table that a column added in tables.py would not reach."""
+    """No product source, and no test under tests/, writes or reads a daemon table with a column
+    list of its own: an INSERT INTO one of them, or a SELECT of two or more of its columns, is a
+    second description of the table that a column added in tables.py would not reach. In tests/
+    a statement with RAW_SQL_MARKER on its line or up to 3 lines above is allowed (a deliberately
+    broken row)."""
     root = pathlib.Path(root)
     columns = {t.name: {c.name for c in t.columns} for t in T.TABLES if t.name in DAEMON_TABLES}
     product = ("analyzer", "cli", "collector", "daemon", "gui", "sharer", "launcher", "export", "schema/store")
-    files = [f for d in product if (root / d).is_dir() for f in (root / d).rglob("*")
-             if f.suffix in (".cpp", ".h", ".cc")]
+
+    def sources(d):
+        return [f for f in (root / d).rglob("*") if f.suffix in (".cpp", ".h", ".cc")] if (root / d).is_dir() else []
+
+    files = [f for d in product for f in sources(d)]
     check(files, f"--sources {root}: no product sources found")
-    for f in files:
+    tests = sources("tests")
+    check(tests, f"--sources {root}: no tests/ sources found")
+    for f in files + tests:
         # Adjacent string literals form one: join them so a statement split over lines is whole.
         text = re.sub(r'"\s*\n\s*"', "", f.read_text(errors="replace"))
         rel = f.relative_to(root)
+        lines = text.split("\n")
+
+        def allowed(m):
+            if f not in tests:
+                return False
+            line = text.count("\n", 0, m.start())
+            return any(RAW_SQL_MARKER in l for l in lines[max(0, line - 3):line + 1])
+
         for table in DAEMON_TABLES:
             for m in re.finditer(rf"INSERT\s+(?:OR\s+\w+\s+)?INTO\s+{table}\b", text, re.I):
-                check(False, f"{rel}: writes {table} with SQL of its own ({m.group(0)}): use "
-                             "store::io::insert_sql / bind_row (table_io.h)")
+                check(allowed(m), f"{rel}: writes {table} with SQL of its own ({m.group(0)}): use "
+                                  "store::io::insert_sql / bind_row (table_io.h)")
             for m in re.finditer(rf"SELECT\s+((?:(?!SELECT\b)[^\"])*?)\s+FROM\s+{table}\b", text, re.I):
                 named = [item.strip().split(".")[-1] for item in m.group(1).split(",")]
-                if sum(1 for item in named if item in columns[table]) >= 2:
+                if sum(1 for item in named if item in columns[table]) >= 2 and not allowed(m):
                     check(False, f"{rel}: reads {table}'s columns by hand (SELECT {m.group(1)}): use "
                                  "store::io::select_sql / TableIo::read (table_io.h)")
 

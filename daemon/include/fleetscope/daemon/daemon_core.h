@@ -3,6 +3,7 @@
 // program adds the Thrift servers, the Prometheus endpoint and a thread that calls tick().
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -69,8 +70,9 @@ class DaemonCore {
   // SIGHUP: takes the settings that can change while running; says which need a restart. Wakes
   // the retention thread with the new bounds.
   void reload(const DaemonConfig& fresh);
-  // SIGTERM: the current metrics window, the retention thread (a run in progress finishes), every
-  // queued row, then the database is closed.
+  // SIGTERM: the current metrics window, the retention thread (a run in progress stops at its
+  // next step or statement, the capture it was dropping rolled back whole; the next start runs
+  // retention again), every queued row, then the database is closed.
   void shutdown();
 
   // Retention runs finished since the daemon started (for tests and the log).
@@ -78,6 +80,11 @@ class DaemonCore {
   // Test seam: runs on the retention thread at the start of each run, before it touches the
   // database (a test holds a run there to show that ticks go on meanwhile).
   void set_retention_probe(std::function<void()> probe);
+  // Test seam: runs inside each capture's transaction of a run (HostStore::RetentionStop).
+  void set_retention_drop_probe(
+      std::function<void(int64_t capture_id, const HostStore::RetentionStop& stop)> probe);
+  // Waits until `runs` retention runs have finished (stopped ones count); false at the timeout.
+  bool wait_for_retention_runs(int64_t runs, std::chrono::milliseconds timeout) const;
 
  private:
   DaemonConfig config_;
@@ -119,12 +126,13 @@ class DaemonCore {
   void request_retention(const HostStore::RetentionPolicy& policy, int64_t now_ns);
   void retention_loop();
   mutable std::mutex retention_mutex_;  // guards the fields below; taken after mutex_, no I/O
-  std::condition_variable retention_wake_;
+  mutable std::condition_variable retention_wake_;
   std::optional<std::pair<HostStore::RetentionPolicy, int64_t>> retention_request_;  // and "now"
   bool retention_stop_ = false;
   int64_t retention_runs_ = 0;
   std::function<void()> retention_probe_;
-  std::thread retention_thread_;  // last: started once everything above exists
+  HostStore::RetentionStop retention_stopper_;  // requested by shutdown()
+  std::thread retention_thread_;                // last: started once everything above exists
 };
 
 }  // namespace fleetscope::daemon

@@ -12,6 +12,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -149,8 +152,34 @@ class HostStore {
     int64_t captures_dropped = 0;
     int64_t samples_downsampled = 0;
     int64_t samples_dropped = 0;
+    bool stopped = false;  // a RetentionStop ended the run before its work was done
   };
-  RetentionResult apply_retention(const RetentionPolicy& policy, int64_t now_ns);
+  // Stops a retention run from another thread (DaemonCore::shutdown, within systemd's
+  // TimeoutStopSec): the run sees the request between the captures it drops and between its
+  // metric steps, and a statement already running on the run's connection is interrupted
+  // (sqlite3_interrupt). The capture being dropped rolls back whole; what was dropped stays
+  // dropped, and the next run does the rest.
+  class RetentionStop {
+   public:
+    void request();  // any thread; once requested, stays requested
+    bool requested() const;
+    // True once requested, false when `timeout` passed first (for the test seam below).
+    bool wait(std::chrono::milliseconds timeout) const;
+    // Test seam, set before a run starts: runs on the retention thread inside each capture's
+    // transaction, once its rows are deleted and before it commits.
+    std::function<void(int64_t capture_id, const RetentionStop& stop)> in_drop_probe;
+
+   private:
+    friend class HostStore;
+    void attach(sqlite3* db);  // the run's connection, interrupted by request() while attached
+    void detach();
+    mutable std::mutex mutex_;
+    mutable std::condition_variable requested_cv_;
+    sqlite3* db_ = nullptr;
+    std::atomic<bool> requested_{false};
+  };
+  RetentionResult apply_retention(const RetentionPolicy& policy, int64_t now_ns,
+                                  RetentionStop* stop = nullptr);
   int64_t size_bytes();
 
   // The sharing service's records (host_store_sharing.cpp): what was planned (lane_plans) and

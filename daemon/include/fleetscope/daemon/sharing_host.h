@@ -154,6 +154,13 @@ class SharingHost {
   std::thread thread_;
 };
 
+// The one mapping between the sharing service's records and the sharing_events rows (the
+// table's generated struct, schema/tables.py), both ways. The sharer stays free of the store; a
+// column added to the table, or a member to SharingRecord, fails to compile here until it is
+// mapped.
+HostStore::SharingEventRow sharing_event_row(sharer::SharingRecord record);
+sharer::SharingRecord sharing_record(HostStore::SharingEventRow row);
+
 // The ancestors of `pid` from /proc (parent first), at most `depth` of them.
 std::vector<pid_t> ancestors_of(pid_t pid, int depth, const std::string& proc_root = "/proc");
 // The real uid of a process from /proc/PID/status; nullopt when it is gone.
