@@ -102,15 +102,24 @@ RANGES = "capture_row_ranges"
 
 def ranges_fill_sql(t):
     """Recomputes table t's capture_row_ranges from its rows: the maximal runs, in rowid order, of
-    rows of one capture (gaps and islands: a row's rank in the table minus its rank in its capture
-    is constant along a run). The migration that adds the table runs it for every event table, and
+    rows of one capture. One pass over the table in rowid order (no sort of its rows, so memory
+    does not grow with the table: Untrusted.AVersionOneFileIsMigratedWithMemoryIndependentOfItsSize):
+    a row starts a run when its capture differs from the row before it, ends one when it differs
+    from the row after it; each start is paired with the next end among those boundary rows. The
+    migration that adds the table runs it for every event table, and
     store::recompute_capture_row_ranges for a table whose rows were copied in by plain SQL."""
     return (f"DELETE FROM {RANGES} WHERE tbl = '{t.name}';\n"
             f"INSERT INTO {RANGES}(tbl, captureId, first_rowid, last_rowid, rows)\n"
-            f"  SELECT '{t.name}', captureId, min(id), max(id), count(*) FROM (\n"
-            f"    SELECT rowid AS id, captureId, row_number() OVER (ORDER BY rowid) -\n"
-            f"      row_number() OVER (PARTITION BY captureId ORDER BY rowid) AS run FROM {t.name})\n"
-            f"  WHERE captureId IS NOT NULL GROUP BY captureId, run;\n")
+            f"  SELECT '{t.name}', c, id, last_id, last_n - n + 1 FROM (\n"
+            f"    SELECT c, id, n, is_first,\n"
+            f"      CASE WHEN is_last THEN id ELSE lead(id) OVER (ORDER BY id) END AS last_id,\n"
+            f"      CASE WHEN is_last THEN n ELSE lead(n) OVER (ORDER BY id) END AS last_n FROM (\n"
+            f"        SELECT rowid AS id, captureId AS c, row_number() OVER w AS n,\n"
+            f"          (row_number() OVER w = 1 OR captureId IS NOT lag(captureId) OVER w) AS is_first,\n"
+            f"          (lead(rowid) OVER w IS NULL OR captureId IS NOT lead(captureId) OVER w) AS is_last\n"
+            f"        FROM {t.name} WINDOW w AS (ORDER BY rowid))\n"
+            f"      WHERE is_first OR is_last)\n"
+            f"  WHERE is_first AND c IS NOT NULL;\n")
 
 
 def ranged_tables():
