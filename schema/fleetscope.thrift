@@ -86,24 +86,10 @@ struct KernelWindowRequest {
   5: optional i32 limit = 10000,
 }
 
-// One kernel execution (CUPTI_ACTIVITY_KIND_KERNEL row, names resolved).
-struct KernelRow {
-  1: required i64 start_ns,
-  2: required i64 end_ns,
-  3: required i32 device_id,
-  4: required i32 stream_id,
-  5: optional i64 correlation_id,
-  6: optional i64 global_pid,
-  7: required string name,        // demangled name
-  8: optional string short_name,
-  9: optional list<i32> grid,     // x, y, z
-  10: optional list<i32> block,   // x, y, z
-  11: optional i32 registers_per_thread,
-  12: optional i32 shared_memory_bytes,  // static + dynamic, per block
-}
-
+// One kernel execution: records.KernelRow, the kernel table's RPC view, is generated from the
+// columns schema/tables.py marks rpc= (their field ids stay as version 1 numbered them).
 struct KernelWindow {
-  1: required list<KernelRow> rows,
+  1: required list<records.KernelRow> rows,
   2: required bool truncated,  // true when more rows matched than `limit`
 }
 

@@ -17,6 +17,8 @@
                                                    by table (the Chrome-trace export)
       include/fleetscope/agent_link/record_encoder.h   rows -> Thrift binary (the agent)
       include/fleetscope/daemon/record_decoder.h       Thrift structs -> rows (the daemon)
+      include/fleetscope/daemon/rpc_views.h            rows -> the daemon API's views of them
+                                                       (rpc=; the view structs are in records.thrift)
   gen_schema.py --docs FILE          writes schema.md to FILE (scripts/schema-doc)
 
 Only writes a file when its content changed, so the build does not recompile what did not.
@@ -30,7 +32,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import tables as T  # noqa: E402
 
-CPP = {"i64": "int64_t", "i32": "int32_t", "f64": "double", "str": "std::string"}
+CPP = {"i64": "int64_t", "i32": "int32_t", "f64": "double", "str": "std::string", "bool": "bool"}
 THRIFT = {"i64": "i64", "i32": "i32", "f64": "double", "str": "string"}
 WIRE = {"i64": "i64", "i32": "i32", "f64": "double", "str": "str"}  # wire::Writer::*_field
 # Thrift reserves `end` (a keyword of some target languages): the times travel as start_ns/end_ns.
@@ -353,7 +355,7 @@ def bind_expr(c):
         return f"in.intern(r.{c.m})"
     if is_enum(c):
         return f"int64_t{{static_cast<int32_t>(r.{c.m})}}"
-    if c.t == "i32" and not c.opt:
+    if c.t in ("i32", "bool") and not c.opt:
         return f"int64_t{{r.{c.m}}}"
     return f"r.{c.m}"
 
@@ -376,15 +378,51 @@ def read_expr(t, c, i):
         return f"s.column_double({i})"
     if c.t == "i32":
         return f"static_cast<int32_t>(s.column_int({i}))"
+    if c.t == "bool":
+        return f"s.column_int({i}) != 0"
     return f"s.column_int({i})"
+
+
+def table_io_sql():
+    """The statements of one row's insert and of a read of every column, for code that writes or
+    reads a table on a connection of its own (the daemon's tables, the GUI's and the analyzer's
+    reads of them) with TableIo's column lists, so it names no column itself."""
+    return ["// \"INSERT INTO <table>(<insert_columns>) VALUES (?, ...)\" (the verb: insert_verb).",
+            "template <class Row>",
+            "std::string insert_sql() {",
+            "  std::string sql = std::string(TableIo<Row>::insert_verb) + \" INTO \" + TableIo<Row>::table + \"(\" +",
+            "                    TableIo<Row>::insert_columns + \") VALUES (\";",
+            "  for (int i = 0; i < TableIo<Row>::insert_count; ++i) sql += i ? \",?\" : \"?\";",
+            "  return sql + \")\";",
+            "}",
+            "// \"SELECT <select_columns> FROM <table>\": append WHERE / ORDER BY; read each row with TableIo::read.",
+            "template <class Row>",
+            "std::string select_sql() {",
+            "  return std::string(\"SELECT \") + TableIo<Row>::select_columns + \" FROM \" + TableIo<Row>::table;",
+            "}",
+            "// Every row `s` gives (a statement of select_sql<Row>(), with its WHERE / ORDER BY), read with TableIo::read.",
+            "template <class Row>",
+            "std::vector<Row> read_rows(Statement& s) {",
+            "  std::vector<Row> rows;",
+            "  while (s.step()) rows.push_back(TableIo<Row>::read(s));",
+            "  return rows;",
+            "}",
+            "// Binds a row of a table that interns no string to parameters 1, 2, ... of insert_sql<Row>().",
+            "template <class Row>",
+            "void bind_row(Statement& s, const Row& r) {",
+            "  struct NoStrings {} none;  // a table with a StringIds column fails to compile here",
+            "  TableIo<Row>::bind(s, 1, r, none);",
+            "}",
+            ""]
 
 
 def table_io_h():
     out = cpp_header(["Per-table insert and read code of the store (writer.cpp, reader.cpp include it): the columns",
                       "an insert names, how each is bound from a row, the columns a read selects and how a row is",
                       "filled from them. Needs Statement (database.h) and checked_time / opt (column_read.h)."],
-                     ["cstdint", "string"],
-                     ["column_read.h", "fleetscope/store/database.h", "fleetscope/store/rows.h"],
+                     ["cstdint", "string", "vector"],
+                     ["fleetscope/store/column_read.h", "fleetscope/store/database.h",
+                      "fleetscope/store/rows.h"],
                      "fleetscope::store::io")
     out += ["template <class Row>", "struct TableIo;", ""]
     for t in struct_tables():
@@ -454,6 +492,7 @@ def table_io_h():
             out.append(f"  static int64_t extent_end(const {t.struct}& r) {{ return {end_expr}; }}")
         out.append("};")
         out.append("")
+    out += table_io_sql()
     out.append("}  // namespace fleetscope::store::io")
     return "\n".join(out) + "\n"
 
@@ -479,6 +518,8 @@ def column_range(c):
         return "-kTimeLimitNs", "kTimeLimitNs"
     if column_kind(c) == "integer" and (c.t == "i32" or (c.t and is_enum(c))):
         return "INT32_MIN", "INT32_MAX"
+    if c.t == "bool":
+        return "0", "1"
     return "INT64_MIN", "INT64_MAX"
 
 
@@ -607,6 +648,116 @@ def records_thrift():
     for t in wire_tables():
         out.append(f"  {t.wire_batch}: list<{record_name(t)}> {t.plural},")
     out.append("}")
+    out += rpc_views_thrift()
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The daemon's RPC views of store rows (tables.py's rpc=): structs in records.thrift, the mapping in
+# fleetscope/daemon/rpc_views.h
+
+
+def rpc_view_tables():
+    return [t for t in struct_tables() if any(c.rpc for c in t.columns)]
+
+
+def rpc_view_name(t):
+    return f"{t.struct}Row"
+
+
+def rpc_fields(t):
+    """The view's fields in id order: (Rpc, [columns]); columns sharing a field form a list or a sum."""
+    fields = {}
+    for c in t.columns:
+        if c.rpc:
+            fields.setdefault(c.rpc.field, (c.rpc, []))[1].append(c)
+    for rpc, cols in fields.values():
+        for c in cols:
+            if (c.rpc.name, c.rpc.required, c.rpc.sum) != (rpc.name, rpc.required, rpc.sum):
+                raise SystemExit(f"gen_schema: {t.name}: rpc field {rpc.field} is described two ways")
+            if not c.t:
+                raise SystemExit(f"gen_schema: {t.name}.{c.name} has rpc= but no member")
+        if len(cols) > 1 and not rpc.sum and any(c.opt for c in cols):
+            raise SystemExit(f"gen_schema: {t.name}: list field {rpc.name} of optional members")
+        if rpc.required and len(cols) == 1 and cols[0].opt:
+            raise SystemExit(f"gen_schema: {t.name}: required field {rpc.name} of an optional member")
+    return [fields[k] for k in sorted(fields)]
+
+
+def rpc_is_text(c):
+    return bool(c.intern) or c.t == "str"
+
+
+def rpc_thrift_type(rpc, cols):
+    base = "string" if rpc_is_text(cols[0]) else THRIFT[wire_type_of(cols[0])]
+    return f"list<{base}>" if len(cols) > 1 and not rpc.sum else base
+
+
+def rpc_doc(rpc, cols):
+    if len(cols) == 1:
+        return (f"{cols[0].name} as text" if cols[0].intern else cols[0].doc).replace("\n", " ")
+    names = [c.name for c in cols]
+    return " + ".join(names) if rpc.sum else "[" + ", ".join(names) + "]"
+
+
+def rpc_views_thrift():
+    out = ["", "// The daemon's RPC views of store rows (FleetscopeDaemon's replies, schema/fleetscope.thrift): the",
+           "// columns tables.py marks rpc=, under their field ids. A public API: ids are never renumbered",
+           "// or reused, new fields are optional."]
+    for t in rpc_view_tables():
+        out.append("")
+        out.append(f"// One row of {t.name} as the daemon's API returns it (names resolved).")
+        out.append(f"struct {rpc_view_name(t)} {{")
+        for rpc, cols in rpc_fields(t):
+            req = "required" if rpc.required else "optional"
+            out.append(f"  {rpc.field}: {req} {rpc_thrift_type(rpc, cols)} {rpc.name},  // {rpc_doc(rpc, cols)}")
+        out.append("}")
+    return out
+
+
+def rpc_value(c):
+    """The row member's value as the view carries it (`name` resolves a StringIds id)."""
+    if c.intern:
+        return f"name(r.{c.intern})"
+    return f"static_cast<int32_t>(r.{c.m})" if is_enum(c) else f"r.{c.m}"
+
+
+def rpc_views_h():
+    out = cpp_header(["The daemon's RPC views of store rows (records.thrift's *Row structs): which columns a view",
+                      "carries and under which field, as the rpc= of schema/tables.py says. `name` resolves a",
+                      "StringIds id (the read side of an interned column) to its text."],
+                     ["cstddef", "cstdint", "string"], ["fleetscope/store/rows.h", "records_types.h"],
+                     "fleetscope::daemon::rpc_views")
+    for t in rpc_view_tables():
+        view = rpc_view_name(t)
+        out.append("template <class Name>")
+        out.append(f"rpc::{view} rpc_view(const store::{t.struct}& r, Name&& name) {{")
+        out.append(f"  rpc::{view} v;")
+        for rpc, cols in rpc_fields(t):
+            if rpc.sum:
+                value = " + ".join(f"r.{c.m}.value_or(0)" if c.opt else f"r.{c.m}" for c in cols)
+            elif len(cols) > 1:
+                value = "{" + ", ".join(rpc_value(c) for c in cols) + "}"
+            else:
+                c = cols[0]
+                if c.opt:
+                    inner = f"static_cast<int32_t>(*r.{c.m})" if is_enum(c) else f"*r.{c.m}"
+                    out.append(f"  if (r.{c.m}) v.__set_{rpc.name}({inner});")
+                    continue
+                value = rpc_value(c)
+            if rpc.required:
+                out.append(f"  v.{rpc.name} = {value};")
+            else:
+                out.append(f"  v.__set_{rpc.name}({value});")
+        out.append("  return v;")
+        out.append("}")
+        texts = [rpc.name for rpc, cols in rpc_fields(t) if rpc_is_text(cols[0])]
+        out.append("// The view's text in bytes (what a reply's size counts besides its fixed part).")
+        out.append(f"inline size_t text_bytes(const rpc::{view}& v) {{")
+        out.append("  return " + (" + ".join(f"v.{n}.size()" for n in texts) or "0") + ";")
+        out.append("}")
+        out.append("")
+    out.append("}  // namespace fleetscope::daemon::rpc_views")
     return "\n".join(out) + "\n"
 
 
@@ -686,8 +837,18 @@ def nsys_columns_h():
         out.append("  }")
         out.append("};")
         out.append("")
+    out += nsys_event_rows()
     out.append("}  // namespace fleetscope::store::nsys")
     return "\n".join(out) + "\n"
+
+
+def nsys_event_rows():
+    """The list the nsys importer's one import loop runs over: every event table an export carries."""
+    rows = [t for t in nsys_tables() if t.event]
+    return ["// The event tables of an nsys export, in tables.py order, for code that handles each alike",
+            "// (the importer's one import loop). X(Row, plural)",
+            "#define FLEETSCOPE_NSYS_EVENT_ROWS(X) \\",
+            " \\\n".join(f"  X({t.struct}, {t.plural})" for t in rows), ""]
 
 
 def encoder_h():
@@ -795,6 +956,7 @@ def main():
         write(out / "include/fleetscope/store/nsys_columns.h", nsys_columns_h())
         write(out / "include/fleetscope/agent_link/record_encoder.h", encoder_h())
         write(out / "include/fleetscope/daemon/record_decoder.h", decoder_h())
+        write(out / "include/fleetscope/daemon/rpc_views.h", rpc_views_h())
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@
 #   name     SQL column name (the nsys export's where the table mirrors one)
 #   sql      SQL type and constraints, as in the DDL
 #   doc      one line: what the column holds (docs/schema.md, the DDL comment)
-#   t        C++ type of the row struct's member: i64, i32, f64, str, or an enum type name
+#   t        C++ type of the row struct's member: i64, i32, f64, str, bool (an INTEGER 0/1), or an
+#            enum type name
 #            (no t: the column has no member, e.g. a column only importers of nsys files fill)
 #   m        member name when it differs from the column name
 #   opt      member is std::optional (default: the column is nullable)
@@ -44,6 +45,16 @@
 #            name. FIELD: the exporter places it in the event itself (ts, dur, name, cat, pid,
 #            tid). False: not exported (the doc or a comment says why).
 #   labels   the ENUM_* table whose label the arg shows instead of the number
+#
+# The daemon's RPC API returns rows of some tables (kernelsInWindow: the kernel table) as a view,
+# generated from this description too (struct <Row>Row in records.thrift, the mapping in
+# fleetscope/daemon/rpc_views.h):
+#   rpc      Rpc(field, name): the column's field in the view. The view is a public API, narrower
+#            than the table on purpose: a column without rpc= is not in it, and a new column
+#            reaches it by its rpc= alone. Field ids are never renumbered or reused; new fields are
+#            optional (required=True only where version 1 of the API had a required field).
+#            Columns sharing one field form a list (grid: [x, y, z]), or with sum=True their sum
+#            (shared memory: static + dynamic). A StringIds column travels as its text.
 
 SCHEMA_VERSION = 7
 
@@ -51,7 +62,8 @@ SCHEMA_VERSION = 7
 class C:
     def __init__(self, name, sql, doc, t=None, m=None, opt=None, default=None, time=False,
                  intern=None, bind=None, read=None, read_sql=None, wire=None, wire_opt=False,
-                 nsys=True, nsys_opt=False, since=None, strid=False, chrome=None, labels=None):
+                 nsys=True, nsys_opt=False, since=None, strid=False, chrome=None, labels=None,
+                 rpc=None):
         self.name, self.sql, self.doc = name, sql, doc
         self.t, self.m = t, (m or name) if t else None
         self.nullable = "NOT NULL" not in sql and "PRIMARY KEY" not in sql
@@ -61,6 +73,13 @@ class C:
         self.wire, self.wire_opt, self.nsys, self.since = wire, wire_opt, nsys, since
         self.nsys_opt = nsys_opt
         self.strid, self.chrome, self.labels = strid or bool(intern), chrome, labels
+        self.rpc = rpc
+
+
+class Rpc:
+    """A column's field in the daemon's RPC view of its table (C's rpc=)."""
+    def __init__(self, field, name, required=False, sum=False):
+        self.field, self.name, self.required, self.sum = field, name, required, sum
 
 
 # `chrome=FIELD`: the exporter writes the column as the event's own field, not as an arg.
@@ -109,19 +128,25 @@ CAPTURE = C("captureId", "INTEGER NOT NULL", "capture this row belongs to", t="i
             chrome=False)
 # The columns every CUPTI GPU-activity table shares, in nsys order (the CUPTI translator fills them
 # in one place too: RecordTranslator::gpu_activity). A synchronization may have no device or stream.
-def gpu_activity(start_doc, end_doc, correlation_doc, sync=False):
+def gpu_activity(start_doc, end_doc, correlation_doc, sync=False, rpc=False):
+    # rpc: the table's RPC view carries these columns (the kernel table's, kernelsInWindow).
+    def R(*args, **kw):
+        return Rpc(*args, **kw) if rpc else None
     return [
-        C("start", "INTEGER NOT NULL", start_doc, t="i64", default="0", time=True, wire=1, chrome=FIELD),
-        C("end", "INTEGER NOT NULL", end_doc, t="i64", default="0", time=True, wire=2, chrome=FIELD),
+        C("start", "INTEGER NOT NULL", start_doc, t="i64", default="0", time=True, wire=1, chrome=FIELD,
+          rpc=R(1, "start_ns", required=True)),
+        C("end", "INTEGER NOT NULL", end_doc, t="i64", default="0", time=True, wire=2, chrome=FIELD,
+          rpc=R(2, "end_ns", required=True)),
         C("deviceId", "INTEGER" if sync else "INTEGER NOT NULL",
           "CUDA device ordinal" + (" (NULL when unknown)" if sync else ""), t="i32",
-          default=None if sync else "0", wire=3, chrome="device"),
+          default=None if sync else "0", wire=3, chrome="device", rpc=R(3, "device_id", required=True)),
         C("contextId", "INTEGER", "CUDA context id", t="i32", wire=4, chrome="context"),
         C("streamId", "INTEGER" if sync else "INTEGER NOT NULL",
           "stream waited on (NULL for context/device syncs)" if sync else "CUDA stream id", t="i32",
-          default=None if sync else "0", wire=5, chrome="stream"),
-        C("correlationId", "INTEGER", correlation_doc, t="i64", wire=6, chrome="correlation"),
-        C("globalPid", "INTEGER", "nsys-encoded process id", t="i64", wire=7),
+          default=None if sync else "0", wire=5, chrome="stream", rpc=R(4, "stream_id", required=True)),
+        C("correlationId", "INTEGER", correlation_doc, t="i64", wire=6, chrome="correlation",
+          rpc=R(5, "correlation_id")),
+        C("globalPid", "INTEGER", "nsys-encoded process id", t="i64", wire=7, rpc=R(6, "global_pid")),
     ]
 
 
@@ -200,22 +225,26 @@ TABLES = [
         wire_batch=12),
     Table("CUPTI_ACTIVITY_KIND_KERNEL", "Kernel executions. nsys CUPTI_ACTIVITY_KIND_KERNEL names; captureId added.",
           gpu_activity("kernel start on the GPU, ns", "kernel end on the GPU, ns (>= start)",
-                       "matches the launching CUPTI_ACTIVITY_KIND_RUNTIME row") + [
+                       "matches the launching CUPTI_ACTIVITY_KIND_RUNTIME row", rpc=True) + [
         C("demangledName", "INTEGER NOT NULL", "StringIds id of the demangled name", t="str",
-          intern="demangledNameId", bind="in.kernel_names(r).demangled", wire=8, chrome=FIELD),
+          intern="demangledNameId", bind="in.kernel_names(r).demangled", wire=8, chrome=FIELD,
+          rpc=Rpc(7, "name", required=True)),
         C("shortName", "INTEGER NOT NULL", "StringIds id of the short name (function name without args/templates)",
           t="str", intern="shortNameId", bind="in.kernel_names(r).short_name", wire=9, wire_opt=True,
-          nsys_opt=True),
+          nsys_opt=True, rpc=Rpc(8, "short_name")),
         C("mangledName", "INTEGER", "StringIds id of the mangled name when known", strid=True),
-        C("gridX", "INTEGER", "grid dimension X (blocks)", t="i32", opt=False, default="0", wire=19, chrome="grid"),
-        C("gridY", "INTEGER", "grid dimension Y", t="i32", opt=False, default="0", wire=20, chrome="grid"),
-        C("gridZ", "INTEGER", "grid dimension Z", t="i32", opt=False, default="0", wire=21, chrome="grid"),
-        C("blockX", "INTEGER", "block dimension X (threads)", t="i32", opt=False, default="0", wire=22, chrome="block"),
-        C("blockY", "INTEGER", "block dimension Y", t="i32", opt=False, default="0", wire=23, chrome="block"),
-        C("blockZ", "INTEGER", "block dimension Z", t="i32", opt=False, default="0", wire=24, chrome="block"),
-        C("registersPerThread", "INTEGER", "registers per thread", t="i32", wire=12, chrome="registers per thread"),
-        C("staticSharedMemory", "INTEGER", "static shared memory per block, bytes", t="i32", wire=13, chrome="static shared memory"),
-        C("dynamicSharedMemory", "INTEGER", "dynamic shared memory per block, bytes", t="i32", wire=14, chrome="dynamic shared memory"),
+        C("gridX", "INTEGER", "grid dimension X (blocks)", t="i32", opt=False, default="0", wire=19, chrome="grid", rpc=Rpc(9, "grid")),
+        C("gridY", "INTEGER", "grid dimension Y", t="i32", opt=False, default="0", wire=20, chrome="grid", rpc=Rpc(9, "grid")),
+        C("gridZ", "INTEGER", "grid dimension Z", t="i32", opt=False, default="0", wire=21, chrome="grid", rpc=Rpc(9, "grid")),
+        C("blockX", "INTEGER", "block dimension X (threads)", t="i32", opt=False, default="0", wire=22, chrome="block", rpc=Rpc(10, "block")),
+        C("blockY", "INTEGER", "block dimension Y", t="i32", opt=False, default="0", wire=23, chrome="block", rpc=Rpc(10, "block")),
+        C("blockZ", "INTEGER", "block dimension Z", t="i32", opt=False, default="0", wire=24, chrome="block", rpc=Rpc(10, "block")),
+        C("registersPerThread", "INTEGER", "registers per thread", t="i32", wire=12, chrome="registers per thread",
+          rpc=Rpc(11, "registers_per_thread")),
+        C("staticSharedMemory", "INTEGER", "static shared memory per block, bytes", t="i32", wire=13, chrome="static shared memory",
+          rpc=Rpc(12, "shared_memory_bytes", sum=True)),
+        C("dynamicSharedMemory", "INTEGER", "dynamic shared memory per block, bytes", t="i32", wire=14, chrome="dynamic shared memory",
+          rpc=Rpc(12, "shared_memory_bytes", sum=True)),
         C("localMemoryPerThread", "INTEGER", "local memory per thread, bytes", t="i32", wire=15, chrome="local memory per thread"),
         C("graphId", "INTEGER", "CUDA graph id when launched from a graph, else NULL", t="i64", wire=16, chrome="graph id"),
         C("graphNodeId", "INTEGER", "CUDA graph node id when launched from a graph, else NULL", t="i64", wire=17,
@@ -347,13 +376,13 @@ TABLES = [
         C("externalId", "INTEGER NOT NULL", "the id the framework pushed", t="i64", default="0", wire=3),
     ], struct="ExternalCorrelation", plural="external_correlations", event=True, wire_batch=11),
     Table("workflow_metrics", "Continuous per-window aggregates per workflow and device.", [
-        C("workflow_id", "INTEGER NOT NULL REFERENCES workflows(id)", "the job"),
-        C("deviceId", "INTEGER NOT NULL", "device ordinal"),
-        C("window_start", "INTEGER NOT NULL", "window start, ns"),
-        C("window_end", "INTEGER NOT NULL", "window end, ns"),
-        C("metric", "TEXT NOT NULL", "metric name (same names as the analyzer's metrics)"),
-        C("value", "REAL NOT NULL", "metric value"),
-    ]),
+        C("workflow_id", "INTEGER NOT NULL REFERENCES workflows(id)", "the job", t="i64", default="0"),
+        C("deviceId", "INTEGER NOT NULL", "device ordinal", t="i32", default="0"),
+        C("window_start", "INTEGER NOT NULL", "window start, ns", t="i64", default="0"),
+        C("window_end", "INTEGER NOT NULL", "window end, ns", t="i64", default="0"),
+        C("metric", "TEXT NOT NULL", "metric name (same names as the analyzer's metrics)", t="str"),
+        C("value", "REAL NOT NULL", "metric value", t="f64", default="0"),
+    ], struct="WorkflowMetric", plural="workflow_metrics"),
     Table("findings", "Analyzer findings.", [
         C("id", "INTEGER PRIMARY KEY NOT NULL", "finding id", t="i64", default="0"),
         C("captureId", "INTEGER NOT NULL", "capture analysed", t="i64", default="0"),
@@ -369,18 +398,20 @@ TABLES = [
         C("created_ns", "INTEGER NOT NULL", "when the analysis ran", t="i64", default="0"),
     ], struct="Finding", plural="findings"),
     Table("lane_plans", "Consolidation plans made by the sharer.", [
-        C("id", "INTEGER PRIMARY KEY NOT NULL", "plan id"),
-        C("created_ns", "INTEGER NOT NULL", "when the plan was made"),
-        C("policy", "TEXT NOT NULL", "scheduling policy the plan assumes"),
-        C("plan", "TEXT NOT NULL", "JSON: GPUs, lanes (capacity), jobs per lane, predicted slowdowns, GPUs freed"),
-        C("applied", "INTEGER NOT NULL DEFAULT 0", "1 once carried out"),
-    ]),
+        C("id", "INTEGER PRIMARY KEY NOT NULL", "plan id", t="i64", default="0"),
+        C("created_ns", "INTEGER NOT NULL", "when the plan was made", t="i64", default="0"),
+        C("policy", "TEXT NOT NULL", "scheduling policy the plan assumes", t="str"),
+        C("plan", "TEXT NOT NULL", "JSON: GPUs, lanes (capacity), jobs per lane, predicted slowdowns, GPUs freed",
+          t="str", m="plan_json"),
+        C("applied", "INTEGER NOT NULL DEFAULT 0", "1 once carried out", t="bool", default="false"),
+    ], struct="LanePlan", plural="lane_plans"),
     Table("sharing_events", "What the sharer did.", [
-        C("ts", "INTEGER NOT NULL", "when, ns"),
-        C("plan_id", "INTEGER REFERENCES lane_plans(id)", "plan being carried out"),
-        C("kind", "TEXT NOT NULL", "'lane_created', 'lane_freed', 'job_admitted', 'job_refused', 'job_moved', 'gate_wait'"),
-        C("detail", "TEXT NOT NULL", "JSON with the specifics"),
-    ]),
+        C("ts", "INTEGER NOT NULL", "when, ns", t="i64", m="ts_ns", default="0"),
+        C("plan_id", "INTEGER REFERENCES lane_plans(id)", "plan being carried out", t="i64"),
+        C("kind", "TEXT NOT NULL", "'lane_created', 'lane_freed', 'job_admitted', 'job_refused', 'job_moved', 'gate_wait'",
+          t="str"),
+        C("detail", "TEXT NOT NULL", "JSON with the specifics", t="str", m="detail_json"),
+    ], struct="SharingEvent", plural="sharing_events"),
     enum_table("ENUM_CUDA_MEMCPY_OPER", "CUpti_ActivityMemcpyKind", "short label, e.g. 'Host-to-Device'", [
         (0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown", "Unknown"), (1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device", "HtoD"),
         (2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host", "DtoH"), (3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array", "HtoA"),

@@ -8,6 +8,7 @@
 #include "fleetscope/analyzer/attribution.h"
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/store/table_io.h"
 
 namespace fleetscope::analyzer {
 
@@ -192,16 +193,22 @@ std::map<std::pair<int64_t, int32_t>, NvmlMemory> nvml_memory(const store::Reade
   auto exists = reader.database().prepare(
       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'workflow_metrics'");
   if (!exists.step() || exists.column_int(0) == 0) return out;
+  // Per workflow and device: the row of the largest peak, read as the table's row (its columns as
+  // schema/tables.py describes them, store/table_io.h), and how many windows. With one max() in
+  // the query SQLite answers the other columns from the row that holds the maximum
+  // (sqlite.org/lang_select.html, "Bare columns in an aggregate query"). A device beyond int32 is
+  // not one (the row struct's deviceId).
+  using Io = store::io::TableIo<store::WorkflowMetric>;
   auto st = reader.database().prepare(
-      "SELECT workflow_id, deviceId, max(value), count(*) FROM workflow_metrics "
-      "WHERE metric = 'memory_peak_bytes' AND value > 0 GROUP BY workflow_id, deviceId");
+      std::string("SELECT ") + Io::select_columns + ", max(value), count(*) FROM " + Io::table +
+      " WHERE metric = 'memory_peak_bytes' AND value > 0 AND deviceId BETWEEN -2147483648 AND "
+      "2147483647 GROUP BY workflow_id, deviceId");
+  const int windows = st.column_count() - 1;  // count(*), the last column
   while (st.step()) {
-    const int64_t device = st.column_int(1);
-    if (device < INT32_MIN || device > INT32_MAX) continue;
-    const double peak = st.column_double(2);
-    if (!std::isfinite(peak) || peak <= 0 || peak > 9.0e15) continue;  // beyond any GPU
-    out[{st.column_int(0), static_cast<int32_t>(device)}] =
-        NvmlMemory{static_cast<int64_t>(peak), st.column_int(3)};
+    const store::WorkflowMetric peak = Io::read(st);
+    if (!std::isfinite(peak.value) || peak.value > 9.0e15) continue;  // beyond any GPU
+    out[{peak.workflow_id, peak.deviceId}] =
+        NvmlMemory{static_cast<int64_t>(peak.value), st.column_int(windows)};
   }
   return out;
 }

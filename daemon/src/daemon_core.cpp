@@ -62,6 +62,7 @@ DaemonCore::DaemonCore(DaemonConfig config, std::ostream& log, Clock clock)
   last_sample_ns_ = started_ns_;
   next_window_end_ns_ = started_ns_ + config_.metrics_window_s * 1'000'000'000;
   next_retention_ns_ = started_ns_;
+  retention_thread_ = std::thread([this] { retention_loop(); });
 }
 
 DaemonCore::~DaemonCore() {
@@ -116,8 +117,7 @@ void DaemonCore::tick() {
       if (value) samples.push_back({now, std::nullopt, r.gpu, metric, 0, *value, std::nullopt});
   if (!samples.empty()) store_->add_device_samples(std::move(samples));
   std::vector<WorkflowMetricRow> window_rows;
-  HostStore::RetentionPolicy policy;
-  bool retention_due = false;
+  std::optional<HostStore::RetentionPolicy> retention;
   {
     std::lock_guard lock(mutex_);
     if (shut_down_) return;
@@ -133,20 +133,66 @@ void DaemonCore::tick() {
       next_window_end_ns_ = now + config_.metrics_window_s * 1'000'000'000;
     }
     if (now >= next_retention_ns_) {
-      retention_due = true;
       next_retention_ns_ = now + int64_t{3600} * 1'000'000'000;
-      policy.max_bytes = config_.retention_max_mb * 1024 * 1024;
-      policy.max_age_ns = config_.retention_max_age_days * 86'400 * 1'000'000'000;
-      policy.downsample_after_ns = config_.downsample_after_hours * 3600 * 1'000'000'000;
+      retention = retention_policy_locked();
     }
   }
+  if (retention) request_retention(*retention, now);  // posted, not waited for
   if (sampled) name_pods_by_kubelet(devices);
   store_->add_workflow_metrics(window_rows);
-  if (retention_due) {
-    auto result = store_->apply_retention(policy, now);
-    if (result.captures_dropped > 0)
-      log_ << "fleetscoped: retention dropped " << result.captures_dropped << " capture(s)\n";
+}
+
+HostStore::RetentionPolicy DaemonCore::retention_policy_locked() const {
+  HostStore::RetentionPolicy policy;
+  policy.max_bytes = config_.retention_max_mb * 1024 * 1024;
+  policy.max_age_ns = config_.retention_max_age_days * 86'400 * 1'000'000'000;
+  policy.downsample_after_ns = config_.downsample_after_hours * 3600 * 1'000'000'000;
+  return policy;
+}
+
+void DaemonCore::request_retention(const HostStore::RetentionPolicy& policy, int64_t now_ns) {
+  {
+    std::lock_guard lock(retention_mutex_);
+    if (retention_stop_) return;
+    retention_request_ = {policy, now_ns};  // the latest bounds; one run however many requests
   }
+  retention_wake_.notify_one();
+}
+
+void DaemonCore::retention_loop() {
+  std::unique_lock lock(retention_mutex_);
+  for (;;) {
+    retention_wake_.wait(lock, [this] { return retention_stop_ || retention_request_; });
+    if (retention_stop_) return;
+    const auto [policy, now] = *std::exchange(retention_request_, std::nullopt);
+    const std::function<void()> probe = retention_probe_;
+    lock.unlock();
+    std::string message;
+    try {
+      if (probe) probe();
+      const auto result = store_->apply_retention(policy, now);
+      if (result.captures_dropped > 0)
+        message = "fleetscoped: retention dropped " + std::to_string(result.captures_dropped) +
+                  " capture(s)\n";
+    } catch (const std::exception& e) {
+      // The next run (an hour later, or after a reload) tries again; the daemon goes on.
+      message = std::string("fleetscoped: retention failed: ") + e.what() + "\n";
+    }
+    if (!message.empty()) log_ << message;
+    lock.lock();
+    ++retention_runs_;
+    retention_wake_.notify_all();
+  }
+}
+
+int64_t DaemonCore::retention_runs() const {
+  std::lock_guard lock(retention_mutex_);
+  return retention_runs_;
+}
+
+void DaemonCore::set_retention_probe(std::function<void()> probe) {
+  std::lock_guard lock(retention_mutex_);
+  retention_probe_ = std::move(probe);
 }
 
 void DaemonCore::name_pods_by_kubelet(const std::vector<DeviceReading>& devices) {
@@ -273,7 +319,10 @@ void DaemonCore::reload(const DaemonConfig& fresh) {
   config_.retention_max_age_days = fresh.retention_max_age_days;
   config_.downsample_after_hours = fresh.downsample_after_hours;
   config_.trace_grace_ms = fresh.trace_grace_ms;
-  next_retention_ns_ = clock_();  // apply the new bounds at the next tick
+  // The new bounds apply now, on the retention thread; the hourly runs go on from here.
+  const int64_t now = clock_();
+  next_retention_ns_ = now + int64_t{3600} * 1'000'000'000;
+  request_retention(retention_policy_locked(), now);
   log_ << "fleetscoped: configuration reloaded\n";
 }
 
@@ -285,6 +334,12 @@ void DaemonCore::shutdown() {
     shut_down_ = true;
     rows = aggregator_.drain(clock_());
   }
+  {
+    std::lock_guard lock(retention_mutex_);
+    retention_stop_ = true;  // a run in progress finishes; a posted one is not started
+  }
+  retention_wake_.notify_all();
+  if (retention_thread_.joinable()) retention_thread_.join();
   traces_->set_window_hooks({}, {});  // DCGM is shut down with this object
   traces_->stop();
   sharing_->stop();

@@ -17,6 +17,8 @@
 #include "fleetscope/daemon/batch_decoder.h"
 #include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/reader.h"
+#include "fleetscope/store/table_io.h"
+#include "immediate_transaction.h"
 
 namespace fleetscope::daemon {
 namespace {
@@ -42,26 +44,6 @@ constexpr const char* kWorkflowOwnerTable =
     " uid INTEGER NOT NULL,"            // uid of the first process that registered it
     " claimed_ns INTEGER NOT NULL)";    // when
 
-// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope first.
-class Transaction {
- public:
-  explicit Transaction(store::Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
-  ~Transaction() {
-    if (!committed_) try {
-        db_.exec("ROLLBACK");
-      } catch (...) {
-      }
-  }
-  void commit() {
-    db_.exec("COMMIT");
-    committed_ = true;
-  }
-
- private:
-  store::Database& db_;
-  bool committed_ = false;
-};
-
 rpc::Capture to_rpc(const store::Capture& c) {
   rpc::Capture out;
   out.id = c.id;
@@ -78,6 +60,17 @@ rpc::Capture to_rpc(const store::Capture& c) {
 }
 
 }  // namespace
+
+rpc::WorkflowMetric to_rpc(const WorkflowMetricRow& metric) {
+  rpc::WorkflowMetric m;
+  m.workflow = metric.workflow;
+  m.device = metric.row.deviceId;
+  m.window_start_ns = metric.row.window_start;
+  m.window_end_ns = metric.row.window_end;
+  m.metric = metric.row.metric;
+  m.value = metric.row.value;
+  return m;
+}
 
 // The host database is written while it is read, so the indexes it keeps are kept up to date row
 // by row (a one-shot file gets its full set from Writer::finish after the load instead). None on
@@ -158,17 +151,34 @@ HostStore::HostStore(const std::string& path, const std::string& hostname) : pat
     workflow_owners_[owners.column_text(0)] = static_cast<uid_t>(owners.column_int(1));
 }
 
+HostStore::Maintenance HostStore::maintenance() {
+  std::unique_lock lock(maintenance_mutex_);
+  if (!maintenance_) throw std::logic_error("the host database " + path_ + " is closed");
+  if (maintenance_probe_) maintenance_probe_();
+  return {std::move(lock), *maintenance_};
+}
+
+void HostStore::set_maintenance_probe(std::function<void()> probe) {
+  std::lock_guard lock(maintenance_mutex_);
+  maintenance_probe_ = std::move(probe);
+}
+
 uid_t HostStore::claim_workflow(const std::string& name, uid_t uid, int64_t now_ns) {
-  std::lock_guard lock(mutex_);
-  if (auto it = workflow_owners_.find(name); it != workflow_owners_.end()) return it->second;
-  auto s = maintenance_->prepare(
-      "INSERT OR IGNORE INTO daemon_workflow_owner(name, uid, claimed_ns) VALUES (?,?,?)");
-  s.bind(1, name);
-  s.bind(2, static_cast<int64_t>(uid));
-  s.bind(3, now_ns);
-  s.step();
-  workflow_owners_[name] = uid;
-  return uid;
+  if (auto owner = workflow_owner(name)) return *owner;
+  // A new name: recorded first (the row is what holds across restarts), then the first claimant
+  // the table kept (another claim may have come between) goes into the map.
+  uid_t owner = uid;
+  {
+    auto m = maintenance();
+    auto s = m.db.prepare(
+        "INSERT OR IGNORE INTO daemon_workflow_owner(name, uid, claimed_ns) VALUES (?,?,?)");
+    s.bind(1, name).bind(2, static_cast<int64_t>(uid)).bind(3, now_ns).execute();
+    auto first = m.db.prepare("SELECT uid FROM daemon_workflow_owner WHERE name = ?");
+    first.bind(1, name);
+    if (first.step()) owner = static_cast<uid_t>(first.column_int(0));
+  }
+  std::lock_guard lock(maps_mutex_);
+  return workflow_owners_.try_emplace(name, owner).first->second;
 }
 
 void HostStore::remember_workflow_labels(const std::string& name,
@@ -179,7 +189,7 @@ void HostStore::remember_workflow_labels(const std::string& name,
     if (auto eq = label.find('='); eq != std::string::npos)
       object[label.substr(0, eq)] = label.substr(eq + 1);
   std::string json = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(maps_mutex_);
   if (replace)
     workflow_labels_.insert_or_assign(name, std::move(json));
   else
@@ -187,7 +197,7 @@ void HostStore::remember_workflow_labels(const std::string& name,
 }
 
 std::optional<uid_t> HostStore::workflow_owner(const std::string& name) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(maps_mutex_);
   auto it = workflow_owners_.find(name);
   if (it == workflow_owners_.end()) return std::nullopt;
   return it->second;
@@ -214,7 +224,7 @@ int64_t HostStore::workflow_id(const std::string& name, const std::optional<std:
   w.name = name;
   w.user = user;
   {
-    std::lock_guard labels_lock(mutex_);  // workflow_labels_
+    std::lock_guard labels_lock(maps_mutex_);  // workflow_labels_
     if (auto labels = workflow_labels_.find(name); labels != workflow_labels_.end())
       w.labels_json = labels->second;
   }
@@ -356,7 +366,12 @@ std::vector<WorkflowMetricRow> HostStore::step_tail_rows(const analyzer::Capture
                                         {"step_time_p90_ns", double(s.p90_ns)},
                                         {"step_time_p99_ns", double(s.p99_ns)},
                                         {"step_time_jitter", s.jitter}})
-      rows.push_back({workflow, -1, start, end, metric, value});
+      rows.push_back({workflow,
+                      {.deviceId = -1,
+                       .window_start = start,
+                       .window_end = end,
+                       .metric = metric,
+                       .value = value}});
   }
   return rows;
 }
@@ -370,39 +385,53 @@ void HostStore::add_device_samples(std::vector<store::DeviceSample> samples) {
 
 void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows) {
   if (rows.empty()) return;
-  std::vector<int64_t> ids;
-  for (const auto& row : rows) ids.push_back(workflow_id(row.workflow, std::nullopt));
-  std::lock_guard lock(mutex_);
-  Transaction transaction(*maintenance_);
+  std::vector<store::WorkflowMetric> stored;
+  stored.reserve(rows.size());
+  for (const auto& row : rows) {  // workflow ids first: no maintenance lock held while creating
+    stored.push_back(row.row);
+    stored.back().workflow_id = workflow_id(row.workflow, std::nullopt);
+  }
+  auto m = maintenance();
+  ImmediateTransaction transaction(m.db);
   {
-    auto s = maintenance_->prepare(
-        "INSERT INTO workflow_metrics(workflow_id, deviceId, window_start, window_end, metric, "
-        "value) "
-        "VALUES (?,?,?,?,?,?)");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const auto& row = rows[i];
-      s.bind(1, ids[i]).bind(2, static_cast<int64_t>(row.device)).bind(3, row.window_start_ns);
-      s.bind(4, row.window_end_ns).bind(5, row.metric).bind(6, row.value).execute();
+    auto s = m.db.prepare(store::io::insert_sql<store::WorkflowMetric>());
+    for (const auto& row : stored) {
+      store::io::bind_row(s, row);
+      s.execute();
     }
   }
   transaction.commit();
 }
 
+namespace {
+
+// The rows of `sql`: the table's columns (store::io::select_sql, from workflow_metrics m) and then
+// the workflow's name.
+std::vector<WorkflowMetricRow> named_metric_rows(store::Statement& s) {
+  using Io = store::io::TableIo<store::WorkflowMetric>;
+  const int name = s.column_count() - 1;
+  std::vector<WorkflowMetricRow> out;
+  while (s.step()) out.push_back({s.column_text(name), Io::read(s)});
+  return out;
+}
+
+// SELECT <workflow_metrics' columns>, the workflow's name FROM workflow_metrics m JOIN workflows w.
+std::string named_metrics_sql() {
+  using Io = store::io::TableIo<store::WorkflowMetric>;
+  return std::string("SELECT ") + Io::select_columns + ", w.name FROM " + Io::table +
+         " m JOIN workflows w ON w.id = m.workflow_id";
+}
+
+}  // namespace
+
 std::vector<WorkflowMetricRow> HostStore::workflow_metrics(
     const std::optional<std::string>& workflow, std::optional<int64_t> since_ns, int limit) {
   store::Database db = store::Database::open(path_);
-  auto s = db.prepare(
-      "SELECT w.name, m.deviceId, m.window_start, m.window_end, m.metric, m.value FROM "
-      "workflow_metrics m "
-      "JOIN workflows w ON w.id = m.workflow_id WHERE (?1 IS NULL OR w.name = ?1) AND (?2 IS NULL "
-      "OR "
-      "m.window_end >= ?2) ORDER BY m.window_start DESC, w.name, m.deviceId, m.metric LIMIT ?3");
+  auto s = db.prepare(named_metrics_sql() +
+                      " WHERE (?1 IS NULL OR w.name = ?1) AND (?2 IS NULL OR m.window_end >= ?2) "
+                      "ORDER BY m.window_start DESC, w.name, m.deviceId, m.metric LIMIT ?3");
   s.bind(1, workflow).bind(2, since_ns).bind(3, static_cast<int64_t>(limit));
-  std::vector<WorkflowMetricRow> out;
-  while (s.step())
-    out.push_back({s.column_text(0), static_cast<int32_t>(s.column_int(1)), s.column_int(2),
-                   s.column_int(3), s.column_text(4), s.column_double(5)});
-  return out;
+  return named_metric_rows(s);
 }
 
 std::vector<rpc::Capture> HostStore::captures(std::optional<int64_t> workflow_id,
@@ -455,17 +484,16 @@ std::map<std::string, HostStore::WorkflowCaptures> HostStore::workflow_captures(
 std::map<std::string, HostStore::StepTail> HostStore::workflow_step_tails() {
   store::Database db = store::Database::open(path_);
   // The rows of each workflow's latest window that has a step-time tail (step_tail_rows).
-  auto s = db.prepare(
-      "SELECT w.name, m.metric, m.value, m.window_end FROM workflow_metrics m JOIN workflows w ON "
-      "w.id = m.workflow_id WHERE m.deviceId = -1 AND m.window_end = (SELECT max(l.window_end) "
-      "FROM workflow_metrics l WHERE l.workflow_id = m.workflow_id AND l.deviceId = -1 AND "
-      "l.metric = 'step_time_p50_ns')");
+  auto s = db.prepare(named_metrics_sql() +
+                      " WHERE m.deviceId = -1 AND m.window_end = (SELECT max(l.window_end) FROM "
+                      "workflow_metrics l WHERE l.workflow_id = m.workflow_id AND l.deviceId = -1 "
+                      "AND l.metric = 'step_time_p50_ns')");
   std::map<std::string, StepTail> out;
-  while (s.step()) {
-    StepTail& tail = out[s.column_text(0)];
-    const std::string metric = s.column_text(1);
-    const double value = s.column_double(2);
-    tail.window_end_ns = s.column_int(3);
+  for (const auto& [workflow, row] : named_metric_rows(s)) {
+    StepTail& tail = out[workflow];
+    const std::string& metric = row.metric;
+    const double value = row.value;
+    tail.window_end_ns = row.window_end;
     if (metric == "steps") tail.steps = static_cast<int64_t>(value);
     if (metric == "step_time_p50_ns") tail.p50_ns = value;
     if (metric == "step_time_p90_ns") tail.p90_ns = value;
@@ -494,8 +522,8 @@ std::optional<int64_t> HostStore::capture_owner(int64_t capture_id) {
 }
 
 void HostStore::set_capture_owner(int64_t capture_id, int64_t uid, int64_t workflow_id) {
-  std::lock_guard lock(mutex_);
-  auto s = maintenance_->prepare(
+  auto m = maintenance();
+  auto s = m.db.prepare(
       "INSERT OR REPLACE INTO daemon_capture_owner(captureId, uid, workflow_id) VALUES (?,?,?)");
   s.bind(1, capture_id).bind(2, uid).bind(3, workflow_id).execute();
 }
@@ -521,7 +549,7 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   retention_turns = turns_->install_short(retention.raw());
   store::Database& db = retention;
   auto drop_capture = [&](int64_t id) {
-    Transaction transaction(db);
+    ImmediateTransaction transaction(db);
     // The event tables from their one description (store/capture_rows.h), then what else is
     // kept per capture.
     store::delete_capture_rows(db, id);
@@ -547,7 +575,7 @@ HostStore::RetentionResult HostStore::apply_retention(const RetentionPolicy& pol
   // Metrics first: old samples become per-minute means (kept), then only the means survive.
   if (policy.downsample_after_ns > 0) {
     const int64_t cutoff = now_ns - policy.downsample_after_ns;
-    Transaction transaction(db);
+    ImmediateTransaction transaction(db);
     {  // statements finalized before the temporary table is dropped
       auto count =
           db.prepare("SELECT count(*) FROM device_samples WHERE captureId IS NULL AND ts < ?");
@@ -604,7 +632,7 @@ void HostStore::flush() {
 void HostStore::close() {
   if (!writer_) return;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(maintenance_mutex_);
     maintenance_.reset();
   }
   // Each writer is finished once, even when finishing fails (a damaged file): both are taken out

@@ -1,64 +1,43 @@
-// HostStore's rows for the sharing service: lane_plans and sharing_events (schema/tables.py),
-// on the maintenance connection, each call one transaction.
+// HostStore's rows for the sharing service: lane_plans and sharing_events, their columns as
+// schema/tables.py describes them (store::LanePlan, store::SharingEvent and their generated
+// insert and read code, store/table_io.h), on the maintenance connection, each call one
+// transaction.
 #include <sqlite3.h>
 
 #include <algorithm>
 
 #include "fleetscope/daemon/host_store.h"
+#include "fleetscope/store/table_io.h"
+#include "immediate_transaction.h"
 
 namespace fleetscope::daemon {
-namespace {
-
-// BEGIN IMMEDIATE ... COMMIT; rolled back when an exception leaves the scope first.
-class Immediate {
- public:
-  explicit Immediate(store::Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
-  ~Immediate() {
-    if (!done_) try {
-        db_.exec("ROLLBACK");
-      } catch (...) {
-      }
-  }
-  void commit() {
-    db_.exec("COMMIT");
-    done_ = true;
-  }
-
- private:
-  store::Database& db_;
-  bool done_ = false;
-};
-
-}  // namespace
 
 int64_t HostStore::add_lane_plan(int64_t created_ns, const std::string& policy,
                                  const std::string& plan_json) {
-  std::lock_guard lock(mutex_);
-  Immediate transaction(*maintenance_);
-  maintenance_
-      ->prepare("INSERT INTO lane_plans(created_ns, policy, plan, applied) VALUES (?,?,?,1)")
-      .bind(1, created_ns)
-      .bind(2, policy)
-      .bind(3, plan_json)
-      .execute();
-  const int64_t id = sqlite3_last_insert_rowid(maintenance_->raw());
+  store::LanePlan plan;
+  plan.created_ns = created_ns;
+  plan.policy = policy;
+  plan.plan_json = plan_json;
+  plan.applied = true;
+  auto m = maintenance();
+  ImmediateTransaction transaction(m.db);
+  auto s = m.db.prepare(store::io::insert_sql<store::LanePlan>());
+  store::io::bind_row(s, plan);
+  s.execute();
+  const int64_t id = sqlite3_last_insert_rowid(m.db.raw());
   transaction.commit();
   return id;
 }
 
 void HostStore::add_sharing_events(const std::vector<SharingEventRow>& rows) {
   if (rows.empty()) return;
-  std::lock_guard lock(mutex_);
-  Immediate transaction(*maintenance_);
+  auto m = maintenance();
+  ImmediateTransaction transaction(m.db);
   {
-    auto s = maintenance_->prepare(
-        "INSERT INTO sharing_events(ts, plan_id, kind, detail) VALUES (?,?,?,?)");
+    auto s = m.db.prepare(store::io::insert_sql<store::SharingEvent>());
     for (const auto& row : rows) {
-      s.bind(1, row.ts_ns)
-          .bind(2, row.plan_id)
-          .bind(3, row.kind)
-          .bind(4, row.detail_json)
-          .execute();
+      store::io::bind_row(s, row);
+      s.execute();
     }
   }
   transaction.commit();
@@ -66,62 +45,39 @@ void HostStore::add_sharing_events(const std::vector<SharingEventRow>& rows) {
 
 std::vector<HostStore::LanePlanRow> HostStore::lane_plans(int limit) {
   store::Database db = store::Database::open(path_);
-  auto s = db.prepare(
-      "SELECT id, created_ns, policy, plan, applied FROM lane_plans ORDER BY id DESC LIMIT ?");
+  auto s = db.prepare(store::io::select_sql<store::LanePlan>() + " ORDER BY id DESC LIMIT ?");
   s.bind(1, static_cast<int64_t>(limit));
-  std::vector<LanePlanRow> out;
-  while (s.step())
-    out.push_back({s.column_int(0), s.column_int(1), s.column_text(2), s.column_text(3),
-                   s.column_int(4) != 0});
-  return out;
+  return store::io::read_rows<store::LanePlan>(s);
 }
 
 std::vector<HostStore::SharingEventRow> HostStore::sharing_events(int limit) {
   store::Database db = store::Database::open(path_);
-  auto s = db.prepare(
-      "SELECT ts, plan_id, kind, detail FROM sharing_events ORDER BY rowid DESC LIMIT ?");
+  auto s =
+      db.prepare(store::io::select_sql<store::SharingEvent>() + " ORDER BY rowid DESC LIMIT ?");
   s.bind(1, static_cast<int64_t>(limit));
-  std::vector<SharingEventRow> out;
-  while (s.step()) {
-    SharingEventRow row;
-    row.ts_ns = s.column_int(0);
-    if (!s.column_is_null(1)) row.plan_id = s.column_int(1);
-    row.kind = s.column_text(2);
-    row.detail_json = s.column_text(3);
-    out.push_back(std::move(row));
-  }
+  std::vector<SharingEventRow> out = store::io::read_rows<store::SharingEvent>(s);
   std::reverse(out.begin(), out.end());
   return out;
 }
 
 std::vector<HostStore::SharingEventRow> HostStore::sharing_events_of_kinds(
     const std::vector<std::string>& kinds) {
-  std::vector<SharingEventRow> out;
-  if (kinds.empty()) return out;
+  if (kinds.empty()) return {};
   std::string placeholders;
   for (size_t i = 0; i < kinds.size(); ++i) placeholders += i ? ",?" : "?";
   store::Database db = store::Database::open(path_);
-  auto s = db.prepare("SELECT ts, plan_id, kind, detail FROM sharing_events WHERE kind IN (" +
+  auto s = db.prepare(store::io::select_sql<store::SharingEvent>() + " WHERE kind IN (" +
                       placeholders + ") ORDER BY rowid");
   for (size_t i = 0; i < kinds.size(); ++i) s.bind(static_cast<int>(i + 1), kinds[i]);
-  while (s.step()) {
-    SharingEventRow row;
-    row.ts_ns = s.column_int(0);
-    if (!s.column_is_null(1)) row.plan_id = s.column_int(1);
-    row.kind = s.column_text(2);
-    row.detail_json = s.column_text(3);
-    out.push_back(std::move(row));
-  }
-  return out;
+  return store::io::read_rows<store::SharingEvent>(s);
 }
 
 std::optional<HostStore::LanePlanRow> HostStore::lane_plan(int64_t id) {
   store::Database db = store::Database::open(path_);
-  auto s = db.prepare("SELECT id, created_ns, policy, plan, applied FROM lane_plans WHERE id = ?");
+  auto s = db.prepare(store::io::select_sql<store::LanePlan>() + " WHERE id = ?");
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
-  return LanePlanRow{s.column_int(0), s.column_int(1), s.column_text(2), s.column_text(3),
-                     s.column_int(4) != 0};
+  return store::io::TableIo<store::LanePlan>::read(s);
 }
 
 }  // namespace fleetscope::daemon

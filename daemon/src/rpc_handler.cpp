@@ -6,6 +6,7 @@
 
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/daemon/batch_decoder.h"
+#include "fleetscope/daemon/rpc_views.h"
 #include "fleetscope/daemon/scheduler_identity.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope_constants.h"
@@ -137,21 +138,9 @@ rpc::KernelWindow RpcHandler::kernels_in_window(const rpc::KernelWindowRequest& 
       out.truncated = true;
       return;
     }
-    rpc::KernelRow row;
-    row.start_ns = k.start;
-    row.end_ns = k.end;
-    row.device_id = k.deviceId;
-    row.stream_id = k.streamId;
-    if (k.correlationId) row.__set_correlation_id(*k.correlationId);
-    if (k.globalPid) row.__set_global_pid(*k.globalPid);
-    row.name = name(k.demangledNameId);
-    row.__set_short_name(name(k.shortNameId));
-    row.__set_grid({k.gridX, k.gridY, k.gridZ});
-    row.__set_block({k.blockX, k.blockY, k.blockZ});
-    if (k.registersPerThread) row.__set_registers_per_thread(*k.registersPerThread);
-    row.__set_shared_memory_bytes(k.staticSharedMemory.value_or(0) +
-                                  k.dynamicSharedMemory.value_or(0));
-    reply_bytes += kRowOverheadBytes + row.name.size() + row.short_name.size();
+    // The kernel table's RPC view, generated from tables.py (rpc=): no field is mapped here.
+    rpc::KernelRow row = rpc_views::rpc_view(k, name);
+    reply_bytes += kRowOverheadBytes + rpc_views::text_bytes(row);
     out.rows.push_back(std::move(row));
   });
   return out;
@@ -300,13 +289,7 @@ std::vector<rpc::WorkflowMetric> RpcHandler::metrics(const rpc::MetricsQuery& qu
     auto [it, fresh] = visible.try_emplace(row.workflow, false);
     if (fresh) it->second = may_see_workflow(row.workflow);
     if (!it->second) continue;
-    rpc::WorkflowMetric m;
-    m.workflow = row.workflow;
-    m.device = row.device;
-    m.window_start_ns = row.window_start_ns;
-    m.window_end_ns = row.window_end_ns;
-    m.metric = row.metric;
-    m.value = row.value;
+    rpc::WorkflowMetric m = to_rpc(row);
     reply_bytes += kRowOverheadBytes + m.workflow.size() + m.metric.size();
     out.push_back(std::move(m));
   }

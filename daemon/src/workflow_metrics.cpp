@@ -43,7 +43,12 @@ std::vector<WorkflowMetricRow> WorkflowAggregator::drain(int64_t now_ns) {
     const auto& workflow = key.first;
     const auto device = key.second;
     auto row = [&](const char* metric, double value) {
-      rows.push_back({workflow, device, window_start_, now_ns, metric, value});
+      rows.push_back({workflow,
+                      {.deviceId = device,
+                       .window_start = window_start_,
+                       .window_end = now_ns,
+                       .metric = metric,
+                       .value = value}});
     };
     row("gpu_seconds", t.gpu_seconds);
     row("busy_fraction", t.gpu_seconds > 0 ? t.busy_seconds / t.gpu_seconds : 0.0);

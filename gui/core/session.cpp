@@ -8,6 +8,7 @@
 #include "fleetscope/analyzer/device_metrics.h"
 #include "fleetscope/sharer/host_planning.h"
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/table_io.h"
 #include "timeline_data.h"
 
 namespace fleetscope::gui {
@@ -189,15 +190,20 @@ SharingState plan_sharing(const Session& session, const WhatIf& what_if,
   for (size_t i = 0; i < session.sources().size(); ++i) {
     check(cancel);
     auto reader = session.reader(i);
+    // The tables' columns as schema/tables.py describes them (store/table_io.h).
     {
-      auto st = reader->database().prepare(
-          "SELECT id, created_ns, policy, plan, applied FROM lane_plans ORDER BY id DESC");
-      while (st.step())
-        out.stored.push_back({st.column_int(0), st.column_int(1), st.column_text(2),
-                              st.column_text(3), st.column_int(4) != 0});
+      using Io = store::io::TableIo<store::LanePlan>;
+      auto st = reader->database().prepare(store::io::select_sql<store::LanePlan>() +
+                                           " ORDER BY id DESC");
+      while (st.step()) {
+        store::LanePlan plan = Io::read(st);
+        out.stored.push_back({plan.id, plan.created_ns, std::move(plan.policy),
+                              std::move(plan.plan_json), plan.applied});
+      }
     }
-    auto st = reader->database().prepare(
-        "SELECT ts, plan_id, kind, detail FROM sharing_events ORDER BY rowid DESC LIMIT ?");
+    using Io = store::io::TableIo<store::SharingEvent>;
+    auto st = reader->database().prepare(store::io::select_sql<store::SharingEvent>() +
+                                         " ORDER BY rowid DESC LIMIT ?");
     st.bind(1, int64_t{kMaxSharingEvents} + 1);
     std::vector<SharingEvent> events;
     while (st.step()) {
@@ -205,10 +211,9 @@ SharingState plan_sharing(const Session& session, const WhatIf& what_if,
         out.events_truncated = true;
         break;
       }
-      events.push_back(sharing_event(
-          st.column_int(0),
-          st.column_is_null(1) ? std::nullopt : std::optional<int64_t>(st.column_int(1)),
-          st.column_text(2), st.column_text(3)));
+      store::SharingEvent row = Io::read(st);
+      events.push_back(
+          sharing_event(row.ts_ns, row.plan_id, std::move(row.kind), std::move(row.detail_json)));
     }
     out.events.insert(out.events.end(), events.rbegin(), events.rend());
   }

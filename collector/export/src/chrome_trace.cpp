@@ -437,29 +437,62 @@ class ChromeExporter {
     emit(event_.args_raw(args_).end());
   }
 
+  // What a row becomes beyond its columns: the event's category and name and the track it is on.
+  // The rest of the event comes from the table's description (write_rows).
+  struct Span {
+    std::string_view cat, name;
+    int64_t pid = 0, tid = 0;
+  };
+  // On the GPU's process, the stream's thread.
+  static Span on_stream(const TableRows& rows, int device, int stream, std::string_view cat,
+                        std::string_view name) {
+    return {cat, name, gpu_pid(rows.int32(device)), rows.integer(stream)};
+  }
+  // On the host thread of an nsys-encoded globalTid.
+  static Span on_thread(int64_t global_tid, std::string_view cat, std::string_view name) {
+    return {cat, name, store::pid_of(global_tid), store::tid_of(global_tid)};
+  }
+  static constexpr auto kNoExtraArgs = [](const TableRows&) {};
+
+  // The one writer of the tables whose rows are spans (or, without an end, instants): one event per
+  // row of `t` in the scope, its ts and dur from the description's start and end columns, its
+  // category, name and track from `place`, args the table computes (`extra`) and then every column
+  // the description marks as an arg (emit_with_args). `count` is the table's figure in the stats.
+  template <class Place, class Extra = decltype(kNoExtraArgs)>
+  void write_rows(const columns::Table& t, int64_t& count, const Place& place,
+                  const Extra& extra = kNoExtraArgs) {
+    const int start_column = t.index("start"), end_column = t.index("end");
+    TableRows rows = rows_of(t);
+    while (rows.step()) {
+      const Span span = place(rows);
+      const int64_t start = rows.integer(start_column);
+      const std::optional<int64_t> end = rows.optional_integer(end_column);
+      event_.begin(end ? "X" : "i").field("cat", span.cat).field("name", span.name);
+      if (!end) event_.field("s", "t");
+      event_.field("pid", group_pid_base_ + span.pid).field("tid", span.tid).time("ts", start);
+      if (end) event_.duration(start, *end);
+      extra(rows);
+      emit_with_args(rows);
+      ++count;
+    }
+  }
+
   void write_kernels() {
     constexpr const columns::Table& t = kKernelTable;
-    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
-                  kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
+    constexpr int kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
                   kName = column_index(t, "demangledName"),
                   kStaticShared = column_index(t, "staticSharedMemory"),
                   kDynamicShared = column_index(t, "dynamicSharedMemory");
-    TableRows rows = rows_of(t);
-    while (rows.step()) {
-      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
-      event_.begin("X")
-          .field("cat", "kernel")
-          .field("name", text(rows.integer(kName)))
-          .field("pid", group_pid_base_ + gpu_pid(rows.int32(kDevice)))
-          .field("tid", rows.integer(kStream))
-          .time("ts", start)
-          .duration(start, end);
-      // Kineto's total besides the two parts the description exports.
-      if (!rows.is_null(kStaticShared) || !rows.is_null(kDynamicShared))
-        event_.arg("shared memory", rows.integer(kStaticShared) + rows.integer(kDynamicShared));
-      emit_with_args(rows);
-      ++stats_.kernels;
-    }
+    write_rows(
+        t, stats_.kernels,
+        [&](const TableRows& rows) {
+          return on_stream(rows, kDevice, kStream, "kernel", text(rows.integer(kName)));
+        },
+        [&](const TableRows& rows) {
+          // Kineto's total besides the two parts the description exports.
+          if (!rows.is_null(kStaticShared) || !rows.is_null(kDynamicShared))
+            event_.arg("shared memory", rows.integer(kStaticShared) + rows.integer(kDynamicShared));
+        });
   }
 
   void write_memcpys() {
@@ -468,173 +501,90 @@ class ChromeExporter {
                   kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
                   kBytes = column_index(t, "bytes"), kKind = column_index(t, "copyKind"),
                   kSrc = column_index(t, "srcKind"), kDst = column_index(t, "dstKind");
-    TableRows rows = rows_of(t);
-    std::string name;
-    while (rows.step()) {
-      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
-      const int64_t bytes = rows.integer(kBytes);
-      const int32_t src = rows.is_null(kSrc) ? store::kMemUnknown : rows.int32(kSrc);
-      const int32_t dst = rows.is_null(kDst) ? store::kMemUnknown : rows.int32(kDst);
-      name = std::string("Memcpy ") + memcpy_kind_short(rows.int32(kKind)) + " (" +
-             memory_kind_label(src) + " -> " + memory_kind_label(dst) + ")";
-      event_.begin("X")
-          .field("cat", "gpu_memcpy")
-          .field("name", name)
-          .field("pid", group_pid_base_ + gpu_pid(rows.int32(kDevice)))
-          .field("tid", rows.integer(kStream))
-          .time("ts", start)
-          .duration(start, end);
-      // bytes per ns is GB/s, the unit Kineto reports.
-      if (end > start)
-        event_.arg("memory bandwidth (GB/s)",
-                   static_cast<double>(bytes) / static_cast<double>(end - start));
-      emit_with_args(rows);
-      ++stats_.memcpys;
-    }
+    write_rows(
+        t, stats_.memcpys,
+        [&](const TableRows& rows) {
+          const int32_t src = rows.is_null(kSrc) ? store::kMemUnknown : rows.int32(kSrc);
+          const int32_t dst = rows.is_null(kDst) ? store::kMemUnknown : rows.int32(kDst);
+          name_ = std::string("Memcpy ") + memcpy_kind_short(rows.int32(kKind)) + " (" +
+                  memory_kind_label(src) + " -> " + memory_kind_label(dst) + ")";
+          return on_stream(rows, kDevice, kStream, "gpu_memcpy", name_);
+        },
+        [&](const TableRows& rows) {
+          // bytes per ns is GB/s, the unit Kineto reports.
+          const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
+          if (end > start)
+            event_.arg("memory bandwidth (GB/s)", static_cast<double>(rows.integer(kBytes)) /
+                                                      static_cast<double>(end - start));
+        });
   }
 
   void write_memsets() {
     constexpr const columns::Table& t = kMemsetTable;
-    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
-                  kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
+    constexpr int kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
                   kKind = column_index(t, "memKind");
-    TableRows rows = rows_of(t);
-    std::string name;
-    while (rows.step()) {
-      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
+    write_rows(t, stats_.memsets, [&](const TableRows& rows) {
       const int32_t kind = rows.is_null(kKind) ? store::kMemUnknown : rows.int32(kKind);
-      name = std::string("Memset (") + memory_kind_label(kind) + ")";
-      event_.begin("X")
-          .field("cat", "gpu_memset")
-          .field("name", name)
-          .field("pid", group_pid_base_ + gpu_pid(rows.int32(kDevice)))
-          .field("tid", rows.integer(kStream))
-          .time("ts", start)
-          .duration(start, end);
-      emit_with_args(rows);
-      ++stats_.memsets;
-    }
+      name_ = std::string("Memset (") + memory_kind_label(kind) + ")";
+      return on_stream(rows, kDevice, kStream, "gpu_memset", name_);
+    });
   }
 
   void write_runtime_calls() {
     constexpr const columns::Table& t = kRuntimeTable;
-    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
-                  kClass = column_index(t, "eventClass"), kTid = column_index(t, "globalTid"),
+    constexpr int kClass = column_index(t, "eventClass"), kTid = column_index(t, "globalTid"),
                   kName = column_index(t, "nameId");
-    TableRows rows = rows_of(t);
-    while (rows.step()) {
-      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
-      const int64_t global_tid = rows.integer(kTid);
+    write_rows(t, stats_.runtime_calls, [&](const TableRows& rows) {
       const bool driver = rows.integer(kClass) == static_cast<int64_t>(store::ApiClass::driver);
-      event_.begin("X")
-          .field("cat", driver ? "cuda_driver" : "cuda_runtime")
-          .field("name", text(rows.integer(kName)))
-          .field("pid", group_pid_base_ + store::pid_of(global_tid))
-          .field("tid", store::tid_of(global_tid))
-          .time("ts", start)
-          .duration(start, end);
-      emit_with_args(rows);
-      ++stats_.runtime_calls;
-    }
+      return on_thread(rows.integer(kTid), driver ? "cuda_driver" : "cuda_runtime",
+                       text(rows.integer(kName)));
+    });
   }
 
   void write_syncs() {
     constexpr const columns::Table& t = kSyncTable;
-    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
-                  kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
+    constexpr int kDevice = column_index(t, "deviceId"), kStream = column_index(t, "streamId"),
                   kPid = column_index(t, "globalPid"), kTid = column_index(t, "globalTid"),
                   kType = column_index(t, "syncType");
-    TableRows rows = rows_of(t);
-    while (rows.step()) {
-      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
-      const auto global_tid = rows.optional_integer(kTid);
-      const char* name = sync_name(rows.int32(kType));
-      // On the stream's track when the wait concerns a stream, else on the waiting thread.
-      int64_t pid = 0, tid = 0;
-      if (!rows.is_null(kDevice) && !rows.is_null(kStream)) {
-        pid = gpu_pid(rows.int32(kDevice));
-        tid = rows.integer(kStream);
-      } else if (global_tid) {
-        pid = store::pid_of(*global_tid);
-        tid = store::tid_of(*global_tid);
-      } else if (!rows.is_null(kDevice)) {
-        pid = gpu_pid(rows.int32(kDevice));
-      } else {
-        pid = host_pid(rows.optional_integer(kPid));
-      }
-      event_.begin("X")
-          .field("cat", "cuda_sync")
-          .field("name", name)
-          .field("pid", group_pid_base_ + pid)
-          .field("tid", tid)
-          .time("ts", start)
-          .duration(start, end);
-      event_.arg("cuda_sync_kind", name);
-      emit_with_args(rows);
-      ++stats_.syncs;
-    }
+    const char* name = nullptr;
+    write_rows(
+        t, stats_.syncs,
+        [&](const TableRows& rows) {
+          name = sync_name(rows.int32(kType));
+          // On the stream's track when the wait concerns a stream, else on the waiting thread.
+          if (!rows.is_null(kDevice) && !rows.is_null(kStream))
+            return on_stream(rows, kDevice, kStream, "cuda_sync", name);
+          if (!rows.is_null(kTid)) return on_thread(rows.integer(kTid), "cuda_sync", name);
+          if (!rows.is_null(kDevice))
+            return Span{"cuda_sync", name, gpu_pid(rows.int32(kDevice)), 0};
+          return Span{"cuda_sync", name, host_pid(rows.optional_integer(kPid)), 0};
+        },
+        [&](const TableRows&) { event_.arg("cuda_sync_kind", name); });
   }
 
   void write_nvtx_events() {
     constexpr const columns::Table& t = kNvtxTable;
-    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
-                  kText = column_index(t, "text"), kTextId = column_index(t, "textId"),
+    constexpr int kText = column_index(t, "text"), kTextId = column_index(t, "textId"),
                   kTid = column_index(t, "globalTid");
-    TableRows rows = rows_of(t);
-    std::string label;
-    while (rows.step()) {
-      const int64_t start = rows.integer(kStart);
-      const auto end = rows.optional_integer(kEnd);
-      const auto global_tid = rows.optional_integer(kTid);
-      const int64_t pid = global_tid ? store::pid_of(*global_tid) : host_pid(std::nullopt);
-      const int64_t tid = global_tid ? store::tid_of(*global_tid) : 0;
+    write_rows(t, stats_.nvtx_events, [&](const TableRows& rows) {
       // nsys keeps short text inline and registered strings in StringIds.
-      label = !rows.is_null(kText)     ? rows.text(kText)
+      name_ = !rows.is_null(kText)     ? rows.text(kText)
               : !rows.is_null(kTextId) ? std::string(text(rows.integer(kTextId)))
                                        : std::string();
-      if (end) {
-        event_.begin("X")
-            .field("cat", "nvtx")
-            .field("name", label)
-            .field("pid", group_pid_base_ + pid)
-            .field("tid", tid)
-            .time("ts", start)
-            .duration(start, *end);
-      } else {
-        event_.begin("i")
-            .field("cat", "nvtx")
-            .field("name", label)
-            .field("s", "t")
-            .field("pid", group_pid_base_ + pid)
-            .field("tid", tid)
-            .time("ts", start);
-      }
-      emit_with_args(rows);
-      ++stats_.nvtx_events;
-    }
+      if (rows.is_null(kTid)) return Span{"nvtx", name_, host_pid(std::nullopt), 0};
+      return on_thread(rows.integer(kTid), "nvtx", name_);
+    });
   }
 
   void write_cpu_ops() {
     constexpr const columns::Table& t = kCpuOpsTable;
-    constexpr int kStart = column_index(t, "start"), kEnd = column_index(t, "end"),
-                  kTid = column_index(t, "globalTid"), kName = column_index(t, "nameId"),
+    constexpr int kTid = column_index(t, "globalTid"), kName = column_index(t, "nameId"),
                   kCategory = column_index(t, "category");
-    TableRows rows = rows_of(t);
     std::string category;
-    while (rows.step()) {
-      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
-      const int64_t global_tid = rows.integer(kTid);
+    write_rows(t, stats_.cpu_ops, [&](const TableRows& rows) {
       category = rows.text(kCategory);
-      event_.begin("X")
-          .field("cat", category)
-          .field("name", text(rows.integer(kName)))
-          .field("pid", group_pid_base_ + store::pid_of(global_tid))
-          .field("tid", store::tid_of(global_tid))
-          .time("ts", start)
-          .duration(start, end);
-      emit_with_args(rows);
-      ++stats_.cpu_ops;
-    }
+      return on_thread(rows.integer(kTid), category, text(rows.integer(kName)));
+    });
   }
 
   // One "s"/"f" pair per launch and GPU activity that share a correlation id. The join lets SQLite
@@ -779,23 +729,13 @@ class ChromeExporter {
 
   void write_iterations() {
     constexpr const columns::Table& t = kIterationsTable;
-    constexpr int kPid = column_index(t, "globalPid"), kStep = column_index(t, "step"),
-                  kStart = column_index(t, "start"), kEnd = column_index(t, "end");
-    TableRows rows = rows_of(t);
-    while (rows.step()) {
+    constexpr int kPid = column_index(t, "globalPid"), kStep = column_index(t, "step");
+    write_rows(t, stats_.iterations, [&](const TableRows& rows) {
       const int64_t pid = host_pid(rows.optional_integer(kPid));
       iteration_pids_.insert(pid);
-      const int64_t start = rows.integer(kStart), end = rows.integer(kEnd);
-      event_.begin("X")
-          .field("cat", "iteration")
-          .field("name", "Iteration " + std::to_string(rows.integer(kStep)))
-          .field("pid", group_pid_base_ + pid)
-          .field("tid", kIterationsTid)
-          .time("ts", start)
-          .duration(start, end);
-      emit_with_args(rows);
-      ++stats_.iterations;
-    }
+      name_ = "Iteration " + std::to_string(rows.integer(kStep));
+      return Span{"iteration", name_, pid, kIterationsTid};
+    });
   }
 
   const store::Reader& reader_;
@@ -819,6 +759,7 @@ class ChromeExporter {
   int64_t group_pid_base_ = 0;
   std::string group_label_;
   std::string args_;  // the args of the event being written (reused)
+  std::string name_;  // the name of the event being written, where it is made (reused)
 };
 
 bool ends_with(const std::string& text, const std::string& suffix) {

@@ -190,13 +190,27 @@ class Row {
   const char* table_;
 };
 
-constexpr const char* kKernel = "CUPTI_ACTIVITY_KIND_KERNEL";
-constexpr const char* kMemcpy = "CUPTI_ACTIVITY_KIND_MEMCPY";
-constexpr const char* kMemset = "CUPTI_ACTIVITY_KIND_MEMSET";
-constexpr const char* kRuntime = "CUPTI_ACTIVITY_KIND_RUNTIME";
-constexpr const char* kSync = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
-constexpr const char* kNvtx = "NVTX_EVENTS";
-constexpr const char* kGpu = "TARGET_INFO_GPU";
+constexpr const char* kGpu = store::nsys::Columns<store::GpuInfo>::table;
+// The tables an export may carry activity in: every event table, and the GPUs.
+constexpr const char* kActivityTables[] = {
+#define FLEETSCOPE_TABLE_NAME(Row, plural) store::nsys::Columns<store::Row>::table,
+    FLEETSCOPE_NSYS_EVENT_ROWS(FLEETSCOPE_TABLE_NAME)
+#undef FLEETSCOPE_TABLE_NAME
+        kGpu};
+
+// Rows of a table that always names a device, or may (a sync may wait on no device).
+template <class StoreRow>
+concept OnDevice = std::is_same_v<decltype(StoreRow::deviceId), int32_t>;
+template <class StoreRow>
+concept MaybeOnDevice = std::is_same_v<decltype(StoreRow::deviceId), std::optional<int32_t>>;
+
+// Columns the importer reads besides the generated copy: NVTX text is inline or a StringIds id
+// (registered strings), resolved here rather than copied.
+template <class StoreRow>
+std::vector<std::string> extra_columns() {
+  if constexpr (std::is_same_v<StoreRow, store::NvtxEvent>) return {"text", "textId"};
+  return {};
+}
 
 }  // namespace
 
@@ -211,13 +225,14 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
         path, "table StringIds",
         "missing table; not an Nsight Systems SQLite export (nsys export --type sqlite)");
   bool any = false;
-  for (const char* t : {kKernel, kMemcpy, kMemset, kRuntime, kSync, kNvtx, kGpu})
+  std::string tables;
+  for (const char* t : kActivityTables) {
     any = any || f.has_table(t);
+    tables += std::string(tables.empty() ? "" : ", ") + t;
+  }
   if (!any)
-    throw InputError(
-        path, "table CUPTI_ACTIVITY_KIND_KERNEL",
-        "missing table; the export has none of CUPTI_ACTIVITY_KIND_KERNEL/MEMCPY/MEMSET/RUNTIME/"
-        "SYNCHRONIZATION, NVTX_EVENTS, TARGET_INFO_GPU");
+    throw InputError(path, std::string("table ") + kActivityTables[0],
+                     "missing table; the export has none of " + tables);
 
   std::unordered_map<int64_t, std::string> strings;
   {
@@ -273,115 +288,68 @@ ImportResult import_nsys_sqlite(const std::string& path, store::RowSink& writer,
                            std::to_string(value) + "), expected " + expected);
   };
 
-  if (f.has_table(kKernel)) {
-    Query q = query_of<store::Kernel>(f);
-    f.for_each(q.sql, kKernel, [&](sqlite3_stmt* st) {
-      Row r(st, q, f, kKernel);
-      store::Kernel k;
-      store::nsys::Columns<store::Kernel>::read(k, r, str);
-      check_span(r, k.start, k.end);
-      check_at_least(r, "deviceId", k.deviceId, 0, "a GPU index (0 or more)");
-      // (0: the export has no such column.)
-      for (const auto& [column, value] :
-           {std::pair{"gridX", k.gridX}, std::pair{"gridY", k.gridY}, std::pair{"gridZ", k.gridZ},
-            std::pair{"blockX", k.blockX}, std::pair{"blockY", k.blockY},
-            std::pair{"blockZ", k.blockZ}})
-        if (!r.null(column)) check_at_least(r, column, value, 1, "a dimension of 1 or more");
-      k.captureId = capture.id;
-      see(k.start, k.end);
-      devices.insert(k.deviceId);
-      ++result.kernels;
-      tick();
-      writer.add(std::move(k));
-    });
-  }
-  if (f.has_table(kMemcpy)) {
-    Query q = query_of<store::Memcpy>(f);
-    f.for_each(q.sql, kMemcpy, [&](sqlite3_stmt* st) {
-      Row r(st, q, f, kMemcpy);
-      store::Memcpy m;
-      store::nsys::Columns<store::Memcpy>::read(m, r, str);
-      check_span(r, m.start, m.end);
-      check_at_least(r, "deviceId", m.deviceId, 0, "a GPU index (0 or more)");
-      check_at_least(r, "bytes", m.bytes, 0, "0 or more");
-      m.captureId = capture.id;
-      see(m.start, m.end);
-      devices.insert(m.deviceId);
-      ++result.memcpys;
-      tick();
-      writer.add(std::move(m));
-    });
-  }
-  if (f.has_table(kMemset)) {
-    Query q = query_of<store::Memset>(f);
-    f.for_each(q.sql, kMemset, [&](sqlite3_stmt* st) {
-      Row r(st, q, f, kMemset);
-      store::Memset m;
-      store::nsys::Columns<store::Memset>::read(m, r, str);
-      check_span(r, m.start, m.end);
-      check_at_least(r, "deviceId", m.deviceId, 0, "a GPU index (0 or more)");
-      check_at_least(r, "bytes", m.bytes, 0, "0 or more");
-      m.captureId = capture.id;
-      see(m.start, m.end);
-      devices.insert(m.deviceId);
-      ++result.memsets;
-      tick();
-      writer.add(std::move(m));
-    });
-  }
   std::set<int64_t> pids;
-  if (f.has_table(kRuntime)) {
-    Query q = query_of<store::RuntimeCall>(f);
-    f.for_each(q.sql, kRuntime, [&](sqlite3_stmt* st) {
-      Row r(st, q, f, kRuntime);
-      store::RuntimeCall c;
-      store::nsys::Columns<store::RuntimeCall>::read(c, r, str);
+  // What the generated copy (nsys_columns.h) does not fill: columns nsys lacks or names otherwise.
+  // Called before the checks below.
+  auto translate = [&](const Row& r, auto& row) {
+    using StoreRow = std::decay_t<decltype(row)>;
+    if constexpr (std::is_same_v<StoreRow, store::RuntimeCall>) {
       // nsys files runtime and driver calls in one table; the name tells them apart.
-      bool driver = c.name.rfind("cu", 0) == 0 && c.name.rfind("cuda", 0) != 0;
-      c.eventClass = driver ? store::ApiClass::driver : store::ApiClass::runtime;
-      check_span(r, c.start, c.end);
-      c.captureId = capture.id;
-      see(c.start, c.end);
-      pids.insert(store::pid_of(c.globalTid));
-      ++result.runtime_calls;
-      tick();
-      writer.add(std::move(c));
-    });
-  }
-  if (f.has_table(kSync)) {
-    Query q = query_of<store::Sync>(f);
-    f.for_each(q.sql, kSync, [&](sqlite3_stmt* st) {
-      Row r(st, q, f, kSync);
-      store::Sync s;
-      store::nsys::Columns<store::Sync>::read(s, r, str);
-      check_span(r, s.start, s.end);
-      s.captureId = capture.id;
-      see(s.start, s.end);
-      if (s.deviceId) devices.insert(*s.deviceId);
-      ++result.syncs;
-      tick();
-      writer.add(std::move(s));
-    });
-  }
-  if (f.has_table(kNvtx)) {
-    // The text is inline or a StringIds id (registered strings): read here, not copied.
-    Query q = query_of<store::NvtxEvent>(f, {"text", "textId"});
-    f.for_each(q.sql, kNvtx, [&](sqlite3_stmt* st) {
-      Row r(st, q, f, kNvtx);
-      store::NvtxEvent e;
-      store::nsys::Columns<store::NvtxEvent>::read(e, r, str);
+      const bool driver = row.name.rfind("cu", 0) == 0 && row.name.rfind("cuda", 0) != 0;
+      row.eventClass = driver ? store::ApiClass::driver : store::ApiClass::runtime;
+      pids.insert(store::pid_of(row.globalTid));
+    } else if constexpr (std::is_same_v<StoreRow, store::NvtxEvent>) {
       if (auto t = r.text("text"))
-        e.text = *t;
+        row.text = *t;
       else if (!r.null("textId"))
-        e.text = str(r, "textId");
-      if (e.end) check_span(r, e.start, *e.end);
-      e.captureId = capture.id;
-      see(e.start, e.end.value_or(e.start));
-      ++result.nvtx_events;
+        row.text = str(r, "textId");
+    }
+  };
+  // One loop for every event table: copy the columns by name, translate, check the values every
+  // table of its kind must hold, stamp the capture, hand the row on.
+  auto import_table = [&]<class StoreRow>(StoreRow*, int64_t& count) {
+    using Columns = store::nsys::Columns<StoreRow>;
+    if (!f.has_table(Columns::table)) return;
+    Query q = query_of<StoreRow>(f, extra_columns<StoreRow>());
+    f.for_each(q.sql, Columns::table, [&](sqlite3_stmt* st) {
+      Row r(st, q, f, Columns::table);
+      StoreRow row;
+      Columns::read(row, r, str);
+      translate(r, row);
+      int64_t end = row.start;
+      if constexpr (std::is_same_v<decltype(StoreRow::end), int64_t>) {
+        end = row.end;
+      } else if (row.end) {  // an NVTX mark has no end
+        end = *row.end;
+      }
+      check_span(r, row.start, end);
+      if constexpr (OnDevice<StoreRow>) {
+        check_at_least(r, "deviceId", row.deviceId, 0, "a GPU index (0 or more)");
+        devices.insert(row.deviceId);
+      } else if constexpr (MaybeOnDevice<StoreRow>) {
+        if (row.deviceId) devices.insert(*row.deviceId);  // a sync may name no device
+      }
+      if constexpr (requires { StoreRow::bytes; })
+        check_at_least(r, "bytes", row.bytes, 0, "0 or more");
+      if constexpr (std::is_same_v<StoreRow, store::Kernel>) {
+        // (0: the export has no such column.)
+        for (const auto& [column, value] :
+             {std::pair{"gridX", row.gridX}, std::pair{"gridY", row.gridY},
+              std::pair{"gridZ", row.gridZ}, std::pair{"blockX", row.blockX},
+              std::pair{"blockY", row.blockY}, std::pair{"blockZ", row.blockZ}})
+          if (!r.null(column)) check_at_least(r, column, value, 1, "a dimension of 1 or more");
+      }
+      row.captureId = capture.id;
+      see(row.start, end);
+      ++count;
       tick();
-      writer.add(std::move(e));
+      writer.add(std::move(row));
     });
-  }
+  };
+#define FLEETSCOPE_IMPORT_TABLE(Row, plural) \
+  import_table(static_cast<store::Row*>(nullptr), result.plural);
+  FLEETSCOPE_NSYS_EVENT_ROWS(FLEETSCOPE_IMPORT_TABLE)
+#undef FLEETSCOPE_IMPORT_TABLE
 
   const bool gpu_activity =
       result.kernels + result.memcpys + result.memsets + result.syncs + result.runtime_calls > 0;

@@ -82,9 +82,15 @@ void sample_nvml(daemon::HostStore& store, const Job& job) {
     const int64_t begin = kStart + window * 60'000 * kMs, end = begin + 60'000 * kMs;
     // The peak grows to its steady state over the first windows.
     const double peak = window == 0 ? kJobBytes / 2 : kJobBytes;
-    rows.push_back({job.workflow, 0, begin, end, "gpu_seconds", 60.0});
-    rows.push_back({job.workflow, 0, begin, end, "busy_fraction", 0.2});
-    rows.push_back({job.workflow, 0, begin, end, "memory_peak_bytes", peak});
+    rows.push_back(
+        {job.workflow,
+         {.window_start = begin, .window_end = end, .metric = "gpu_seconds", .value = 60.0}});
+    rows.push_back(
+        {job.workflow,
+         {.window_start = begin, .window_end = end, .metric = "busy_fraction", .value = 0.2}});
+    rows.push_back(
+        {job.workflow,
+         {.window_start = begin, .window_end = end, .metric = "memory_peak_bytes", .value = peak}});
   }
   store.add_workflow_metrics(rows);
 }

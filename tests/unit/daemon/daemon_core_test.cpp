@@ -44,6 +44,17 @@ struct Fixture : ::testing::Test {
     return {std::move(handler), id};
   }
 
+  // Opens a one-minute window on process `pid` through `api`; its agent (`agent_id` on `link`) has
+  // taken the order. Returns the capture.
+  int64_t open_window(RpcHandler& api, AgentLinkHandler& link, int64_t agent_id, int pid) {
+    rpc::TraceRequest request;
+    request.__set_pid(pid);
+    request.__set_duration_ms(60'000);
+    const int64_t capture = api.start_trace(request).capture_id;
+    EXPECT_EQ(link.await_order(agent_id, 0).kind, rpc::AgentOrderKind::OPEN_WINDOW);
+    return capture;
+  }
+
   rpc::RecordBatch kernels(int64_t capture, int64_t sequence, int count, int pid) {
     rpc::RecordBatch batch;
     batch.capture_id = capture;
@@ -128,17 +139,80 @@ TEST_F(Fixture, WindowLifecycleCommitsBatchesAndAnalyzes) {
   EXPECT_EQ(jobs[0].capture_ids, std::vector<int64_t>{started.capture_id});
 }
 
+// kernelsInWindow's rows carry every field of the RPC view (rpc::KernelRow, generated from the
+// kernel table's rpc= columns in schema/tables.py) with the values the agent sent: names resolved,
+// grid and block as lists, shared memory summed.
+TEST_F(Fixture, KernelsInWindowCarryEveryFieldOfTheRpcView) {
+  auto [link, id] = agent(600, 1000);
+  RpcHandler api(*core, Caller{43, 1000});
+  const int64_t capture = open_window(api, *link, id, 600);
+  rpc::RecordBatch batch = kernels(capture, 0, 2, 600);
+  rpc::KernelRecord& full = batch.kernels[0];
+  full.deviceId = 1;
+  full.streamId = 7;
+  full.__set_correlationId(99);
+  full.demangledName = "void gemm<float>(float*)";
+  full.__set_shortName("gemm");
+  full.gridX = 80, full.gridY = 2, full.gridZ = 3;
+  full.blockX = 128, full.blockY = 4, full.blockZ = 5;
+  full.__set_registersPerThread(96);
+  full.__set_staticSharedMemory(512);
+  full.__set_dynamicSharedMemory(1024);
+  rpc::KernelRecord& bare = batch.kernels[1];  // optional columns unset
+  bare.deviceId = 1;
+  bare.streamId = 8;
+  bare.__isset.globalPid = false;
+  link->push_records(id, std::move(batch));
+  rpc::WindowClosed closed;
+  closed.capture_id = capture;
+  closed.dropped_records = 0;
+  closed.collector_overhead_ns = 0;
+  link->window_closed(id, closed);
+
+  rpc::KernelWindowRequest window;
+  window.capture_id = capture;
+  window.window.begin_ns = now;
+  window.window.end_ns = now + 10'000;
+  window.device_id = 1;
+  auto rows = api.kernels_in_window(window).rows;
+  ASSERT_EQ(rows.size(), 2u);
+  const rpc::KernelRow& a = rows[0];
+  EXPECT_EQ(a.start_ns, now);
+  EXPECT_EQ(a.end_ns, now + 800);
+  EXPECT_EQ(a.device_id, 1);
+  EXPECT_EQ(a.stream_id, 7);
+  ASSERT_TRUE(a.__isset.correlation_id);
+  EXPECT_EQ(a.correlation_id, 99);
+  ASSERT_TRUE(a.__isset.global_pid);
+  EXPECT_EQ(a.global_pid, store::global_pid(600));
+  EXPECT_EQ(a.name, "void gemm<float>(float*)");
+  ASSERT_TRUE(a.__isset.short_name);
+  EXPECT_EQ(a.short_name, "gemm");
+  EXPECT_EQ(a.grid, (std::vector<int32_t>{80, 2, 3}));
+  EXPECT_EQ(a.block, (std::vector<int32_t>{128, 4, 5}));
+  ASSERT_TRUE(a.__isset.registers_per_thread);
+  EXPECT_EQ(a.registers_per_thread, 96);
+  ASSERT_TRUE(a.__isset.shared_memory_bytes);
+  EXPECT_EQ(a.shared_memory_bytes, 1536);
+  const rpc::KernelRow& b = rows[1];
+  EXPECT_EQ(b.stream_id, 8);
+  EXPECT_FALSE(b.__isset.correlation_id);
+  EXPECT_FALSE(b.__isset.global_pid);
+  EXPECT_FALSE(b.__isset.registers_per_thread);
+  EXPECT_EQ(b.name, "k");
+  EXPECT_EQ(b.short_name, "k");  // derived from the demangled name when the agent sent none
+  EXPECT_EQ(b.grid, (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_TRUE(b.__isset.shared_memory_bytes);  // both parts unknown: 0, as before
+  EXPECT_EQ(b.shared_memory_bytes, 0);
+}
+
 TEST_F(Fixture, AcknowledgementsSayWhatIsCommittedAndClosingCommitsTheWholeWindow) {
   auto [link, id] = agent(800, 1000);
   RpcHandler api(*core, Caller{10, 1000});
-  rpc::TraceRequest request;
-  request.__set_pid(800);
-  request.__set_duration_ms(60'000);
-  auto started = api.start_trace(request);
-  ASSERT_EQ(link->await_order(id, 0).kind, rpc::AgentOrderKind::OPEN_WINDOW);
+  const int64_t capture = open_window(api, *link, id, 800);
   int64_t last_ack = -1;
   for (int64_t sequence = 0; sequence < 40; ++sequence) {
-    int64_t ack = link->push_records(id, kernels(started.capture_id, sequence, 200, 800));
+    int64_t ack = link->push_records(id, kernels(capture, sequence, 200, 800));
     EXPECT_GE(ack, last_ack) << "acknowledged durability never goes back";
     EXPECT_LE(ack, sequence) << "a batch is never acknowledged before it was sent";
     // The bounded window: at most kUncommittedBatchesPerAgent batches wait uncommitted.
@@ -146,22 +220,22 @@ TEST_F(Fixture, AcknowledgementsSayWhatIsCommittedAndClosingCommitsTheWholeWindo
     // Whatever is acknowledged is in the database already, seen by a separate connection.
     auto db = store::Database::open(dir.file("host.db"));
     auto count = db.prepare("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?");
-    count.bind(1, started.capture_id);
+    count.bind(1, capture);
     ASSERT_TRUE(count.step());
     EXPECT_GE(count.column_int(0), (ack + 1) * 200);
     last_ack = ack;
   }
   rpc::WindowClosed closed;
-  closed.capture_id = started.capture_id;
+  closed.capture_id = capture;
   closed.dropped_records = 0;
   closed.collector_overhead_ns = 1;
   link->window_closed(id, closed);  // returns once all 40 batches are committed
   auto db = store::Database::open(dir.file("host.db"));
   auto count = db.prepare("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE captureId = ?");
-  count.bind(1, started.capture_id);
+  count.bind(1, capture);
   ASSERT_TRUE(count.step());
   EXPECT_EQ(count.column_int(0), 40 * 200);
-  auto progress = api.trace_progress(started.capture_id, 10'000);
+  auto progress = api.trace_progress(capture, 10'000);
   ASSERT_TRUE(progress.done);
   EXPECT_EQ(progress.records, 40 * 200);
 }

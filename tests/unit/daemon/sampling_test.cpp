@@ -90,7 +90,8 @@ TEST(WorkflowAggregator, GpuSecondsBusyFractionAndMemoryPeakPerWorkflow) {
   auto rows = aggregator.drain(4 * second);
   auto value = [&](const std::string& workflow, int dev, const std::string& metric) {
     for (const auto& r : rows)
-      if (r.workflow == workflow && r.device == dev && r.metric == metric) return r.value;
+      if (r.workflow == workflow && r.row.deviceId == dev && r.row.metric == metric)
+        return r.row.value;
     ADD_FAILURE() << workflow << " " << dev << " " << metric;
     return -1.0;
   };
@@ -102,8 +103,8 @@ TEST(WorkflowAggregator, GpuSecondsBusyFractionAndMemoryPeakPerWorkflow) {
   EXPECT_DOUBLE_EQ(value("b", 0, "busy_fraction"), 0.10);
   EXPECT_DOUBLE_EQ(value(kUnattributed, 1, "busy_fraction"), 0.80);
   EXPECT_EQ(rows.size(), 9u);
-  EXPECT_EQ(rows[0].window_start_ns, 0);
-  EXPECT_EQ(rows[0].window_end_ns, 4 * second);
+  EXPECT_EQ(rows[0].row.window_start, 0);
+  EXPECT_EQ(rows[0].row.window_end, 4 * second);
   EXPECT_TRUE(aggregator.drain(5 * second).empty());  // a new window starts empty
   EXPECT_DOUBLE_EQ(aggregator.totals().at({"a", 0}).busy_seconds, 3.0);  // totals keep counting
 }

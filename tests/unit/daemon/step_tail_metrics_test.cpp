@@ -46,8 +46,8 @@ TEST(PrometheusStepTail, GaugesEqualTheAnalyzersStepStatsOnARealTrace) {
   ASSERT_FALSE(rows.empty());
   std::vector<WorkflowMetricRow> older = rows;
   for (auto& row : older) {
-    row.window_start_ns -= 3'600'000'000'000, row.window_end_ns -= 3'600'000'000'000;
-    row.value *= 7;
+    row.row.window_start -= 3'600'000'000'000, row.row.window_end -= 3'600'000'000'000;
+    row.row.value *= 7;
   }
   store.add_workflow_metrics(older);
   store.add_workflow_metrics(rows);

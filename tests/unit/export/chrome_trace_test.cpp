@@ -465,6 +465,68 @@ TEST(ChromeExport, CaptureOptionSelectsOneCapture) {
         << kernel.dump();
 }
 
+// The whole output, byte for byte, of the sample with the rows it lacks added: NVTX ranges and
+// marks and a sync of every placement (on a stream, a thread, a device, a process). Recorded as
+// size and FNV-1a digest from the exporter before its per-table writers became one generic writer
+// (issue 23); export_golden_test.cpp does the same for real traces.
+TEST(ChromeExport, EveryTableIsByteForByteAsRecorded) {
+  ScratchDir dir;
+  const std::string path = build_sample_db(dir);
+  {
+    store::Writer writer(store::Database::open(path, store::OpenMode::read_write));
+    const int64_t capture_id = 1;
+    store::Sync on_stream;
+    on_stream.start = kBase + 160'000;
+    on_stream.end = kBase + 161'000;
+    on_stream.deviceId = 1;
+    on_stream.streamId = 13;
+    on_stream.syncType = store::kSyncStream;
+    on_stream.globalTid = store::global_tid(kPid, kLaunchTid);
+    on_stream.captureId = capture_id;
+    writer.add(on_stream);
+    store::Sync on_thread = on_stream;  // an event sync: the waiting thread's track
+    on_thread.deviceId.reset();
+    on_thread.streamId.reset();
+    on_thread.syncType = store::kSyncEvent;
+    on_thread.eventId = 5;
+    on_thread.eventRecordCorrelationId = 6;
+    on_thread.eventRecordStreamId = 9;
+    writer.add(on_thread);
+    store::Sync on_device = on_stream;  // a context sync: the device's track
+    on_device.streamId.reset();
+    on_device.globalTid.reset();
+    on_device.syncType = store::kSyncContext;
+    writer.add(on_device);
+    store::Sync on_process = on_device;  // nothing but the process
+    on_process.deviceId.reset();
+    on_process.globalPid = store::global_pid(kPid);
+    writer.add(on_process);
+    store::NvtxEvent range;
+    range.start = kBase + 600;
+    range.end = kBase + 60'000;
+    range.text = "forward";
+    range.domainId = 0;
+    range.globalTid = store::global_tid(kPid, kMainTid);
+    range.captureId = capture_id;
+    writer.add(range);
+    store::NvtxEvent mark = range;  // no end, no thread: an instant of the unattributed process
+    mark.end.reset();
+    mark.eventType = 34;
+    mark.text = "checkpoint \"a\"";
+    mark.globalTid.reset();
+    writer.add(mark);
+    writer.finish();
+  }
+  store::Reader reader(path);
+  const std::string out = dir.file("every-table.json");
+  export_chrome(reader, out);
+  const std::string bytes = read_text(out);
+  EXPECT_EQ(bytes.size(), 6508u);
+  EXPECT_EQ(testing::fnv1a_digest(bytes), "b49ed0e4eb2cfd0e")
+      << "the export changed; if on purpose, record its size and digest "
+      << "(FLEETSCOPE_KEEP_TEST_FILES=1 keeps " << out << " to diff)";
+}
+
 TEST(ChromeExport, EmptyDatabaseGivesAValidEmptyTrace) {
   ScratchDir dir;
   const std::string path = dir.file("empty.db");

@@ -63,6 +63,20 @@ inline std::string read_raw_bytes(const std::string& path) {
   return buffer.str();
 }
 
+// A 64-bit FNV-1a digest of `bytes` in hex: golden tests record an export's whole output as its
+// size and this digest (export_golden_test.cpp, chrome_trace_test.cpp).
+inline std::string fnv1a_digest(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) text[static_cast<size_t>(i)] = kHex[h & 0xf];
+  return text;
+}
+
 inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(read_text(path));
 }

@@ -379,6 +379,24 @@ TEST(BadInput, NsysValuesNoCuptiRecordHasAreRefusedAtTheirRow) {
        "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = -5 WHERE rowid = 1",
        {"table CUPTI_ACTIVITY_KIND_MEMCPY row 1",
         "column 'bytes' is out of range (-5), expected 0 or more"}},
+      // Every event table goes through the one import loop: the checks hold in each.
+      {"memset-bytes.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET bytes = -5 WHERE rowid = 1",
+       {"table CUPTI_ACTIVITY_KIND_MEMSET row 1",
+        "column 'bytes' is out of range (-5), expected 0 or more"}},
+      {"memcpy-device.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET deviceId = -1 WHERE rowid = 1",
+       {"table CUPTI_ACTIVITY_KIND_MEMCPY row 1",
+        "column 'deviceId' is out of range (-1), expected a GPU index (0 or more)"}},
+      {"runtime-end.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start - 1 WHERE rowid = 2",
+       {"table CUPTI_ACTIVITY_KIND_RUNTIME row 2", "is before column 'start'"}},
+      {"sync-end.sqlite",
+       "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET end = start - 1 WHERE rowid = 1",
+       {"table CUPTI_ACTIVITY_KIND_SYNCHRONIZATION row 1", "is before column 'start'"}},
+      {"nvtx-end.sqlite",
+       "UPDATE NVTX_EVENTS SET end = start - 1 WHERE rowid = 1",
+       {"table NVTX_EVENTS row 1", "is before column 'start'"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

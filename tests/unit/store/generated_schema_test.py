@@ -10,7 +10,19 @@ and decoder, the nsys importer's copy and the Chrome-trace export's column table
                                               one place (a C(...) line with since=), generates
                                               everything again and checks that the new column is
                                               in every output: adding a column is a one-place
-                                              change plus its translation.
+                                              change plus its translation. That includes the
+                                              three consumers that map by table (the nsys
+                                              importer's loop, the export's writer, the daemon's
+                                              RPC kernel view), whose sources are checked to take
+                                              the generated path and name no column by hand.
+                                              The same for the daemon's tables (workflow_metrics,
+                                              lane_plans, sharing_events): the column reaches
+                                              their row structs and generated insert and read code.
+  generated_schema_test.py --sources ROOT     the code that writes and reads the daemon's tables
+                                              (the daemon, the GUI, the analyzer, ...) names no
+                                              column list of its own: it inserts and reads
+                                              through the generated code, so a column added in
+                                              tables.py reaches every writer and reader of them.
 
 Reads the generated text, not the generator's functions, where it can (the SQL runs in SQLite), so a
 generator change that drops a column from one output fails here. Exits 1 naming each gap.
@@ -199,6 +211,63 @@ def check_nsys(nsys_columns_h):
                   f"nsys_columns.h: {t.name}.{c.name} (an nsys column) is not copied")
 
 
+def check_nsys_loop(nsys_columns_h):
+    """The nsys importer's one import loop runs over FLEETSCOPE_NSYS_EVENT_ROWS: every event table
+    an export carries must be listed, so its columns are copied with no line in the importer."""
+    macro = block(nsys_columns_h, "#define FLEETSCOPE_NSYS_EVENT_ROWS(X)", "\n\n") or ""
+    listed = re.findall(r"X\((\w+), (\w+)\)", macro)
+    expected = [(t.struct, t.plural) for t in G.nsys_tables() if t.event]
+    check(listed == expected, f"nsys_columns.h: FLEETSCOPE_NSYS_EVENT_ROWS lists {listed}, tables.py {expected}")
+
+
+def check_rpc_views(records_thrift, rpc_views_h):
+    """Every column marked rpc= is a field of its table's view (records.thrift) under its id and is
+    mapped into it by rpc_views.h; a view's ids are unique."""
+    for t in G.rpc_view_tables():
+        view = G.rpc_view_name(t)
+        fields = block(records_thrift, f"struct {view} {{\n", "\n}")
+        if not check(fields is not None, f"records.thrift: no struct {view} (the RPC view of {t.name})"):
+            continue
+        got = re.findall(r"^  (\d+): (?:required|optional) [\w<>]+ (\w+),", fields, re.M)
+        expected = [(str(rpc.field), rpc.name) for rpc, _ in G.rpc_fields(t)]
+        check(got == expected, f"records.thrift: {view} has {got}, tables.py {expected}")
+        names = [n for _, n in expected]
+        check(len(set(names)) == len(names), f"tables.py: {t.name}'s RPC view repeats a field name: {names}")
+        body = block(rpc_views_h, f"rpc::{view} rpc_view(const store::{t.struct}& r, Name&& name) {{", "\n}") or ""
+        for rpc, cols in G.rpc_fields(t):
+            check(re.search(rf"v\.(__set_)?{rpc.name}\b", body), f"rpc_views.h: {view}.{rpc.name} is not set")
+            for c in cols:
+                check(re.search(rf"r\.{c.intern or c.m}\b", body), f"rpc_views.h: {t.name}.{c.name} does not reach {view}.{rpc.name}")
+
+
+# The code that consumes the generated outputs by table, not by hand: each must go through the
+# generic path (so a column added in tables.py reaches it with no edit) and name no column itself.
+ROOT = SCHEMA.parent
+CONSUMERS = {
+    "collector/importers/src/nsys_importer.cpp": ["FLEETSCOPE_NSYS_EVENT_ROWS(", "Columns::read(row, r, str)"],
+    "collector/export/src/chrome_trace.cpp": ["void write_rows(", "emit_with_args(rows)"],
+    "daemon/src/rpc_handler.cpp": ["rpc_views::rpc_view(k, name)", "rpc_views::text_bytes(row)"],
+}
+
+
+def check_consumers():
+    for path, uses in CONSUMERS.items():
+        source = (ROOT / path).read_text()
+        for use in uses:
+            check(use in source, f"{path}: does not use {use!r} (the generated, by-table path)")
+    handler = (ROOT / "daemon/src/rpc_handler.cpp").read_text()
+    kernels_in_window = block(handler, "RpcHandler::kernels_in_window(", "\n}\n") or ""
+    check(kernels_in_window, "daemon/src/rpc_handler.cpp: no RpcHandler::kernels_in_window")
+    for t in G.rpc_view_tables():
+        for rpc, _ in G.rpc_fields(t):
+            check(not re.search(rf"\.(__set_)?{rpc.name}\b\s*[(=]", kernels_in_window),
+                  f"daemon/src/rpc_handler.cpp: kernels_in_window sets {G.rpc_view_name(t)}.{rpc.name} by hand")
+    nsys = (ROOT / "collector/importers/src/nsys_importer.cpp").read_text()
+    for t in G.nsys_tables():
+        if t.event:
+            check(f"Columns<store::{t.struct}>" not in nsys, f"nsys_importer.cpp: reads {t.name} in a block of its own")
+
+
 def check_table_columns(table_columns_h):
     for t in T.TABLES:
         body = block(table_columns_h, f"inline constexpr Column {G.columns_symbol(t)}[] = {{", "\n};")
@@ -247,7 +316,9 @@ def check_all(out):
     check_table_io(out["table_io.h"])
     check_wire(out["records.thrift"], out["record_encoder.h"], out["record_decoder.h"])
     check_nsys(out["nsys_columns.h"])
+    check_nsys_loop(out["nsys_columns.h"])
     check_table_columns(out["table_columns.h"])
+    check_rpc_views(out["records.thrift"], out["rpc_views.h"])
 
 
 def read_generated(directory):
@@ -269,6 +340,7 @@ def read_generated(directory):
         "records.thrift": (d / "records.thrift").read_text(),
         "record_encoder.h": (inc / "agent_link" / "record_encoder.h").read_text(),
         "record_decoder.h": (inc / "daemon" / "record_decoder.h").read_text(),
+        "rpc_views.h": (inc / "daemon" / "rpc_views.h").read_text(),
     }
 
 
@@ -286,6 +358,7 @@ def generate():
         "records.thrift": G.records_thrift(),
         "record_encoder.h": G.encoder_h(),
         "record_decoder.h": G.decoder_h(),
+        "rpc_views.h": G.rpc_views_h(),
     }
 
 
@@ -297,9 +370,11 @@ def probe():
     everything is generated again and the column must be in every output."""
     kernel = next(t for t in T.TABLES if t.struct == "Kernel")
     wire = max(c.wire for c in kernel.columns if c.wire) + 1
+    rpc = max(c.rpc.field for c in kernel.columns if c.rpc) + 1
     T.SCHEMA_VERSION += 1
     kernel.columns.append(T.C(PROBE, "INTEGER", "probe: a column added in one place", t="i64",
-                              wire=wire, since=T.SCHEMA_VERSION, chrome="probe"))
+                              wire=wire, since=T.SCHEMA_VERSION, chrome="probe",
+                              rpc=T.Rpc(rpc, "probe_cluster_id")))
     out = generate()
     check_all(out)
     # Beyond the coverage checks: the new column by name in each output.
@@ -313,24 +388,100 @@ def probe():
         "records.thrift": f"{wire}: optional i64 {PROBE},",
         "record_encoder.h": f"w.i64_field({wire}, r.{PROBE});",
         "record_decoder.h": f"if (w.__isset.{PROBE}) r.{PROBE} = w.{PROBE};",
+        # The three consumers that map by table (check_consumers: they take these generated paths).
+        # The daemon's RPC kernel view: a field of KernelRow, set by rpc_view.
+        "rpc_views.h": f"if (r.{PROBE}) v.__set_probe_cluster_id(*r.{PROBE});",
     }
     for name, text in places.items():
         check(text in out[name], f"probe: {PROBE} not in the generated {name} ({text!r})")
     check(f"ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN {PROBE} INTEGER;" in out["migrations"][-1],
           f"probe: the last migration step does not add {PROBE}")
+    view = block(out["records.thrift"], "struct KernelRow {\n", "\n}") or ""
+    check(f"  {rpc}: optional i64 probe_cluster_id," in view, f"probe: {PROBE} is not field {rpc} of the RPC KernelRow")
+    # The nsys importer's one loop copies it: the kernel table is in the loop's list, and
+    # Columns<Kernel>::read (checked above) fills the column.
+    loop = block(out["nsys_columns.h"], "#define FLEETSCOPE_NSYS_EVENT_ROWS(X)", "\n\n") or ""
+    check("X(Kernel, kernels)" in loop, "probe: the nsys import loop does not run over the kernel table")
+    # The export's one writer writes every Chrome::arg column of a table kTables marks chrome.
+    check('{"CUPTI_ACTIVITY_KIND_KERNEL", kCuptiActivityKindKernelColumns, true}' in out["table_columns.h"],
+          "probe: the export does not write the kernel table")
+    check_consumers()
+
+
+# Tables whose writers and readers outside the store (the daemon's host database tables, read by the
+# GUI and the analyzer too) use the generated row structs and TableIo instead of their own SQL.
+DAEMON_TABLES = ("workflow_metrics", "lane_plans", "sharing_events")
+
+
+def probe_daemon_tables():
+    """One column added to each daemon table in one place: it must be in the row struct, the
+    insert (columns and binds) and the read (select and row) that HostStore, the GUI and the
+    analyzer use (store::io::insert_sql / select_sql / TableIo::read)."""
+    added = {}
+    for t in T.TABLES:
+        if t.name in DAEMON_TABLES:
+            name = f"probe_{t.name}"
+            t.columns.append(T.C(name, "INTEGER", "probe: a column added in one place", t="i64",
+                                 since=T.SCHEMA_VERSION))
+            added[t.name] = (t, name)
+    check(len(added) == len(DAEMON_TABLES), f"probe: tables.py lacks one of {DAEMON_TABLES}")
+    out = generate()
+    check_all(out)
+    for t, name in added.values():
+        if not check(t.struct, f"tables.py: {t.name} has no struct= (its writers cannot use TableIo)"):
+            continue
+        check(f"std::optional<int64_t> {name};" in (block(out["tables.h"], f"\nstruct {t.struct} {{\n", "\n};") or ""),
+              f"probe: {name} not in struct {t.struct}")
+        body = block(out["table_io.h"], f"struct TableIo<{t.struct}> {{", "\n};") or ""
+        for text in (f'insert_columns = "', f'select_columns = "'):
+            cols = re.search(re.escape(text) + r'([^"]*)"', body)
+            check(cols and name in cols.group(1).split(", "), f"probe: TableIo<{t.struct}> {text}... lacks {name}")
+        check(f"r.{name});" in body, f"probe: TableIo<{t.struct}>::bind does not bind {name}")
+        check(f"r.{name} = opt<int64_t>(" in body, f"probe: TableIo<{t.struct}>::read does not read {name}")
+        check(f"ALTER TABLE {t.name} ADD COLUMN {name} INTEGER;" in out["migrations"][-1],
+              f"probe: the last migration step does not add {t.name}.{name}")
+
+
+def check_sources(root):
+    """No product source writes or reads a daemon table with a column list of its own: an INSERT
+    INTO one of them, or a SELECT of two or more of its columns, is a second description of the
+    table that a column added in tables.py would not reach."""
+    root = pathlib.Path(root)
+    columns = {t.name: {c.name for c in t.columns} for t in T.TABLES if t.name in DAEMON_TABLES}
+    product = ("analyzer", "cli", "collector", "daemon", "gui", "sharer", "launcher", "export", "schema/store")
+    files = [f for d in product if (root / d).is_dir() for f in (root / d).rglob("*")
+             if f.suffix in (".cpp", ".h", ".cc")]
+    check(files, f"--sources {root}: no product sources found")
+    for f in files:
+        # Adjacent string literals form one: join them so a statement split over lines is whole.
+        text = re.sub(r'"\s*\n\s*"', "", f.read_text(errors="replace"))
+        rel = f.relative_to(root)
+        for table in DAEMON_TABLES:
+            for m in re.finditer(rf"INSERT\s+(?:OR\s+\w+\s+)?INTO\s+{table}\b", text, re.I):
+                check(False, f"{rel}: writes {table} with SQL of its own ({m.group(0)}): use "
+                             "store::io::insert_sql / bind_row (table_io.h)")
+            for m in re.finditer(rf"SELECT\s+((?:(?!SELECT\b)[^\"])*?)\s+FROM\s+{table}\b", text, re.I):
+                named = [item.strip().split(".")[-1] for item in m.group(1).split(",")]
+                if sum(1 for item in named if item in columns[table]) >= 2:
+                    check(False, f"{rel}: reads {table}'s columns by hand (SELECT {m.group(1)}): use "
+                                 "store::io::select_sql / TableIo::read (table_io.h)")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--generated", help="the build's schema/generated directory")
     ap.add_argument("--probe", action="store_true", help="add a column in memory and check it everywhere")
+    ap.add_argument("--sources", help="the source tree: check the daemon tables' writers and readers")
     args = ap.parse_args()
-    if not args.generated and not args.probe:
-        ap.error("give --generated DIR or --probe")
+    if not args.generated and not args.probe and not args.sources:
+        ap.error("give --generated DIR, --probe or --sources ROOT")
     if args.generated:
         check_all(read_generated(args.generated))
+    if args.sources:
+        check_sources(args.sources)
     if args.probe:
         probe()
+        probe_daemon_tables()
     for p in problems:
         print(p)
     columns = sum(len(t.columns) for t in T.TABLES)

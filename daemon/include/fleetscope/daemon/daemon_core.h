@@ -3,13 +3,17 @@
 // program adds the Thrift servers, the Prometheus endpoint and a thread that calls tick().
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "fleetscope/daemon/config.h"
@@ -45,7 +49,8 @@ class DaemonCore {
   int64_t now() const { return clock_(); }
 
   // One sampling period: devices -> device_samples and aggregates; overdue windows; a
-  // workflow_metrics row set when its window is over; retention once an hour.
+  // workflow_metrics row set when its window is over. Once an hour it wakes the retention thread
+  // (it does not wait for the run: sampling goes on while retention deletes).
   void tick();
   bool device_sampling() const { return sampler_->available(); }
   const std::string& device_sampling_note() const { return sampler_->note(); }
@@ -61,10 +66,18 @@ class DaemonCore {
   // the caller: call it with no lock held).
   kubelet::GpuNames kubelet_gpu_names() { return kubelet_->gpu_names(); }
 
-  // SIGHUP: takes the settings that can change while running; says which need a restart.
+  // SIGHUP: takes the settings that can change while running; says which need a restart. Wakes
+  // the retention thread with the new bounds.
   void reload(const DaemonConfig& fresh);
-  // SIGTERM: the current metrics window, every queued row, then the database is closed.
+  // SIGTERM: the current metrics window, the retention thread (a run in progress finishes), every
+  // queued row, then the database is closed.
   void shutdown();
+
+  // Retention runs finished since the daemon started (for tests and the log).
+  int64_t retention_runs() const;
+  // Test seam: runs on the retention thread at the start of each run, before it touches the
+  // database (a test holds a run there to show that ticks go on meanwhile).
+  void set_retention_probe(std::function<void()> probe);
 
  private:
   DaemonConfig config_;
@@ -98,6 +111,20 @@ class DaemonCore {
   int64_t next_window_end_ns_ = 0;
   int64_t next_retention_ns_ = 0;
   bool shut_down_ = false;
+  HostStore::RetentionPolicy retention_policy_locked() const;  // mutex_ held
+
+  // The retention thread: one run at a time, off the tick thread (a run flushes the bulk queue
+  // and deletes, minutes on a large file). tick() and reload() post a run; requests that come
+  // while one runs make one more run after it.
+  void request_retention(const HostStore::RetentionPolicy& policy, int64_t now_ns);
+  void retention_loop();
+  mutable std::mutex retention_mutex_;  // guards the fields below; taken after mutex_, no I/O
+  std::condition_variable retention_wake_;
+  std::optional<std::pair<HostStore::RetentionPolicy, int64_t>> retention_request_;  // and "now"
+  bool retention_stop_ = false;
+  int64_t retention_runs_ = 0;
+  std::function<void()> retention_probe_;
+  std::thread retention_thread_;  // last: started once everything above exists
 };
 
 }  // namespace fleetscope::daemon

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,13 +38,15 @@ struct CaptureSummary {
   std::optional<std::string> top_finding;  // "rule: recommendation"
 };
 
+// A workflow_metrics row (store::WorkflowMetric, schema/tables.py) with its workflow by name: the
+// aggregator and the analyzer know workflows by name, the table by id (HostStore fills
+// row.workflow_id when it stores the row, and `workflow` when it reads one back).
 struct WorkflowMetricRow {
   std::string workflow;
-  int32_t device = 0;
-  int64_t window_start_ns = 0, window_end_ns = 0;
-  std::string metric;
-  double value = 0;
+  store::WorkflowMetric row;
 };
+// The RPC's view of a row (metrics()).
+rpc::WorkflowMetric to_rpc(const WorkflowMetricRow& metric);
 
 class HostStore {
  public:
@@ -151,17 +154,10 @@ class HostStore {
   int64_t size_bytes();
 
   // The sharing service's records (host_store_sharing.cpp): what was planned (lane_plans) and
-  // what was done (sharing_events), written here so the daemon stays the single writer.
-  struct LanePlanRow {
-    int64_t id = 0, created_ns = 0;
-    std::string policy, plan_json;
-    bool applied = false;
-  };
-  struct SharingEventRow {
-    int64_t ts_ns = 0;
-    std::optional<int64_t> plan_id;
-    std::string kind, detail_json;
-  };
+  // what was done (sharing_events), written here so the daemon stays the single writer. The rows
+  // are the tables' generated structs (schema/tables.py).
+  using LanePlanRow = store::LanePlan;
+  using SharingEventRow = store::SharingEvent;
   int64_t add_lane_plan(int64_t created_ns, const std::string& policy,
                         const std::string& plan_json);
   void add_sharing_events(const std::vector<SharingEventRow>& rows);
@@ -174,6 +170,10 @@ class HostStore {
   void flush();  // commits every row appended so far
   void close();  // flush, checkpoint, close (the file stays in WAL mode for readers)
 
+  // Test seam: called each time the maintenance connection is taken, with its lock held, before
+  // its statements run (a test holds a metrics transaction there to show what does not wait).
+  void set_maintenance_probe(std::function<void()> probe);
+
  private:
   std::string path_;
   // Declared before the connections: their hooks use it until they are closed.
@@ -183,11 +183,23 @@ class HostStore {
   std::unique_ptr<store::Writer> catalog_;  // synchronous catalog rows
   std::mutex workflows_mutex_;              // guards workflows_ (no I/O under it)
   std::mutex creating_mutex_;               // one workflow row created at a time
-  std::mutex mutex_;                        // guards maintenance_, workflow_owners_
+  // Guards workflow_owners_ and workflow_labels_, held only for the map access (no I/O under it):
+  // a lookup on the window-opening path never waits for a maintenance transaction.
+  std::mutex maps_mutex_;
   std::map<std::string, int64_t> workflows_;
   std::map<std::string, uid_t> workflow_owners_;
   std::map<std::string, std::string> workflow_labels_;  // name -> labels JSON, for creation
+  // Guards maintenance_ (the daemon's own tables: one statement or transaction at a time) and
+  // maintenance_probe_. Taken after maps_mutex_ is released, never the other way round.
+  std::mutex maintenance_mutex_;
   std::unique_ptr<store::Database> maintenance_;
+  std::function<void()> maintenance_probe_;
+  // maintenance_, locked, after the test probe ran.
+  struct Maintenance {
+    std::unique_lock<std::mutex> lock;
+    store::Database& db;
+  };
+  Maintenance maintenance();
   int64_t host_id_ = 0;
 };
 
