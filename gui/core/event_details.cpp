@@ -1,5 +1,6 @@
 #include "event_details.h"
 
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/rows.h"
 
 namespace fleetscope::gui {
@@ -31,12 +32,16 @@ bool is_name_column(const std::string& c) {
          c == "textId";
 }
 
-// The WHERE clause that finds the event's row: capture, track and times.
-std::string locate(const TimelineData& data, size_t track, int64_t event) {
+// "FROM ... WHERE ..." that finds the event's row: its capture's rows of the table (?1, bound by
+// the caller; store::capture_rows_sql: the row ranges on a host database, which has no
+// per-capture index, the (captureId, start) index on a file that has it), then track and times.
+std::string locate(const store::Database& db, const TimelineData& data, size_t track,
+                   int64_t event) {
   const Track& t = data.tracks.at(track);
   const TrackEvents& e = data.events.at(track);
   const size_t i = size_t(event);
-  std::string w = " WHERE captureId = " + std::to_string(data.capture_id) +
+  std::string w = store::capture_rows_sql(db, table_of(e.kind[i]), data.capture_id, 1,
+                                          store::CaptureRowsUse::by_time) +
                   " AND start = " + std::to_string(e.start[i]);
   if (t.key.kind == TrackKind::gpu_stream)
     w += " AND deviceId = " + std::to_string(t.key.device) +
@@ -47,6 +52,14 @@ std::string locate(const TimelineData& data, size_t track, int64_t event) {
   else if (t.key.kind != TrackKind::thread_nvtx || t.key.global_tid != 0)
     w += " AND globalTid = " + std::to_string(t.key.global_tid);
   return w + " LIMIT 1";
+}
+
+// The capture's row of `table` with correlation id ?2 (the capture is ?1). by_time: a file with
+// the (captureId, start) index is a one-shot file, which also has the correlation indexes that
+// the plain filter lets SQLite use; a host database reads the capture's rows by its ranges.
+std::string by_correlation(const store::Database& db, const char* table, const TimelineData& data) {
+  return store::capture_rows_sql(db, table, data.capture_id, 1, store::CaptureRowsUse::by_time) +
+         " AND correlationId = ?2 LIMIT 1";
 }
 
 std::optional<size_t> track_of(const TimelineData& data, const TrackKey& key) {
@@ -68,8 +81,10 @@ EventDetails event_details(const store::Reader& reader, const TimelineData& data
   out.fields.push_back({"kind", to_string(e.kind[i])});
   out.fields.push_back({"track", data.tracks[track].label});
   out.fields.push_back({"duration (ns)", std::to_string(e.end[i] - e.start[i])});
-  auto st = reader.database().prepare(std::string("SELECT * FROM ") + table_of(e.kind[i]) +
-                                      locate(data, track, event));
+  const store::Database& db = reader.database();
+  auto st = db.prepare(std::string("SELECT ") + table_of(e.kind[i]) + ".*" +
+                       locate(db, data, track, event));
+  st.bind(1, data.capture_id);
   if (!st.step()) return out;
   for (int c = 0; c < st.column_count(); ++c) {
     const std::string column = st.column_name(c);
@@ -94,18 +109,18 @@ std::optional<Flow> event_flow(const store::Reader& reader, const TimelineData& 
   const bool gpu =
       kind == EventKind::kernel || kind == EventKind::memcpy || kind == EventKind::memset;
   if (!gpu && kind != EventKind::runtime) return std::nullopt;
-  auto st = reader.database().prepare(std::string("SELECT correlationId FROM ") + table_of(kind) +
-                                      locate(data, track, event));
+  const store::Database& db = reader.database();
+  auto st = db.prepare(std::string("SELECT correlationId") + locate(db, data, track, event));
+  st.bind(1, data.capture_id);
   if (!st.step() || st.column_is_null(0)) return std::nullopt;
-  const std::string corr = std::to_string(st.column_int(0));
-  const std::string cap = std::to_string(data.capture_id);
+  const int64_t corr = st.column_int(0);
   Flow flow;
   if (gpu) {
     flow.gpu_track = track;
     flow.gpu_event = event;
-    auto r = reader.database().prepare(
-        "SELECT globalTid, start FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE captureId = " + cap +
-        " AND correlationId = " + corr + " LIMIT 1");
+    auto r = db.prepare("SELECT globalTid, start" +
+                        by_correlation(db, "CUPTI_ACTIVITY_KIND_RUNTIME", data));
+    r.bind(1, data.capture_id).bind(2, corr);
     if (!r.step()) return std::nullopt;
     const int64_t tid = r.column_int(0);
     auto t = track_of(
@@ -118,9 +133,9 @@ std::optional<Flow> event_flow(const store::Reader& reader, const TimelineData& 
     flow.launch_event = event;
     for (const char* table : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                               "CUPTI_ACTIVITY_KIND_MEMSET"}) {
-      auto g = reader.database().prepare(
-          std::string("SELECT ifnull(globalPid,-1), deviceId, streamId, start FROM ") + table +
-          " WHERE captureId = " + cap + " AND correlationId = " + corr + " LIMIT 1");
+      auto g = db.prepare(std::string("SELECT ifnull(globalPid,-1), deviceId, streamId, start") +
+                          by_correlation(db, table, data));
+      g.bind(1, data.capture_id).bind(2, corr);
       if (!g.step()) continue;
       auto t = track_of(data, {TrackKind::gpu_stream, g.column_int(0), int32_t(g.column_int(1)),
                                int32_t(g.column_int(2)), -1});

@@ -33,6 +33,7 @@
 #include "aggregate.h"
 #include "capture_view.h"
 #include "colors.h"
+#include "event_details.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/reader.h"
 #include "gui_fixture.h"
@@ -334,6 +335,51 @@ TEST_F(WidgetsTest, ClickingAKernelShowsItsRowAndItsLaunchFlow) {
   const auto& launch = t->timeline()->events[flow->launch_track];
   EXPECT_EQ(launch.start[size_t(flow->launch_event)], at_us(2980));
   EXPECT_EQ(t->timeline()->tracks[flow->launch_track].label, "tid 322 · CUDA API");
+}
+
+// The daemon's host database keeps no per-capture index on its event tables: a clicked event's
+// row and its launch are found through its capture's row ranges (store::capture_rows_sql), the
+// same as from the indexes of a one-shot file.
+TEST_F(WidgetsTest, AnEventsRowAndFlowAreFoundWithoutThePerCaptureIndexes) {
+  struct Seen {
+    std::vector<std::pair<std::string, std::string>> fields;
+    size_t launch_track = 0;
+    int64_t launch_start = -1;
+  };
+  auto seen = [&](const std::string& path) {
+    store::Reader reader(path);
+    const TimelineData data = load_timeline(reader, fixture_.capture);
+    const size_t s7 = stream_track(data, 7);
+    const int64_t kernel = data.event_at(s7, at_us(3100));
+    Seen out;
+    for (const auto& [key, value] : event_details(reader, data, s7, kernel).fields)
+      out.fields.emplace_back(key, value);
+    const auto flow = event_flow(reader, data, s7, kernel);
+    if (flow) {
+      out.launch_track = flow->launch_track;
+      out.launch_start = data.events[flow->launch_track].start[size_t(flow->launch_event)];
+    }
+    return out;
+  };
+  const Seen indexed = seen(path_);
+  ASSERT_FALSE(indexed.fields.empty());
+  EXPECT_EQ(indexed.launch_start, at_us(2980));
+  const std::string host = dir_.file("host-like.db");
+  std::filesystem::copy_file(path_, host);
+  {
+    store::Database db = store::Database::open(host, store::OpenMode::read_write);
+    std::vector<std::string> indexes;
+    auto list = db.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN "
+        "('CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME')");
+    while (list.step()) indexes.push_back(list.column_text(0));
+    ASSERT_GE(indexes.size(), 3u);
+    for (const auto& name : indexes) db.exec("DROP INDEX " + name);
+  }
+  const Seen by_ranges = seen(host);
+  EXPECT_EQ(by_ranges.fields, indexed.fields);
+  EXPECT_EQ(by_ranges.launch_track, indexed.launch_track);
+  EXPECT_EQ(by_ranges.launch_start, indexed.launch_start);
 }
 
 TEST_F(WidgetsTest, FleetFiltersAndDoubleClickOpensTheWorkflowsCaptures) {
