@@ -12,6 +12,7 @@
 #include "fleetscope/analyzer/loader.h"
 #include "fleetscope/common/new_file.h"
 #include "fleetscope/export/json_text.h"
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/checked_column.h"
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/error.h"
@@ -73,9 +74,20 @@ struct Scope {
   std::optional<int64_t> capture_id;
   std::optional<store::Capture> capture;
 
-  // " AND <column> = N" (N is our own integer, not user text, so inlining it is safe).
-  std::string and_capture(const char* column = "captureId") const {
-    return capture_id ? std::string(" AND ") + column + " = " + std::to_string(*capture_id) : "";
+  // " FROM <table> ... WHERE ..." naming the scope's rows of `table`: one capture's through
+  // store::capture_rows_sql, the capture bound as ?1 (bind()); on the daemon's host database,
+  // which keeps no per-capture index, that reads the capture's row ranges instead of scanning the
+  // table; a file with the (captureId, start) index (a one-shot file) reads by the plain filter,
+  // as before (by_time). Everything: " FROM <table> WHERE 1".
+  std::string from(const store::Database& db, const std::string& table,
+                   const std::string& alias = {}) const {
+    if (!capture_id) return " FROM " + table + (alias.empty() ? "" : " AS " + alias) + " WHERE 1";
+    return store::capture_rows_sql(db, table, *capture_id, 1, store::CaptureRowsUse::by_time,
+                                   alias);
+  }
+  // Binds the capture a from() names (nothing for everything).
+  void bind(Statement& statement) const {
+    if (capture_id) statement.bind(1, *capture_id);
   }
   // device_samples may carry a NULL captureId (continuous sampling): take those inside the window.
   std::string and_sample_capture() const {
@@ -180,20 +192,21 @@ class ChromeExporter {
 
   // The earliest event of the scope; the capture start if it has no events; else 0.
   int64_t compute_base_time() const {
-    const std::string c = scope_.and_capture();
+    auto min_of = [&](const char* column, const char* table) {
+      return std::string("SELECT MIN(") + column + ") AS m" + scope_.from(db_, table);
+    };
     const std::string sql =
-        "SELECT MIN(m) FROM ("
-        "SELECT MIN(start) AS m FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" +
-        c + " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" + c +
-        " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" + c +
-        " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 1" + c +
-        " UNION ALL SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE 1" + c +
-        " UNION ALL SELECT MIN(start) FROM NVTX_EVENTS WHERE 1" + c +
-        " UNION ALL SELECT MIN(start) FROM cpu_ops WHERE 1" + c +
-        " UNION ALL SELECT MIN(start) FROM iterations WHERE 1" + c +
-        " UNION ALL SELECT MIN(ts) FROM memory_events WHERE 1" + c +
-        " UNION ALL SELECT MIN(ts) FROM device_samples WHERE 1" + scope_.and_sample_capture() + ")";
+        "SELECT MIN(m) FROM (" + min_of("start", "CUPTI_ACTIVITY_KIND_KERNEL") + " UNION ALL " +
+        min_of("start", "CUPTI_ACTIVITY_KIND_MEMCPY") + " UNION ALL " +
+        min_of("start", "CUPTI_ACTIVITY_KIND_MEMSET") + " UNION ALL " +
+        min_of("start", "CUPTI_ACTIVITY_KIND_RUNTIME") + " UNION ALL " +
+        min_of("start", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") + " UNION ALL " +
+        min_of("start", "NVTX_EVENTS") + " UNION ALL " + min_of("start", "cpu_ops") +
+        " UNION ALL " + min_of("start", "iterations") + " UNION ALL " +
+        min_of("ts", "memory_events") + " UNION ALL SELECT MIN(ts) FROM device_samples WHERE 1" +
+        scope_.and_sample_capture() + ")";
     Statement query = db_.prepare(sql);
+    scope_.bind(query);
     if (query.step() && !query.column_is_null(0))
       return store::checked_time(query, 0, "", "event tables", -1, "start");
     if (scope_.capture && scope_.capture->start_ns) return *scope_.capture->start_ns;
@@ -213,7 +226,8 @@ class ChromeExporter {
                   kWarpSize = column_index(t, "threadsPerWarp");
     std::set<int32_t> seen;
     std::string members;
-    TableRows gpus(db_, t, scope_.and_capture() + " ORDER BY captureId, id");
+    TableRows gpus(db_, t, scope_.from(db_, std::string(t.name)) + " ORDER BY captureId, id",
+                   scope_.capture_id);
     while (gpus.step()) {
       const int32_t id = gpus.int32(kId);
       if (!seen.insert(id).second) continue;
@@ -276,46 +290,44 @@ class ChromeExporter {
 
   // Host processes and threads that own events in the scope, from the nsys-encoded ids.
   void collect_host_processes() {
-    const std::string c = scope_.and_capture();
+    auto from = [&](const char* table) { return scope_.from(db_, table); };
     Statement threads = db_.prepare(
-        "SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE 1" + c +
+        "SELECT globalTid" + from("CUPTI_ACTIVITY_KIND_RUNTIME") +
         // gpu_user_annotation rows sit on GPU tracks (their globalTid encodes device and stream).
-        " UNION SELECT globalTid FROM cpu_ops WHERE category != 'gpu_user_annotation'" + c +
-        " UNION SELECT globalTid FROM NVTX_EVENTS WHERE globalTid IS NOT NULL" + c +
-        " UNION SELECT globalTid FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE globalTid IS NOT "
-        "NULL AND streamId IS NULL" +
-        c);
+        " UNION SELECT globalTid" + from("cpu_ops") + " AND category != 'gpu_user_annotation'" +
+        " UNION SELECT globalTid" + from("NVTX_EVENTS") + " AND globalTid IS NOT NULL" +
+        " UNION SELECT globalTid" + from("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") +
+        " AND globalTid IS NOT NULL AND streamId IS NULL");
+    scope_.bind(threads);
     while (threads.step()) {
       const int64_t global_tid = threads.column_int(0);
       host_threads_.emplace(store::pid_of(global_tid), store::tid_of(global_tid));
       host_pids_.insert(store::pid_of(global_tid));
     }
-    Statement owners =
-        db_.prepare("SELECT globalPid FROM iterations WHERE globalPid IS NOT NULL" + c +
-                    " UNION SELECT globalPid FROM memory_events WHERE globalPid IS NOT NULL" + c);
+    Statement owners = db_.prepare("SELECT globalPid" + from("iterations") +
+                                   " AND globalPid IS NOT NULL" + " UNION SELECT globalPid" +
+                                   from("memory_events") + " AND globalPid IS NOT NULL");
+    scope_.bind(owners);
     while (owners.step()) host_pids_.insert(store::pid_of(owners.column_int(0)));
   }
 
   void write_process_and_thread_names() {
     // GPUs: every device with activity, samples or memory events in scope, plus the known ones.
-    const std::string c = scope_.and_capture();
+    auto devices_of = [&](const char* table, const char* condition) {
+      return std::string("SELECT deviceId, '") + table + "'" + scope_.from(db_, table) + condition;
+    };
     std::set<int32_t> devices;
     for (const auto& [id, name] : gpu_names_) devices.insert(id);
     // Each part names its table, so that a bad value is reported where it is.
-    Statement device_query = db_.prepare(
-        "SELECT deviceId, 'CUPTI_ACTIVITY_KIND_KERNEL' FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" +
-        c +
-        " UNION SELECT deviceId, 'CUPTI_ACTIVITY_KIND_MEMCPY' FROM CUPTI_ACTIVITY_KIND_MEMCPY "
-        "WHERE 1" +
-        c +
-        " UNION SELECT deviceId, 'CUPTI_ACTIVITY_KIND_MEMSET' FROM CUPTI_ACTIVITY_KIND_MEMSET "
-        "WHERE 1" +
-        c +
-        " UNION SELECT deviceId, 'CUPTI_ACTIVITY_KIND_SYNCHRONIZATION' FROM "
-        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE deviceId IS NOT NULL" +
-        c + " UNION SELECT deviceId, 'memory_events' FROM memory_events WHERE deviceId >= 0" + c +
-        " UNION SELECT deviceId, 'device_samples' FROM device_samples WHERE 1" +
-        scope_.and_sample_capture());
+    Statement device_query =
+        db_.prepare(devices_of("CUPTI_ACTIVITY_KIND_KERNEL", "") + " UNION " +
+                    devices_of("CUPTI_ACTIVITY_KIND_MEMCPY", "") + " UNION " +
+                    devices_of("CUPTI_ACTIVITY_KIND_MEMSET", "") + " UNION " +
+                    devices_of("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", " AND deviceId IS NOT NULL") +
+                    " UNION " + devices_of("memory_events", " AND deviceId >= 0") +
+                    " UNION SELECT deviceId, 'device_samples' FROM device_samples WHERE 1" +
+                    scope_.and_sample_capture());
+    scope_.bind(device_query);
     while (device_query.step()) devices.insert(checked_device(device_query, 0, 1));
 
     for (int32_t device : devices) {
@@ -346,13 +358,15 @@ class ChromeExporter {
                .end());
     }
 
-    Statement streams = db_.prepare(
-        "SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE 1" + c +
-        " UNION SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE 1" + c +
-        " UNION SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE 1" + c +
-        " UNION SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE deviceId "
-        "IS NOT NULL AND streamId IS NOT NULL" +
-        c);
+    auto streams_of = [&](const char* table) {
+      return "SELECT deviceId, streamId" + scope_.from(db_, table);
+    };
+    Statement streams = db_.prepare(streams_of("CUPTI_ACTIVITY_KIND_KERNEL") + " UNION " +
+                                    streams_of("CUPTI_ACTIVITY_KIND_MEMCPY") + " UNION " +
+                                    streams_of("CUPTI_ACTIVITY_KIND_MEMSET") + " UNION " +
+                                    streams_of("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION") +
+                                    " AND deviceId IS NOT NULL AND streamId IS NOT NULL");
+    scope_.bind(streams);
     while (streams.step()) {
       const auto device = checked_device(streams, 0, "activity tables");
       const int64_t stream = streams.column_int(1);
@@ -428,7 +442,8 @@ class ChromeExporter {
 
   // The scope's rows of `table`, every column as its description says.
   TableRows rows_of(const columns::Table& table, const std::string& order = "") const {
-    return TableRows(db_, table, scope_.and_capture() + order);
+    return TableRows(db_, table, scope_.from(db_, std::string(table.name)) + order,
+                     scope_.capture_id);
   }
   // Every column the description marks as an arg, then the event is complete.
   void emit_with_args(const TableRows& rows) {
@@ -593,13 +608,15 @@ class ChromeExporter {
     const bool several_captures = grouped_ || (!scope_.capture_id && reader_.captures().size() > 1);
     for (const char* table : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                               "CUPTI_ACTIVITY_KIND_MEMSET"}) {
+      // Each side is the scope's rows of its table (scope_.from); SQLite flattens the two
+      // subqueries where they are plain filters.
       Statement pairs = db_.prepare(
-          std::string("SELECT r.globalTid, r.start, g.deviceId, g.streamId, g.start, "
-                      "r.correlationId, r.captureId FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN ") +
-          table +
-          " g ON g.correlationId = r.correlationId AND g.captureId = r.captureId "
-          "WHERE r.correlationId IS NOT NULL" +
-          scope_.and_capture("r.captureId"));
+          "SELECT r.globalTid, r.start, g.deviceId, g.streamId, g.start, r.correlationId, "
+          "r.captureId FROM (SELECT r.*" +
+          scope_.from(db_, "CUPTI_ACTIVITY_KIND_RUNTIME", "r") +
+          " AND r.correlationId IS NOT NULL) AS r JOIN (SELECT g.*" + scope_.from(db_, table, "g") +
+          ") AS g ON g.correlationId = r.correlationId AND g.captureId = r.captureId");
+      scope_.bind(pairs);
       while (pairs.step()) {
         const int64_t global_tid = pairs.column_int(0);
         // Correlation ids restart in every capture; keep flow ids unique across captures (ids of
@@ -640,7 +657,7 @@ class ChromeExporter {
     constexpr int kTs = column_index(t, "ts"), kDevice = column_index(t, "deviceId"),
                   kMetric = column_index(t, "metric_id"), kValue = column_index(t, "value");
     // A counter event's args are its series: the sample is one value, no other column.
-    TableRows rows(db_, t, scope_.and_sample_capture());
+    TableRows rows(db_, t, " FROM device_samples WHERE 1" + scope_.and_sample_capture());
     std::string metric;
     while (rows.step()) {
       metric = text(rows.integer(kMetric));

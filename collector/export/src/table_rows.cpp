@@ -10,7 +10,7 @@
 namespace fleetscope::exporter {
 namespace {
 
-std::string select_sql(const columns::Table& table, const std::string& clause) {
+std::string select_sql(const columns::Table& table, const std::string& from_where) {
   std::string sql = "SELECT ";
   for (size_t i = 0; i < table.columns.size(); ++i) {
     if (i) sql += ", ";
@@ -18,10 +18,7 @@ std::string select_sql(const columns::Table& table, const std::string& clause) {
     sql += table.columns[i].name;
     sql += '"';
   }
-  sql += " FROM ";
-  sql += table.name;
-  sql += " WHERE 1";
-  return sql + clause;
+  return sql + from_where;
 }
 
 // The label an ENUM_* table gives a value, from the store's label functions (rows.h), which are
@@ -36,11 +33,13 @@ const char* enum_label(std::string_view labels, int32_t value) {
 }  // namespace
 
 TableRows::TableRows(const store::Database& db, const columns::Table& table,
-                     const std::string& clause)
+                     const std::string& from_where, std::optional<int64_t> capture)
     : table_(table),
-      statement_(db.prepare(select_sql(table, clause))),
+      statement_(db.prepare(select_sql(table, from_where))),
       integers_(table.columns.size()),
-      null_(table.columns.size()) {}
+      null_(table.columns.size()) {
+  if (capture) statement_.bind(1, *capture);
+}
 
 bool TableRows::step() {
   if (!statement_.step()) return false;

@@ -29,9 +29,11 @@ consteval int column_index(const columns::Table& table, std::string_view column)
 
 class TableRows {
  public:
-  // Rows of `table` with `clause` appended to "SELECT <every column> FROM <table> WHERE 1"
-  // (the scope's " AND captureId = N", an " ORDER BY").
-  TableRows(const store::Database& db, const columns::Table& table, const std::string& clause);
+  // Rows of `table`: "SELECT <every column>" then `from_where` (" FROM <table> ... WHERE ...":
+  // the export scope's rows of the table, its conditions, an " ORDER BY"); `capture`, when given,
+  // is bound as ?1 (the capture store::capture_rows_sql's text names).
+  TableRows(const store::Database& db, const columns::Table& table, const std::string& from_where,
+            std::optional<int64_t> capture = std::nullopt);
 
   // Next row, every value checked: a value of the wrong type (a real or text in an INTEGER
   // column), out of its column's range (an int32 column holding 2^40, a time beyond +-2^62 ns) or
