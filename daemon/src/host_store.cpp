@@ -392,15 +392,7 @@ void HostStore::add_workflow_metrics(const std::vector<WorkflowMetricRow>& rows)
     stored.back().workflow_id = workflow_id(row.workflow, std::nullopt);
   }
   auto m = maintenance();
-  ImmediateTransaction transaction(m.db);
-  {
-    auto s = m.db.prepare(store::io::insert_sql<store::WorkflowMetric>());
-    for (const auto& row : stored) {
-      store::io::bind_row(s, row);
-      s.execute();
-    }
-  }
-  transaction.commit();
+  insert_rows(m.db, stored);
 }
 
 namespace {

@@ -32,15 +32,7 @@ int64_t HostStore::add_lane_plan(int64_t created_ns, const std::string& policy,
 void HostStore::add_sharing_events(const std::vector<SharingEventRow>& rows) {
   if (rows.empty()) return;
   auto m = maintenance();
-  ImmediateTransaction transaction(m.db);
-  {
-    auto s = m.db.prepare(store::io::insert_sql<store::SharingEvent>());
-    for (const auto& row : rows) {
-      store::io::bind_row(s, row);
-      s.execute();
-    }
-  }
-  transaction.commit();
+  insert_rows(m.db, rows);
 }
 
 std::vector<HostStore::LanePlanRow> HostStore::lane_plans(int limit) {
