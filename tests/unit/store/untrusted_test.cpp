@@ -333,6 +333,10 @@ TEST(AtomicOutputSafety, SigtermRemovesTheTemporaryFile) {
     const std::string out = dir.file("out.db");
     const pid_t child = fork();
     if (child == 0) {
+      // A shell starts a background job with SIGINT ignored, and the product rightly leaves an
+      // ignored signal ignored: the test sets the default itself, so that it does not depend on
+      // how it was started (it failed when run from a background job; ctest resets dispositions).
+      ::signal(signal_number, SIG_DFL);
       store::AtomicOutput::remove_temporaries_on_signal();
       store::AtomicOutput output(out);
       std::ofstream(output.temp_path()) << "partial";
