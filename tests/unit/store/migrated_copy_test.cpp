@@ -18,6 +18,7 @@
 #include "fleetscope/store/database.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
+#include "raw_sql.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -44,13 +45,7 @@ class CacheHome {
   std::string old_;
 };
 
-void exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
-      << sqlite3_errmsg(db);
-  sqlite3_close(db);
-}
+using test_support::raw_exec;
 
 // A schema-5 file (schema 6 changed no table: today's DDL with schema_version 5, as
 // commands_test makes them) of `kernels` kernels, padded past kMigratedCopyKeepMinBytes (a
@@ -71,11 +66,11 @@ std::string schema_five_file(const test_support::TempDir& dir, bool wal = false,
     }
     w.finish();
   }
-  exec(path, std::string(wal ? "PRAGMA journal_mode = WAL;" : "") +
-                 "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
-                 "CREATE TABLE padding(b BLOB);"
-                 "INSERT INTO padding VALUES (zeroblob(" +
-                 std::to_string(kMigratedCopyKeepMinBytes + (1 << 20)) + "));");
+  raw_exec(path, std::string(wal ? "PRAGMA journal_mode = WAL;" : "") +
+                     "UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+                     "CREATE TABLE padding(b BLOB);"
+                     "INSERT INTO padding VALUES (zeroblob(" +
+                     std::to_string(kMigratedCopyKeepMinBytes + (1 << 20)) + "));");
   return path;
 }
 
@@ -154,10 +149,10 @@ TEST(MigratedCopy, AChangedFileIsMigratedAgain) {
   const std::string path = schema_five_file(dir);
   const uint64_t before = migrated_copies_made();
   EXPECT_EQ(kernel_count(Reader(path)), 3);
-  exec(path,
-       "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, demangledName, "
-       "shortName, captureId) SELECT 9000, 9500, 0, 7, demangledName, shortName, captureId "
-       "FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1");
+  raw_exec(path,
+           "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, streamId, demangledName, "
+           "shortName, captureId) SELECT 9000, 9500, 0, 7, demangledName, shortName, captureId "
+           "FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1");
   EXPECT_EQ(kernel_count(Reader(path)), 4);
   EXPECT_EQ(migrated_copies_made() - before, 2u);
   EXPECT_EQ(kept_copies(migrated_copy_folder()).size(), 1u) << "the stale copy is removed";
@@ -225,7 +220,7 @@ TEST(MigratedCopy, ASmallFileGetsAPrivateCopy) {
     w.add_capture({.source = "small"});
     w.finish();
   }
-  exec(path, "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
+  raw_exec(path, "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
   const uint64_t before = migrated_copies_made();
   EXPECT_EQ(Reader(path).schema_version(), kSchemaVersion);
   EXPECT_EQ(Reader(path).schema_version(), kSchemaVersion);

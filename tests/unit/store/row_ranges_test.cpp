@@ -17,6 +17,7 @@
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/table_columns.h"
 #include "fleetscope/store/writer.h"
+#include "raw_sql.h"
 #include "temp_dir.h"
 
 using namespace fleetscope;
@@ -139,13 +140,7 @@ void expect_readers_match_filter(const std::string& path, const std::vector<int6
   }
 }
 
-void exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
-      << sqlite3_errmsg(db);
-  sqlite3_close(db);
-}
+using test_support::raw_exec;
 
 }  // namespace
 
@@ -270,9 +265,9 @@ TEST(RowRanges, MigrationFillsRangesOfAnOlderFile) {
     const std::string path = dir.file(in_place ? "in_place.db" : "copy.db");
     const std::vector<int64_t> captures = write_interleaved(path);
     // Schema 6 had no capture_row_ranges.
-    exec(path,
-         "DROP TABLE capture_row_ranges; UPDATE meta SET value = '6' WHERE key = "
-         "'schema_version';");
+    raw_exec(path,
+             "DROP TABLE capture_row_ranges; UPDATE meta SET value = '6' WHERE key = "
+             "'schema_version';");
     if (in_place) Database::open(path, OpenMode::read_write);
     Reader reader(path);
     EXPECT_EQ(reader.schema_version(), kSchemaVersion);
@@ -294,10 +289,11 @@ TEST(RowRanges, ChangedRowidsFallBackToTheCaptureFilter) {
   const std::string path = dir.file("host.db");
   const std::vector<int64_t> captures = write_interleaved(path);
   // Renumber the kernels in capture order, as a copy of the rows into a fresh table would.
-  exec(path,
-       "CREATE TEMP TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY captureId DESC;"
-       "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;"
-       "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k; VACUUM;");
+  raw_exec(
+      path,
+      "CREATE TEMP TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY captureId DESC;"
+      "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL;"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k; VACUUM;");
   {
     Reader reader(path);
     testing::internal::CaptureStderr();
@@ -326,10 +322,11 @@ TEST(RowRanges, OverlappingRangesFallBackToTheCaptureFilter) {
   test_support::TempDir dir;
   const std::string path = dir.file("host.db");
   const std::vector<int64_t> captures = write_interleaved(path, 1);
-  exec(path,
-       "INSERT INTO capture_row_ranges SELECT tbl, captureId, first_rowid + 1, last_rowid, 0 FROM "
-       "capture_row_ranges WHERE tbl = 'CUPTI_ACTIVITY_KIND_KERNEL' AND captureId = " +
-           std::to_string(captures[0]));
+  raw_exec(
+      path,
+      "INSERT INTO capture_row_ranges SELECT tbl, captureId, first_rowid + 1, last_rowid, 0 FROM "
+      "capture_row_ranges WHERE tbl = 'CUPTI_ACTIVITY_KIND_KERNEL' AND captureId = " +
+          std::to_string(captures[0]));
   Reader reader(path);
   testing::internal::CaptureStderr();
   EXPECT_FALSE(
@@ -346,8 +343,8 @@ TEST(RowRanges, RowsAddedOrDeletedOtherThanByTheWriterAreNotMissed) {
   const std::string path = dir.file("host.db");
   const std::vector<int64_t> captures = write_interleaved(path, 1);
   const std::string key = capture_rows_key(Reader(path).database(), captures[0]);
-  exec(path, "INSERT INTO memory_events(ts, captureId, deviceId, bytes) VALUES (7, " +
-                 std::to_string(captures[0]) + ", 0, 4096)");
+  raw_exec(path, "INSERT INTO memory_events(ts, captureId, deviceId, bytes) VALUES (7, " +
+                     std::to_string(captures[0]) + ", 0, 4096)");
   testing::internal::CaptureStderr();
   EXPECT_EQ(by_ranges(Reader(path).database(), "memory_events", captures[0]),
             by_filter(Reader(path).database(), "memory_events", captures[0]));
@@ -355,7 +352,7 @@ TEST(RowRanges, RowsAddedOrDeletedOtherThanByTheWriterAreNotMissed) {
             std::string::npos);
   EXPECT_NE(capture_rows_key(Reader(path).database(), captures[0]), key);
   const std::string cpu_key = capture_rows_key(Reader(path).database(), captures[1]);
-  exec(path, "DELETE FROM cpu_ops WHERE captureId = " + std::to_string(captures[1]));
+  raw_exec(path, "DELETE FROM cpu_ops WHERE captureId = " + std::to_string(captures[1]));
   testing::internal::CaptureStderr();
   EXPECT_NE(capture_rows_key(Reader(path).database(), captures[1]), cpu_key);
   testing::internal::GetCapturedStderr();

@@ -25,6 +25,7 @@
 #include "fleetscope/store/read_policy.h"
 #include "fleetscope/store/reader.h"
 #include "fleetscope/store/writer.h"
+#include "raw_sql.h"
 #include "sanitizers.h"
 #include "temp_dir.h"
 
@@ -43,16 +44,7 @@ std::string file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void raw_exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* message = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
-  const std::string text = message ? message : "";
-  sqlite3_free(message);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << text;
-}
+using test_support::raw_exec;
 
 // A database with enough rows to span many pages, kernels launched by runtime calls.
 std::string make_db(const test_support::TempDir& dir, const std::string& name = "t.db",
