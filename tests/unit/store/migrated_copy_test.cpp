@@ -45,7 +45,7 @@ class CacheHome {
   std::string old_;
 };
 
-using test_support::raw_exec;
+using fleetscope::test_support::raw_exec;
 
 // A schema-5 file (schema 6 changed no table: today's DDL with schema_version 5, as
 // commands_test makes them) of `kernels` kernels, padded past kMigratedCopyKeepMinBytes (a

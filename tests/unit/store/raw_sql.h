@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace test_support {
+namespace fleetscope::test_support {
 
 inline void raw_exec(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
@@ -20,4 +20,4 @@ inline void raw_exec(const std::string& path, const std::string& sql) {
   ASSERT_EQ(rc, SQLITE_OK) << path << ": " << text;
 }
 
-}  // namespace test_support
+}  // namespace fleetscope::test_support

@@ -140,7 +140,7 @@ void expect_readers_match_filter(const std::string& path, const std::vector<int6
   }
 }
 
-using test_support::raw_exec;
+using fleetscope::test_support::raw_exec;
 
 }  // namespace
 

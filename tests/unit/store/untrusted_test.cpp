@@ -44,7 +44,7 @@ std::string file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-using test_support::raw_exec;
+using fleetscope::test_support::raw_exec;
 
 // A database with enough rows to span many pages, kernels launched by runtime calls.
 std::string make_db(const test_support::TempDir& dir, const std::string& name = "t.db",
