@@ -140,6 +140,9 @@ AnalysisResult capture_findings(const CaptureData& data, const store::Reader* re
 
 AnalysisResult capture_findings(const store::Reader& reader, int64_t capture_id,
                                 const AnalyzeOptions& options) {
+  // The key and a load on a miss read one snapshot (store::ReadSnapshot), checking the capture's
+  // row ranges once.
+  const store::ReadSnapshot snapshot(reader.database());
   const std::string key =
       analysis_key(store::capture_rows_key(reader.database(), capture_id), options);
   if (auto cached = cached_analysis(reader, capture_id, key)) return std::move(*cached);

@@ -323,8 +323,13 @@ CaptureData load_capture(const store::Reader& reader, int64_t capture_id,
     throw InputError(reader.database().path(), "table captures",
                      "no capture with id " + std::to_string(capture_id));
   data.capture = *capture;
-  // Before any row is read: rows added while loading make the key older than the data, so a
-  // later look-up misses (never the other way round).
+  // Every read of the load on one snapshot of the file (a live host database takes other
+  // captures' rows meanwhile): the key is the data's, and the row-range check before each read is
+  // made once per table (store::capture_rows_sql).
+  const store::ReadSnapshot snapshot(reader.database());
+  // Before any row is read: where the connection was in a transaction of its own already, rows
+  // added while loading make the key older than the data, so a later look-up misses (never the
+  // other way round).
   data.rows_key = store::capture_rows_key(reader.database(), capture_id);
   data.names = reader.strings();
   data.gpus = reader.gpus(capture_id);

@@ -1,6 +1,7 @@
 #include "fleetscope/store/capture_rows.h"
 
 #include <algorithm>
+#include <atomic>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -8,6 +9,9 @@
 #include <tuple>
 #include <type_traits>
 
+#include <sqlite3.h>
+
+#include "connection_memo.h"
 #include "fleetscope/store/table_io.h"
 
 namespace fleetscope::store {
@@ -71,18 +75,10 @@ bool has_row_ranges(const std::string& table) {
 
 namespace {
 
-struct RangesCheck {
-  bool hold = false;
-  int64_t found = 0;  // the capture's rows in its ranges
-};
+using RangesCheck = RangesVerdict;
 
-// In one statement (a capture's read asks before each query, on one snapshot of the file): the
-// rows the capture's ranges recorded; whether two of them overlap (the writer never makes such
-// ranges; a row in both would be read twice: in the order of the key, a range starting at or
-// before the end of the one before it); the capture's rows found in them; and whether the
-// table's last row has a capture but lies in no range of it (rows appended other than through
-// store::Writer, which records its rows' ranges in the transaction that inserts them). Rowids
-// changed (a VACUUM) or rows deleted one by one make the rows found differ from those recorded.
+std::atomic<uint64_t> g_range_checks{0};
+
 RangesCheck check_ranges(const Database& db, const std::string& table, int64_t capture_id) {
   auto check = db.prepare(
       "SELECT want, overlaps, (SELECT count(*)" + ranges_sql(table, table, "?2") +
@@ -94,6 +90,7 @@ RangesCheck check_ranges(const Database& db, const std::string& table, int64_t c
       "lag(last_rowid) OVER (ORDER BY first_rowid) AS previous FROM capture_row_ranges WHERE tbl "
       "= ?1 AND captureId = ?2))");
   check.bind(1, table).bind(2, capture_id);
+  ++g_range_checks;
   RangesCheck c;
   if (!check.step()) return c;
   const auto want = static_cast<int64_t>(check.column_double(0));
@@ -114,10 +111,46 @@ RangesCheck check_ranges(const Database& db, const std::string& table, int64_t c
   return c;
 }
 
+FileVersion file_version(const Database& db) {
+  FileVersion v;
+  auto s = db.prepare("PRAGMA data_version");
+  if (s.step()) v.data_version = s.column_int(0);
+  v.own_changes = sqlite3_total_changes64(db.raw());
+  v.execs = db.memo().execs.load();
+  return v;
+}
+
+// check_ranges, once per table and capture while the file is unchanged (FileVersion): a read
+// asks before each query, a capture's load makes some twenty queries, and each check is a pass
+// over the capture's rows. Inside a ReadSnapshot the file stays unchanged for the whole load
+// while other connections commit (the daemon's host database under streaming agents).
+RangesCheck checked_ranges(const Database& db, const std::string& table, int64_t capture_id) {
+  ConnectionMemo& memo = db.memo();
+  // Read before the check: while it is unchanged afterwards, the check saw this very file.
+  const FileVersion now = file_version(db);
+  {
+    std::lock_guard lock(memo.mutex);
+    if (memo.version != now) {
+      memo.ranges.clear();
+      memo.version = now;
+    } else if (auto it = memo.ranges.find({table, capture_id}); it != memo.ranges.end()) {
+      return it->second;
+    }
+  }
+  const RangesCheck c = check_ranges(db, table, capture_id);
+  std::lock_guard lock(memo.mutex);
+  if (memo.version == now) memo.ranges[{table, capture_id}] = c;
+  return c;
+}
+
 }  // namespace
 
+uint64_t capture_range_checks_made() {
+  return g_range_checks.load();
+}
+
 bool capture_row_ranges_hold(const Database& db, const std::string& table, int64_t capture_id) {
-  return check_ranges(db, table, capture_id).hold;
+  return checked_ranges(db, table, capture_id).hold;
 }
 
 std::string capture_rows_sql(const Database& db, const std::string& table, int64_t capture_id,
@@ -210,7 +243,7 @@ std::string capture_rows_key(const Database& db, int64_t capture_id) {
       if constexpr (io::TableIo<Row>::row_ranges) {
         // The rows found in the capture's ranges, as the check before a read counts them (by
         // the captureId filter where the ranges do not hold).
-        const RangesCheck ranges = check_ranges(db, table, capture_id);
+        const RangesCheck ranges = checked_ranges(db, table, capture_id);
         if (ranges.hold)
           key += table + "=" + std::to_string(ranges.found) + ";";
         else

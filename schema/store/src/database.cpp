@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "connection_memo.h"
 #include "fleetscope/common/file_errors.h"
 #include "fleetscope/common/untrusted_text.h"
 #include "fleetscope/store/error.h"
@@ -689,7 +690,10 @@ Database::~Database() {
   close();
 }
 Database::Database(Database&& other) noexcept
-    : db_(other.db_), path_(std::move(other.path_)), in_memory_(other.in_memory_) {
+    : db_(other.db_),
+      path_(std::move(other.path_)),
+      in_memory_(other.in_memory_),
+      memo_(std::move(other.memo_)) {
   other.db_ = nullptr;
 }
 Database& Database::operator=(Database&& other) noexcept {
@@ -698,18 +702,23 @@ Database& Database::operator=(Database&& other) noexcept {
     db_ = other.db_;
     path_ = std::move(other.path_);
     in_memory_ = other.in_memory_;
+    memo_ = std::move(other.memo_);
     other.db_ = nullptr;
   }
   return *this;
 }
 void Database::exec(const std::string& sql) {
+  if (memo_) ++memo_->execs;  // before: a statement that fails half-way may have changed things
   exec_or_throw(db_, sql, path_);
 }
 int Database::schema_version() const {
   return read_schema_version(db_, path_);
 }
 Database::Database(sqlite3* db, std::string path, bool in_memory)
-    : db_(db), path_(std::move(path)), in_memory_(in_memory) {
+    : db_(db),
+      path_(std::move(path)),
+      in_memory_(in_memory),
+      memo_(std::make_unique<ConnectionMemo>()) {
   if (db_) remember_path(db_, path_);
 }
 void Database::close() {
@@ -718,6 +727,20 @@ void Database::close() {
     sqlite3_close_v2(db_);
     db_ = nullptr;
   }
+}
+
+ReadSnapshot::ReadSnapshot(const Database& db) {
+  if (!db.raw() || !sqlite3_get_autocommit(db.raw())) return;
+  // DEFERRED: no lock until the first read, which then holds its snapshot to the end.
+  exec_or_throw(db.raw(), "BEGIN DEFERRED", db.path());
+  db_ = db.raw();
+}
+
+ReadSnapshot::~ReadSnapshot() {
+  if (!db_ || sqlite3_get_autocommit(db_)) return;  // none begun, or ended by an error already
+  // It read only, so COMMIT only lets go of the snapshot; ROLLBACK where even that fails.
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
 // ---- AtomicOutput ----

@@ -4,7 +4,9 @@
 
 #include "db_fixture.h"
 #include "fleetscope/analyzer/metrics.h"
+#include "fleetscope/store/capture_rows.h"
 #include "fleetscope/store/error.h"
+#include "fleetscope/store/table_columns.h"
 
 namespace fleetscope::analyzer {
 namespace {
@@ -38,6 +40,26 @@ TEST(Loader, LoadsEveryGpuEventKindSortedAndLinked) {
       EXPECT_EQ(data.gpu.src_kind[i], store::kMemPageable);
     }
   EXPECT_TRUE(found_memcpy);
+}
+
+// A load reads one snapshot: the check capture_rows_sql makes before a read (a pass over the
+// capture's rows of a table) is made at most once per table, not before each of the load's
+// twenty-odd queries, and a second load of the unchanged file makes none.
+TEST(Loader, ALoadChecksEachTablesRowRangesOnce) {
+  testing::TempDir dir;
+  auto ids = testing::write_shared_case(dir.file("t.db"));
+  store::Reader reader(dir.file("t.db"));
+  uint64_t ranged = 0;
+  for (const auto& t : store::table_columns::kTables)
+    ranged += store::has_row_ranges(std::string(t.name));
+  const uint64_t before = store::capture_range_checks_made();
+  const CaptureData data = load_capture(reader, ids.capture);
+  EXPECT_EQ(data.gpu.size(), 6u);
+  const uint64_t first = store::capture_range_checks_made() - before;
+  EXPECT_GT(first, 0u);
+  EXPECT_LE(first, ranged);
+  (void)load_capture(reader, ids.capture);
+  EXPECT_EQ(store::capture_range_checks_made() - before, first);
 }
 
 TEST(Loader, MetricsFromDatabaseMatchHandComputedValues) {

@@ -357,3 +357,76 @@ TEST(RowRanges, RowsAddedOrDeletedOtherThanByTheWriterAreNotMissed) {
   EXPECT_NE(capture_rows_key(Reader(path).database(), captures[1]), cpu_key);
   testing::internal::GetCapturedStderr();
 }
+
+// The check before a read (a pass over the capture's rows) is made once per table and capture
+// while the file is unchanged, and made again after any change: a commit by another connection
+// (here a row appended outside the writer, which the check must then see) or a change by this
+// connection (which the file's data version does not count).
+TEST(RowRanges, ACheckIsReusedWhileTheFileIsUnchangedAndMadeAgainAfterAChange) {
+  test_support::TempDir dir;
+  const std::string path = dir.file("host.db");
+  const std::vector<int64_t> captures = write_interleaved(path, 1);
+  const std::string table = "memory_events";
+  Database db = Database::open(path, OpenMode::read_write);
+  const uint64_t before = capture_range_checks_made();
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(by_ranges(db, table, captures[0]), by_filter(db, table, captures[0]));
+  EXPECT_EQ(capture_range_checks_made() - before, 1u);
+  (void)by_ranges(db, table, captures[1]);  // another capture: a check of its own
+  EXPECT_EQ(capture_range_checks_made() - before, 2u);
+  const std::string key = capture_rows_key(db, captures[0]);  // the other tables, checked once
+  const uint64_t keyed = capture_range_checks_made();
+  EXPECT_EQ(capture_rows_key(db, captures[0]), key);
+  EXPECT_EQ(capture_range_checks_made(), keyed);
+
+  raw_exec(path, "INSERT INTO memory_events(ts, captureId, deviceId, bytes) VALUES (7, " +
+                     std::to_string(captures[0]) + ", 0, 4096)");
+  testing::internal::CaptureStderr();
+  const std::vector<int64_t> with_row = by_ranges(db, table, captures[0]);
+  EXPECT_FALSE(capture_row_ranges_hold(db, table, captures[0]));
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(with_row, by_filter(db, table, captures[0]));
+  EXPECT_EQ(with_row.size(), by_filter(Reader(path).database(), table, captures[0]).size());
+  EXPECT_EQ(capture_range_checks_made() - keyed, 1u);
+
+  // This connection deletes that row by a prepared statement: the ranges hold again.
+  db.prepare("DELETE FROM memory_events WHERE rowid = ?1").bind(1, with_row.back()).execute();
+  EXPECT_TRUE(capture_row_ranges_hold(db, table, captures[0]));
+  EXPECT_EQ(capture_range_checks_made() - keyed, 2u);
+  EXPECT_EQ(by_ranges(db, table, captures[0]).size(), with_row.size() - 1);
+}
+
+// Inside a ReadSnapshot every read sees the file as of the first, and commits by other
+// connections meanwhile (the agents streaming into a live host database) cost no new check; once
+// it ends, the next read checks again and sees them.
+TEST(RowRanges, AReadSnapshotChecksOnceWhileOthersCommit) {
+  test_support::TempDir dir;
+  const std::string path = dir.file("host.db");
+  const std::vector<int64_t> captures = write_interleaved(path, 1);
+  raw_exec(path, "PRAGMA journal_mode = WAL");  // the host database's, so others can commit
+  const std::string table = "memory_events";
+  const std::string capture = std::to_string(captures[0]);
+  Database db = Database::open(path);
+  const std::vector<int64_t> rows = by_filter(db, table, captures[0]);
+  {
+    const ReadSnapshot snapshot(db);
+    const uint64_t before = capture_range_checks_made();
+    EXPECT_EQ(by_ranges(db, table, captures[0]), rows);
+    for (int i = 0; i < 3; ++i) {
+      raw_exec(path, "INSERT INTO memory_events(ts, captureId, deviceId, bytes) VALUES (7, " +
+                         capture + ", 0, 4096)");
+      EXPECT_EQ(by_ranges(db, table, captures[0]), rows);
+      EXPECT_EQ(by_filter(db, table, captures[0]), rows);
+    }
+    EXPECT_EQ(capture_range_checks_made() - before, 1u);
+  }
+  const uint64_t after = capture_range_checks_made();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(by_ranges(db, table, captures[0]).size(), rows.size() + 3);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(capture_range_checks_made() - after, 1u);
+  // A snapshot inside a transaction already open is none of its own: it ends nothing.
+  db.exec("BEGIN");
+  { const ReadSnapshot inner(db); }
+  EXPECT_NO_THROW(db.exec("COMMIT"));
+}

@@ -49,6 +49,11 @@ bool has_row_ranges(const std::string& table);
 // overlap, and the table's last row lies in a range of its capture.
 bool capture_row_ranges_hold(const Database& db, const std::string& table, int64_t capture_id);
 
+// How many range checks (the counting pass above) this process has made: a check is made once per
+// connection, table and capture while the file is unchanged (no commit by another connection, no
+// change by this one), and inside a ReadSnapshot (database.h) once for the snapshot. For tests.
+uint64_t capture_range_checks_made();
+
 // Recomputes `table`'s capture_row_ranges from its rows (runs of consecutive rowids of one
 // capture). For code that inserts event rows other than through store::Writer (which records
 // them), so that every row of a capture stays in one of its ranges. Caller holds the transaction.

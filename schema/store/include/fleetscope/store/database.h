@@ -60,6 +60,8 @@ class Statement {
 
 enum class OpenMode { read_only, read_write };
 
+struct ConnectionMemo;  // src/connection_memo.h
+
 class Database {
  public:
   // Opens an existing trace database, as untrusted input: SQLite's defensive mode, an untrusted
@@ -99,6 +101,9 @@ class Database {
   const std::string& path() const { return path_; }
   sqlite3* raw() const { return db_; }
   void close();
+  // What the store reuses on this connection while its file is unchanged (the range checks of
+  // capture_rows_sql); the store's own.
+  ConnectionMemo& memo() const { return *memo_; }
 
  private:
   friend struct DatabaseAccess;  // database.cpp: connections to copies, named after their file
@@ -106,6 +111,24 @@ class Database {
   sqlite3* db_ = nullptr;
   std::string path_;
   bool in_memory_ = false;
+  std::unique_ptr<ConnectionMemo> memo_;
+};
+
+// One read transaction for a group of reads on a connection (a capture's load): every read sees
+// the file as of the first, however often other connections commit meanwhile (a live host
+// database), and what capture_rows_sql checks before a read is checked once for the group
+// instead of before each read. Nothing when the connection is in a transaction already. The
+// transaction ends with this object; while it lasts, a WAL file's checkpoints stop at it, so keep
+// it to one load.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(const Database& db);
+  ~ReadSnapshot();
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  sqlite3* db_ = nullptr;  // null: the connection was in a transaction already
 };
 
 // The file a connection reads (the path given to open(), also for a migrated in-memory copy), for
