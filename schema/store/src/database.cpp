@@ -563,7 +563,8 @@ Database Database::open(const std::string& path, OpenMode mode) {
   // before any of them is read (meta included); declared types once the schema is current.
   if (g_read_deadline_ns.load() != 0)
     sqlite3_progress_handler(raw, kReadBudgetSteps, read_deadline_handler, nullptr);
-  if (g_shape_checks) check_schema_shape(raw, path, /*check_types=*/false);
+  SchemaShape shape;
+  if (g_shape_checks) shape = check_schema_shape(raw, path, /*check_types=*/false);
   int version = read_schema_version(raw, path);
   if (version > kSchemaVersion)
     throw InputError(path, "table meta",
@@ -578,8 +579,10 @@ Database Database::open(const std::string& path, OpenMode mode) {
       return copy;
     }
     migrate(raw, version);
+    if (g_shape_checks) check_schema_shape(raw, path, /*check_types=*/true);
+  } else if (g_shape_checks) {
+    check_declared_types(shape, path);  // current already: its shape as read above
   }
-  if (g_shape_checks) check_schema_shape(raw, path, /*check_types=*/true);
   if (mode == OpenMode::read_only) db.exec("PRAGMA query_only = ON");
   return db;
 }
