@@ -151,16 +151,33 @@ std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& 
   return out;
 }
 
+namespace {
+
+std::vector<ConsolidationCandidate> with_nvml(
+    std::vector<ConsolidationCandidate> candidates,
+    const std::map<std::pair<int64_t, int32_t>, NvmlMemory>& nvml,
+    const ConsolidationOptions& options) {
+  for (auto& c : candidates)
+    if (auto it = nvml.find({c.workflow_id, c.device}); it != nvml.end())
+      apply_nvml_memory(c, it->second, options);
+  return candidates;
+}
+
+}  // namespace
+
+std::vector<ConsolidationCandidate> consolidation_candidates(const CaptureData& data,
+                                                             const store::Reader& reader,
+                                                             const ConsolidationOptions& options) {
+  return with_nvml(consolidation_candidates(data, options), nvml_memory(reader), options);
+}
+
 std::vector<ConsolidationCandidate> consolidation_candidates(const store::Reader& reader,
                                                              const ConsolidationOptions& options) {
   std::vector<ConsolidationCandidate> out;
   const auto nvml = nvml_memory(reader);
   for (const auto& capture : reader.captures()) {
-    CaptureData data = load_capture(reader, capture.id);
-    auto part = consolidation_candidates(data, options);
-    for (auto& c : part)
-      if (auto it = nvml.find({c.workflow_id, c.device}); it != nvml.end())
-        apply_nvml_memory(c, it->second, options);
+    auto part = with_nvml(consolidation_candidates(load_capture(reader, capture.id), options), nvml,
+                          options);
     out.insert(out.end(), std::make_move_iterator(part.begin()),
                std::make_move_iterator(part.end()));
   }

@@ -111,11 +111,7 @@ std::shared_ptr<const CaptureAnalysis> AnalysisSession::loaded(const CaptureKey&
     again->data = std::move(data);
     return again;
   }
-  result->candidates = consolidation_candidates(*data);
-  const auto nvml = nvml_memory(*reader);
-  for (auto& c : result->candidates)
-    if (auto it = nvml.find({c.workflow_id, c.device}); it != nvml.end())
-      apply_nvml_memory(c, it->second);
+  result->candidates = consolidation_candidates(*data, *reader);
   result->data = std::move(data);
   std::lock_guard lock(cache_mutex_);
   // Two threads may have loaded the same capture: the first one stored wins.

@@ -95,7 +95,13 @@ struct ConsolidationOptions {
 std::vector<ConsolidationCandidate> consolidation_candidates(
     const CaptureData& data, const ConsolidationOptions& options = {});
 
-// Every capture in the database, with the host's NVML figures where the trace has no totals.
+// One loaded capture's candidates with the host's NVML figures (nvml_memory below, read from
+// `reader`, the capture's database) where the trace has no totals: what AnalysisSession keeps
+// per capture.
+std::vector<ConsolidationCandidate> consolidation_candidates(
+    const CaptureData& data, const store::Reader& reader, const ConsolidationOptions& options = {});
+
+// Every capture in the database, each as above.
 std::vector<ConsolidationCandidate> consolidation_candidates(
     const store::Reader& reader, const ConsolidationOptions& options = {});
 

@@ -1,5 +1,8 @@
-// One analysis session: what the CLI (`share plan DB...`, `candidates --format profiles`), the
-// GUI and the daemon do with open databases and traces, written once.
+// One analysis session: what the CLI (`share plan DB...`, `candidates --format profiles`) and the
+// GUI do with open databases and traces, written once. The daemon, which analyses one window as it
+// closes, makes the two calls a session's analysis() makes (load_capture, then capture_findings:
+// one rule for stored and fresh findings, the analysis cache kept in the database) without the
+// session's in-memory cache of every capture, which a long-running process has no use for.
 //
 //   AnalysisSession session;
 //   session.open("host.db");                    // a fleetscope database, or a Kineto JSON /
