@@ -166,27 +166,30 @@ sharer::SharingService& SharingHost::service_locked() {
   return *service_;
 }
 
+namespace {
+
+// The four members of one struct moved into the other's, in order. Structured bindings name every
+// member: one more on either side does not compile.
+template <class To, class From>
+To member_by_member(From from) {
+  auto& [ts_ns, plan_id, kind, detail_json] = from;
+  To to;
+  auto& [to_ts_ns, to_plan_id, to_kind, to_detail_json] = to;
+  to_ts_ns = ts_ns;
+  to_plan_id = plan_id;
+  to_kind = std::move(kind);
+  to_detail_json = std::move(detail_json);
+  return to;
+}
+
+}  // namespace
+
 HostStore::SharingEventRow sharing_event_row(sharer::SharingRecord record) {
-  // Structured bindings name every member: one more on either side does not compile.
-  auto& [ts_ns, plan_id, kind, detail_json] = record;
-  HostStore::SharingEventRow row;
-  auto& [row_ts_ns, row_plan_id, row_kind, row_detail_json] = row;
-  row_ts_ns = ts_ns;
-  row_plan_id = plan_id;
-  row_kind = std::move(kind);
-  row_detail_json = std::move(detail_json);
-  return row;
+  return member_by_member<HostStore::SharingEventRow>(std::move(record));
 }
 
 sharer::SharingRecord sharing_record(HostStore::SharingEventRow row) {
-  auto& [ts_ns, plan_id, kind, detail_json] = row;
-  sharer::SharingRecord record;
-  auto& [record_ts_ns, record_plan_id, record_kind, record_detail_json] = record;
-  record_ts_ns = ts_ns;
-  record_plan_id = plan_id;
-  record_kind = std::move(kind);
-  record_detail_json = std::move(detail_json);
-  return record;
+  return member_by_member<sharer::SharingRecord>(std::move(row));
 }
 
 void SharingHost::resume_locked() {
