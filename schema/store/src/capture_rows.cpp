@@ -79,6 +79,13 @@ using RangesCheck = RangesVerdict;
 
 std::atomic<uint64_t> g_range_checks{0};
 
+// In one statement, on one snapshot of the file: the rows the capture's ranges recorded; whether
+// two of them overlap (the writer never makes such ranges; a row in both would be read twice: in
+// the order of the key, a range starting at or before the end of the one before it); the
+// capture's rows found in them; and whether the table's last row has a capture but lies in no
+// range of it (rows appended other than through store::Writer, which records its rows' ranges in
+// the transaction that inserts them). Rowids changed (a VACUUM) or rows deleted one by one make
+// the rows found differ from those recorded.
 RangesCheck check_ranges(const Database& db, const std::string& table, int64_t capture_id) {
   auto check = db.prepare(
       "SELECT want, overlaps, (SELECT count(*)" + ranges_sql(table, table, "?2") +
