@@ -78,7 +78,8 @@ void apply_declared_memory(ConsolidationCandidate& c, const DeclaredMemory& memo
   if (c.iteration_ns <= 0) c.iteration_ns = memory.iteration_ns;
   c.memory_source = memory.source;
   c.memory_evidence = "declared";
-  c.memory_evidence_detail = "declared: " + memory.source + " (peak taken whole as P)";
+  // Shown after the evidence ("P and T: declared: <detail>"), so it does not say "declared" again.
+  c.memory_evidence_detail = memory.source + " (peak taken whole as P)";
   c.co_location_candidate = false;
   if (c.utilization >= options.max_utilization) {
     c.reason = "GPU utilization " + std::to_string(int(c.utilization * 100)) + " %";

@@ -139,6 +139,9 @@ TEST(DeclaredMemory, FillsOnlyUnmeasuredCandidatesAndDecidesTheVerdictAgain) {
   EXPECT_EQ(idle.iteration_ns, 50'000'000);
   EXPECT_EQ(idle.memory_source, "w.csv:alexnet_100_1min");
   EXPECT_NE(idle.reason.find("declared"), std::string::npos);
+  // As `candidates` and `share plan` show it: the evidence, then its detail, once each.
+  EXPECT_EQ(idle.memory_evidence + ": " + idle.memory_evidence_detail,
+            "declared: w.csv:alexnet_100_1min (peak taken whole as P)");
 
   ConsolidationCandidate busy = idle;
   busy = ConsolidationCandidate{};
