@@ -351,7 +351,8 @@ void LaneRunner::skip_periods(double until) {
   const size_t window = std::min(decisions_.size(), search_window(count));
   for (size_t back = 1; back <= window; ++back) {
     const size_t index = decisions_.size() - back;
-    const Decision& previous = decisions_[index];
+    // A copy: the SRTF check below appends to decisions_, which may move its elements.
+    const Decision previous = decisions_[index];
     if (previous.signature != current.signature || previous.last_job != current.last_job) continue;
     bool same = true;
     for (size_t i = 0; i < count && same; ++i) {
