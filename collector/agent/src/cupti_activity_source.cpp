@@ -75,7 +75,10 @@ void CUPTIAPI CuptiActivitySource::buffer_requested(uint8_t** buffer, size_t* si
   if (!source || g_forked_child.load()) return;
   // Past the cap the request is declined: CUPTI drops the records and counts them.
   *buffer = source->pool_.acquire();
-  if (*buffer) *size = source->pool_.buffer_bytes();
+  if (*buffer) {
+    *size = source->pool_.buffer_bytes();
+    source->handed_out_.fetch_add(1);
+  }
 }
 
 void CUPTIAPI CuptiActivitySource::buffer_completed(CUcontext /*context*/, uint32_t /*stream_id*/,
@@ -90,8 +93,18 @@ void CuptiActivitySource::queue(uint8_t* buffer, size_t valid_size) {
   {
     std::lock_guard lock(queue_mutex_);
     completed_.push_back({buffer, valid_size});
+    ++returned_;
   }
+  returned_cv_.notify_all();
   if (on_ready_) on_ready_();
+}
+
+void CuptiActivitySource::wait_for_buffers_out_before(uint64_t handed_out) {
+  // Bounded: CUPTI may keep a buffer through a forced flush (one it has not written to); the
+  // close then goes on after this wait, as it did without it.
+  constexpr auto kFlushWaitMs = std::chrono::milliseconds(100);
+  std::unique_lock lock(queue_mutex_);
+  returned_cv_.wait_for(lock, kFlushWaitMs, [&] { return returned_ >= handed_out; });
 }
 
 void CuptiActivitySource::drain() {
@@ -178,7 +191,11 @@ bool CuptiActivitySource::enable(RecordCallback on_record) {
 }
 
 void CuptiActivitySource::flush() {
-  if (enabled_) api_.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (enabled_) {
+    const uint64_t handed_out = handed_out_.load();
+    api_.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    wait_for_buffers_out_before(handed_out);
+  }
   drain();
 }
 
@@ -187,7 +204,9 @@ void CuptiActivitySource::disable() {
   for (CUpti_CallbackId cbid : kDriverCbids) api_.activityEnableDriverApi(cbid, 0);
   enabled_kinds_.clear();
   if (enabled_) {
+    const uint64_t handed_out = handed_out_.load();
     api_.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // gets every buffer back
+    wait_for_buffers_out_before(handed_out);
     drain();
   }
   enabled_ = false;

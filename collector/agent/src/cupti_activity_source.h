@@ -6,6 +6,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -46,6 +48,11 @@ class CuptiActivitySource final : public ActivitySource {
   static void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer,
                                         size_t size, size_t valid_size);
   void queue(uint8_t* buffer, size_t valid_size);
+  // After cuptiActivityFlushAll: waits (at most kFlushWaitMs) until every buffer CUPTI held
+  // before the flush has come back. A buffer CUPTI's own thread took off its queue just before
+  // the flush is delivered by that thread, possibly after the flush returned; drained without
+  // it, a closing window (or a signal's last flush) would lose its rows.
+  void wait_for_buffers_out_before(uint64_t handed_out);
 
   CuptiApi& api_;
   BufferPool& pool_;
@@ -53,6 +60,9 @@ class CuptiActivitySource final : public ActivitySource {
   RecordCallback on_record_;  // control thread only
   std::mutex queue_mutex_;    // held only to move buffers in and out of completed_
   std::deque<Completed> completed_;
+  std::condition_variable returned_cv_;  // with queue_mutex_: a buffer came back
+  std::atomic<uint64_t> handed_out_{0};  // buffers given to CUPTI (buffer_requested)
+  uint64_t returned_ = 0;                // buffers CUPTI gave back (queue); under queue_mutex_
   int64_t dropped_ = 0;
   int64_t refused_at_enable_ = 0;
   int64_t late_records_ = 0;    // records drained while no window was open

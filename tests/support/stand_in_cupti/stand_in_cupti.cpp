@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -117,6 +118,14 @@ void worker_loop() {
     s.counters.buffers_completed += 1;
     s.counters.kernels_delivered += c.kernels;
     lock.unlock();
+    // Between taking a buffer off its queue and handing it over, CUPTI's thread may be slow: a
+    // flush on another thread meanwhile finds the queue empty and returns before this buffer
+    // arrives. STAND_IN_CUPTI_DELIVERY_DELAY_MS makes that gap as long as a test needs.
+    static const int delay_ms = [] {
+      const char* v = std::getenv("STAND_IN_CUPTI_DELIVERY_DELAY_MS");
+      return v ? std::atoi(v) : 0;
+    }();
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     if (complete) complete(nullptr, 0, c.buffer, c.size, c.valid);
     lock.lock();
   }
