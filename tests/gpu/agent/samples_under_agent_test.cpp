@@ -80,7 +80,8 @@ class SampleUnderAgent : public ::testing::TestWithParam<std::string> {};
 TEST_P(SampleUnderAgent, CapturesExactlyWhatTheSampleLaunched) {
   if (std::string why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "skipped: " << why;
   const std::string sample = GetParam();
-  fs::path db = fs::temp_directory_path() / ("gpu-test-" + sample + ".db");
+  fs::path db = fs::temp_directory_path() /
+                ("fleetscope-gpu-test-" + sample + "-" + std::to_string(::getpid()) + ".db");
   fs::remove(db);
   fs::path binary = fs::path(env_or("FLEETSCOPE_SAMPLES_DIR", FLEETSCOPE_SAMPLES_DEFAULT)) / sample;
   TracedRun r = run_traced({"run", "-o", db.string(), "--", binary.string(), "--iterations", "5"});
@@ -129,7 +130,9 @@ INSTANTIATE_TEST_SUITE_P(Samples, SampleUnderAgent,
 
 TEST(IterationWindow, TracesTheRequestedSteps) {
   if (std::string why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "skipped: " << why;
-  fs::path db = fs::temp_directory_path() / "gpu-test-iterations.db";
+  // A file of this process's own: two builds' suites may run at once on one machine.
+  fs::path db = fs::temp_directory_path() /
+                ("fleetscope-gpu-test-iterations-" + std::to_string(::getpid()) + ".db");
   fs::remove(db);
   fs::path binary =
       fs::path(env_or("FLEETSCOPE_SAMPLES_DIR", FLEETSCOPE_SAMPLES_DEFAULT)) / "launch_bound";

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -95,12 +96,17 @@ const json& expected() {
 // Imports are cached across the test processes ctest starts (one per test): one database per
 // trace in the temp directory, stamped with this executable's modification time so a rebuilt
 // importer never reads a stale database. import_files() renames into place atomically, so
-// concurrent tests at worst import twice.
+// concurrent tests at worst import twice. One folder per executable: the test binaries of two
+// builds (dev and asan, a clean clone's) run at once on one machine, and each removes its own
+// older stamps only (a shared folder had one build delete the other's import in progress).
 std::string cached_database(const std::string& file, const std::string& short_name) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto exe_time = fs::last_write_time("/proc/self/exe", ec);
-  const fs::path dir = fs::temp_directory_path() / "fleetscope-golden-rules";
+  std::error_code link_ec;
+  const std::string exe = fs::read_symlink("/proc/self/exe", link_ec).string();
+  const fs::path dir = fs::temp_directory_path() / "fleetscope-golden-rules" /
+                       std::to_string(std::hash<std::string>{}(exe));
   fs::create_directories(dir);
   const std::string stamp =
       ec ? std::to_string(::getpid()) : std::to_string(exe_time.time_since_epoch().count());
